@@ -1,0 +1,514 @@
+//! Retry hints (spec section 3.5), parsed by hand on bytes.
+//!
+//! Invalid UTF-8 needs no decoding here: every byte of an invalid sequence is
+//! at least 0x80, so it is a non-ASCII "other" character exactly like the
+//! U+FFFD that `String::from_utf8_lossy` would put in its place (it breaks a
+//! name, white space and digits, and belongs to a rule 2 token, which then
+//! matches neither grammar).
+//!
+//! Every function is linear in the length of the text and never panics.
+
+/// Rule 1: a delay in milliseconds.
+const RETRY_AFTER_MS: &[u8] = b"retry-after-ms";
+/// Rule 2: seconds (a decimal number) or an RFC 3339 timestamp.
+const RETRY_AFTER: &[u8] = b"retry-after";
+/// Rule 3: milliseconds, or an epoch in milliseconds above [`MS_CUTOFF`].
+const RESET_MS: &[u8] = b"x-ratelimit-reset-ms";
+/// Rule 4: seconds, or an epoch in seconds above [`S_CUTOFF`].
+const RESET_S: &[u8] = b"x-ratelimit-reset";
+/// Rule 3: values up to this are a delay, larger ones an epoch.
+const MS_CUTOFF: u64 = 1_000_000_000_000;
+/// Rule 4: values up to this are a delay, larger ones an epoch.
+const S_CUTOFF: u64 = 1_000_000_000;
+
+/// Extracts the retry hint of spec section 3.5 from an error text, in
+/// milliseconds.
+///
+/// The rules are tried in order (`retry-after-ms`, `retry-after`,
+/// `x-ratelimit-reset-ms`, `x-ratelimit-reset`); each one looks only at the
+/// first place where its name (ASCII case-insensitively, even inside a longer
+/// word) is followed by optional white space, `:` or `=`, and optional white
+/// space. `now_ms` is the host's wall clock in Unix milliseconds; without it,
+/// timestamps and epochs yield nothing. All arithmetic saturates.
+///
+/// ```
+/// use autoretry::classify::retry_hint_ms;
+///
+/// assert_eq!(retry_hint_ms("usage_limit_reached retry-after-ms=11180000", None), Some(11_180_000));
+/// assert_eq!(retry_hint_ms("Retry-After: 1.5", None), Some(1500));
+/// assert_eq!(
+///     retry_hint_ms("retry-after: 1970-01-01T00:01:00Z", Some(15_000)),
+///     Some(45_000),
+/// );
+/// assert_eq!(retry_hint_ms("x-ratelimit-reset: 60", None), Some(60_000));
+/// assert_eq!(retry_hint_ms("try again later", None), None);
+/// ```
+pub fn retry_hint_ms(text: &str, now_ms: Option<u64>) -> Option<u64> {
+    retry_hint_ms_bytes(text.as_bytes(), now_ms)
+}
+
+/// [`retry_hint_ms`] on raw bytes, read as `String::from_utf8_lossy` would
+/// read them (without allocating).
+///
+/// ```
+/// use autoretry::classify::retry_hint_ms_bytes;
+///
+/// assert_eq!(retry_hint_ms_bytes(b"\xFF retry-after: 2", None), Some(2000));
+/// // An invalid byte inside the value makes it no number.
+/// assert_eq!(retry_hint_ms_bytes(b"retry-after: 2\xFF", None), None);
+/// ```
+pub fn retry_hint_ms_bytes(bytes: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    rule_retry_after_ms(bytes)
+        .or_else(|| rule_retry_after(bytes, now_ms))
+        .or_else(|| rule_reset_ms(bytes, now_ms))
+        .or_else(|| rule_reset_s(bytes, now_ms))
+}
+
+fn rule_retry_after_ms(text: &[u8]) -> Option<u64> {
+    digits(value_after(text, RETRY_AFTER_MS)?)
+}
+
+fn rule_retry_after(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    let value = value_after(text, RETRY_AFTER)?;
+    let end = value
+        .iter()
+        .position(|&b| is_ws(b) || b == b',' || b == b';')
+        .unwrap_or(value.len());
+    let token = value.get(..end)?;
+    if is_decimal(token) {
+        let seconds: f64 = core::str::from_utf8(token).ok()?.parse().ok()?;
+        // `as` saturates: NaN and negatives give 0, 2^64 and above u64::MAX,
+        // which is floor-then-clamp for these values.
+        return Some((seconds * 1000.0) as u64);
+    }
+    let at = rfc3339_ms(token)?;
+    let diff = i128::from(at).saturating_sub(i128::from(now_ms?));
+    Some(u64::try_from(diff.max(0)).unwrap_or(u64::MAX))
+}
+
+fn rule_reset_ms(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    let v = digits(value_after(text, RESET_MS)?)?;
+    if v <= MS_CUTOFF {
+        Some(v)
+    } else {
+        Some(v.saturating_sub(now_ms?))
+    }
+}
+
+fn rule_reset_s(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    let v = digits(value_after(text, RESET_S)?)?;
+    if v <= S_CUTOFF {
+        Some(v.saturating_mul(1000))
+    } else {
+        Some(v.saturating_mul(1000).saturating_sub(now_ms?))
+    }
+}
+
+/// ASCII white space, as `\s` of spec 3.1.
+fn is_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
+}
+
+fn skip_ws(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|&&b| is_ws(b)).count();
+    s.get(n..).unwrap_or_default()
+}
+
+/// The text after the first `name WS [:=] WS` (name ASCII
+/// case-insensitive; `name` is lowercase).
+///
+/// Linear: an occurrence of `name` starting inside the white space that
+/// follows an earlier occurrence is impossible (names contain no white
+/// space and cannot end inside it), so each run of white space is skipped
+/// for at most one occurrence.
+fn value_after<'t>(text: &'t [u8], name: &[u8]) -> Option<&'t [u8]> {
+    let first = name.first()?;
+    let mut rest = text;
+    while let Some(at) = rest.iter().position(|b| b.to_ascii_lowercase() == *first) {
+        rest = rest.get(at..)?;
+        if rest.len() < name.len() {
+            return None;
+        }
+        let (candidate, after) = rest.split_at(name.len());
+        if candidate.eq_ignore_ascii_case(name) {
+            if let [b':' | b'=', value @ ..] = skip_ws(after) {
+                return Some(skip_ws(value));
+            }
+        }
+        rest = rest.get(1..)?;
+    }
+    None
+}
+
+/// Leading ASCII digits (at least one), saturating at `u64::MAX`.
+fn digits(s: &[u8]) -> Option<u64> {
+    let mut cur = Cursor(s);
+    let run = cur.digits();
+    if run.is_empty() {
+        return None;
+    }
+    Some(run.iter().fold(0u64, |v, &d| {
+        v.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    }))
+}
+
+/// The rule 2 number grammar: `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?`
+/// over the whole token.
+fn is_decimal(token: &[u8]) -> bool {
+    let mut cur = Cursor(token);
+    cur.eat_any(b"+-");
+    let int = cur.digits().len();
+    let frac = if cur.eat(b'.') { cur.digits().len() } else { 0 };
+    if int == 0 && frac == 0 {
+        return false;
+    }
+    if cur.eat_any(b"eE") {
+        cur.eat_any(b"+-");
+        if cur.digits().is_empty() {
+            return false;
+        }
+    }
+    cur.0.is_empty()
+}
+
+/// The instant of an RFC 3339 timestamp (spec 3.5, rule 2) in Unix ms, or
+/// `None` when the token is not one or its fields are not a real date and
+/// time.
+///
+/// Every field has a fixed number of digits, so the arithmetic below is
+/// bounded (years 0000 to 9999: about ±3.2e14 ms) and cannot overflow.
+fn rfc3339_ms(token: &[u8]) -> Option<i64> {
+    let mut cur = Cursor(token);
+    let year = cur.fixed(4)?;
+    cur.expect(b'-')?;
+    let month = cur.fixed(2)?;
+    cur.expect(b'-')?;
+    let day = cur.fixed(2)?;
+    cur.eat_any(b"Tt").then_some(())?;
+    let hour = cur.fixed(2)?;
+    cur.expect(b':')?;
+    let minute = cur.fixed(2)?;
+    let (mut second, mut milli) = (0, 0);
+    if cur.eat(b':') {
+        second = cur.fixed(2)?;
+        if cur.eat(b'.') {
+            let fraction = cur.digits();
+            if fraction.is_empty() {
+                return None;
+            }
+            // Truncated to milliseconds.
+            for i in 0..3 {
+                milli = milli * 10 + fraction.get(i).map_or(0, |d| i64::from(d - b'0'));
+            }
+        }
+    }
+    let offset_minutes = if cur.eat_any(b"Zz") {
+        0
+    } else {
+        let sign = if cur.eat(b'+') {
+            1
+        } else if cur.eat(b'-') {
+            -1
+        } else {
+            return None;
+        };
+        let oh = cur.fixed(2)?;
+        cur.expect(b':')?;
+        let om = cur.fixed(2)?;
+        if oh > 23 || om > 59 {
+            return None;
+        }
+        sign * (oh * 60 + om)
+    };
+    if !cur.0.is_empty()
+        || !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
+    Some(seconds * 1000 + milli)
+}
+
+fn is_leap(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12; // March = 0
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// A forward-only reader over bytes.
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn eat(&mut self, byte: u8) -> bool {
+        self.eat_any(&[byte])
+    }
+
+    fn eat_any(&mut self, set: &[u8]) -> bool {
+        match self.0 {
+            [first, rest @ ..] if set.contains(first) => {
+                self.0 = rest;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        self.eat(byte).then_some(())
+    }
+
+    /// The longest run of ASCII digits at the cursor (possibly empty).
+    fn digits(&mut self) -> &'a [u8] {
+        let n = self.0.iter().take_while(|b| b.is_ascii_digit()).count();
+        let (run, rest) = self.0.split_at(n);
+        self.0 = rest;
+        run
+    }
+
+    /// Exactly `n` ASCII digits (`n` ≤ 4).
+    fn fixed(&mut self, n: usize) -> Option<i64> {
+        let run = self.0.get(..n)?;
+        if !run.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        self.0 = self.0.get(n..)?;
+        Some(run.iter().fold(0, |v, &d| v * 10 + i64::from(d - b'0')))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use std::{format, string::String};
+
+    fn hint(text: &str) -> Option<u64> {
+        retry_hint_ms(text, None)
+    }
+
+    #[test]
+    fn rule_1_milliseconds() {
+        assert_eq!(hint("retry-after-ms=11180000"), Some(11_180_000));
+        assert_eq!(hint("RETRY-AFTER-MS :\t 0"), Some(0));
+        assert_eq!(hint("x-retry-after-ms: 12abc"), Some(12));
+        assert_eq!(
+            hint("retry-after-ms: 99999999999999999999999999"),
+            Some(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn rule_2_numbers() {
+        assert_eq!(hint("retry-after: 120"), Some(120_000));
+        assert_eq!(hint("x-retry-after: 5"), Some(5_000));
+        assert_eq!(hint("Retry-After=1.005"), Some(1004));
+        assert_eq!(hint("retry-after: 5."), Some(5_000));
+        assert_eq!(hint("retry-after: .5"), Some(500));
+        assert_eq!(hint("retry-after: +2e1,"), Some(20_000));
+        assert_eq!(hint("retry-after: 1E-3;"), Some(1));
+        assert_eq!(hint("retry-after: -5"), Some(0));
+        assert_eq!(hint("retry-after: -0"), Some(0));
+        assert_eq!(hint("retry-after: 1e300"), Some(u64::MAX));
+        assert_eq!(hint("retry-after: 18446744073709551.616"), Some(u64::MAX));
+        assert_eq!(hint("retry-after: 1e99999999999999999999"), Some(u64::MAX));
+        for bad in [
+            "inf", "NaN", "0x10", "1_000", ".", "+", "e5", "5e", "5e+", "1.2.3", "5s", "Infinity",
+        ] {
+            let text = format!("retry-after: {bad}");
+            assert_eq!(hint(&text), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn rule_2_timestamps() {
+        let now = Some(1_000);
+        let at = |t: &str, now| retry_hint_ms(&format!("retry-after: {t}"), now);
+        assert_eq!(at("1970-01-01T00:00:01Z", now), Some(0));
+        assert_eq!(at("1970-01-01T00:00:02.5Z", now), Some(1_500));
+        assert_eq!(at("1970-01-01t00:00:02.123999z", now), Some(1_123));
+        assert_eq!(at("1970-01-01T00:01Z", now), Some(59_000));
+        assert_eq!(at("1970-01-01T01:00:00+01:00", Some(0)), Some(0));
+        assert_eq!(at("1969-12-31T23:00:00-01:00", Some(0)), Some(0));
+        assert_eq!(at("1969-12-31T23:59:59Z", Some(0)), Some(0));
+        assert_eq!(at("0000-01-01T00:00:00Z", Some(u64::MAX)), Some(0));
+        assert_eq!(at("2024-02-29T00:00:00Z", Some(0)), Some(1_709_164_800_000));
+        assert_eq!(
+            at("9999-12-31T23:59:59.999Z", Some(0)),
+            Some(253_402_300_799_999)
+        );
+        assert_eq!(at("2000-02-29T00:00:00Z", Some(0)), Some(951_782_400_000));
+        // Without a clock, a timestamp yields nothing.
+        assert_eq!(at("2024-02-29T00:00:00Z", None), None);
+        for bad in [
+            "2023-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2024-04-31T00:00:00Z",
+            "2024-13-01T00:00:00Z",
+            "2024-00-01T00:00:00Z",
+            "2024-01-00T00:00:00Z",
+            "2024-01-01T24:00:00Z",
+            "2024-01-01T00:60:00Z",
+            "2024-01-01T00:00:60Z",
+            "2024-01-01T00:00:00+24:00",
+            "2024-01-01T00:00:00+00:60",
+            "2024-01-01T00:00:00",
+            "2024-01-01T00:00:00.Z",
+            "2024-01-01 00:00:00Z",
+            "2024-01-01T00:00:00ZZ",
+            "24-01-01T00:00:00Z",
+            "2024-1-01T00:00:00Z",
+            "2024-01-01T00Z",
+            "2024-01-01T00:00:00+0000",
+        ] {
+            assert_eq!(at(bad, Some(0)), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn rules_3_and_4() {
+        assert_eq!(hint("x-ratelimit-reset-ms: 1000000000000"), Some(MS_CUTOFF));
+        assert_eq!(hint("x-ratelimit-reset-ms: 1000000000001"), None);
+        assert_eq!(
+            retry_hint_ms(
+                "x-ratelimit-reset-ms: 1000000005000",
+                Some(1_000_000_000_000)
+            ),
+            Some(5_000)
+        );
+        assert_eq!(
+            retry_hint_ms(
+                "x-ratelimit-reset-ms: 1000000005000",
+                Some(2_000_000_000_000)
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            hint("x-ratelimit-reset: 1000000000"),
+            Some(1_000_000_000_000)
+        );
+        assert_eq!(hint("x-ratelimit-reset: 1000000001"), None);
+        assert_eq!(
+            retry_hint_ms("X-RateLimit-Reset: 1000000005", Some(1_000_000_000_000)),
+            Some(5_000)
+        );
+        // Spec 3.5: digits saturate, then each operation saturates in turn.
+        assert_eq!(
+            retry_hint_ms(
+                "x-ratelimit-reset: 1000000000000000000000000000000",
+                Some(7)
+            ),
+            Some(u64::MAX - 7)
+        );
+        assert_eq!(
+            retry_hint_ms(
+                "x-ratelimit-reset-ms: 1000000000000000000000000000000",
+                Some(7)
+            ),
+            Some(u64::MAX - 7)
+        );
+    }
+
+    #[test]
+    fn rules_in_order_and_pass_on() {
+        // Rule 1 wins over rule 2 wherever they are.
+        assert_eq!(hint("retry-after: 1 retry-after-ms: 7"), Some(7));
+        // A rule that finds its name but yields nothing passes on.
+        assert_eq!(hint("retry-after-ms: soon; retry-after: 2"), Some(2_000));
+        assert_eq!(
+            hint("retry-after: 2024-01-01T00:00:00Z x-ratelimit-reset: 3"),
+            Some(3_000)
+        );
+        assert_eq!(
+            hint("x-ratelimit-reset-ms: 9999999999999 x-ratelimit-reset: 4"),
+            Some(4_000)
+        );
+        // `retry-after-ms` does not count as `retry-after` (no separator
+        // follows the shorter name) and vice versa.
+        assert_eq!(hint("retry-after-ms"), None);
+        assert_eq!(hint("x-ratelimit-reset-ms=x"), None);
+    }
+
+    #[test]
+    fn first_position_is_the_first_name_with_a_separator() {
+        // Occurrences without `:`/`=` are skipped.
+        assert_eq!(hint("retry-after soon, retry-after: 3"), Some(3_000));
+        assert_eq!(hint("retry-after-ms 5 retry-after-ms = 6"), Some(6));
+        // The first occurrence with a separator decides; a later one is not
+        // looked at.
+        assert_eq!(hint("retry-after: soon retry-after: 3"), None);
+        assert_eq!(hint("retry-after-ms: x retry-after-ms: 6"), None);
+        // White space on both sides of the separator, of any kind.
+        assert_eq!(hint("retry-after \u{b}\u{c}\r\n:\t 3"), Some(3_000));
+        assert_eq!(hint("retry-after\u{a0}: 3"), None);
+        // Overlapping candidates.
+        assert_eq!(hint("retry-afretry-after: 1"), Some(1_000));
+        assert_eq!(hint("rretry-after=1"), Some(1_000));
+        // Case and non-ASCII look-alikes.
+        assert_eq!(hint("RETRY-AFTER: 1"), Some(1_000));
+        assert_eq!(hint("retry-aſter: 1"), None);
+        assert_eq!(hint("retry-after: "), None);
+        assert_eq!(hint("retry-after:"), None);
+        assert_eq!(hint(""), None);
+    }
+
+    #[test]
+    fn bytes_read_like_lossy_utf8() {
+        let cases: [&[u8]; 6] = [
+            b"retry-after: 5\xFF",
+            b"\xF0\x9F\x98 retry-after: 5",
+            b"retry-after:\xC3 5",
+            b"retry-\xE2\x80after: 5",
+            b"x-ratelimit-reset: \xED\xA0\x80 7",
+            b"retry-after-ms: 12\xC0\xAF",
+        ];
+        for bytes in cases {
+            let lossy = String::from_utf8_lossy(bytes);
+            assert_eq!(
+                retry_hint_ms_bytes(bytes, Some(0)),
+                retry_hint_ms(&lossy, Some(0)),
+                "{bytes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_inputs_are_linear() {
+        // Quadratic rescans of white space or names would take minutes here.
+        let mut text = String::new();
+        for _ in 0..20_000 {
+            text.push_str("retry-after ");
+        }
+        text.push_str("retry-after: 9");
+        assert_eq!(hint(&text), Some(9_000));
+        let spaces = format!("retry-after{}x", " ".repeat(200_000));
+        assert_eq!(hint(&spaces), None);
+        let digits = format!("retry-after-ms: {}", "9".repeat(200_000));
+        assert_eq!(hint(&digits), Some(u64::MAX));
+    }
+}
