@@ -1,0 +1,675 @@
+//! JSON-lines decoding of host inputs and vector lines (feature `json`).
+//!
+//! Lines are parsed with serde_json into a `Value`, then read field by field
+//! so every error names its field. Integers are read exactly (`u64` up to
+//! `18446744073709551615`, never through `f64`).
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::machine::Input;
+use crate::message::{AssistantMessage, StopReason, Usage};
+use crate::output::TimerId;
+use crate::settings::{HostOptions, RetrySettings};
+use crate::wire::SettingsGroup;
+
+/// A line or field that could not be decoded; the message names the field.
+///
+/// ```
+/// use autoretry::wire::json::InputOwned;
+/// let value = serde_json::json!({"type": "timer_fired", "timer": -1});
+/// let err = InputOwned::from_json(&value).unwrap_err();
+/// assert_eq!(err.to_string(), "timer: expected a non-negative integer that fits u64, found -1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeError {
+    message: String,
+}
+
+impl DecodeError {
+    /// An error with this message.
+    ///
+    /// ```
+    /// use autoretry::wire::json::DecodeError;
+    /// assert_eq!(DecodeError::new("in: missing").to_string(), "in: missing");
+    /// ```
+    pub fn new(message: impl Into<String>) -> Self {
+        DecodeError {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    ///
+    /// ```
+    /// use autoretry::wire::json::DecodeError;
+    /// assert_eq!(DecodeError::new("x").message(), "x");
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The same error inside the field `prefix`: `prefix.field: ...` when
+    /// the message starts with a field name, else `prefix: ...`.
+    fn within(self, prefix: &str) -> Self {
+        let names_field = self.message.split_once(": ").is_some_and(|(head, _)| {
+            !head.is_empty()
+                && head
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+        });
+        let sep = if names_field { "." } else { ": " };
+        DecodeError::new(format!("{prefix}{sep}{}", self.message))
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Describes a JSON value for an error message: `null`, `a boolean true`,
+/// `-1`, `3.0`, `a string "x"`, `an array`, `an object`.
+///
+/// ```
+/// use autoretry::wire::json::describe;
+/// assert_eq!(describe(&serde_json::json!("3")), r#"a string "3""#);
+/// assert_eq!(describe(&serde_json::json!(null)), "null");
+/// ```
+pub fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("a boolean {b}"),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("a string {}", Value::String(s.clone())),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// Parses one line as a JSON object.
+///
+/// ```
+/// use autoretry::wire::json::parse_object;
+/// assert!(parse_object(r#"{"a":1}"#).is_ok());
+/// assert_eq!(parse_object("[1]").unwrap_err().to_string(), "expected a JSON object, found an array");
+/// ```
+pub fn parse_object(line: &str) -> Result<Map<String, Value>, DecodeError> {
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(DecodeError::new(format!(
+            "expected a JSON object, found {}",
+            describe(&other)
+        ))),
+        Err(e) => Err(DecodeError::new(format!("invalid JSON: {e}"))),
+    }
+}
+
+/// `field` as an object of `obj`, if present.
+fn object<'v>(
+    obj: &'v Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'v Map<String, Value>>, DecodeError> {
+    match obj.get(field) {
+        None => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map)),
+        Some(other) => Err(DecodeError::new(format!(
+            "{field}: expected an object, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+/// `field` as a `u64` of `obj`, if present: a plain non-negative integer
+/// literal, read exactly.
+pub(crate) fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, DecodeError> {
+    match obj.get(field) {
+        None => Ok(None),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+        Some(other) => Err(DecodeError::new(format!(
+            "{field}: expected a non-negative integer that fits u64, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+/// `field` as a boolean of `obj`, if present.
+pub(crate) fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, DecodeError> {
+    match obj.get(field) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(DecodeError::new(format!(
+            "{field}: expected a boolean, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+/// `field` as a string of `obj`, if present.
+pub(crate) fn string<'v>(
+    obj: &'v Map<String, Value>,
+    field: &str,
+) -> Result<Option<&'v str>, DecodeError> {
+    match obj.get(field) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(DecodeError::new(format!(
+            "{field}: expected a string, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeError> {
+    value.ok_or_else(|| DecodeError::new(format!("{field}: missing (expected {what})")))
+}
+
+/// Decodes a `retry` settings group strictly (see [`SettingsGroup`]); the
+/// error names the key (`retry.maxRetries: ...`).
+///
+/// ```
+/// use autoretry::wire::json::settings_from_json;
+/// let err = settings_from_json(&serde_json::json!({"maxRetries": 1e3})).unwrap_err();
+/// assert!(err.to_string().starts_with("retry.maxRetries: expected a non-negative integer that fits u32"));
+/// ```
+pub fn settings_from_json(value: &Value) -> Result<RetrySettings, DecodeError> {
+    SettingsGroup::deserialize(value)
+        .map(|group| group.0)
+        .map_err(|e| DecodeError::new(e.to_string()))
+}
+
+/// An assistant message that owns its error text (spec §2); borrow it as an
+/// [`AssistantMessage`] with [`MessageOwned::as_message`].
+///
+/// ```
+/// use autoretry::{StopReason, wire::json::MessageOwned};
+/// let value = serde_json::json!({"role": "assistant", "stopReason": "error", "errorMessage": "overloaded", "usage": {"input": 5}});
+/// let msg = MessageOwned::from_json(&value).unwrap();
+/// assert_eq!(msg.as_message().stop_reason, StopReason::Error);
+/// assert_eq!(msg.usage.unwrap().cache_read, 0);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MessageOwned {
+    /// `stopReason`.
+    pub stop_reason: StopReason,
+    /// `errorMessage`, when present.
+    pub error_message: Option<String>,
+    /// `usage`, when present (a missing count is 0).
+    pub usage: Option<Usage>,
+}
+
+impl MessageOwned {
+    /// Decodes `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n}}`.
+    /// `stopReason` is required and must be one of the five names;
+    /// `role`, when present, must be `"assistant"`; other fields are ignored.
+    /// Errors name the field (`stopReason: ...`, `usage.input: ...`).
+    ///
+    /// ```
+    /// use autoretry::wire::json::MessageOwned;
+    /// let err = MessageOwned::from_json(&serde_json::json!({"stopReason": "Error"})).unwrap_err();
+    /// assert!(err.to_string().starts_with(r#"stopReason: expected one of "stop", "length""#));
+    /// ```
+    pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
+        let Value::Object(obj) = value else {
+            return Err(DecodeError::new(format!(
+                "expected an object, found {}",
+                describe(value)
+            )));
+        };
+        match string(obj, "role")? {
+            None | Some("assistant") => {}
+            Some(other) => {
+                return Err(DecodeError::new(format!(
+                    "role: expected \"assistant\", found {}",
+                    describe(&Value::String(other.into()))
+                )))
+            }
+        }
+        let name = required(string(obj, "stopReason")?, "stopReason", "a string")?;
+        let stop_reason = StopReason::from_wire(name).ok_or_else(|| {
+            DecodeError::new(format!(
+                "stopReason: expected one of \"stop\", \"length\", \"toolUse\", \"error\", \"aborted\", found {}",
+                describe(&Value::String(name.into()))
+            ))
+        })?;
+        let error_message = string(obj, "errorMessage")?.map(str::to_owned);
+        let usage = match object(obj, "usage")? {
+            None => None,
+            Some(usage) => Some(Usage {
+                input: uint(usage, "input")
+                    .map_err(|e| e.within("usage"))?
+                    .unwrap_or(0),
+                cache_read: uint(usage, "cacheRead")
+                    .map_err(|e| e.within("usage"))?
+                    .unwrap_or(0),
+            }),
+        };
+        Ok(MessageOwned {
+            stop_reason,
+            error_message,
+            usage,
+        })
+    }
+
+    /// Borrows the message for the machine.
+    ///
+    /// ```
+    /// use autoretry::{StopReason, wire::json::MessageOwned};
+    /// let msg = MessageOwned { stop_reason: StopReason::Error, error_message: Some("503".into()), usage: None };
+    /// assert!(msg.as_message().is_retryable(0));
+    /// ```
+    pub fn as_message(&self) -> AssistantMessage<'_> {
+        AssistantMessage {
+            stop_reason: self.stop_reason,
+            error_message: self.error_message.as_deref(),
+            usage: self.usage,
+        }
+    }
+}
+
+/// One host input (vectors README "Inputs") that owns its texts; borrow it as
+/// an [`Input`] with [`InputOwned::as_input`].
+///
+/// A `settings` input whose group fails validation, and a `set_auto_retry`
+/// whose `enabled` is not a boolean, decode to [`InputOwned::Invalid`]: they
+/// are inputs the host must refuse (spec §6a), not malformed lines.
+///
+/// ```
+/// use autoretry::{Input, TimerId, wire::json::InputOwned};
+/// let value = serde_json::json!({"type": "timer_fired", "timer": 18446744073709551615u64});
+/// let input = InputOwned::from_json(&value).unwrap();
+/// assert_eq!(input.as_input(""), Ok(Input::TimerFired { timer: TimerId(u64::MAX) }));
+///
+/// let bad = serde_json::json!({"type": "settings", "settings": {"maxRetries": -1}});
+/// let input = InputOwned::from_json(&bad).unwrap();
+/// assert!(matches!(input, InputOwned::Invalid { .. }));
+/// assert!(input.as_input("").unwrap_err().starts_with("retry.maxRetries"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum InputOwned {
+    /// `message_end`.
+    MessageEnd {
+        /// `message`.
+        message: MessageOwned,
+    },
+    /// `agent_end`.
+    AgentEnd {
+        /// `message`.
+        message: MessageOwned,
+        /// `nowMs`, when present.
+        now_ms: Option<u64>,
+    },
+    /// `timer_fired`: `timer` as written (an ordinal in vectors, see
+    /// [`crate::wire::replay::Replayer`]).
+    TimerFired {
+        /// `timer`.
+        timer: u64,
+    },
+    /// `usage_limit_marked`. The wire form has no error text: the host passes
+    /// the text of the message it marked to [`InputOwned::as_input`].
+    UsageLimitMarked {
+        /// `switched`.
+        switched: bool,
+    },
+    /// `abort_retry`.
+    AbortRetry,
+    /// `abort`.
+    Abort,
+    /// `set_auto_retry` with a boolean `enabled`.
+    SetAutoRetry {
+        /// `enabled`.
+        enabled: bool,
+    },
+    /// `settings` with a valid group.
+    Settings(RetrySettings),
+    /// A `settings` or `set_auto_retry` input whose value fails validation;
+    /// the host refuses it (spec §6a).
+    Invalid {
+        /// The input's `type`.
+        type_name: &'static str,
+        /// Why, naming the key (`retry.maxRetries: ...`, `enabled: ...`).
+        error: String,
+    },
+}
+
+impl InputOwned {
+    /// Decodes an input object. Unknown fields are ignored; a missing or
+    /// ill-typed field is an error that names it. See the type's docs for
+    /// the inputs that decode to [`InputOwned::Invalid`].
+    ///
+    /// ```
+    /// use autoretry::wire::json::InputOwned;
+    /// let err = InputOwned::from_json(&serde_json::json!({"type": "agent_end"})).unwrap_err();
+    /// assert_eq!(err.to_string(), "message: missing (expected an object)");
+    /// let err = InputOwned::from_json(&serde_json::json!({"type": "reboot"})).unwrap_err();
+    /// assert!(err.to_string().starts_with(r#"type: unknown input "reboot""#));
+    /// ```
+    pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
+        let Value::Object(obj) = value else {
+            return Err(DecodeError::new(format!(
+                "expected an object, found {}",
+                describe(value)
+            )));
+        };
+        let ty = required(string(obj, "type")?, "type", "a string")?;
+        let message = || -> Result<MessageOwned, DecodeError> {
+            let value = required(obj.get("message"), "message", "an object")?;
+            MessageOwned::from_json(value).map_err(|e| e.within("message"))
+        };
+        Ok(match ty {
+            "message_end" => InputOwned::MessageEnd {
+                message: message()?,
+            },
+            "agent_end" => InputOwned::AgentEnd {
+                message: message()?,
+                now_ms: uint(obj, "nowMs")?,
+            },
+            "timer_fired" => InputOwned::TimerFired {
+                timer: required(uint(obj, "timer")?, "timer", "a non-negative integer")?,
+            },
+            "usage_limit_marked" => InputOwned::UsageLimitMarked {
+                switched: required(boolean(obj, "switched")?, "switched", "a boolean")?,
+            },
+            "abort_retry" => InputOwned::AbortRetry,
+            "abort" => InputOwned::Abort,
+            "set_auto_retry" => {
+                match boolean(obj, "enabled").and_then(|b| required(b, "enabled", "a boolean")) {
+                    Ok(enabled) => InputOwned::SetAutoRetry { enabled },
+                    Err(e) => InputOwned::Invalid {
+                        type_name: "set_auto_retry",
+                        error: e.message,
+                    },
+                }
+            }
+            "settings" => {
+                let group = required(obj.get("settings"), "settings", "an object")?;
+                match settings_from_json(group) {
+                    Ok(settings) => InputOwned::Settings(settings),
+                    Err(e) => InputOwned::Invalid {
+                        type_name: "settings",
+                        error: e.message,
+                    },
+                }
+            }
+            other => {
+                return Err(DecodeError::new(format!(
+                    "type: unknown input {} (expected message_end, agent_end, timer_fired, \
+                     usage_limit_marked, abort_retry, abort, set_auto_retry or settings)",
+                    Value::String(other.into())
+                )))
+            }
+        })
+    }
+
+    /// Borrows the input for [`crate::Machine::handle`]. `marked_error` is
+    /// used only by `usage_limit_marked`: the error text of the `agent_end`
+    /// whose outputs asked for `mark_usage_limit` (the host remembers it).
+    /// Timer numbers are passed through as [`TimerId`]s. An
+    /// [`InputOwned::Invalid`] input gives its error text: refuse it.
+    ///
+    /// ```
+    /// use autoretry::{Input, wire::json::InputOwned};
+    /// let input = InputOwned::UsageLimitMarked { switched: true };
+    /// assert_eq!(input.as_input("usage limit"), Ok(Input::UsageLimitMarked { switched: true, error_message: "usage limit" }));
+    /// ```
+    pub fn as_input<'a>(&'a self, marked_error: &'a str) -> Result<Input<'a>, &'a str> {
+        Ok(match self {
+            InputOwned::MessageEnd { message } => Input::MessageEnd {
+                message: message.as_message(),
+            },
+            InputOwned::AgentEnd { message, now_ms } => Input::AgentEnd {
+                message: message.as_message(),
+                now_ms: *now_ms,
+            },
+            InputOwned::TimerFired { timer } => Input::TimerFired {
+                timer: TimerId(*timer),
+            },
+            InputOwned::UsageLimitMarked { switched } => Input::UsageLimitMarked {
+                switched: *switched,
+                error_message: marked_error,
+            },
+            InputOwned::AbortRetry => Input::AbortRetry,
+            InputOwned::Abort => Input::Abort,
+            InputOwned::SetAutoRetry { enabled } => Input::SetAutoRetry { enabled: *enabled },
+            InputOwned::Settings(settings) => Input::Settings(*settings),
+            InputOwned::Invalid { error, .. } => return Err(error),
+        })
+    }
+}
+
+/// A scenario line of the vectors: `{"scenario":"name","about":..,"settings":{...},"host":{...}}`.
+///
+/// ```
+/// use autoretry::wire::json::ScenarioHeader;
+/// let value = serde_json::json!({"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000}});
+/// let header = ScenarioHeader::from_json(&value).unwrap();
+/// assert_eq!((header.settings.max_retries, header.host.context_window), (1, 1000));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ScenarioHeader {
+    /// `scenario`: the name.
+    pub name: String,
+    /// `settings`, strictly decoded; defaults when absent.
+    pub settings: RetrySettings,
+    /// `host`: `contextWindow` (default 0) and `credentialStore` (default false).
+    pub host: HostOptions,
+}
+
+impl ScenarioHeader {
+    /// Decodes a scenario line. `about` and unknown top-level fields are
+    /// ignored; an unknown key inside `host` is an error.
+    ///
+    /// ```
+    /// use autoretry::wire::json::ScenarioHeader;
+    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"window": 1}})).unwrap_err();
+    /// assert_eq!(err.to_string(), r#"host: unknown key "window""#);
+    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"contextWindow": -1}})).unwrap_err();
+    /// assert!(err.to_string().starts_with("host.contextWindow: expected a non-negative integer"));
+    /// ```
+    pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
+        let Value::Object(obj) = value else {
+            return Err(DecodeError::new(format!(
+                "expected an object, found {}",
+                describe(value)
+            )));
+        };
+        let name = required(string(obj, "scenario")?, "scenario", "a string")?.to_owned();
+        let settings = match obj.get("settings") {
+            None => RetrySettings::DEFAULT,
+            // The message already names the key (`retry.maxRetries: ...`).
+            Some(group) => settings_from_json(group)?,
+        };
+        let mut host = HostOptions::default();
+        if let Some(h) = object(obj, "host")? {
+            if let Some(key) = h
+                .keys()
+                .find(|k| !matches!(k.as_str(), "contextWindow" | "credentialStore"))
+            {
+                return Err(DecodeError::new(format!(
+                    "host: unknown key {}",
+                    Value::String(key.clone())
+                )));
+            }
+            host.context_window = uint(h, "contextWindow")
+                .map_err(|e| e.within("host"))?
+                .unwrap_or(0);
+            host.credential_store = boolean(h, "credentialStore")
+                .map_err(|e| e.within("host"))?
+                .unwrap_or(false);
+        }
+        Ok(ScenarioHeader {
+            name,
+            settings,
+            host,
+        })
+    }
+}
+
+/// One non-blank line of a vector file.
+///
+/// ```
+/// use autoretry::wire::json::VectorLine;
+/// assert!(matches!(VectorLine::parse(r#"{"scenario":"s"}"#), Ok(Some(VectorLine::Scenario(_)))));
+/// assert!(matches!(VectorLine::parse(r#"{"in":{"type":"abort"},"out":[]}"#), Ok(Some(VectorLine::Step(_)))));
+/// assert!(matches!(VectorLine::parse("  "), Ok(None)));
+/// assert!(VectorLine::parse(r#"{"out":[]}"#).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum VectorLine {
+    /// A line with a `scenario` key: start a fresh machine.
+    Scenario(ScenarioHeader),
+    /// A step: its `in` (the expectations `out`, `state`, `refused` are
+    /// ignored here).
+    Step(InputOwned),
+}
+
+impl VectorLine {
+    /// Parses one line; `Ok(None)` for a blank line (JSON white space only).
+    /// A line with a `scenario` key is a header, else it needs an `in`
+    /// object.
+    pub fn parse(line: &str) -> Result<Option<VectorLine>, DecodeError> {
+        if line.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
+            return Ok(None);
+        }
+        let obj = parse_object(line)?;
+        if obj.contains_key("scenario") {
+            return ScenarioHeader::from_json(&Value::Object(obj))
+                .map(|h| Some(VectorLine::Scenario(h)));
+        }
+        let input = required(obj.get("in"), "in", "an input object")?;
+        InputOwned::from_json(input)
+            .map(|i| Some(VectorLine::Step(i)))
+            .map_err(|e| e.within("in"))
+    }
+}
+
+/// Reads the text of a `classify` line, `{"text":"..."}` (other fields are
+/// ignored).
+///
+/// ```
+/// use autoretry::wire::json::classify_line_text;
+/// assert_eq!(classify_line_text(r#"{"text":"503","retryable":true}"#).unwrap(), "503");
+/// assert_eq!(classify_line_text("{}").unwrap_err().to_string(), "text: missing (expected a string)");
+/// ```
+pub fn classify_line_text(line: &str) -> Result<String, DecodeError> {
+    let mut obj = parse_object(line)?;
+    match obj.remove("text") {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(DecodeError::new(format!(
+            "text: expected a string, found {}",
+            describe(&other)
+        ))),
+        None => Err(DecodeError::new("text: missing (expected a string)")),
+    }
+}
+
+/// Classifies `text` and writes the corpus form
+/// `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}`.
+///
+/// ```
+/// use autoretry::wire::json::classify_to_json;
+/// assert_eq!(classify_to_json("503 Service Unavailable"),
+///     r#"{"retryable":true,"overflow":false,"usageLimit":false,"hintMs":null}"#);
+/// ```
+pub fn classify_to_json(text: &str) -> String {
+    to_json(&crate::classify::classify(text))
+}
+
+/// Serializes a value that cannot fail to serialize (the wire's own types).
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("\"serialization failed: {e}\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn message_errors_name_the_field() {
+        let cases = [
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","usage":{"input":-1}}}),
+                "message.usage.input: expected a non-negative integer that fits u64, found -1",
+            ),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","errorMessage":5}}),
+                "message.errorMessage: expected a string, found 5",
+            ),
+            (
+                json!({"type":"agent_end","message":{"role":"user","stopReason":"stop"}}),
+                "message.role: expected \"assistant\", found a string \"user\"",
+            ),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"stop"},"nowMs":1.5}),
+                "nowMs: expected a non-negative integer that fits u64, found 1.5",
+            ),
+            (
+                json!({"type":"usage_limit_marked"}),
+                "switched: missing (expected a boolean)",
+            ),
+            (
+                json!({"type":"timer_fired","timer":"1"}),
+                "timer: expected a non-negative integer that fits u64, found a string \"1\"",
+            ),
+            (json!({"type":5}), "type: expected a string, found 5"),
+        ];
+        for (value, want) in cases {
+            assert_eq!(InputOwned::from_json(&value).unwrap_err().to_string(), want);
+        }
+    }
+
+    #[test]
+    fn exact_integers() {
+        let line = r#"{"in":{"type":"agent_end","nowMs":18446744073709551615,"message":{"stopReason":"error","usage":{"input":18446744073709551615,"cacheRead":18446744073709551615}}}}"#;
+        let Some(VectorLine::Step(InputOwned::AgentEnd { message, now_ms })) =
+            VectorLine::parse(line).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(now_ms, Some(u64::MAX));
+        assert_eq!(
+            message.usage,
+            Some(Usage {
+                input: u64::MAX,
+                cache_read: u64::MAX
+            })
+        );
+        let err =
+            VectorLine::parse(r#"{"in":{"type":"timer_fired","timer":18446744073709551616}}"#)
+                .unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("in.timer: expected a non-negative integer"));
+    }
+
+    #[test]
+    fn refusable_inputs() {
+        let v = json!({"type":"set_auto_retry","enabled":"yes"});
+        assert_eq!(
+            InputOwned::from_json(&v).unwrap(),
+            InputOwned::Invalid {
+                type_name: "set_auto_retry",
+                error: "enabled: expected a boolean, found a string \"yes\"".into()
+            }
+        );
+        let v = json!({"type":"set_auto_retry"});
+        assert!(matches!(
+            InputOwned::from_json(&v).unwrap(),
+            InputOwned::Invalid { .. }
+        ));
+        let v = json!({"type":"settings","settings":null});
+        assert_eq!(
+            InputOwned::from_json(&v).unwrap(),
+            InputOwned::Invalid {
+                type_name: "settings",
+                error: "retry: expected an object, found null".into()
+            }
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! `Serialize` for the machine's values, in the key order of spec §7–§8 and
+//! the vectors README. No allocation.
+
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+use crate::classify::Classification;
+use crate::machine::RetryState;
+use crate::output::{Event, Output, TimerId};
+
+/// `TimerId` serializes as its raw number.
+impl Serialize for TimerId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
+}
+
+/// Spec §8, keys in this order; `finalError` absent (not `null`) when `None`:
+/// `{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"..."}`,
+/// `{"type":"auto_retry_end","success":true,"attempt":1}`,
+/// `{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"..."}`.
+impl Serialize for Event<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Event::Start {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => {
+                let mut s = serializer.serialize_struct("Event", 5)?;
+                s.serialize_field("type", self.type_name())?;
+                s.serialize_field("attempt", &attempt)?;
+                s.serialize_field("maxAttempts", &max_attempts)?;
+                s.serialize_field("delayMs", &delay_ms)?;
+                s.serialize_field("errorMessage", error_message)?;
+                s.end()
+            }
+            Event::End {
+                success,
+                attempt,
+                final_error,
+            } => {
+                let len = if final_error.is_some() { 4 } else { 3 };
+                let mut s = serializer.serialize_struct("Event", len)?;
+                s.serialize_field("type", self.type_name())?;
+                s.serialize_field("success", &success)?;
+                s.serialize_field("attempt", &attempt)?;
+                match final_error {
+                    Some(text) => s.serialize_field("finalError", text)?,
+                    None => s.skip_field("finalError")?,
+                }
+                s.end()
+            }
+        }
+    }
+}
+
+/// The vectors README form: `{"type":"emit","event":{...}}`,
+/// `{"type":"sleep","ms":2000,"timer":1}`, `{"type":"cancel_timer","timer":1}`,
+/// `{"type":"mark_usage_limit","retryAfterMs":null}`, and `{"type":"<name>"}`
+/// for the outputs without fields. Timer ids are written as they are; a host
+/// that speaks ordinals (vectors) rewrites them first.
+impl Serialize for Output<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ty = self.type_name();
+        match self {
+            Output::Emit(event) => {
+                let mut s = serializer.serialize_struct("Output", 2)?;
+                s.serialize_field("type", ty)?;
+                s.serialize_field("event", event)?;
+                s.end()
+            }
+            Output::Sleep { ms, timer } => {
+                let mut s = serializer.serialize_struct("Output", 3)?;
+                s.serialize_field("type", ty)?;
+                s.serialize_field("ms", ms)?;
+                s.serialize_field("timer", timer)?;
+                s.end()
+            }
+            Output::CancelTimer { timer } => {
+                let mut s = serializer.serialize_struct("Output", 2)?;
+                s.serialize_field("type", ty)?;
+                s.serialize_field("timer", timer)?;
+                s.end()
+            }
+            Output::MarkUsageLimit { retry_after_ms } => {
+                let mut s = serializer.serialize_struct("Output", 2)?;
+                s.serialize_field("type", ty)?;
+                s.serialize_field("retryAfterMs", retry_after_ms)?;
+                s.end()
+            }
+            Output::DropTrailingError
+            | Output::ContinueAgent
+            | Output::CheckCompaction
+            | Output::AbortAgent
+            | Output::Settled => {
+                let mut s = serializer.serialize_struct("Output", 1)?;
+                s.serialize_field("type", ty)?;
+                s.end()
+            }
+        }
+    }
+}
+
+/// Spec §7: `{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}`.
+impl Serialize for RetryState {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("RetryState", 3)?;
+        s.serialize_field("autoRetryEnabled", &self.auto_retry_enabled)?;
+        s.serialize_field("isRetrying", &self.is_retrying)?;
+        s.serialize_field("retryAttempt", &self.retry_attempt)?;
+        s.end()
+    }
+}
+
+/// The corpus form: `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}`.
+impl Serialize for Classification {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Classification", 4)?;
+        s.serialize_field("retryable", &self.retryable)?;
+        s.serialize_field("overflow", &self.overflow)?;
+        s.serialize_field("usageLimit", &self.usage_limit)?;
+        s.serialize_field("hintMs", &self.hint_ms)?;
+        s.end()
+    }
+}
+
+#[cfg(all(test, feature = "json"))]
+mod tests {
+    use crate::{Event, Machine, Output, RetryState, TimerId};
+
+    fn json<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap()
+    }
+
+    #[test]
+    fn events_in_spec_order() {
+        let start = Event::Start {
+            attempt: 1,
+            max_attempts: 3,
+            delay_ms: 2000,
+            error_message: "overloaded_error",
+        };
+        assert_eq!(
+            json(&start),
+            r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"overloaded_error"}"#
+        );
+        let ok = Event::End {
+            success: true,
+            attempt: 1,
+            final_error: None,
+        };
+        assert_eq!(
+            json(&ok),
+            r#"{"type":"auto_retry_end","success":true,"attempt":1}"#
+        );
+        let failed = Event::End {
+            success: false,
+            attempt: 3,
+            final_error: Some("overloaded_error"),
+        };
+        assert_eq!(
+            json(&failed),
+            r#"{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"overloaded_error"}"#
+        );
+    }
+
+    #[test]
+    fn outputs_and_state() {
+        let cases: [(Output<'_>, &str); 9] = [
+            (
+                Output::Emit(Event::End {
+                    success: true,
+                    attempt: 2,
+                    final_error: None,
+                }),
+                r#"{"type":"emit","event":{"type":"auto_retry_end","success":true,"attempt":2}}"#,
+            ),
+            (
+                Output::Sleep {
+                    ms: u64::MAX,
+                    timer: TimerId(1),
+                },
+                r#"{"type":"sleep","ms":18446744073709551615,"timer":1}"#,
+            ),
+            (
+                Output::CancelTimer { timer: TimerId(4) },
+                r#"{"type":"cancel_timer","timer":4}"#,
+            ),
+            (
+                Output::MarkUsageLimit {
+                    retry_after_ms: None,
+                },
+                r#"{"type":"mark_usage_limit","retryAfterMs":null}"#,
+            ),
+            (
+                Output::MarkUsageLimit {
+                    retry_after_ms: Some(5),
+                },
+                r#"{"type":"mark_usage_limit","retryAfterMs":5}"#,
+            ),
+            (
+                Output::DropTrailingError,
+                r#"{"type":"drop_trailing_error"}"#,
+            ),
+            (Output::ContinueAgent, r#"{"type":"continue_agent"}"#),
+            (Output::CheckCompaction, r#"{"type":"check_compaction"}"#),
+            (Output::Settled, r#"{"type":"settled"}"#),
+        ];
+        for (output, want) in cases {
+            assert_eq!(json(&output), want);
+        }
+        assert_eq!(json(&Output::AbortAgent), r#"{"type":"abort_agent"}"#);
+        assert_eq!(
+            json(&Machine::default().state()),
+            r#"{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}"#
+        );
+        let state = RetryState {
+            auto_retry_enabled: false,
+            is_retrying: true,
+            retry_attempt: 2,
+        };
+        assert_eq!(
+            json(&state),
+            r#"{"autoRetryEnabled":false,"isRetrying":true,"retryAttempt":2}"#
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! The `autoretry` binary: `replay` on every vector file, `classify` on the
+//! corpus, and the error paths.
+#![cfg(feature = "cli")]
+
+use std::fs;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_autoretry"))
+}
+
+fn run_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn replay_every_vector_file() {
+    let dir = root().join("tests/vectors");
+    let mut paths: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    let (mut files, mut steps) = (0, 0);
+    for path in &paths {
+        let output = bin().arg("replay").arg(path).output().unwrap();
+        let name = path.display();
+        assert!(
+            output.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let got: Vec<&str> = stdout.lines().collect();
+        let text = fs::read_to_string(path).unwrap();
+        let want: Vec<Value> = text
+            .split('\n')
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v.get("scenario").is_none())
+            .collect();
+        assert_eq!(got.len(), want.len(), "{name}: one output line per step");
+        for (i, (got_line, want)) in got.iter().zip(&want).enumerate() {
+            let got: Value = serde_json::from_str(got_line).unwrap();
+            assert_eq!(got["out"], want["out"], "{name} step {}", i + 1);
+            assert_eq!(got["state"], want["state"], "{name} step {}", i + 1);
+            let refused = want.get("refused") == Some(&Value::Bool(true));
+            assert_eq!(
+                got.get("refused").is_some(),
+                refused,
+                "{name} step {}",
+                i + 1
+            );
+            if refused {
+                assert_eq!(got["refused"], Value::Bool(true));
+            }
+            // The keys in order: out, state, then refused when refused.
+            assert!(got_line.starts_with(r#"{"out":["#));
+            assert_eq!(
+                got_line.ends_with(r#","refused":true}"#),
+                refused,
+                "{name} step {}",
+                i + 1
+            );
+            steps += 1;
+        }
+        files += 1;
+    }
+    println!("cli replay: {files} files, {steps} steps");
+    assert!(files >= 26 && steps >= 118, "{files} files, {steps} steps");
+}
+
+#[test]
+fn classify_the_corpus() {
+    let path = root().join("tests/corpus/errors.jsonl");
+    let output = bin().arg("classify").arg(&path).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    let rows: Vec<&str> = text.split('\n').filter(|l| !l.is_empty()).collect();
+    let got: Vec<&str> = stdout.split('\n').filter(|l| !l.is_empty()).collect();
+    assert_eq!(got.len(), rows.len());
+    let mut failures = Vec::new();
+    for (row, line) in rows.iter().zip(&got) {
+        let want: Value = serde_json::from_str(row).unwrap();
+        let expected = format!(
+            r#"{{"retryable":{},"overflow":{},"usageLimit":{},"hintMs":{}}}"#,
+            want["retryable"], want["overflow"], want["usageLimit"], want["hintMs"]
+        );
+        if *line != expected {
+            failures.push(format!(
+                "{}\n  want {expected}\n   got {line}",
+                want["text"]
+            ));
+        }
+    }
+    println!(
+        "cli classify: {} of {} corpus rows passed",
+        rows.len() - failures.len(),
+        rows.len()
+    );
+    assert!(rows.len() >= 126, "corpus rows: {}", rows.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn stdin_blank_lines_and_expectations_ignored() {
+    let input = concat!(
+        "{\"scenario\":\"s\",\"settings\":{\"baseDelayMs\":1},\"host\":{}}\n",
+        "\n",
+        "   \n",
+        "{\"in\":{\"type\":\"agent_end\",\"message\":{\"role\":\"assistant\",\"stopReason\":\"error\",\"errorMessage\":\"503\u{2028}x\"}},\"out\":[\"bogus\"],\"state\":{}}\n",
+        "{\"in\":{\"type\":\"settings\",\"settings\":{\"maxRetries\":-0}},\"refused\":false}\n",
+        "{\"in\":{\"type\":\"timer_fired\",\"timer\":9}}",
+    );
+    let output = run_stdin(&["replay"], input.as_bytes());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = stdout.split('\n').collect();
+    assert_eq!(
+        lines,
+        [
+            "{\"out\":[{\"type\":\"emit\",\"event\":{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":1,\"errorMessage\":\"503\u{2028}x\"}},{\"type\":\"drop_trailing_error\"},{\"type\":\"sleep\",\"ms\":1,\"timer\":1}],\"state\":{\"autoRetryEnabled\":true,\"isRetrying\":true,\"retryAttempt\":1}}",
+            r#"{"out":[],"state":{"autoRetryEnabled":true,"isRetrying":true,"retryAttempt":1},"refused":true}"#,
+            r#"{"out":[],"state":{"autoRetryEnabled":true,"isRetrying":true,"retryAttempt":1}}"#,
+            "",
+        ]
+    );
+}
+
+#[test]
+fn malformed_line_names_the_line_and_fails() {
+    let input = concat!(
+        "{\"scenario\":\"s\",\"settings\":{},\"host\":{}}\n",
+        "{\"in\":{\"type\":\"abort_retry\"}}\n",
+        "\n",
+        "{\"in\":{\"type\":\"agent_end\",\"message\":{\"stopReason\":\"oops\"}}}\n",
+        "{\"in\":{\"type\":\"abort_retry\"}}\n",
+    );
+    let output = run_stdin(&["replay"], input.as_bytes());
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with("line 4: in.message.stopReason: expected one of"),
+        "{stderr}"
+    );
+    // The lines before the bad one were printed; none after it.
+    assert_eq!(String::from_utf8(output.stdout).unwrap().lines().count(), 1);
+
+    let cases: [(&[u8], &str); 5] = [
+        (b"not json\n", "line 1: invalid JSON: "),
+        (
+            b"{\"in\":{\"type\":\"reboot\"}}\n",
+            "line 1: in.type: unknown input \"reboot\"",
+        ),
+        (b"{\"out\":[]}\n", "line 1: in: missing"),
+        (
+            b"{\"scenario\":\"s\",\"settings\":{\"maxRetries\":3.0}}\n",
+            "line 1: retry.maxRetries: expected",
+        ),
+        (b"\n\xff\n", "line 2: invalid UTF-8"),
+    ];
+    for (input, want) in cases {
+        let output = run_stdin(&["replay"], input);
+        assert_eq!(output.status.code(), Some(1), "{want}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.starts_with(want), "{want}: {stderr}");
+    }
+}
+
+#[test]
+fn classify_lines() {
+    let input = "{\"text\":\"503 Service Unavailable\"}\n\n{\"text\":\"prompt is too long\"}\n";
+    let output = run_stdin(&["classify"], input.as_bytes());
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        concat!(
+            "{\"retryable\":true,\"overflow\":false,\"usageLimit\":false,\"hintMs\":null}\n",
+            "{\"retryable\":false,\"overflow\":true,\"usageLimit\":false,\"hintMs\":null}\n",
+        )
+    );
+    let output = run_stdin(&["classify"], b"{\"text\":\"x\"}\n{\"txt\":\"y\"}\n");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "line 2: text: missing (expected a string)\n"
+    );
+    let missing = bin()
+        .args(["classify", "/nonexistent/file.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+}
