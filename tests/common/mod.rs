@@ -1,0 +1,63 @@
+//! Shorthands shared by the scenario tests.
+#![allow(dead_code)]
+
+use autoretry::{AssistantMessage, Event, Input, Machine, Output, StopReason, TimerId};
+
+pub fn fail(text: &str) -> Input<'_> {
+    Input::AgentEnd {
+        message: AssistantMessage::error(text),
+        now_ms: None,
+    }
+}
+
+pub fn end(reason: StopReason) -> Input<'static> {
+    Input::AgentEnd {
+        message: AssistantMessage::new(reason),
+        now_ms: None,
+    }
+}
+
+pub fn message(reason: StopReason) -> Input<'static> {
+    Input::MessageEnd {
+        message: AssistantMessage::new(reason),
+    }
+}
+
+pub fn fired(timer: TimerId) -> Input<'static> {
+    Input::TimerFired { timer }
+}
+
+pub fn start(attempt: u32, max_attempts: u32, delay_ms: u64, text: &str) -> Output<'_> {
+    Output::Emit(Event::Start {
+        attempt,
+        max_attempts,
+        delay_ms,
+        error_message: text,
+    })
+}
+
+pub fn ended(success: bool, attempt: u32, final_error: Option<&str>) -> Output<'_> {
+    Output::Emit(Event::End {
+        success,
+        attempt,
+        final_error,
+    })
+}
+
+/// Handles an input that must be accepted, returning its outputs as a Vec.
+pub fn ok<'a>(m: &mut Machine, input: Input<'a>) -> Vec<Output<'a>> {
+    match m.handle(input) {
+        Ok(out) => out.into_iter().collect(),
+        Err(refused) => panic!("refused {input:?}: {refused}"),
+    }
+}
+
+/// The timer of the `sleep` among the outputs.
+pub fn timer_of(out: &[Output<'_>]) -> TimerId {
+    out.iter()
+        .find_map(|o| match o {
+            Output::Sleep { timer, .. } => Some(*timer),
+            _ => None,
+        })
+        .expect("a sleep output")
+}
