@@ -90,5 +90,10 @@ pub use settings::{HostOptions, RetrySettings};
 mod text;
 pub use text::{FailureLine, LoaderLine};
 
+/// The README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(feature = "serde")]
 pub mod wire;
