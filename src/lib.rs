@@ -59,8 +59,9 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` impls; needed by the `autoretry`
-//!   binary.
+//! - `std` (default): `std::error::Error` impls, and the [`driver`]
+//!   module (the machine on a thread, with real timers); needed by the
+//!   `autoretry` binary.
 //! - `serde`: the `wire` module: strict decoding of the settings group and
 //!   the JSON of events, outputs and RPC messages.
 //! - `json` (std + serde_json): JSON-lines helpers in `wire`: host input
@@ -92,3 +93,6 @@ pub use text::{FailureLine, LoaderLine};
 
 #[cfg(feature = "serde")]
 pub mod wire;
+
+#[cfg(feature = "std")]
+pub mod driver;
