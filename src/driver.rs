@@ -96,6 +96,18 @@ impl<F: FnMut(&Output<'_>)> Sink for F {
 }
 
 /// Why [`Driver::wait`] returned.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use autoretry::{Machine, Output, driver::{Driver, Wake}};
+/// let (tx, rx) = mpsc::channel();
+/// tx.send("hello").unwrap();
+/// let mut driver = Driver::new(Machine::default());
+/// let mut sink = |_: &Output<'_>| {};
+/// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Message("hello"));
+/// drop(tx);
+/// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Closed);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake<T> {
     /// A message arrived; the caller feeds it with [`Driver::handle`].
@@ -206,6 +218,16 @@ impl Driver {
     /// Feeds one input to the machine and carries out its outputs, in order:
     /// a `sleep` starts the deadline, a `cancel_timer` clears it, and every
     /// output goes to the sink. A refused input changes nothing.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, Refused, StopReason, driver::Driver};
+    /// let mut driver = Driver::new(Machine::default());
+    /// let mut sink = |_: &Output<'_>| {};
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("429 Too Many Requests"), now_ms: None };
+    /// assert_eq!(driver.handle(failed, &mut sink), Ok(()));
+    /// let early = Input::MessageEnd { message: AssistantMessage::new(StopReason::Stop) };
+    /// assert_eq!(driver.handle(early, &mut sink), Err(Refused::AgentRunDuringBackoff));
+    /// ```
     pub fn handle(&mut self, input: Input<'_>, sink: &mut impl Sink) -> Result<(), Refused> {
         let outputs = self.machine.handle(input)?;
         for output in &outputs {
@@ -256,6 +278,14 @@ impl Driver {
 
     /// Forgets the pending timer without telling the machine (which stays
     /// in its backoff): for a host that shuts down. Returns its id.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
+    /// let mut driver = Driver::new(Machine::default());
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut |_: &Output<'_>| {}).unwrap();
+    /// assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
     pub fn stop_timer(&mut self) -> Option<TimerId> {
         self.pending.take().map(|p| p.timer)
     }
@@ -263,6 +293,21 @@ impl Driver {
     /// Blocks until a message arrives, the backoff deadline passes (then the
     /// timer is fired, see [`Driver::fire_due`]), `until` passes, or the
     /// channel closes. A message already queued comes before a due timer.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::{Driver, Wake}};
+    /// let (_tx, rx) = mpsc::channel::<()>();
+    /// let mut driver = Driver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
+    /// let mut seen = Vec::new();
+    /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
+    /// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Fired);
+    /// let soon = Instant::now() + Duration::from_millis(1);
+    /// assert_eq!(driver.wait(&rx, Some(soon), &mut sink), Wake::Until);
+    /// assert_eq!(seen.last(), Some(&"continue_agent"));
+    /// ```
     pub fn wait<T>(
         &mut self,
         rx: &mpsc::Receiver<T>,

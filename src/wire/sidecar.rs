@@ -98,6 +98,16 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
 /// It is the driver's [`Sink`] too (for the outputs of a fired timer).
 /// Write errors are kept and returned by the next
 /// [`Sidecar::handle_line`] or [`Sidecar::take_error`].
+///
+/// ```
+/// use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
+/// let mut driver = Driver::new(Machine::default());
+/// let mut sidecar = Sidecar::new(Vec::new());
+/// sidecar.handle_line(&mut driver, br#"{"type":"abort","id":"1"}"#).unwrap();
+/// assert_eq!(String::from_utf8(sidecar.into_inner()).unwrap(),
+///     "{\"id\":\"1\",\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n\
+///      {\"type\":\"action\",\"action\":\"abort_agent\"}\n");
+/// ```
 #[derive(Debug)]
 pub struct Sidecar<W: Write> {
     out: W,
@@ -133,6 +143,15 @@ impl<W: Write> Sidecar<W> {
     /// Handles one input line (without its newline; a trailing `\r` is
     /// ignored): writes the response, if any, then the lines of the
     /// outputs, and flushes. Returns the first write error.
+    ///
+    /// ```
+    /// use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
+    /// let mut driver = Driver::new(Machine::default());
+    /// let mut sidecar = Sidecar::new(Vec::new());
+    /// // An accepted agent event that starts nothing writes nothing but its action.
+    /// sidecar.handle_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"stop"}}"#).unwrap();
+    /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"check_compaction\"}\n");
+    /// ```
     pub fn handle_line(&mut self, driver: &mut Driver, line: &[u8]) -> io::Result<()> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(|b| matches!(b, b' ' | b'\t')) {

@@ -184,7 +184,12 @@ pub fn run(options: &Options) -> u8 {
         .unwrap_or(Duration::from_secs(3600));
     let mut sim = Sim {
         out: io::stdout().lock(),
-        eol: if raw.is_some() { "\r\n" } else { "\n" },
+        // Raw mode turns off the terminal's own `\n` to `\r\n`.
+        eol: if raw.is_some() && io::stdout().is_terminal() {
+            "\r\n"
+        } else {
+            "\n"
+        },
         spinner: io::stdout().is_terminal(),
         loader: None,
         frame: 0,
