@@ -59,14 +59,16 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` impls; needed by the `autoretry`
-//!   binary.
+//! - `std` (default): `std::error::Error` impls, and the `driver`
+//!   module (the machine on a thread, with real timers); needed by the
+//!   `autoretry` binary.
 //! - `serde`: the `wire` module: strict decoding of the settings group and
 //!   the JSON of events, outputs and RPC messages.
 //! - `json` (std + serde_json): JSON-lines helpers in `wire`: host input
 //!   and vector lines, RPC commands and responses (spec §7), the vector
-//!   replayer.
-//! - `cli` (default): the `autoretry` binary (`replay`, `classify`).
+//!   replayer, the JSON-lines sidecar of `autoretry rpc`.
+//! - `cli` (default): the `autoretry` binary (`simulate`, `rpc`, `replay`,
+//!   `classify`).
 #![cfg_attr(not(feature = "std"), no_std)]
 // Safety: the core has no unsafe code at all.
 #![forbid(unsafe_code)]
@@ -97,3 +99,6 @@ pub struct ReadmeDoctests;
 
 #[cfg(feature = "serde")]
 pub mod wire;
+
+#[cfg(feature = "std")]
+pub mod driver;

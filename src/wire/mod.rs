@@ -26,7 +26,9 @@
 //! - [`json`]: host inputs and vector lines, owned, with errors that name
 //!   the field;
 //! - [`rpc`]: the RPC commands and responses of spec §7, byte for byte;
-//! - [`replay`]: a vector host (timer ordinals, the usage-limit text).
+//! - [`replay`]: a vector host (timer ordinals, the usage-limit text);
+//! - [`sidecar`]: the JSON-lines sidecar of `autoretry rpc` (commands and
+//!   agent events in, responses, events and actions out, real timers).
 
 mod ser;
 
@@ -41,3 +43,6 @@ pub mod replay;
 
 #[cfg(feature = "json")]
 pub mod rpc;
+
+#[cfg(feature = "json")]
+pub mod sidecar;

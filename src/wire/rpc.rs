@@ -1,16 +1,16 @@
 //! The RPC commands and responses of spec §7, as JSON lines (feature `json`).
 //!
-//! Handling a line has two stages, so a host (an RPC sidecar) can add its own
-//! commands (`abort`, `set_retry_settings`, agent events, ...) without
-//! touching this module:
+//! Handling a line has two stages, so a host can add its own line types
+//! (the agent events of [`crate::wire::sidecar`], say) without touching this
+//! module:
 //!
 //! 1. [`Envelope::parse`] reads the line: a JSON object with a string `type`
 //!    and an optional string `id`. Anything else answers a `parse` error.
 //! 2. The host matches [`Envelope::type_name`] against its own commands first,
-//!    then calls [`Command::from_envelope`] for the core ones, and answers
+//!    then calls [`Command::from_envelope`] for the commands, and answers
 //!    [`Envelope::unknown`] when nobody knows the type.
 //!
-//! [`handle_line`] does all of that for the core commands alone:
+//! [`handle_line`] does all of that for the commands alone:
 //!
 //! ```
 //! use autoretry::{Machine, wire::rpc::handle_line};
@@ -34,9 +34,11 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::machine::{Input, Machine, RetryState};
+use crate::machine::{Input, Machine};
 use crate::output::Outputs;
-use crate::wire::json::{boolean, describe, to_json};
+use crate::settings::RetrySettings;
+use crate::wire::json::{boolean, describe, settings_from_json, to_json};
+use crate::wire::SettingsGroup;
 
 /// A request line that is a JSON object with a string `type` (spec §7).
 ///
@@ -217,13 +219,17 @@ impl Envelope {
     }
 }
 
-/// The core commands of spec §7.
+/// The commands of spec §7 (`set_auto_retry`, `abort_retry`,
+/// `get_retry_state`) and the other two a host offers: `abort` (§5.3) and
+/// `set_retry_settings` (§4).
 ///
 /// ```
 /// use autoretry::wire::rpc::{Command, Envelope};
 /// let env = Envelope::parse(r#"{"type":"set_auto_retry","enabled":true}"#).unwrap();
 /// assert_eq!(Command::from_envelope(&env), Some(Ok(Command::SetAutoRetry { enabled: true })));
 /// let env = Envelope::parse(r#"{"type":"abort"}"#).unwrap();
+/// assert_eq!(Command::from_envelope(&env), Some(Ok(Command::Abort)));
+/// let env = Envelope::parse(r#"{"type":"agent_end"}"#).unwrap();
 /// assert_eq!(Command::from_envelope(&env), None);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -239,12 +245,31 @@ pub enum Command {
     /// `get_retry_state`: answers with `data`:
     /// `{"autoRetryEnabled":b,"isRetrying":b,"retryAttempt":n}`.
     GetRetryState,
+    /// `abort`: the global abort (spec §5.3): everything `abort_retry`
+    /// does, then `abort_agent`.
+    Abort,
+    /// `set_retry_settings {settings}`: replace the whole `retry` group
+    /// (spec §4; missing keys take their defaults). Answers with `data`:
+    /// the settings now in force. Bad settings answer an error naming the
+    /// key and change nothing.
+    SetRetrySettings {
+        /// The decoded group.
+        settings: RetrySettings,
+    },
 }
 
 impl Command {
-    /// The command of a core type; `None` when the type is not a core
-    /// command, `Some(Err(response))` when a field is missing or ill-typed.
-    /// Unknown extra fields are ignored.
+    /// The command of a known type; `None` when the type is not a command,
+    /// `Some(Err(response))` when a field is missing or ill-typed (or, for
+    /// `set_retry_settings`, the group is invalid). Unknown extra fields are
+    /// ignored.
+    ///
+    /// ```
+    /// use autoretry::wire::rpc::{Command, Envelope};
+    /// let env = Envelope::parse(r#"{"type":"set_retry_settings","settings":{"maxRetries":-1}}"#).unwrap();
+    /// let err = Command::from_envelope(&env).unwrap().unwrap_err();
+    /// assert!(err.to_json_line().contains(r#""error":"retry.maxRetries: expected a non-negative integer"#));
+    /// ```
     pub fn from_envelope(envelope: &Envelope) -> Option<Result<Command, Response>> {
         Some(match envelope.type_name() {
             "set_auto_retry" => envelope
@@ -252,8 +277,52 @@ impl Command {
                 .map(|enabled| Command::SetAutoRetry { enabled }),
             "abort_retry" => Ok(Command::AbortRetry),
             "get_retry_state" => Ok(Command::GetRetryState),
+            "abort" => Ok(Command::Abort),
+            "set_retry_settings" => match envelope.fields().get("settings") {
+                None => Err(envelope.error("settings: missing (expected an object)".into())),
+                Some(group) => settings_from_json(group)
+                    .map(|settings| Command::SetRetrySettings { settings })
+                    .map_err(|e| envelope.error(e.message().to_owned())),
+            },
             _ => return None,
         })
+    }
+
+    /// The machine input of the command; `None` for a query.
+    ///
+    /// ```
+    /// use autoretry::{Input, wire::rpc::Command};
+    /// assert_eq!(Command::Abort.input(), Some(Input::Abort));
+    /// assert_eq!(Command::GetRetryState.input(), None);
+    /// ```
+    pub fn input(self) -> Option<Input<'static>> {
+        Some(match self {
+            Command::SetAutoRetry { enabled } => Input::SetAutoRetry { enabled },
+            Command::AbortRetry => Input::AbortRetry,
+            Command::GetRetryState => return None,
+            Command::Abort => Input::Abort,
+            Command::SetRetrySettings { settings } => Input::Settings(settings),
+        })
+    }
+
+    /// The success response, once the command's input (if any) has been
+    /// handled by `machine`: `data` for `get_retry_state` (the state) and
+    /// `set_retry_settings` (the settings in force), none for the others.
+    ///
+    /// ```
+    /// use autoretry::{Machine, wire::rpc::{Command, Envelope}};
+    /// let env = Envelope::parse(r#"{"type":"set_retry_settings","settings":{},"id":"s"}"#).unwrap();
+    /// assert_eq!(Command::from_envelope(&env).unwrap().unwrap().answer(&env, &Machine::default()).to_json_line(),
+    ///     r#"{"id":"s","type":"response","command":"set_retry_settings","success":true,"data":{"enabled":true,"maxRetries":3,"baseDelayMs":2000}}"#);
+    /// ```
+    pub fn answer(self, envelope: &Envelope, machine: &Machine) -> Response {
+        match self {
+            Command::GetRetryState => envelope.ok_with_data(&machine.state()),
+            Command::SetRetrySettings { .. } => {
+                envelope.ok_with_data(&SettingsGroup(machine.settings()))
+            }
+            Command::SetAutoRetry { .. } | Command::AbortRetry | Command::Abort => envelope.ok(),
+        }
     }
 
     /// Runs the command on the machine and returns the response and the
@@ -272,22 +341,18 @@ impl Command {
         envelope: &Envelope,
         machine: &mut Machine,
     ) -> (Response, Outputs<'static>) {
-        let input = match self {
-            Command::SetAutoRetry { enabled } => Input::SetAutoRetry { enabled },
-            Command::AbortRetry => Input::AbortRetry,
-            Command::GetRetryState => {
-                let state: RetryState = machine.state();
-                return (envelope.ok_with_data(&state), Outputs::new());
-            }
+        let outputs = match self.input().map(|input| machine.handle(input)) {
+            None => Outputs::new(),
+            Some(Ok(outputs)) => outputs,
+            Some(Err(refused)) => return (envelope.error(refused.to_string()), Outputs::new()),
         };
-        match machine.handle(input) {
-            Ok(outputs) => (envelope.ok(), outputs),
-            Err(refused) => (envelope.error(refused.to_string()), Outputs::new()),
-        }
+        (self.answer(envelope, machine), outputs)
     }
 }
 
-/// Handles one line with the core commands only: parse, decode, execute.
+/// Handles one command line: parse, decode, execute (no agent events: see
+/// [`crate::wire::sidecar`] for a host that also takes those and owns the
+/// timers).
 /// Returns the response line to send and the outputs to carry out.
 ///
 /// ```
@@ -416,6 +481,14 @@ mod tests {
              r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array"}"#),
             (r#"{"type":3,"id":"r4"}"#,
              r#"{"id":"r4","type":"response","command":"parse","success":false,"error":"type: expected a string, found 3"}"#),
+            (r#"{"type":"abort","id":"g"}"#,
+             r#"{"id":"g","type":"response","command":"abort","success":true}"#),
+            (r#"{"type":"set_retry_settings","settings":{"baseDelayMs":"1"}}"#,
+             r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry.baseDelayMs: expected a non-negative integer that fits u64, found a string \"1\""}"#),
+            (r#"{"type":"set_retry_settings","settings":[]}"#,
+             r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry: expected an object, found an array"}"#),
+            (r#"{"type":"set_retry_settings","settings":{"enabled":true},"id":"s"}"#,
+             r#"{"id":"s","type":"response","command":"set_retry_settings","success":true,"data":{"enabled":true,"maxRetries":3,"baseDelayMs":2000}}"#),
             (r#"{"id":"r5"}"#,
              r#"{"id":"r5","type":"response","command":"parse","success":false,"error":"type: missing (expected a string)"}"#),
         ];

@@ -9,7 +9,12 @@
 //! - `autoretry classify [FILE]`: reads `{"text":"..."}` lines and prints
 //!   `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}` for each.
 //!
-//! Input comes from FILE, or stdin when absent. Lines are split on `\n`
+//! - `autoretry simulate`: the real machine with real, scalable timers
+//!   against a scripted flaky provider (see `simulate.rs`).
+//! - `autoretry rpc`: the JSON-lines sidecar of `autoretry::wire::sidecar`
+//!   on stdin and stdout.
+//!
+//! For `replay` and `classify`, input comes from FILE, or stdin when absent. Lines are split on `\n`
 //! only (texts may contain U+2028). A malformed line stops the run: the
 //! lines before it have been printed, the error goes to stderr as
 //! `line N: ...` (1-based), and the exit code is 1.
@@ -18,9 +23,16 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use autoretry::wire::json::{classify_line_text, classify_to_json, DecodeError};
+use autoretry::driver::Driver;
+use autoretry::wire::json::{
+    classify_line_text, classify_to_json, settings_from_json, DecodeError,
+};
 use autoretry::wire::replay::Replayer;
+use autoretry::wire::sidecar;
+use autoretry::{HostOptions, Machine, RetrySettings};
 use clap::{Parser, Subcommand};
+
+mod simulate;
 
 #[derive(Parser)]
 #[command(
@@ -33,10 +45,46 @@ struct Cli {
     command: Command,
 }
 
-// Room for `simulate` and `rpc` (added later): one variant each, its logic
-// in the library.
 #[derive(Subcommand)]
 enum Command {
+    /// Run the real machine with real timers against a scripted flaky
+    /// provider: events as JSON lines, the retry loader during backoffs.
+    /// Esc or Ctrl-C cancels the retry; a second Ctrl-C aborts.
+    Simulate {
+        /// The provider's error text.
+        #[arg(long, default_value = "529 overloaded_error: Overloaded")]
+        error: String,
+        /// How many calls fail before the provider answers.
+        #[arg(long, default_value_t = 2)]
+        failures: u32,
+        /// `retry.maxRetries`.
+        #[arg(long, default_value_t = 3)]
+        max_retries: u32,
+        /// `retry.baseDelayMs`.
+        #[arg(long, default_value_t = 2000)]
+        base_delay_ms: u64,
+        /// Multiplies every backoff and provider call (0.01: 100 times faster).
+        #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
+        time_scale: f64,
+        /// How long one provider call takes, in ms.
+        #[arg(long, default_value_t = 400)]
+        latency_ms: u64,
+    },
+    /// Serve the JSON-lines sidecar on stdin/stdout: commands and agent
+    /// events in; responses, events and actions out; the sidecar owns the
+    /// backoff timers.
+    Rpc {
+        /// The `retry` settings group, as JSON (default: the defaults).
+        #[arg(long, value_name = "JSON")]
+        settings: Option<String>,
+        /// The model's context window in tokens (0: unknown).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        context_window: u64,
+        /// The agent has a credential store: usage limits ask it to mark
+        /// the credential (`mark_usage_limit`).
+        #[arg(long)]
+        credential_store: bool,
+    },
     /// Replay vector lines (scenario and step lines) and print each step's
     /// outputs and state as one JSON line.
     Replay {
@@ -57,6 +105,28 @@ type LineHandler = Box<dyn FnMut(&str) -> Result<Option<String>, DecodeError>>;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let (file, mut handle): (_, LineHandler) = match cli.command {
+        Command::Simulate {
+            error,
+            failures,
+            max_retries,
+            base_delay_ms,
+            time_scale,
+            latency_ms,
+        } => {
+            return ExitCode::from(simulate::run(&simulate::Options {
+                error,
+                failures,
+                max_retries,
+                base_delay_ms,
+                time_scale,
+                latency_ms,
+            }))
+        }
+        Command::Rpc {
+            settings,
+            context_window,
+            credential_store,
+        } => return rpc(settings.as_deref(), context_window, credential_store),
         Command::Replay { file } => {
             let mut replayer = Replayer::new();
             (
@@ -109,6 +179,43 @@ fn main() -> ExitCode {
     }
     let _ = out.flush();
     status
+}
+
+/// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
+/// bad option.
+fn rpc(settings: Option<&str>, context_window: u64, credential_store: bool) -> ExitCode {
+    let settings = match settings.map(parse_settings) {
+        None => RetrySettings::DEFAULT,
+        Some(Ok(settings)) => settings,
+        Some(Err(e)) => {
+            eprintln!("autoretry rpc: --settings: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let host = HostOptions::default()
+        .with_context_window(context_window)
+        .with_credential_store(credential_store);
+    let driver = Driver::new(Machine::new(settings, host));
+    let input = io::BufReader::new(io::stdin());
+    match sidecar::serve(driver, input, io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("autoretry rpc: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_settings(text: &str) -> Result<RetrySettings, String> {
+    let value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    settings_from_json(&value).map_err(|e| e.to_string())
+}
+
+fn parse_scale(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(scale) if scale.is_finite() && scale >= 0.0 => Ok(scale),
+        _ => Err(format!("expected a finite number >= 0, found {text:?}")),
+    }
 }
 
 fn read_input(file: Option<&PathBuf>) -> io::Result<Vec<u8>> {

@@ -1,0 +1,569 @@
+//! A real-time host on std (feature `std`): [`Driver`] runs the machine on
+//! one thread, with a real backoff timer and inputs from a channel.
+//!
+//! The driver adds no policy: it carries out the two timer outputs itself
+//! ([`Output::Sleep`] sets a deadline, [`Output::CancelTimer`] clears it),
+//! feeds [`Input::TimerFired`] when the deadline passes, and hands every
+//! output, in order, to a [`Sink`]. Every decision stays in the [`Machine`].
+//!
+//! One thread owns the driver and an [`mpsc::Receiver`]; other threads (a
+//! stdin reader, a key reader, an agent) send it messages of any type `T`.
+//! [`Driver::run`] waits for a message or the deadline, whichever comes
+//! first, and gives each message to a callback that feeds the machine:
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//! use std::sync::mpsc;
+//! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
+//! use autoretry::driver::Driver;
+//!
+//! // What the agent sends (owned: it crosses threads).
+//! enum Msg { Failed(String), Answered }
+//!
+//! let (tx, rx) = mpsc::channel();
+//! let agent = tx.clone();
+//! tx.send(Msg::Failed("503 Service Unavailable".into())).unwrap();
+//!
+//! let settings = RetrySettings::DEFAULT.with_base_delay_ms(5);
+//! let mut driver = Driver::new(Machine::new(settings, HostOptions::default()));
+//! let mut log = Vec::new();
+//! let mut sink = |output: &Output<'_>| {
+//!     if *output == Output::ContinueAgent {
+//!         // The agent re-runs (5 ms after the failure) and answers well.
+//!         agent.send(Msg::Answered).unwrap();
+//!     }
+//!     log.push(output.type_name());
+//! };
+//! driver.run(&rx, &mut sink, |driver, sink, msg| {
+//!     let message = match &msg {
+//!         Msg::Failed(text) => AssistantMessage::error(text),
+//!         Msg::Answered => AssistantMessage::new(StopReason::Stop),
+//!     };
+//!     driver.handle(Input::AgentEnd { message, now_ms: None }, sink).expect("in turn");
+//!     match msg {
+//!         Msg::Answered => ControlFlow::Break(()),
+//!         Msg::Failed(_) => ControlFlow::Continue(()),
+//!     }
+//! });
+//! assert_eq!(log, ["emit", "drop_trailing_error", "sleep", "continue_agent",
+//!                  "emit", "settled", "check_compaction"]);
+//! ```
+//!
+//! # Cancellation races
+//!
+//! A cancellation and the deadline can meet. The driver never lets that
+//! produce a continue after a cancel, or two continues:
+//!
+//! - messages come first: a message already queued when the deadline passes
+//!   is handled before the timer fires, so an `abort_retry` sent in time
+//!   cancels the timer (the machine answers `cancel_timer`, which clears the
+//!   deadline);
+//! - the deadline is cleared before [`Input::TimerFired`] is fed, so it
+//!   fires once;
+//! - the machine ignores a `timer_fired` for any timer but the pending one,
+//!   so even a stale id could not continue the agent.
+
+use std::ops::ControlFlow;
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use crate::machine::{Input, Machine, Refused, RetryState};
+use crate::output::{Output, TimerId};
+
+/// Where the driver's outputs go: called once per output, in order.
+///
+/// [`Output::Sleep`] and [`Output::CancelTimer`] are already carried out by
+/// the driver when the sink sees them (they are informational there); every
+/// other output is the sink's to carry out. Any `FnMut(&Output<'_>)` is a
+/// sink.
+///
+/// ```
+/// use autoretry::{Output, driver::Sink};
+/// let mut seen = Vec::new();
+/// let mut sink = |output: &Output<'_>| seen.push(output.type_name());
+/// sink.output(&Output::Settled);
+/// assert_eq!(seen, ["settled"]);
+/// ```
+pub trait Sink {
+    /// Carries out (or records) one output.
+    fn output(&mut self, output: &Output<'_>);
+}
+
+impl<F: FnMut(&Output<'_>)> Sink for F {
+    fn output(&mut self, output: &Output<'_>) {
+        self(output)
+    }
+}
+
+/// Why [`Driver::wait`] returned.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use autoretry::{Machine, Output, driver::{Driver, Wake}};
+/// let (tx, rx) = mpsc::channel();
+/// tx.send("hello").unwrap();
+/// let mut driver = Driver::new(Machine::default());
+/// let mut sink = |_: &Output<'_>| {};
+/// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Message("hello"));
+/// drop(tx);
+/// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Closed);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake<T> {
+    /// A message arrived; the caller feeds it with [`Driver::handle`].
+    Message(T),
+    /// The backoff deadline passed: the driver fed [`Input::TimerFired`] and
+    /// gave its outputs (`continue_agent`) to the sink.
+    Fired,
+    /// The `until` instant passed first (for a caller's own ticks, such as a
+    /// spinner).
+    Until,
+    /// Every sender is gone: no more input will come.
+    Closed,
+}
+
+/// The pending backoff timer: its id and deadline (`None`: beyond the
+/// clock's range, it never fires).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pending {
+    timer: TimerId,
+    at: Option<Instant>,
+}
+
+/// A [`Machine`] with a real-time backoff timer.
+///
+/// ```
+/// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
+/// let mut driver = Driver::new(Machine::default());
+/// let mut outputs = Vec::new();
+/// let mut sink = |o: &Output<'_>| outputs.push(o.type_name());
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None };
+/// driver.handle(failed, &mut sink).unwrap();
+/// assert!(driver.deadline().is_some()); // 2 s from now
+/// driver.handle(Input::AbortRetry, &mut sink).unwrap();
+/// assert!(driver.deadline().is_none());
+/// assert_eq!(outputs, ["emit", "drop_trailing_error", "sleep",
+///                      "cancel_timer", "emit", "settled", "check_compaction"]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Driver {
+    machine: Machine,
+    pending: Option<Pending>,
+    time_scale: f64,
+}
+
+impl Driver {
+    /// A driver for this machine, in real time (time scale 1).
+    pub fn new(machine: Machine) -> Self {
+        Driver {
+            machine,
+            pending: None,
+            time_scale: 1.0,
+        }
+    }
+
+    /// The same driver with every backoff multiplied by `scale` (0.01 runs
+    /// a 2 s backoff in 20 ms). A negative or NaN scale counts as 0; an
+    /// infinite one (or any backoff beyond the clock's range) never fires.
+    /// The machine's outputs and events keep the unscaled figures.
+    ///
+    /// ```
+    /// use autoretry::{Machine, driver::Driver};
+    /// assert_eq!(Driver::new(Machine::default()).with_time_scale(0.5).time_scale(), 0.5);
+    /// assert_eq!(Driver::new(Machine::default()).with_time_scale(-1.0).time_scale(), 0.0);
+    /// ```
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = if scale > 0.0 { scale } else { 0.0 };
+        self
+    }
+
+    /// The time scale.
+    pub fn time_scale(&self) -> f64 {
+        self.time_scale
+    }
+
+    /// The machine (for its queries: [`Machine::state`], settings, ...).
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The machine's query surface.
+    pub fn state(&self) -> RetryState {
+        self.machine.state()
+    }
+
+    /// When the pending backoff timer fires; `None` when no timer is
+    /// pending (or it never fires).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.pending.and_then(|p| p.at)
+    }
+
+    /// The wall-clock duration of a backoff of `ms` milliseconds at this
+    /// time scale; `None` when it is beyond any clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, driver::Driver};
+    /// let d = Driver::new(Machine::default()).with_time_scale(0.01);
+    /// assert_eq!(d.scaled(2000), Some(Duration::from_millis(20)));
+    /// assert_eq!(Driver::new(Machine::default()).with_time_scale(f64::INFINITY).scaled(1), None);
+    /// ```
+    pub fn scaled(&self, ms: u64) -> Option<Duration> {
+        if self.time_scale == 1.0 {
+            return Some(Duration::from_millis(ms));
+        }
+        Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
+    }
+
+    /// Feeds one input to the machine and carries out its outputs, in order:
+    /// a `sleep` starts the deadline, a `cancel_timer` clears it, and every
+    /// output goes to the sink. A refused input changes nothing.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, Refused, StopReason, driver::Driver};
+    /// let mut driver = Driver::new(Machine::default());
+    /// let mut sink = |_: &Output<'_>| {};
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("429 Too Many Requests"), now_ms: None };
+    /// assert_eq!(driver.handle(failed, &mut sink), Ok(()));
+    /// let early = Input::MessageEnd { message: AssistantMessage::new(StopReason::Stop) };
+    /// assert_eq!(driver.handle(early, &mut sink), Err(Refused::AgentRunDuringBackoff));
+    /// ```
+    pub fn handle(&mut self, input: Input<'_>, sink: &mut impl Sink) -> Result<(), Refused> {
+        let outputs = self.machine.handle(input)?;
+        for output in &outputs {
+            match *output {
+                Output::Sleep { ms, timer } => {
+                    let at = self.scaled(ms).and_then(|d| Instant::now().checked_add(d));
+                    self.pending = Some(Pending { timer, at });
+                }
+                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
+                    self.pending = None;
+                }
+                _ => {}
+            }
+            sink.output(output);
+        }
+        Ok(())
+    }
+
+    /// Fires the pending timer if its deadline is at or before `now`:
+    /// clears it, feeds [`Input::TimerFired`] and gives the outputs to the
+    /// sink. Returns whether it fired.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
+    /// let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+    /// let mut seen = Vec::new();
+    /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
+    /// assert!(driver.fire_due(Instant::now(), &mut sink));
+    /// assert!(!driver.fire_due(Instant::now(), &mut sink)); // one-shot
+    /// assert_eq!(seen.last(), Some(&"continue_agent"));
+    /// ```
+    pub fn fire_due(&mut self, now: Instant, sink: &mut impl Sink) -> bool {
+        match self.pending {
+            Some(Pending {
+                timer,
+                at: Some(at),
+            }) if at <= now => {
+                self.pending = None;
+                // The machine checks the id; `TimerFired` is never refused.
+                let _ = self.handle(Input::TimerFired { timer }, sink);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Forgets the pending timer without telling the machine (which stays
+    /// in its backoff): for a host that shuts down. Returns its id.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
+    /// let mut driver = Driver::new(Machine::default());
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut |_: &Output<'_>| {}).unwrap();
+    /// assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
+    pub fn stop_timer(&mut self) -> Option<TimerId> {
+        self.pending.take().map(|p| p.timer)
+    }
+
+    /// Blocks until a message arrives, the backoff deadline passes (then the
+    /// timer is fired, see [`Driver::fire_due`]), `until` passes, or the
+    /// channel closes. A message already queued comes before a due timer.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::{Driver, Wake}};
+    /// let (_tx, rx) = mpsc::channel::<()>();
+    /// let mut driver = Driver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
+    /// let mut seen = Vec::new();
+    /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
+    /// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Fired);
+    /// let soon = Instant::now() + Duration::from_millis(1);
+    /// assert_eq!(driver.wait(&rx, Some(soon), &mut sink), Wake::Until);
+    /// assert_eq!(seen.last(), Some(&"continue_agent"));
+    /// ```
+    pub fn wait<T>(
+        &mut self,
+        rx: &mpsc::Receiver<T>,
+        until: Option<Instant>,
+        sink: &mut impl Sink,
+    ) -> Wake<T> {
+        loop {
+            match rx.try_recv() {
+                Ok(message) => return Wake::Message(message),
+                Err(TryRecvError::Disconnected) => return Wake::Closed,
+                Err(TryRecvError::Empty) => {}
+            }
+            let now = Instant::now();
+            if self.fire_due(now, sink) {
+                return Wake::Fired;
+            }
+            if until.is_some_and(|until| until <= now) {
+                return Wake::Until;
+            }
+            let next = match (self.deadline(), until) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let received = match next {
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(next) => rx.recv_timeout(next.saturating_duration_since(now)),
+            };
+            match received {
+                Ok(message) => return Wake::Message(message),
+                Err(RecvTimeoutError::Disconnected) => return Wake::Closed,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Runs until the channel closes or `on_message` breaks: fires the timer
+    /// when due and gives each message to `on_message` (which feeds the
+    /// machine with [`Driver::handle`]). On return, the pending timer is
+    /// stopped ([`Driver::stop_timer`]): nothing fires after the run.
+    pub fn run<T, S: Sink>(
+        &mut self,
+        rx: &mpsc::Receiver<T>,
+        sink: &mut S,
+        mut on_message: impl FnMut(&mut Driver, &mut S, T) -> ControlFlow<()>,
+    ) {
+        loop {
+            match self.wait(rx, None, sink) {
+                Wake::Message(message) => {
+                    if on_message(self, sink, message).is_break() {
+                        break;
+                    }
+                }
+                Wake::Fired | Wake::Until => {}
+                Wake::Closed => break,
+            }
+        }
+        self.stop_timer();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AssistantMessage, RetrySettings, StopReason};
+    use std::thread;
+
+    fn failed() -> Input<'static> {
+        Input::AgentEnd {
+            message: AssistantMessage::error("503 Service Unavailable"),
+            now_ms: None,
+        }
+    }
+
+    fn answered() -> Input<'static> {
+        Input::AgentEnd {
+            message: AssistantMessage::new(StopReason::Stop),
+            now_ms: None,
+        }
+    }
+
+    fn names(outputs: &[String], name: &str) -> usize {
+        outputs.iter().filter(|o| *o == name).count()
+    }
+
+    /// No `continue_agent` after a cancellation of the same chain, and at
+    /// most one per backoff.
+    fn check_no_continue_after_cancel(log: &[String]) {
+        let cancel = log.iter().position(|o| o == "cancel_timer" || o == "end");
+        let continues = names(log, "continue_agent");
+        assert!(continues <= 1, "{log:?}");
+        if let (Some(cancel), Some(cont)) = (cancel, log.iter().position(|o| o == "continue_agent"))
+        {
+            assert!(cont < cancel, "continue after cancel: {log:?}");
+        }
+    }
+
+    fn recorder(log: &mut Vec<String>) -> impl Sink + '_ {
+        move |o: &Output<'_>| {
+            log.push(match o {
+                Output::Emit(crate::Event::End { .. }) => "end".into(),
+                other => other.type_name().into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_queued_cancel_beats_a_due_timer() {
+        // Time scale 0: the deadline is already due when the cancel is queued.
+        let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        let (tx, rx) = mpsc::channel();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        tx.send(Input::AbortRetry).unwrap();
+        drop(tx);
+        driver.run(&rx, &mut recorder(&mut log), |d, s, input| {
+            d.handle(input, s).unwrap();
+            ControlFlow::Continue(())
+        });
+        assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
+        assert_eq!(names(&log, "cancel_timer"), 1, "{log:?}");
+        assert!(!driver.state().is_retrying);
+    }
+
+    #[test]
+    fn a_cancel_just_after_the_fire_ends_the_running_chain() {
+        let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        let timer = driver.machine().pending_timer().unwrap();
+        assert!(driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        driver
+            .handle(Input::AbortRetry, &mut recorder(&mut log))
+            .unwrap();
+        // A late, duplicate fire of the same timer changes nothing.
+        driver
+            .handle(Input::TimerFired { timer }, &mut recorder(&mut log))
+            .unwrap();
+        assert!(!driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        assert_eq!(
+            log,
+            [
+                "emit",
+                "drop_trailing_error",
+                "sleep",
+                "continue_agent",
+                "end",
+                "settled"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stale_timer_never_continues() {
+        let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        let timer = driver.machine().pending_timer().unwrap();
+        driver
+            .handle(Input::AbortRetry, &mut recorder(&mut log))
+            .unwrap();
+        assert_eq!(driver.deadline(), None);
+        driver
+            .handle(Input::TimerFired { timer }, &mut recorder(&mut log))
+            .unwrap();
+        assert!(!driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
+    }
+
+    #[test]
+    fn racing_cancels_never_continue_after_cancel() {
+        // A sender thread cancels around the deadline; whichever side wins,
+        // the invariants hold.
+        for round in 0..60u64 {
+            let settings = RetrySettings::DEFAULT.with_base_delay_ms(2);
+            let mut driver = Driver::new(Machine::new(settings, Default::default()));
+            let mut log = Vec::new();
+            let (tx, rx) = mpsc::channel();
+            driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+            let sender = thread::spawn(move || {
+                thread::sleep(Duration::from_micros(round * 70));
+                let _ = tx.send(Input::AbortRetry);
+            });
+            driver.run(&rx, &mut recorder(&mut log), |d, s, input| {
+                d.handle(input, s).unwrap();
+                ControlFlow::Continue(())
+            });
+            sender.join().unwrap();
+            check_no_continue_after_cancel(&log);
+            assert_eq!(names(&log, "end"), 1, "{log:?}");
+            assert!(!driver.state().is_retrying, "{log:?}");
+        }
+    }
+
+    #[test]
+    fn the_timer_fires_once_and_in_time() {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(10);
+        let mut driver = Driver::new(Machine::new(settings, Default::default()));
+        let (tx, rx) = mpsc::channel::<Input<'static>>();
+        let mut log = Vec::new();
+        let start = Instant::now();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        assert_eq!(driver.wait(&rx, None, &mut recorder(&mut log)), Wake::Fired);
+        assert!(start.elapsed() >= Duration::from_millis(10));
+        // Nothing is pending any more: a bounded wait ends by `until`.
+        let until = Some(Instant::now() + Duration::from_millis(5));
+        assert_eq!(
+            driver.wait(&rx, until, &mut recorder(&mut log)),
+            Wake::Until
+        );
+        driver.handle(answered(), &mut recorder(&mut log)).unwrap();
+        assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
+        drop(tx);
+        assert_eq!(
+            driver.wait(&rx, None, &mut recorder(&mut log)),
+            Wake::Closed
+        );
+    }
+
+    #[test]
+    fn end_of_input_stops_the_timer() {
+        let mut driver = Driver::new(Machine::default());
+        let (tx, rx) = mpsc::channel::<Input<'static>>();
+        let mut log = Vec::new();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        drop(tx);
+        driver.run(&rx, &mut recorder(&mut log), |_, _, _| {
+            ControlFlow::Continue(())
+        });
+        assert_eq!(driver.deadline(), None);
+        assert_eq!(names(&log, "continue_agent"), 0);
+    }
+
+    #[test]
+    fn refused_inputs_leave_the_timer_alone() {
+        let mut driver = Driver::new(Machine::default());
+        let mut log = Vec::new();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        let deadline = driver.deadline();
+        assert_eq!(
+            driver.handle(answered(), &mut recorder(&mut log)),
+            Err(Refused::AgentRunDuringBackoff)
+        );
+        assert_eq!(driver.deadline(), deadline);
+        assert_eq!(log.len(), 3);
+    }
+
+    #[test]
+    fn huge_backoffs_never_fire() {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(u64::MAX);
+        let mut driver =
+            Driver::new(Machine::new(settings, Default::default())).with_time_scale(f64::INFINITY);
+        let mut log = Vec::new();
+        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        assert!(driver.machine().pending_timer().is_some());
+        assert_eq!(driver.deadline(), None);
+        assert!(!driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
+    }
+}

@@ -1,0 +1,403 @@
+//! `autoretry rpc`, driven as a client would: lines in on stdin, lines out
+//! on stdout, the sidecar owning the timers.
+#![cfg(feature = "cli")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// Generous: only a bound for a line that must come, never a timing claim.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Client {
+    fn start(args: &[&str]) -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+            .arg("rpc")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send_json(&mut self, value: Value) {
+        self.send(&value.to_string());
+    }
+
+    /// The next line, as text.
+    fn next_text(&mut self) -> String {
+        self.lines
+            .recv_timeout(PATIENCE)
+            .expect("the sidecar wrote a line")
+    }
+
+    fn next(&mut self) -> Value {
+        let line = self.next_text();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    /// The next `n` lines, as text.
+    fn take(&mut self, n: usize) -> Vec<String> {
+        (0..n).map(|_| self.next_text()).collect()
+    }
+
+    /// Closes stdin, then returns every remaining line and checks exit 0.
+    fn finish(mut self) -> Vec<String> {
+        drop(self.stdin.take());
+        let rest: Vec<String> = self.lines.iter().collect();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+        rest
+    }
+}
+
+fn failed(text: &str) -> Value {
+    json!({"type": "agent_end", "message": {"role": "assistant", "stopReason": "error", "errorMessage": text}})
+}
+
+fn answered() -> Value {
+    json!({"type": "agent_end", "message": {"role": "assistant", "stopReason": "stop"}})
+}
+
+fn action(name: &str) -> String {
+    format!(r#"{{"type":"action","action":"{name}"}}"#)
+}
+
+#[test]
+fn a_full_chain_that_succeeds() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":20}"#]);
+    c.send_json(failed("529 overloaded_error"));
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":20,"errorMessage":"529 overloaded_error"}"#,
+            &action("drop_trailing_error"),
+            r#"{"type":"action","action":"sleep","ms":20}"#,
+        ]
+    );
+    // The sidecar's timer fires on its own.
+    assert_eq!(c.next_text(), action("continue_agent"));
+    c.send_json(json!({"type": "message_end", "message": {"stopReason": "toolUse"}}));
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"auto_retry_end","success":true,"attempt":1}"#
+    );
+    c.send_json(answered());
+    assert_eq!(c.take(2), [action("settled"), action("check_compaction")]);
+    c.send(r#"{"type":"get_retry_state","id":"q"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"q","type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn a_full_chain_that_runs_out_of_retries() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":5,"maxRetries":3}"#]);
+    c.send_json(failed("503 Service Unavailable"));
+    for (attempt, delay) in [(1, 5), (2, 10), (3, 20)] {
+        let start = c.next();
+        assert_eq!(start["type"], "auto_retry_start");
+        assert_eq!(
+            (start["attempt"].clone(), start["delayMs"].clone()),
+            (json!(attempt), json!(delay))
+        );
+        assert_eq!(c.take(3)[2], action("continue_agent"));
+        c.send_json(failed("503 Service Unavailable"));
+    }
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"503 Service Unavailable"}"#,
+            &action("settled"),
+            &action("check_compaction"),
+        ]
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn abort_retry_during_the_backoff_cancels_the_timer() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":60000}"#]);
+    c.send_json(failed("overloaded"));
+    let _ = c.take(3);
+    c.send(r#"{"type":"get_retry_state","id":"s"}"#);
+    assert_eq!(
+        c.next()["data"],
+        json!({"autoRetryEnabled": true, "isRetrying": true, "retryAttempt": 1})
+    );
+    // The agent must not run now.
+    c.send_json(answered());
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"agent_end","success":false,"error":"the agent must not run while a retry backoff is pending"}"#
+    );
+    c.send(r#"{"type":"abort_retry","id":"a"}"#);
+    assert_eq!(
+        c.take(4),
+        [
+            r#"{"id":"a","type":"response","command":"abort_retry","success":true}"#,
+            r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+            &action("settled"),
+            &action("check_compaction"),
+        ]
+    );
+    // A second cancel has nothing to cancel.
+    c.send(r#"{"type":"abort_retry"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"abort_retry","success":true}"#
+    );
+    let rest = c.finish();
+    assert!(rest.is_empty(), "{rest:?}");
+}
+
+#[test]
+fn a_cancel_racing_a_short_timer_never_continues_after_it() {
+    for _ in 0..10 {
+        let mut c = Client::start(&["--settings", r#"{"baseDelayMs":1}"#]);
+        c.send_json(failed("overloaded"));
+        c.send(r#"{"type":"abort_retry","id":"a"}"#);
+        let rest = c.finish();
+        let cancelled = rest
+            .iter()
+            .position(|l| l.contains(r#""command":"abort_retry""#))
+            .expect("the response");
+        let continues: Vec<usize> = rest
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| **l == action("continue_agent"))
+            .map(|(i, _)| i)
+            .collect();
+        assert!(continues.len() <= 1, "{rest:?}");
+        assert!(continues.iter().all(|&i| i < cancelled), "{rest:?}");
+        assert_eq!(
+            rest.iter().filter(|l| l.contains("auto_retry_end")).count(),
+            1,
+            "{rest:?}"
+        );
+    }
+}
+
+#[test]
+fn the_global_abort_ends_the_chain_and_aborts_the_agent() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":60000}"#]);
+    c.send(r#"{"type":"abort","id":"g0"}"#);
+    assert_eq!(
+        c.take(2),
+        [
+            r#"{"id":"g0","type":"response","command":"abort","success":true}"#,
+            &action("abort_agent"),
+        ]
+    );
+    c.send_json(failed("rate limit exceeded"));
+    let _ = c.take(3);
+    c.send(r#"{"type":"abort","id":"g1"}"#);
+    assert_eq!(
+        c.take(5),
+        [
+            r#"{"id":"g1","type":"response","command":"abort","success":true}"#,
+            r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+            &action("settled"),
+            &action("check_compaction"),
+            &action("abort_agent"),
+        ]
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn parse_errors_and_unknown_commands_keep_the_sidecar_serving() {
+    let mut c = Client::start(&[]);
+    c.send("not json");
+    let parse = c.next_text();
+    assert!(
+        parse.starts_with(
+            r#"{"type":"response","command":"parse","success":false,"error":"invalid JSON: "#
+        ),
+        "{parse}"
+    );
+    c.send("[1,2]");
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array"}"#
+    );
+    c.send(r#"{"id":"p"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"p","type":"response","command":"parse","success":false,"error":"type: missing (expected a string)"}"#
+    );
+    c.send(r#"{"type":"reboot","id":"u"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"u","type":"response","command":"reboot","success":false,"error":"Unknown command: reboot"}"#
+    );
+    c.send(r#"{"type":"timer_fired","timer":1}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"timer_fired","success":false,"error":"Unknown command: timer_fired"}"#
+    );
+    c.send(r#"{"type":"set_auto_retry","enabled":"yes","id":"b"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"b","type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found a string \"yes\""}"#
+    );
+    c.send(r#"{"type":"agent_end","message":{"stopReason":"error","usage":{"input":-1}}}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"agent_end","success":false,"error":"message.usage.input: expected a non-negative integer that fits u64, found -1"}"#
+    );
+    c.send("");
+    c.send(r#"{"type":"get_retry_state","id":"still"}"#);
+    assert!(c.next_text().starts_with(
+        r#"{"id":"still","type":"response","command":"get_retry_state","success":true"#
+    ));
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn settings_changes_apply_from_the_next_decision() {
+    let mut c = Client::start(&[]);
+    c.send(r#"{"type":"set_retry_settings","settings":{"maxRetries":-1},"id":"bad"}"#);
+    let bad = c.next_text();
+    assert!(
+        bad.starts_with(r#"{"id":"bad","type":"response","command":"set_retry_settings","success":false,"error":"retry.maxRetries: "#),
+        "{bad}"
+    );
+    c.send(r#"{"type":"set_retry_settings","id":"s"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"s","type":"response","command":"set_retry_settings","success":false,"error":"settings: missing (expected an object)"}"#
+    );
+    c.send(r#"{"type":"set_retry_settings","settings":{"maxRetries":0},"id":"s0"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"s0","type":"response","command":"set_retry_settings","success":true,"data":{"enabled":true,"maxRetries":0,"baseDelayMs":2000}}"#
+    );
+    c.send_json(failed("overloaded"));
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"overloaded"}"#,
+            &action("settled"),
+            &action("check_compaction"),
+        ]
+    );
+    c.send(r#"{"type":"set_auto_retry","enabled":false,"id":"off"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":"off","type":"response","command":"set_auto_retry","success":true}"#
+    );
+    c.send(
+        r#"{"type":"set_retry_settings","settings":{"enabled":false,"maxRetries":5},"id":"s1"}"#,
+    );
+    assert_eq!(
+        c.next()["data"],
+        json!({"enabled": false, "maxRetries": 5, "baseDelayMs": 2000})
+    );
+    c.send_json(failed("overloaded"));
+    assert_eq!(c.next_text(), action("check_compaction"));
+    c.send(r#"{"type":"get_retry_state"}"#);
+    assert_eq!(
+        c.next()["data"],
+        json!({"autoRetryEnabled": false, "isRetrying": false, "retryAttempt": 0})
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn end_of_input_during_a_backoff_cancels_the_timer_and_exits_0() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":5000}"#]);
+    c.send_json(failed("overloaded"));
+    let rest = c.finish();
+    assert_eq!(rest.len(), 3, "{rest:?}");
+    assert_eq!(rest[2], r#"{"type":"action","action":"sleep","ms":5000}"#);
+}
+
+#[test]
+fn usage_limits_go_through_the_credential_store() {
+    let mut c = Client::start(&[
+        "--credential-store",
+        "--settings",
+        r#"{"baseDelayMs":60000}"#,
+    ]);
+    c.send_json(json!({"type": "agent_end", "nowMs": 0,
+        "message": {"stopReason": "error", "errorMessage": "usage_limit_reached, x-ratelimit-reset: 30"}}));
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"action","action":"mark_usage_limit","retryAfterMs":30000}"#
+    );
+    c.send_json(answered());
+    assert!(c.next_text().contains("usage_limit_marked) is awaited"));
+    // Switched: no backoff, the agent continues at once.
+    c.send(r#"{"type":"usage_limit_marked","switched":true}"#);
+    assert_eq!(
+        c.take(4),
+        [
+            r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":0,"errorMessage":"usage_limit_reached, x-ratelimit-reset: 30"}"#,
+            &action("drop_trailing_error"),
+            r#"{"type":"action","action":"sleep","ms":0}"#,
+            &action("continue_agent"),
+        ]
+    );
+    c.send_json(answered());
+    assert_eq!(
+        c.take(3)[0],
+        r#"{"type":"auto_retry_end","success":true,"attempt":1}"#
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn the_context_window_routes_overflow_to_compaction() {
+    let mut c = Client::start(&["--context-window", "1000"]);
+    c.send_json(json!({"type": "agent_end",
+        "message": {"stopReason": "error", "errorMessage": "503", "usage": {"input": 900, "cacheRead": 200}}}));
+    assert_eq!(c.next_text(), action("check_compaction"));
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn bad_options_exit_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+        .args(["rpc", "--settings", r#"{"maxRetries":1.5}"#])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--settings: retry.maxRetries"), "{stderr}");
+}

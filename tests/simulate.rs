@@ -1,0 +1,160 @@
+//! `autoretry simulate` in a pipe (no terminal: plain lines, no spinner),
+//! with a tiny time scale.
+#![cfg(feature = "cli")]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn simulate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_autoretry"))
+        .arg("simulate")
+        .args(["--time-scale", "0.001"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn lines(output: &Output) -> Vec<String> {
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The JSON lines of the output, which are exactly the events.
+fn events(lines: &[String]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_provider_recovers_within_the_retries() {
+    let out = simulate(&["--failures", "2", "--error", "503 Service Unavailable"]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines = lines(&out);
+    assert!(
+        !lines.concat().contains('\x1b'),
+        "no terminal codes in a pipe"
+    );
+    let loaders: Vec<&String> = lines.iter().filter(|l| l.starts_with("Retrying")).collect();
+    assert_eq!(
+        loaders,
+        [
+            "Retrying (1/3) in 2s\u{2026} (esc to cancel)",
+            "Retrying (2/3) in 4s\u{2026} (esc to cancel)"
+        ]
+    );
+    let events = events(&lines);
+    assert_eq!(
+        events,
+        [
+            serde_json::json!({"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"503 Service Unavailable"}),
+            serde_json::json!({"type":"auto_retry_start","attempt":2,"maxAttempts":3,"delayMs":4000,"errorMessage":"503 Service Unavailable"}),
+            serde_json::json!({"type":"auto_retry_end","success":true,"attempt":2}),
+        ]
+    );
+    // Each event line is the stream's bytes, keys in spec order.
+    assert!(lines.contains(&r#"{"type":"auto_retry_end","success":true,"attempt":2}"#.to_owned()));
+    assert!(!lines.iter().any(|l| l.starts_with("Retry failed")));
+}
+
+#[test]
+fn the_chain_fails_after_max_retries() {
+    let out = simulate(&[
+        "--failures",
+        "10",
+        "--max-retries",
+        "2",
+        "--base-delay-ms",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let lines = lines(&out);
+    let events = events(&lines);
+    assert_eq!(events.len(), 3, "{lines:?}");
+    assert_eq!(events[1]["delayMs"], 200);
+    assert_eq!(
+        events[2],
+        serde_json::json!({"type":"auto_retry_end","success":false,"attempt":2,"finalError":"529 overloaded_error: Overloaded"})
+    );
+    let failure = lines.iter().position(|l| l.starts_with("Retry failed"));
+    assert_eq!(
+        lines[failure.expect("a failure line")],
+        "Retry failed after 2 attempts: 529 overloaded_error: Overloaded"
+    );
+    assert!(lines.contains(&"Retrying (1/2) in 0s\u{2026} (esc to cancel)".to_owned()));
+}
+
+#[test]
+fn no_retries_means_no_loader() {
+    let out = simulate(&["--failures", "1", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let lines = lines(&out);
+    assert!(
+        !lines.iter().any(|l| l.starts_with("Retrying")),
+        "{lines:?}"
+    );
+    assert!(lines
+        .contains(&"Retry failed after 0 attempts: 529 overloaded_error: Overloaded".to_owned()));
+}
+
+#[test]
+fn ctrl_c_cancels_the_retry_in_a_pipe() {
+    // Real time: the backoff lasts long enough to be interrupted.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+        .args(["simulate", "--latency-ms", "0", "--base-delay-ms", "60000"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "{seen:?}");
+        let line = line.trim_end().to_owned();
+        let loader = line.starts_with("Retrying (1/3) in 60s");
+        seen.push(line);
+        if loader {
+            break;
+        }
+    }
+    let status = Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = stdout.lines().map(Result::unwrap).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    assert_eq!(
+        rest[..3],
+        [
+            "^C: abort_retry (Ctrl-C again aborts)",
+            r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+            "Retry failed after 1 attempts: Retry cancelled",
+        ]
+    );
+    assert!(
+        !rest.iter().any(|l| l.contains("provider call 2")),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn bad_time_scales_are_refused() {
+    for scale in ["-1", "NaN", "inf", "x"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+            .args(["simulate", "--time-scale", scale])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{scale}");
+    }
+}
