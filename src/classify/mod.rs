@@ -1,9 +1,10 @@
 //! Classification of provider error texts (spec section 3): retryable,
 //! context overflow, usage limit, and the retry hint.
 //!
-//! Pure functions of the text: no allocation, no panic, linear time. The
-//! patterns of [`patterns`] are compiled ahead of time into DFAs (see
-//! `tests/gen/`) with the matching semantics of spec 3.1: only ASCII letters
+//! Pure functions of the text: no allocation, no panic, linear time, one
+//! pass. The patterns of [`patterns`] are compiled ahead of time into small
+//! DFAs that read one symbol per character (see `tests/gen/`), with the
+//! matching semantics of spec 3.1: only ASCII letters
 //! fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
 //! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space. The `*_bytes`
 //! functions read raw bytes exactly as `String::from_utf8_lossy` would (one
@@ -18,18 +19,17 @@
 //! );
 //! ```
 
+// Generated: its byte arrays are laid out by the generator, not by rustfmt.
+#[rustfmt::skip]
 mod dfa;
 mod hint;
 pub mod patterns;
+mod table;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 
-use dfa::{Dfa, Table};
-use regex_automata::{
-    dfa::Automaton,
-    util::{lazy::Lazy, primitives::StateID, start},
-    Anchored, Input,
-};
+use dfa::{OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use table::{for_each_lossy_symbol, for_each_symbol};
 
 /// Labels of one error text, as the corpus README defines them.
 ///
@@ -71,13 +71,8 @@ pub struct Classification {
 /// assert!(!classify("400 (no body)").retryable);
 /// ```
 pub fn classify(text: &str) -> Classification {
-    let overflow = matches_overflow(text);
-    Classification {
-        retryable: !text.is_empty() && !overflow && matches_retryable(text),
-        overflow,
-        usage_limit: matches_usage_limit(text),
-        hint_ms: retry_hint_ms(text, None),
-    }
+    let found = scan_str(ALL, text);
+    labels(found, text.is_empty(), retry_hint_ms(text, None))
 }
 
 /// [`classify`] on raw bytes, read as `String::from_utf8_lossy` would read
@@ -91,18 +86,18 @@ pub fn classify(text: &str) -> Classification {
 /// assert_eq!(classify_bytes(b"overloaded"), classify("overloaded"));
 /// ```
 pub fn classify_bytes(bytes: &[u8]) -> Classification {
-    let mut overflow = dfa::OVERFLOW.each_ref().map(Scan::start);
-    let mut others = [Scan::start(&dfa::RETRYABLE), Scan::start(&dfa::USAGE_LIMIT)];
-    for_each_lossy_byte(bytes, |b| {
-        feed_all(&mut overflow, b) | feed_all(&mut others, b)
-    });
-    let overflow = overflow.into_iter().any(Scan::finish);
-    let [retryable, usage_limit] = others.map(Scan::finish);
+    let found = scan_bytes(ALL, bytes);
+    labels(found, bytes.is_empty(), retry_hint_ms_bytes(bytes, None))
+}
+
+/// The [`Classification`] of a scan's findings.
+fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
+    let overflow = found & OVERFLOW != 0;
     Classification {
-        retryable: !bytes.is_empty() && !overflow && retryable,
+        retryable: !empty && !overflow && found & RETRYABLE != 0,
         overflow,
-        usage_limit,
-        hint_ms: retry_hint_ms_bytes(bytes, None),
+        usage_limit: found & USAGE_LIMIT != 0,
+        hint_ms,
     }
 }
 
@@ -118,7 +113,7 @@ pub fn classify_bytes(bytes: &[u8]) -> Classification {
 /// assert!(!matches_retryable("ſervice unavailable")); // no Unicode folding
 /// ```
 pub fn matches_retryable(text: &str) -> bool {
-    search(&dfa::RETRYABLE, text)
+    matches_str(RETRYABLE, text)
 }
 
 /// [`matches_retryable`] on raw bytes, read as `String::from_utf8_lossy`
@@ -131,7 +126,7 @@ pub fn matches_retryable(text: &str) -> bool {
 /// assert!(!matches_retryable_bytes(b"over\xFFloaded"));
 /// ```
 pub fn matches_retryable_bytes(bytes: &[u8]) -> bool {
-    search_bytes(&dfa::RETRYABLE, bytes)
+    matches_bytes(RETRYABLE, bytes)
 }
 
 /// Whether the text matches one of the context-overflow text patterns of
@@ -146,7 +141,7 @@ pub fn matches_retryable_bytes(bytes: &[u8]) -> bool {
 /// assert!(!matches_overflow("proxy: 413 status code (no body)"));
 /// ```
 pub fn matches_overflow(text: &str) -> bool {
-    dfa::OVERFLOW.iter().any(|table| search(table, text))
+    matches_str(OVERFLOW, text)
 }
 
 /// [`matches_overflow`] on raw bytes, read as `String::from_utf8_lossy`
@@ -159,9 +154,7 @@ pub fn matches_overflow(text: &str) -> bool {
 /// assert!(!matches_overflow_bytes(b"\xFF413 (no body)"));
 /// ```
 pub fn matches_overflow_bytes(bytes: &[u8]) -> bool {
-    let mut scans = dfa::OVERFLOW.each_ref().map(Scan::start);
-    for_each_lossy_byte(bytes, |b| feed_all(&mut scans, b));
-    scans.into_iter().any(Scan::finish)
+    matches_bytes(OVERFLOW, bytes)
 }
 
 /// Whether the text matches the usage-limit pattern of spec 3.4 (alone).
@@ -174,7 +167,7 @@ pub fn matches_overflow_bytes(bytes: &[u8]) -> bool {
 /// assert!(!matches_usage_limit("rate limit"));
 /// ```
 pub fn matches_usage_limit(text: &str) -> bool {
-    search(&dfa::USAGE_LIMIT, text)
+    matches_str(USAGE_LIMIT, text)
 }
 
 /// [`matches_usage_limit`] on raw bytes, read as `String::from_utf8_lossy`
@@ -187,102 +180,139 @@ pub fn matches_usage_limit(text: &str) -> bool {
 /// assert!(!matches_usage_limit_bytes(b"usage\xE2\x80\xA8limit")); // U+2028
 /// ```
 pub fn matches_usage_limit_bytes(bytes: &[u8]) -> bool {
-    search_bytes(&dfa::USAGE_LIMIT, bytes)
+    matches_bytes(USAGE_LIMIT, bytes)
 }
 
-/// Whether the DFA matches anywhere in `text`. A DFA that failed to load, or
-/// a search error, counts as no match.
-fn search(table: &Table, text: &str) -> bool {
-    match Lazy::get(table) {
-        Ok(dfa) => matches!(
-            dfa.try_search_fwd(&Input::new(text).earliest(true)),
-            Ok(Some(_))
-        ),
-        Err(_) => false,
-    }
+/// Every label a scan can find.
+const ALL: u8 = RETRYABLE | USAGE_LIMIT | OVERFLOW;
+
+/// Whether the pattern(s) of `label` match `text`.
+fn matches_str(label: u8, text: &str) -> bool {
+    scan_str(label, text) != 0
 }
 
-/// [`search`] over the lossy reading of `bytes`.
-fn search_bytes(table: &Table, bytes: &[u8]) -> bool {
-    let mut scan = [Scan::start(table)];
-    for_each_lossy_byte(bytes, |b| feed_all(&mut scan, b));
-    let [scan] = scan;
-    scan.finish()
+/// [`matches_str`] over the lossy reading of `bytes`.
+fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
+    scan_bytes(label, bytes) != 0
 }
 
-/// U+FFFD in UTF-8.
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+/// The labels among `want` that `text` has.
+fn scan_str(want: u8, text: &str) -> u8 {
+    let mut scan = Scan::new(want);
+    for_each_symbol(text, |sym| scan.feed(sym));
+    scan.found
+}
 
-/// Calls `f` with every byte of `String::from_utf8_lossy(bytes)`, in order,
-/// until it returns `false`: valid runs as they are, one U+FFFD per maximal
-/// invalid subpart.
-fn for_each_lossy_byte(bytes: &[u8], mut f: impl FnMut(u8) -> bool) {
-    for chunk in bytes.utf8_chunks() {
-        let invalid = if chunk.invalid().is_empty() {
-            &[][..]
-        } else {
-            REPLACEMENT
-        };
-        for &b in chunk.valid().as_bytes().iter().chain(invalid) {
-            if !f(b) {
-                return;
-            }
+/// [`scan_str`] over the lossy reading of `bytes`.
+fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
+    let mut scan = Scan::new(want);
+    for_each_lossy_symbol(bytes, |sym| scan.feed(sym));
+    scan.found
+}
+
+// The head bits of the tails start at `dfa::HEAD` and must fit in a `u8`.
+const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize);
+
+/// One pass over a text that looks for some labels at once, stepping only
+/// the tables it still needs, and stopping once it has found them all.
+///
+/// An overflow pattern `head.*rest` (`.` excludes the line terminators, and
+/// neither part can match one) matches exactly when, on one line, `.*rest`
+/// matches anchored where the *earliest* `head` of that line ends: any match
+/// has its `rest` after that point on the same line. So the `words_*`
+/// tables report where heads end, and the tail of a pattern runs from the
+/// first such point until it dies at the end of the line, when the next
+/// head can start it again.
+struct Scan {
+    /// Labels still looked for.
+    want: u8,
+    /// Labels found.
+    found: u8,
+    /// State of `dfa::LABELS`.
+    labels: u8,
+    /// States of `dfa::WORDS`.
+    words: [u8; dfa::WORDS_LEN],
+    /// States of `dfa::TAILS` (meaningful where `active` has the bit).
+    tails: [u8; dfa::TAILS_LEN],
+    /// Bit `k`: tail `k` is running.
+    active: u8,
+}
+
+impl Scan {
+    fn new(want: u8) -> Self {
+        Scan {
+            want,
+            found: 0,
+            labels: 0,
+            words: [0; dfa::WORDS_LEN],
+            tails: [0; dfa::TAILS_LEN],
+            active: 0,
         }
     }
-}
 
-/// Feeds `byte` to every scan; whether any still needs input.
-fn feed_all(scans: &mut [Scan<'_>], byte: u8) -> bool {
-    scans
-        .iter_mut()
-        .fold(false, |running, scan| scan.feed(byte) | running)
-}
-
-/// One DFA driven by hand over a byte stream (an unanchored search from the
-/// start of the text, stopping at the earliest match).
-enum Scan<'a> {
-    /// Still searching, in this state.
-    Running(&'a Dfa, StateID),
-    /// Decided: matched or not.
-    Done(bool),
-}
-
-impl<'a> Scan<'a> {
-    fn start(table: &'a Table) -> Self {
-        let Ok(dfa) = Lazy::get(table) else {
-            return Scan::Done(false);
-        };
-        match dfa.start_state(&start::Config::new().anchored(Anchored::No)) {
-            Ok(sid) => Scan::Running(dfa, sid),
-            Err(_) => Scan::Done(false),
-        }
+    /// Records labels seen; the ones not wanted are ignored.
+    #[inline]
+    fn hit(&mut self, labels: u8) {
+        let new = labels & self.want;
+        self.found |= new;
+        self.want &= !new;
     }
 
-    /// Feeds one byte; whether the scan still needs input.
-    fn feed(&mut self, byte: u8) -> bool {
-        let Scan::Running(dfa, sid) = *self else {
-            return false;
-        };
-        let next = dfa.next_state(sid, byte);
-        if dfa.is_special_state(next) {
-            if dfa.is_match_state(next) {
-                *self = Scan::Done(true);
-                return false;
-            }
-            if dfa.is_dead_state(next) || dfa.is_quit_state(next) {
-                *self = Scan::Done(false);
-                return false;
+    /// Reads one symbol; whether the scan still needs input.
+    #[inline(always)]
+    fn feed(&mut self, sym: u8) -> bool {
+        if self.want & (RETRYABLE | USAGE_LIMIT) != 0 {
+            let s = dfa::LABELS.next(self.labels, sym);
+            self.labels = s;
+            if s >= dfa::LABELS.special {
+                self.hit(dfa::LABELS.output(s));
             }
         }
-        *self = Scan::Running(dfa, next);
-        true
+        if self.want & OVERFLOW != 0 {
+            self.feed_overflow(sym);
+        }
+        self.want != 0
     }
 
-    /// Ends the input; whether the DFA matched.
-    fn finish(self) -> bool {
-        match self {
-            Scan::Running(dfa, sid) => dfa.is_match_state(dfa.next_eoi_state(sid)),
-            Scan::Done(matched) => matched,
+    #[inline]
+    fn feed_overflow(&mut self, sym: u8) {
+        // Tails first: a tail reads the characters after its head.
+        let mut done = 0;
+        if self.active != 0 {
+            for (k, (state, table)) in self.tails.iter_mut().zip(dfa::TAILS).enumerate() {
+                let bit = 1 << k;
+                if self.active & bit == 0 {
+                    continue;
+                }
+                let s = table.next(*state, sym);
+                *state = s;
+                if s >= table.special {
+                    if Some(s) == table.dead {
+                        self.active &= !bit;
+                    } else if table.output(s) != 0 {
+                        done = OVERFLOW;
+                    }
+                }
+            }
+        }
+        let mut heads = 0;
+        for (state, table) in self.words.iter_mut().zip(dfa::WORDS) {
+            let s = table.next(*state, sym);
+            *state = s;
+            if s >= table.special {
+                heads |= table.output(s);
+            }
+        }
+        self.hit(done | (heads & OVERFLOW));
+        // Start the tails whose head just ended, unless already running.
+        let start = (heads / dfa::HEAD) & !self.active;
+        if start != 0 {
+            for (k, state) in self.tails.iter_mut().enumerate() {
+                if start & (1 << k) != 0 {
+                    *state = 0;
+                }
+            }
+            self.active |= start;
         }
     }
 }
@@ -294,14 +324,57 @@ mod tests {
     use super::*;
     use std::{string::String, vec::Vec};
 
+    fn tables() -> impl Iterator<Item = &'static table::Table> {
+        [&dfa::LABELS]
+            .into_iter()
+            .chain(dfa::WORDS)
+            .chain(dfa::TAILS)
+    }
+
     #[test]
-    fn every_dfa_loads() {
-        assert!(Lazy::get(&dfa::RETRYABLE).is_ok());
-        assert!(Lazy::get(&dfa::USAGE_LIMIT).is_ok());
-        for (i, table) in dfa::OVERFLOW.iter().enumerate() {
-            assert!(Lazy::get(table).is_ok(), "overflow DFA {i}");
+    fn every_table_is_well_formed() {
+        for (i, t) in tables().enumerate() {
+            assert!(t.stride > 0 && t.trans.len() % t.stride == 0, "table {i}");
+            let states = t.trans.len() / t.stride;
+            assert!(
+                states <= 256 && usize::from(t.special) <= states,
+                "table {i}"
+            );
+            assert!(
+                t.classes.iter().all(|&c| usize::from(c) < t.stride),
+                "table {i}"
+            );
+            assert!(
+                t.trans.iter().all(|&s| usize::from(s) < states),
+                "table {i}"
+            );
+            assert_eq!(t.out.len(), states - usize::from(t.special), "table {i}");
+            // The start state is ordinary; every special state but the dead
+            // one reports something, and the dead one is absorbing.
+            assert!(t.special > 0, "table {i}");
+            for s in t.special..=u8::try_from(states - 1).unwrap() {
+                if Some(s) == t.dead {
+                    assert_eq!(t.output(s), 0);
+                    assert!((0..table::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
+                } else {
+                    assert_ne!(t.output(s), 0, "table {i} state {s}");
+                }
+            }
+            // ASCII-only folding: upper-case letters read as lower case.
+            for upper in b'A'..=b'Z' {
+                assert_eq!(
+                    t.classes[usize::from(upper)],
+                    t.classes[usize::from(upper.to_ascii_lowercase())]
+                );
+            }
         }
-        assert_eq!(dfa::OVERFLOW.len(), patterns::OVERFLOW.len());
+        assert_eq!(
+            dfa::TAILS_LEN,
+            patterns::OVERFLOW
+                .iter()
+                .filter(|p| p.contains(".*"))
+                .count()
+        );
     }
 
     #[test]

@@ -1,0 +1,100 @@
+//! The classifier's tables and the symbols they step on.
+//!
+//! A table is a minimized DFA over *symbols*, one per character of the text:
+//! an ASCII byte (an upper-case letter has the class of its lower-case
+//! letter, which is exactly the ASCII-only case folding of spec 3.1),
+//! [`OTHER`] for every other scalar value (U+FFFD included), [`LS`] and
+//! [`PS`] for U+2028 and U+2029. Its patterns name only ASCII characters,
+//! so no other distinction matters; the generator (`tests/gen/`) checks that
+//! every non-ASCII scalar value steps exactly like its symbol, from every
+//! state, before it writes a table.
+//!
+//! States are bytes. Those at or above `special` are the dead state (no
+//! match can follow) or report the patterns that have a match ending right
+//! after the current character.
+
+/// Any non-ASCII scalar value other than U+2028 and U+2029.
+pub(super) const OTHER: u8 = 128;
+/// U+2028 LINE SEPARATOR.
+pub(super) const LS: u8 = 129;
+/// U+2029 PARAGRAPH SEPARATOR.
+pub(super) const PS: u8 = 130;
+/// Number of symbols.
+pub(super) const SYMBOLS: usize = 131;
+
+/// One table; the start state is 0.
+pub(super) struct Table {
+    /// Symbol to class.
+    pub(super) classes: &'static [u8; SYMBOLS],
+    /// Number of classes: the length of a row of `trans`.
+    pub(super) stride: usize,
+    /// First special state.
+    pub(super) special: u8,
+    /// The dead state, when the table has one.
+    pub(super) dead: Option<u8>,
+    /// Transitions, row by row: `trans[state * stride + class]`.
+    pub(super) trans: &'static [u8],
+    /// Outputs of the special states, from `special` on.
+    pub(super) out: &'static [u8],
+}
+
+impl Table {
+    /// The state after `state` reads `sym`. (Out-of-range indexes cannot
+    /// come from the generated tables; they would read as the start state.)
+    #[inline]
+    pub(super) fn next(&self, state: u8, sym: u8) -> u8 {
+        let class = self.classes.get(usize::from(sym)).map_or(0, |&c| c);
+        self.trans
+            .get(usize::from(state) * self.stride + usize::from(class))
+            .map_or(0, |&s| s)
+    }
+
+    /// The output bits of a state.
+    #[inline]
+    pub(super) fn output(&self, state: u8) -> u8 {
+        state
+            .checked_sub(self.special)
+            .and_then(|i| self.out.get(usize::from(i)))
+            .map_or(0, |&o| o)
+    }
+}
+
+/// Calls `f` with the symbol of every character of `text`, in order, until
+/// it returns `false`; whether it never did.
+#[inline]
+pub(super) fn for_each_symbol(text: &str, mut f: impl FnMut(u8) -> bool) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
+        let sym = match b {
+            0..=0x7F => b,
+            // Continuation bytes: the character's symbol is already out.
+            0x80..=0xBF => continue,
+            0xE2 => match (bytes.get(i), bytes.get(i + 1)) {
+                (Some(0x80), Some(0xA8)) => LS,
+                (Some(0x80), Some(0xA9)) => PS,
+                _ => OTHER,
+            },
+            _ => OTHER,
+        };
+        if !f(sym) {
+            return false;
+        }
+    }
+    true
+}
+
+/// [`for_each_symbol`] over `String::from_utf8_lossy(bytes)`, without
+/// allocating: one [`OTHER`] (U+FFFD) per maximal invalid subpart.
+#[inline]
+pub(super) fn for_each_lossy_symbol(bytes: &[u8], mut f: impl FnMut(u8) -> bool) {
+    for chunk in bytes.utf8_chunks() {
+        if !for_each_symbol(chunk.valid(), &mut f) {
+            return;
+        }
+        if !chunk.invalid().is_empty() && !f(OTHER) {
+            return;
+        }
+    }
+}
