@@ -28,8 +28,8 @@ mod table;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 
-use dfa::{OVERFLOW, RETRYABLE, USAGE_LIMIT};
-use table::{for_each_lossy_symbol, for_each_symbol};
+use dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use table::{lossy_symbols, symbols};
 
 /// Labels of one error text, as the corpus README defines them.
 ///
@@ -71,8 +71,14 @@ pub struct Classification {
 /// assert!(!classify("400 (no body)").retryable);
 /// ```
 pub fn classify(text: &str) -> Classification {
-    let found = scan_str(ALL, text);
-    labels(found, text.is_empty(), retry_hint_ms(text, None))
+    let found = scan_str(ALL | HINT, text);
+    // Every hint rule needs one of the names: without them, no hint.
+    let hint_ms = if found & HINT != 0 {
+        retry_hint_ms(text, None)
+    } else {
+        None
+    };
+    labels(found, text.is_empty(), hint_ms)
 }
 
 /// [`classify`] on raw bytes, read as `String::from_utf8_lossy` would read
@@ -86,8 +92,14 @@ pub fn classify(text: &str) -> Classification {
 /// assert_eq!(classify_bytes(b"overloaded"), classify("overloaded"));
 /// ```
 pub fn classify_bytes(bytes: &[u8]) -> Classification {
-    let found = scan_bytes(ALL, bytes);
-    labels(found, bytes.is_empty(), retry_hint_ms_bytes(bytes, None))
+    let found = scan_bytes(ALL | HINT, bytes);
+    // The names are ASCII, which the lossy reading keeps as it is.
+    let hint_ms = if found & HINT != 0 {
+        retry_hint_ms_bytes(bytes, None)
+    } else {
+        None
+    };
+    labels(found, bytes.is_empty(), hint_ms)
 }
 
 /// The [`Classification`] of a scan's findings.
@@ -198,23 +210,20 @@ fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
 
 /// The labels among `want` that `text` has.
 fn scan_str(want: u8, text: &str) -> u8 {
-    let mut scan = Scan::new(want);
-    for_each_symbol(text, |sym| scan.feed(sym));
-    scan.found
+    scan(want, symbols(text))
 }
 
 /// [`scan_str`] over the lossy reading of `bytes`.
 fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
-    let mut scan = Scan::new(want);
-    for_each_lossy_symbol(bytes, |sym| scan.feed(sym));
-    scan.found
+    scan(want, lossy_symbols(bytes))
 }
 
 // The head bits of the tails start at `dfa::HEAD` and must fit in a `u8`.
 const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize);
 
-/// One pass over a text that looks for some labels at once, stepping only
-/// the tables it still needs, and stopping once it has found them all.
+/// One pass over the symbols of a text that looks for the labels of `want`
+/// at once, steps only the tables it still needs, and stops once it has
+/// found them all; the labels found.
 ///
 /// An overflow pattern `head.*rest` (`.` excludes the line terminators, and
 /// neither part can match one) matches exactly when, on one line, `.*rest`
@@ -223,96 +232,92 @@ const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize)
 /// tables report where heads end, and the tail of a pattern runs from the
 /// first such point until it dies at the end of the line, when the next
 /// head can start it again.
-struct Scan {
-    /// Labels still looked for.
-    want: u8,
-    /// Labels found.
-    found: u8,
-    /// State of `dfa::LABELS`.
-    labels: u8,
-    /// States of `dfa::WORDS`.
-    words: [u8; dfa::WORDS_LEN],
-    /// States of `dfa::TAILS` (meaningful where `active` has the bit).
-    tails: [u8; dfa::TAILS_LEN],
+#[inline(always)]
+fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+    let mut found = 0;
+    let mut labels = 0;
+    let mut words = [0; dfa::WORDS_LEN];
+    let mut tails = Tails::default();
+    for sym in symbols {
+        if want & (RETRYABLE | USAGE_LIMIT | HINT) != 0 {
+            labels = dfa::LABELS.next(labels, sym);
+            if labels >= dfa::LABELS.special {
+                let new = dfa::LABELS.output(labels) & want;
+                found |= new;
+                want &= !new;
+            }
+        }
+        if want & OVERFLOW != 0 {
+            // Tails first: a tail reads the characters after its head.
+            let mut overflow = tails.active != 0 && tails.step(sym);
+            let mut heads = 0;
+            for (state, table) in words.iter_mut().zip(dfa::WORDS) {
+                *state = table.next(*state, sym);
+                if *state >= table.special {
+                    heads |= table.output(*state);
+                }
+            }
+            if heads != 0 {
+                overflow |= heads & OVERFLOW != 0;
+                tails.start(heads / dfa::HEAD);
+            }
+            if overflow {
+                found |= OVERFLOW;
+                want &= !OVERFLOW;
+            }
+        }
+        if want == 0 {
+            break;
+        }
+    }
+    found
+}
+
+/// The running tails.
+#[derive(Default)]
+struct Tails {
+    /// State of each tail (meaningful where `active` has its bit).
+    states: [u8; dfa::TAILS_LEN],
     /// Bit `k`: tail `k` is running.
     active: u8,
 }
 
-impl Scan {
-    fn new(want: u8) -> Self {
-        Scan {
-            want,
-            found: 0,
-            labels: 0,
-            words: [0; dfa::WORDS_LEN],
-            tails: [0; dfa::TAILS_LEN],
-            active: 0,
+impl Tails {
+    /// Steps every running tail; whether one matched. A tail that dies (at
+    /// the end of a line) stops.
+    fn step(&mut self, sym: u8) -> bool {
+        let mut matched = false;
+        let mut running = self.active;
+        while running != 0 {
+            let k = running.trailing_zeros() as usize;
+            running &= running - 1;
+            let (Some(state), Some(table)) = (self.states.get_mut(k), dfa::TAILS.get(k)) else {
+                continue;
+            };
+            *state = table.next(*state, sym);
+            if *state >= table.special {
+                if Some(*state) == table.dead {
+                    self.active &= !(1 << k);
+                } else {
+                    matched |= table.output(*state) != 0;
+                }
+            }
         }
+        matched
     }
 
-    /// Records labels seen; the ones not wanted are ignored.
-    #[inline]
-    fn hit(&mut self, labels: u8) {
-        let new = labels & self.want;
-        self.found |= new;
-        self.want &= !new;
-    }
-
-    /// Reads one symbol; whether the scan still needs input.
+    /// Starts the tails of `heads` (bit `k`: tail `k`) that are not running
+    /// yet: an earlier head on the same line is always the better start.
     #[inline(always)]
-    fn feed(&mut self, sym: u8) -> bool {
-        if self.want & (RETRYABLE | USAGE_LIMIT) != 0 {
-            let s = dfa::LABELS.next(self.labels, sym);
-            self.labels = s;
-            if s >= dfa::LABELS.special {
-                self.hit(dfa::LABELS.output(s));
-            }
-        }
-        if self.want & OVERFLOW != 0 {
-            self.feed_overflow(sym);
-        }
-        self.want != 0
-    }
-
-    #[inline]
-    fn feed_overflow(&mut self, sym: u8) {
-        // Tails first: a tail reads the characters after its head.
-        let mut done = 0;
-        if self.active != 0 {
-            for (k, (state, table)) in self.tails.iter_mut().zip(dfa::TAILS).enumerate() {
-                let bit = 1 << k;
-                if self.active & bit == 0 {
-                    continue;
-                }
-                let s = table.next(*state, sym);
-                *state = s;
-                if s >= table.special {
-                    if Some(s) == table.dead {
-                        self.active &= !bit;
-                    } else if table.output(s) != 0 {
-                        done = OVERFLOW;
-                    }
-                }
-            }
-        }
-        let mut heads = 0;
-        for (state, table) in self.words.iter_mut().zip(dfa::WORDS) {
-            let s = table.next(*state, sym);
-            *state = s;
-            if s >= table.special {
-                heads |= table.output(s);
-            }
-        }
-        self.hit(done | (heads & OVERFLOW));
-        // Start the tails whose head just ended, unless already running.
-        let start = (heads / dfa::HEAD) & !self.active;
-        if start != 0 {
-            for (k, state) in self.tails.iter_mut().enumerate() {
-                if start & (1 << k) != 0 {
+    fn start(&mut self, heads: u8) {
+        let new = heads & !self.active;
+        if new != 0 {
+            for (k, state) in self.states.iter_mut().enumerate() {
+                if new & (1 << k) != 0 {
                     *state = 0;
                 }
             }
-            self.active |= start;
+            self.active |= new;
         }
     }
 }
@@ -334,14 +339,15 @@ mod tests {
     #[test]
     fn every_table_is_well_formed() {
         for (i, t) in tables().enumerate() {
-            assert!(t.stride > 0 && t.trans.len() % t.stride == 0, "table {i}");
-            let states = t.trans.len() / t.stride;
+            let states = t.states;
+            assert!(states > 0 && t.trans.len() % states == 0, "table {i}");
+            let stride = t.trans.len() / states;
             assert!(
                 states <= 256 && usize::from(t.special) <= states,
                 "table {i}"
             );
             assert!(
-                t.classes.iter().all(|&c| usize::from(c) < t.stride),
+                t.classes.iter().all(|&c| usize::from(c) < stride),
                 "table {i}"
             );
             assert!(

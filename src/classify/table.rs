@@ -26,13 +26,14 @@ pub(super) const SYMBOLS: usize = 131;
 pub(super) struct Table {
     /// Symbol to class.
     pub(super) classes: &'static [u8; SYMBOLS],
-    /// Number of classes: the length of a row of `trans`.
-    pub(super) stride: usize,
+    /// Number of states: the length of a column of `trans`.
+    pub(super) states: usize,
     /// First special state.
     pub(super) special: u8,
     /// The dead state, when the table has one.
     pub(super) dead: Option<u8>,
-    /// Transitions, row by row: `trans[state * stride + class]`.
+    /// Transitions, column by column: `trans[class * states + state]` (the
+    /// class part is known before the state is).
     pub(super) trans: &'static [u8],
     /// Outputs of the special states, from `special` on.
     pub(super) out: &'static [u8],
@@ -41,16 +42,16 @@ pub(super) struct Table {
 impl Table {
     /// The state after `state` reads `sym`. (Out-of-range indexes cannot
     /// come from the generated tables; they would read as the start state.)
-    #[inline]
+    #[inline(always)]
     pub(super) fn next(&self, state: u8, sym: u8) -> u8 {
         let class = self.classes.get(usize::from(sym)).map_or(0, |&c| c);
         self.trans
-            .get(usize::from(state) * self.stride + usize::from(class))
+            .get(usize::from(class) * self.states + usize::from(state))
             .map_or(0, |&s| s)
     }
 
     /// The output bits of a state.
-    #[inline]
+    #[inline(always)]
     pub(super) fn output(&self, state: u8) -> u8 {
         state
             .checked_sub(self.special)
@@ -59,42 +60,42 @@ impl Table {
     }
 }
 
-/// Calls `f` with the symbol of every character of `text`, in order, until
-/// it returns `false`; whether it never did.
-#[inline]
-pub(super) fn for_each_symbol(text: &str, mut f: impl FnMut(u8) -> bool) -> bool {
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        i += 1;
-        let sym = match b {
-            0..=0x7F => b,
-            // Continuation bytes: the character's symbol is already out.
-            0x80..=0xBF => continue,
-            0xE2 => match (bytes.get(i), bytes.get(i + 1)) {
-                (Some(0x80), Some(0xA8)) => LS,
-                (Some(0x80), Some(0xA9)) => PS,
-                _ => OTHER,
-            },
-            _ => OTHER,
-        };
-        if !f(sym) {
-            return false;
-        }
-    }
-    true
+/// The symbol of every character of `text`, in order.
+#[inline(always)]
+pub(super) fn symbols(text: &str) -> Symbols<'_> {
+    Symbols(text.as_bytes().iter())
 }
 
-/// [`for_each_symbol`] over `String::from_utf8_lossy(bytes)`, without
-/// allocating: one [`OTHER`] (U+FFFD) per maximal invalid subpart.
-#[inline]
-pub(super) fn for_each_lossy_symbol(bytes: &[u8], mut f: impl FnMut(u8) -> bool) {
-    for chunk in bytes.utf8_chunks() {
-        if !for_each_symbol(chunk.valid(), &mut f) {
-            return;
-        }
-        if !chunk.invalid().is_empty() && !f(OTHER) {
-            return;
+/// The symbols of `String::from_utf8_lossy(bytes)`, without allocating: one
+/// [`OTHER`] (U+FFFD) per maximal invalid subpart.
+#[inline(always)]
+pub(super) fn lossy_symbols(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    bytes.utf8_chunks().flat_map(|chunk| {
+        symbols(chunk.valid()).chain((!chunk.invalid().is_empty()).then_some(OTHER))
+    })
+}
+
+/// See [`symbols`]. (It reads the bytes of a `&str`, so they are UTF-8.)
+pub(super) struct Symbols<'a>(core::slice::Iter<'a, u8>);
+
+impl Iterator for Symbols<'_> {
+    type Item = u8;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u8> {
+        loop {
+            let b = *self.0.next()?;
+            return Some(match b {
+                0..=0x7F => b,
+                // A continuation byte: its character's symbol is out.
+                0x80..=0xBF => continue,
+                0xE2 => match self.0.as_slice() {
+                    [0x80, 0xA8, ..] => LS,
+                    [0x80, 0xA9, ..] => PS,
+                    _ => OTHER,
+                },
+                _ => OTHER,
+            });
         }
     }
 }

@@ -6,8 +6,8 @@
 
 //! The classifier's tables, built ahead of time: minimized DFAs that step
 //! on one symbol per character (see `super::table`), one byte per
-//! transition. The `.bin` files hold the transitions, row by row; being
-//! bytes, they read the same on every endianness.
+//! transition. The `.bin` files hold the transitions, column by column;
+//! being bytes, they read the same on every endianness.
 
 use super::table::Table;
 
@@ -19,10 +19,12 @@ pub(super) const TAILS_LEN: usize = 5;
 pub(super) const RETRYABLE: u8 = 1;
 /// Output bit: the usage-limit pattern (spec 3.4) ends here.
 pub(super) const USAGE_LIMIT: u8 = 2;
+/// Output bit of `LABELS`: a retry-hint name (spec 3.5) ends here.
+pub(super) const HINT: u8 = 8;
 /// Output bit: an overflow pattern (spec 3.3) without `.*` ends here.
 pub(super) const OVERFLOW: u8 = 4;
-/// Output bit: the head of `TAILS[0]` ends here; `TAILS[k]` has this bit
-/// shifted left by `k`.
+/// Output bit of `WORDS`: the head of `TAILS[0]` ends here; `TAILS[k]` has
+/// this bit shifted left by `k`.
 pub(super) const HEAD: u8 = 8;
 
 /// The tables of the overflow patterns without `.*` and of the heads.
@@ -31,16 +33,17 @@ pub(super) static WORDS: [&Table; WORDS_LEN] = [&WORDS_0, &WORDS_1];
 /// The tails of the overflow patterns with `.*`, in head-bit order.
 pub(super) static TAILS: [&Table; TAILS_LEN] = [&TAIL_0, &TAIL_1, &TAIL_2, &TAIL_3, &TAIL_4];
 
-/// 179 states, 30 classes, 5508 bytes:
+/// 206 states, 32 classes, 6733 bytes:
 /// - bit 1: `overloaded|rate.?limit|usage.?limit|too many requests|429|500|502|503|504|service.?unavailable|server error|internal error|connection.?error|fetch failed|retry delay` as `overloaded|rate[^\n\r\x{2028}\x{2029}]?limit|usage[^\n\r\x{2028}\x{2029}]?limit|too many requests|429|500|502|503|504|service[^\n\r\x{2028}\x{2029}]?unavailable|server error|internal error|connection[^\n\r\x{2028}\x{2029}]?error|fetch failed|retry delay`
 /// - bit 2: `usage.?limit|usage_limit_reached|limit_reached` as `usage[^\n\r\x{2028}\x{2029}]?limit|usage_limit_reached|limit_reached`
+/// - bit 8: `retry-after|x-ratelimit-reset` as `retry-after|x-ratelimit-reset`
 pub(super) static LABELS: Table = Table {
-    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 0, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 28, 0, 0, 29, 0, 0, 0, 0, 0, 9, 0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 0, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 28, 0, 0, 29, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
-    stride: 30,
-    special: 172,
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 0, 5, 6, 7, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0, 0, 20, 21, 22, 23, 0, 24, 25, 26, 27, 28, 29, 0, 30, 31, 0, 0, 0, 0, 0, 10, 0, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0, 0, 20, 21, 22, 23, 0, 24, 25, 26, 27, 28, 29, 0, 30, 31, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    states: 206,
+    special: 196,
     dead: None,
     trans: include_bytes!("labels.bin"),
-    out: &[1, 1, 1, 3, 1, 2, 1,],
+    out: &[1, 1, 1, 3, 8, 1, 1, 2, 1, 8,],
 };
 
 /// 241 states, 27 classes, 6651 bytes:
@@ -59,7 +62,7 @@ pub(super) static LABELS: Table = Table {
 /// - bit 128: `/requested tokens?.*(exceeds?|greater than).*(n_ctx|context)/i` as `requested tokens?`
 pub(super) static WORDS_0: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 26, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 26, 0, 0, 0, 0, 0, 0, 0, 0,],
-    stride: 27,
+    states: 241,
     special: 228,
     dead: None,
     trans: include_bytes!("words_0.bin"),
@@ -77,7 +80,7 @@ pub(super) static WORDS_0: Table = Table {
 /// - bit 4: `/^4(00|13)\s*(status code)?\s*\(no body\)/i` as `^4(00|13)[\t\n\x0B\x0C\r ]*(status code)?[\t\n\x0B\x0C\r ]*\(no body\)`
 pub(super) static WORDS_1: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 5, 6, 0, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 11, 12, 13, 14, 0, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 0, 28, 29, 30, 0, 0, 0, 0, 0, 9, 0, 10, 11, 12, 13, 14, 0, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 0, 28, 29, 30, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
-    stride: 31,
+    states: 168,
     special: 162,
     dead: None,
     trans: include_bytes!("words_1.bin"),
@@ -88,7 +91,7 @@ pub(super) static WORDS_1: Table = Table {
 /// - bit 1: `/input token count.*exceeds the maximum/i` as `[^\n\r\x{2028}\x{2029}]*exceeds the maximum`
 pub(super) static TAIL_0: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 0, 7, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 10, 11, 12, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 0, 7, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 10, 11, 12, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 14, 14,],
-    stride: 15,
+    states: 22,
     special: 20,
     dead: Some(20),
     trans: include_bytes!("tail_0.bin"),
@@ -99,7 +102,7 @@ pub(super) static TAIL_0: Table = Table {
 /// - bit 1: `/requested tokens?.*exceed.*context (window|length|size)/i` as `[^\n\r\x{2028}\x{2029}]*exceed[^\n\r\x{2028}\x{2029}]*context (window|length|size)`
 pub(super) static TAIL_1: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 0, 6, 7, 8, 0, 0, 9, 0, 10, 11, 0, 0, 0, 12, 13, 0, 0, 14, 15, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 0, 6, 7, 8, 0, 0, 9, 0, 10, 11, 0, 0, 0, 12, 13, 0, 0, 14, 15, 0, 16, 0, 0, 0, 0, 0, 0, 17, 17,],
-    stride: 18,
+    states: 31,
     special: 29,
     dead: Some(29),
     trans: include_bytes!("tail_1.bin"),
@@ -110,7 +113,7 @@ pub(super) static TAIL_1: Table = Table {
 /// - bit 1: `/context (window|length|size).*(exceeded|overflow|too small)/i` as `[^\n\r\x{2028}\x{2029}]*(exceeded|overflow|too small)`
 pub(super) static TAIL_2: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 0, 0, 0, 0, 0, 8, 9, 0, 10, 0, 0, 11, 12, 13, 0, 14, 15, 16, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 0, 0, 0, 0, 0, 8, 9, 0, 10, 0, 0, 11, 12, 13, 0, 14, 15, 16, 0, 0, 0, 0, 0, 0, 0, 0, 17, 17,],
-    stride: 18,
+    states: 26,
     special: 24,
     dead: Some(24),
     trans: include_bytes!("tail_2.bin"),
@@ -121,7 +124,7 @@ pub(super) static TAIL_2: Table = Table {
 /// - bit 1: `/(prompt|input).*(too long|too large).*(context|n_ctx)/i` as `[^\n\r\x{2028}\x{2029}]*(too long|too large)[^\n\r\x{2028}\x{2029}]*(context|n_ctx)`
 pub(super) static TAIL_3: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 0, 6, 0, 7, 0, 0, 0, 0, 8, 0, 9, 10, 0, 0, 11, 0, 12, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 0, 0, 0, 8, 0, 9, 10, 0, 0, 11, 0, 12, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 14, 14,],
-    stride: 15,
+    states: 25,
     special: 23,
     dead: Some(23),
     trans: include_bytes!("tail_3.bin"),
@@ -132,7 +135,7 @@ pub(super) static TAIL_3: Table = Table {
 /// - bit 1: `/requested tokens?.*(exceeds?|greater than).*(n_ctx|context)/i` as `[^\n\r\x{2028}\x{2029}]*(exceeds?|greater than)[^\n\r\x{2028}\x{2029}]*(n_ctx|context)`
 pub(super) static TAIL_4: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 6, 7, 0, 8, 9, 0, 0, 0, 0, 0, 10, 11, 0, 0, 12, 0, 13, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 5, 6, 7, 0, 8, 9, 0, 0, 0, 0, 0, 10, 11, 0, 0, 12, 0, 13, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15,],
-    stride: 16,
+    states: 31,
     special: 29,
     dead: Some(29),
     trans: include_bytes!("tail_4.bin"),

@@ -150,6 +150,11 @@ fn push_hex(out: &mut String, c: char) {
 pub const BIT_RETRYABLE: u8 = 1;
 /// Output bit of the usage-limit pattern (3.4).
 pub const BIT_USAGE_LIMIT: u8 = 2;
+/// Output bit (of `labels`) of the names of the retry hints (3.5): every
+/// rule needs `retry-after` or `x-ratelimit-reset` somewhere in the text.
+pub const BIT_HINT: u8 = 8;
+/// The names of [`BIT_HINT`] (the `-ms` names contain them).
+pub const HINT_NAMES: &str = "retry-after|x-ratelimit-reset";
 /// Output bit of an overflow pattern without `.*` (3.3).
 pub const BIT_OVERFLOW: u8 = 4;
 /// Output bit of the head of the first `.*` overflow pattern; the next
@@ -197,7 +202,8 @@ pub fn split_star(body: &str) -> Result<Option<(&str, &str)>, String> {
 
 /// The classifier's patterns, translated and grouped.
 pub struct Plan {
-    /// Retryable (3.2) and usage-limit (3.4): (JavaScript, translated, bit).
+    /// Retryable (3.2), usage limit (3.4) and the hint names (3.5):
+    /// (pattern, translated, bit).
     pub labels: Vec<(&'static str, String, u8)>,
     /// Overflow patterns without `.*`, and the heads of the others:
     /// (JavaScript, translated, bit).
@@ -220,6 +226,7 @@ pub fn plan() -> Result<Plan, String> {
                 translate(patterns::USAGE_LIMIT, Letters::Lower)?,
                 BIT_USAGE_LIMIT,
             ),
+            (HINT_NAMES, translate(HINT_NAMES, Letters::Lower)?, BIT_HINT),
         ],
         words: Vec::new(),
         stars: Vec::new(),
@@ -354,7 +361,7 @@ fn render_table(s: &mut String, b: &Built) {
     s.push_str("    classes: &[");
     render_bytes(s, &t.classes);
     s.push_str("],\n");
-    let _ = writeln!(s, "    stride: {},", t.stride);
+    let _ = writeln!(s, "    states: {},", t.states());
     let _ = writeln!(s, "    special: {},", t.special);
     let _ = writeln!(
         s,
@@ -376,8 +383,8 @@ pub fn render_mod(built: &[Built]) -> String {
     s.push_str(
         "//! The classifier's tables, built ahead of time: minimized DFAs that step\n\
          //! on one symbol per character (see `super::table`), one byte per\n\
-         //! transition. The `.bin` files hold the transitions, row by row; being\n\
-         //! bytes, they read the same on every endianness.\n\n",
+         //! transition. The `.bin` files hold the transitions, column by column;\n\
+         //! being bytes, they read the same on every endianness.\n\n",
     );
     s.push_str("use super::table::Table;\n\n");
     let words_len = built
@@ -392,8 +399,9 @@ pub fn render_mod(built: &[Built]) -> String {
     let _ = writeln!(s, "/// Number of tails (overflow patterns with `.*`).\npub(super) const TAILS_LEN: usize = {tails_len};");
     let _ = writeln!(s, "/// Output bit: the retryable pattern (spec 3.2) ends here.\npub(super) const RETRYABLE: u8 = {BIT_RETRYABLE};");
     let _ = writeln!(s, "/// Output bit: the usage-limit pattern (spec 3.4) ends here.\npub(super) const USAGE_LIMIT: u8 = {BIT_USAGE_LIMIT};");
+    let _ = writeln!(s, "/// Output bit of `LABELS`: a retry-hint name (spec 3.5) ends here.\npub(super) const HINT: u8 = {BIT_HINT};");
     let _ = writeln!(s, "/// Output bit: an overflow pattern (spec 3.3) without `.*` ends here.\npub(super) const OVERFLOW: u8 = {BIT_OVERFLOW};");
-    let _ = writeln!(s, "/// Output bit: the head of `TAILS[0]` ends here; `TAILS[k]` has this bit\n/// shifted left by `k`.\npub(super) const HEAD: u8 = {BIT_HEAD};");
+    let _ = writeln!(s, "/// Output bit of `WORDS`: the head of `TAILS[0]` ends here; `TAILS[k]` has\n/// this bit shifted left by `k`.\npub(super) const HEAD: u8 = {BIT_HEAD};");
     let words: Vec<&Built> = built
         .iter()
         .filter(|b| b.name.starts_with("words_"))

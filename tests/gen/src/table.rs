@@ -68,7 +68,9 @@ pub struct Table {
     /// The dead state (no match can follow), when there is one; it is
     /// `special` then.
     pub dead: Option<u8>,
-    /// Row-major transitions: `trans[state * stride + class]`.
+    /// Column-major transitions: `trans[class * states + state]` (so that
+    /// the class part of the index is computed off the state's critical
+    /// path).
     pub trans: Vec<u8>,
     /// Output bits of the special states, from `special` on (0 for dead).
     pub out: Vec<u8>,
@@ -118,7 +120,7 @@ impl Table {
 
     /// Steps on one symbol.
     pub fn step(&self, state: u8, sym: usize) -> u8 {
-        self.trans[usize::from(state) * self.stride + usize::from(self.classes[sym])]
+        self.trans[usize::from(self.classes[sym]) * self.states() + usize::from(state)]
     }
 }
 
@@ -344,8 +346,8 @@ fn pack(m: Minimal) -> Result<Table, String> {
     }
     let stride = columns.len();
     let mut trans = Vec::with_capacity(order.len() * stride);
-    for &s in &order {
-        for col in &columns {
+    for col in &columns {
+        for &s in &order {
             trans.push(number[col[s]]);
         }
     }

@@ -7,7 +7,8 @@
 
 use autoretry::classify::{
     classify, classify_bytes, matches_overflow, matches_overflow_bytes, matches_retryable,
-    matches_retryable_bytes, matches_usage_limit, matches_usage_limit_bytes,
+    matches_retryable_bytes, matches_usage_limit, matches_usage_limit_bytes, retry_hint_ms,
+    retry_hint_ms_bytes,
 };
 use autoretry_gen::{literal_body, patterns, translate, Letters};
 use regex::Regex;
@@ -48,6 +49,7 @@ struct Counts {
     retryable: usize,
     overflow: usize,
     usage_limit: usize,
+    hint: usize,
 }
 
 impl Counts {
@@ -66,6 +68,8 @@ impl Counts {
             (!text.is_empty() && !o && r, o, u),
             "classify {text:?}"
         );
+        assert_eq!(c.hint_ms, retry_hint_ms(text, None), "hint {text:?}");
+        self.hint += usize::from(c.hint_ms.is_some());
         assert_eq!(
             classify_bytes(text.as_bytes()),
             c,
@@ -86,6 +90,12 @@ impl Counts {
             (!bytes.is_empty() && !o && r, o, u),
             "classify_bytes {bytes:?}"
         );
+        assert_eq!(
+            c.hint_ms,
+            retry_hint_ms_bytes(bytes, None),
+            "hint {bytes:?}"
+        );
+        assert_eq!(c.hint_ms, retry_hint_ms(&lossy, None), "hint {bytes:?}");
     }
 }
 
@@ -195,6 +205,17 @@ const FRAGMENTS: &[&str] = &[
     "exceeds the maximum",
     "too long for",
     "12345",
+    "retry-after",
+    "retry-after-ms",
+    "x-ratelimit-reset",
+    "x-ratelimit-reset-ms",
+    ": 5",
+    "=12",
+    "retry-",
+    "after",
+    "-ms",
+    ":",
+    "1.5",
     "prompt is too long",
     "exceeds the context window",
     "tokens ",
@@ -365,10 +386,17 @@ fn generated_texts_agree_with_regex() {
         counts.check_bytes(&reference, &bytes);
     }
     println!(
-        "generated: {} texts, {} byte texts; retryable {}, overflow {}, usage limit {}",
-        counts.texts, counts.byte_texts, counts.retryable, counts.overflow, counts.usage_limit
+        "generated: {} texts, {} byte texts; retryable {}, overflow {}, usage limit {}, hint {}",
+        counts.texts,
+        counts.byte_texts,
+        counts.retryable,
+        counts.overflow,
+        counts.usage_limit,
+        counts.hint
     );
-    // Not vacuous: every label is both found and missed many times.
+    // Not vacuous: hints are found, and every label is both found and
+    // missed many times.
+    assert!(counts.hint > 100, "{}", counts.hint);
     for n in [counts.retryable, counts.overflow, counts.usage_limit] {
         assert!(
             n > counts.texts / 50 && n < counts.texts - counts.texts / 50,
