@@ -1,9 +1,10 @@
 //! Classification of provider error texts (spec section 3): retryable,
 //! context overflow, usage limit, and the retry hint.
 //!
-//! Pure functions of the text: no allocation, no panic, linear time. The
-//! patterns of [`patterns`] are compiled ahead of time into DFAs (see
-//! `tests/gen/`) with the matching semantics of spec 3.1: only ASCII letters
+//! Pure functions of the text: no allocation, no panic, linear time, one
+//! pass. The patterns of [`patterns`] are compiled ahead of time into small
+//! DFAs that read one symbol per character (see `tests/gen/`), with the
+//! matching semantics of spec 3.1: only ASCII letters
 //! fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
 //! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space. The `*_bytes`
 //! functions read raw bytes exactly as `String::from_utf8_lossy` would (one
@@ -18,18 +19,17 @@
 //! );
 //! ```
 
+// Generated: its byte arrays are laid out by the generator, not by rustfmt.
+#[rustfmt::skip]
 mod dfa;
 mod hint;
 pub mod patterns;
+mod table;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 
-use dfa::{Dfa, Table};
-use regex_automata::{
-    dfa::Automaton,
-    util::{lazy::Lazy, primitives::StateID, start},
-    Anchored, Input,
-};
+use dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use table::{lossy_symbols, symbols};
 
 /// Labels of one error text, as the corpus README defines them.
 ///
@@ -71,13 +71,14 @@ pub struct Classification {
 /// assert!(!classify("400 (no body)").retryable);
 /// ```
 pub fn classify(text: &str) -> Classification {
-    let overflow = matches_overflow(text);
-    Classification {
-        retryable: !text.is_empty() && !overflow && matches_retryable(text),
-        overflow,
-        usage_limit: matches_usage_limit(text),
-        hint_ms: retry_hint_ms(text, None),
-    }
+    let found = scan_str(ALL | HINT, text);
+    // Every hint rule needs one of the names: without them, no hint.
+    let hint_ms = if found & HINT != 0 {
+        retry_hint_ms(text, None)
+    } else {
+        None
+    };
+    labels(found, text.is_empty(), hint_ms)
 }
 
 /// [`classify`] on raw bytes, read as `String::from_utf8_lossy` would read
@@ -91,18 +92,24 @@ pub fn classify(text: &str) -> Classification {
 /// assert_eq!(classify_bytes(b"overloaded"), classify("overloaded"));
 /// ```
 pub fn classify_bytes(bytes: &[u8]) -> Classification {
-    let mut overflow = dfa::OVERFLOW.each_ref().map(Scan::start);
-    let mut others = [Scan::start(&dfa::RETRYABLE), Scan::start(&dfa::USAGE_LIMIT)];
-    for_each_lossy_byte(bytes, |b| {
-        feed_all(&mut overflow, b) | feed_all(&mut others, b)
-    });
-    let overflow = overflow.into_iter().any(Scan::finish);
-    let [retryable, usage_limit] = others.map(Scan::finish);
+    let found = scan_bytes(ALL | HINT, bytes);
+    // The names are ASCII, which the lossy reading keeps as it is.
+    let hint_ms = if found & HINT != 0 {
+        retry_hint_ms_bytes(bytes, None)
+    } else {
+        None
+    };
+    labels(found, bytes.is_empty(), hint_ms)
+}
+
+/// The [`Classification`] of a scan's findings.
+fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
+    let overflow = found & OVERFLOW != 0;
     Classification {
-        retryable: !bytes.is_empty() && !overflow && retryable,
+        retryable: !empty && !overflow && found & RETRYABLE != 0,
         overflow,
-        usage_limit,
-        hint_ms: retry_hint_ms_bytes(bytes, None),
+        usage_limit: found & USAGE_LIMIT != 0,
+        hint_ms,
     }
 }
 
@@ -118,7 +125,7 @@ pub fn classify_bytes(bytes: &[u8]) -> Classification {
 /// assert!(!matches_retryable("ſervice unavailable")); // no Unicode folding
 /// ```
 pub fn matches_retryable(text: &str) -> bool {
-    search(&dfa::RETRYABLE, text)
+    matches_str(RETRYABLE, text)
 }
 
 /// [`matches_retryable`] on raw bytes, read as `String::from_utf8_lossy`
@@ -131,7 +138,7 @@ pub fn matches_retryable(text: &str) -> bool {
 /// assert!(!matches_retryable_bytes(b"over\xFFloaded"));
 /// ```
 pub fn matches_retryable_bytes(bytes: &[u8]) -> bool {
-    search_bytes(&dfa::RETRYABLE, bytes)
+    matches_bytes(RETRYABLE, bytes)
 }
 
 /// Whether the text matches one of the context-overflow text patterns of
@@ -146,7 +153,7 @@ pub fn matches_retryable_bytes(bytes: &[u8]) -> bool {
 /// assert!(!matches_overflow("proxy: 413 status code (no body)"));
 /// ```
 pub fn matches_overflow(text: &str) -> bool {
-    dfa::OVERFLOW.iter().any(|table| search(table, text))
+    matches_str(OVERFLOW, text)
 }
 
 /// [`matches_overflow`] on raw bytes, read as `String::from_utf8_lossy`
@@ -159,9 +166,7 @@ pub fn matches_overflow(text: &str) -> bool {
 /// assert!(!matches_overflow_bytes(b"\xFF413 (no body)"));
 /// ```
 pub fn matches_overflow_bytes(bytes: &[u8]) -> bool {
-    let mut scans = dfa::OVERFLOW.each_ref().map(Scan::start);
-    for_each_lossy_byte(bytes, |b| feed_all(&mut scans, b));
-    scans.into_iter().any(Scan::finish)
+    matches_bytes(OVERFLOW, bytes)
 }
 
 /// Whether the text matches the usage-limit pattern of spec 3.4 (alone).
@@ -174,7 +179,7 @@ pub fn matches_overflow_bytes(bytes: &[u8]) -> bool {
 /// assert!(!matches_usage_limit("rate limit"));
 /// ```
 pub fn matches_usage_limit(text: &str) -> bool {
-    search(&dfa::USAGE_LIMIT, text)
+    matches_str(USAGE_LIMIT, text)
 }
 
 /// [`matches_usage_limit`] on raw bytes, read as `String::from_utf8_lossy`
@@ -187,102 +192,132 @@ pub fn matches_usage_limit(text: &str) -> bool {
 /// assert!(!matches_usage_limit_bytes(b"usage\xE2\x80\xA8limit")); // U+2028
 /// ```
 pub fn matches_usage_limit_bytes(bytes: &[u8]) -> bool {
-    search_bytes(&dfa::USAGE_LIMIT, bytes)
+    matches_bytes(USAGE_LIMIT, bytes)
 }
 
-/// Whether the DFA matches anywhere in `text`. A DFA that failed to load, or
-/// a search error, counts as no match.
-fn search(table: &Table, text: &str) -> bool {
-    match Lazy::get(table) {
-        Ok(dfa) => matches!(
-            dfa.try_search_fwd(&Input::new(text).earliest(true)),
-            Ok(Some(_))
-        ),
-        Err(_) => false,
-    }
+/// Every label a scan can find.
+const ALL: u8 = RETRYABLE | USAGE_LIMIT | OVERFLOW;
+
+/// Whether the pattern(s) of `label` match `text`.
+fn matches_str(label: u8, text: &str) -> bool {
+    scan_str(label, text) != 0
 }
 
-/// [`search`] over the lossy reading of `bytes`.
-fn search_bytes(table: &Table, bytes: &[u8]) -> bool {
-    let mut scan = [Scan::start(table)];
-    for_each_lossy_byte(bytes, |b| feed_all(&mut scan, b));
-    let [scan] = scan;
-    scan.finish()
+/// [`matches_str`] over the lossy reading of `bytes`.
+fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
+    scan_bytes(label, bytes) != 0
 }
 
-/// U+FFFD in UTF-8.
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+/// The labels among `want` that `text` has.
+fn scan_str(want: u8, text: &str) -> u8 {
+    scan(want, symbols(text))
+}
 
-/// Calls `f` with every byte of `String::from_utf8_lossy(bytes)`, in order,
-/// until it returns `false`: valid runs as they are, one U+FFFD per maximal
-/// invalid subpart.
-fn for_each_lossy_byte(bytes: &[u8], mut f: impl FnMut(u8) -> bool) {
-    for chunk in bytes.utf8_chunks() {
-        let invalid = if chunk.invalid().is_empty() {
-            &[][..]
-        } else {
-            REPLACEMENT
-        };
-        for &b in chunk.valid().as_bytes().iter().chain(invalid) {
-            if !f(b) {
-                return;
+/// [`scan_str`] over the lossy reading of `bytes`.
+fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
+    scan(want, lossy_symbols(bytes))
+}
+
+// The head bits of the tails start at `dfa::HEAD` and must fit in a `u8`.
+const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize);
+
+/// One pass over the symbols of a text that looks for the labels of `want`
+/// at once, steps only the tables it still needs, and stops once it has
+/// found them all; the labels found.
+///
+/// An overflow pattern `head.*rest` (`.` excludes the line terminators, and
+/// neither part can match one) matches exactly when, on one line, `.*rest`
+/// matches anchored where the *earliest* `head` of that line ends: any match
+/// has its `rest` after that point on the same line. So the `words_*`
+/// tables report where heads end, and the tail of a pattern runs from the
+/// first such point until it dies at the end of the line, when the next
+/// head can start it again.
+#[inline(always)]
+fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+    let mut found = 0;
+    let mut labels = 0;
+    let mut words = [0; dfa::WORDS_LEN];
+    let mut tails = Tails::default();
+    for sym in symbols {
+        if want & (RETRYABLE | USAGE_LIMIT | HINT) != 0 {
+            labels = dfa::LABELS.next(labels, sym);
+            if labels >= dfa::LABELS.special {
+                let new = dfa::LABELS.output(labels) & want;
+                found |= new;
+                want &= !new;
             }
         }
-    }
-}
-
-/// Feeds `byte` to every scan; whether any still needs input.
-fn feed_all(scans: &mut [Scan<'_>], byte: u8) -> bool {
-    scans
-        .iter_mut()
-        .fold(false, |running, scan| scan.feed(byte) | running)
-}
-
-/// One DFA driven by hand over a byte stream (an unanchored search from the
-/// start of the text, stopping at the earliest match).
-enum Scan<'a> {
-    /// Still searching, in this state.
-    Running(&'a Dfa, StateID),
-    /// Decided: matched or not.
-    Done(bool),
-}
-
-impl<'a> Scan<'a> {
-    fn start(table: &'a Table) -> Self {
-        let Ok(dfa) = Lazy::get(table) else {
-            return Scan::Done(false);
-        };
-        match dfa.start_state(&start::Config::new().anchored(Anchored::No)) {
-            Ok(sid) => Scan::Running(dfa, sid),
-            Err(_) => Scan::Done(false),
-        }
-    }
-
-    /// Feeds one byte; whether the scan still needs input.
-    fn feed(&mut self, byte: u8) -> bool {
-        let Scan::Running(dfa, sid) = *self else {
-            return false;
-        };
-        let next = dfa.next_state(sid, byte);
-        if dfa.is_special_state(next) {
-            if dfa.is_match_state(next) {
-                *self = Scan::Done(true);
-                return false;
+        if want & OVERFLOW != 0 {
+            // Tails first: a tail reads the characters after its head.
+            let mut overflow = tails.active != 0 && tails.step(sym);
+            let mut heads = 0;
+            for (state, table) in words.iter_mut().zip(dfa::WORDS) {
+                *state = table.next(*state, sym);
+                if *state >= table.special {
+                    heads |= table.output(*state);
+                }
             }
-            if dfa.is_dead_state(next) || dfa.is_quit_state(next) {
-                *self = Scan::Done(false);
-                return false;
+            if heads != 0 {
+                overflow |= heads & OVERFLOW != 0;
+                tails.start(heads / dfa::HEAD);
+            }
+            if overflow {
+                found |= OVERFLOW;
+                want &= !OVERFLOW;
             }
         }
-        *self = Scan::Running(dfa, next);
-        true
+        if want == 0 {
+            break;
+        }
+    }
+    found
+}
+
+/// The running tails.
+#[derive(Default)]
+struct Tails {
+    /// State of each tail (meaningful where `active` has its bit).
+    states: [u8; dfa::TAILS_LEN],
+    /// Bit `k`: tail `k` is running.
+    active: u8,
+}
+
+impl Tails {
+    /// Steps every running tail; whether one matched. A tail that dies (at
+    /// the end of a line) stops.
+    fn step(&mut self, sym: u8) -> bool {
+        let mut matched = false;
+        let mut running = self.active;
+        while running != 0 {
+            let k = running.trailing_zeros() as usize;
+            running &= running - 1;
+            let (Some(state), Some(table)) = (self.states.get_mut(k), dfa::TAILS.get(k)) else {
+                continue;
+            };
+            *state = table.next(*state, sym);
+            if *state >= table.special {
+                if Some(*state) == table.dead {
+                    self.active &= !(1 << k);
+                } else {
+                    matched |= table.output(*state) != 0;
+                }
+            }
+        }
+        matched
     }
 
-    /// Ends the input; whether the DFA matched.
-    fn finish(self) -> bool {
-        match self {
-            Scan::Running(dfa, sid) => dfa.is_match_state(dfa.next_eoi_state(sid)),
-            Scan::Done(matched) => matched,
+    /// Starts the tails of `heads` (bit `k`: tail `k`) that are not running
+    /// yet: an earlier head on the same line is always the better start.
+    #[inline(always)]
+    fn start(&mut self, heads: u8) {
+        let new = heads & !self.active;
+        if new != 0 {
+            for (k, state) in self.states.iter_mut().enumerate() {
+                if new & (1 << k) != 0 {
+                    *state = 0;
+                }
+            }
+            self.active |= new;
         }
     }
 }
@@ -294,14 +329,58 @@ mod tests {
     use super::*;
     use std::{string::String, vec::Vec};
 
+    fn tables() -> impl Iterator<Item = &'static table::Table> {
+        [&dfa::LABELS]
+            .into_iter()
+            .chain(dfa::WORDS)
+            .chain(dfa::TAILS)
+    }
+
     #[test]
-    fn every_dfa_loads() {
-        assert!(Lazy::get(&dfa::RETRYABLE).is_ok());
-        assert!(Lazy::get(&dfa::USAGE_LIMIT).is_ok());
-        for (i, table) in dfa::OVERFLOW.iter().enumerate() {
-            assert!(Lazy::get(table).is_ok(), "overflow DFA {i}");
+    fn every_table_is_well_formed() {
+        for (i, t) in tables().enumerate() {
+            let states = t.states;
+            assert!(states > 0 && t.trans.len() % states == 0, "table {i}");
+            let stride = t.trans.len() / states;
+            assert!(
+                states <= 256 && usize::from(t.special) <= states,
+                "table {i}"
+            );
+            assert!(
+                t.classes.iter().all(|&c| usize::from(c) < stride),
+                "table {i}"
+            );
+            assert!(
+                t.trans.iter().all(|&s| usize::from(s) < states),
+                "table {i}"
+            );
+            assert_eq!(t.out.len(), states - usize::from(t.special), "table {i}");
+            // The start state is ordinary; every special state but the dead
+            // one reports something, and the dead one is absorbing.
+            assert!(t.special > 0, "table {i}");
+            for s in t.special..=u8::try_from(states - 1).unwrap() {
+                if Some(s) == t.dead {
+                    assert_eq!(t.output(s), 0);
+                    assert!((0..table::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
+                } else {
+                    assert_ne!(t.output(s), 0, "table {i} state {s}");
+                }
+            }
+            // ASCII-only folding: upper-case letters read as lower case.
+            for upper in b'A'..=b'Z' {
+                assert_eq!(
+                    t.classes[usize::from(upper)],
+                    t.classes[usize::from(upper.to_ascii_lowercase())]
+                );
+            }
         }
-        assert_eq!(dfa::OVERFLOW.len(), patterns::OVERFLOW.len());
+        assert_eq!(
+            dfa::TAILS_LEN,
+            patterns::OVERFLOW
+                .iter()
+                .filter(|p| p.contains(".*"))
+                .count()
+        );
     }
 
     #[test]

@@ -6,9 +6,9 @@
 //! reads this file, translates each pattern into `regex-automata` syntax with
 //! the matching semantics of section 3.1 (ASCII-only case folding, `.` as one
 //! Unicode scalar value other than `\n`, `\r`, U+2028 and U+2029, `\d` as
-//! `[0-9]`, `\s` as ASCII white space) and serializes one DFA per constant
-//! below into `src/classify/dfa/`. Editing a pattern therefore means
-//! regenerating the DFAs:
+//! `[0-9]`, `\s` as ASCII white space), builds DFAs and writes them as the
+//! compact tables of `src/classify/dfa/`. Editing a pattern therefore means
+//! regenerating the tables:
 //!
 //! ```text
 //! cargo run --release --manifest-path tests/gen/Cargo.toml

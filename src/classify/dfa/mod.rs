@@ -4,123 +4,140 @@
 //
 // from src/classify/patterns.rs; `-- --check` verifies it.
 
-//! The classifier's DFAs, serialized ahead of time (dense, minimized,
-//! unanchored). Each has a little-endian and a big-endian file;
-//! `cfg(target_endian)` picks one. They are validated once, on first use.
+//! The classifier's tables, built ahead of time: minimized DFAs that step
+//! on one symbol per character (see `super::table`), one byte per
+//! transition. The `.bin` files hold the transitions, column by column;
+//! being bytes, they read the same on every endianness.
 
-use regex_automata::{
-    dfa::dense::DFA,
-    util::{lazy::Lazy, wire::DeserializeError},
+use super::table::Table;
+
+/// Number of `words_*` tables.
+pub(super) const WORDS_LEN: usize = 2;
+/// Number of tails (overflow patterns with `.*`).
+pub(super) const TAILS_LEN: usize = 5;
+/// Output bit: the retryable pattern (spec 3.2) ends here.
+pub(super) const RETRYABLE: u8 = 1;
+/// Output bit: the usage-limit pattern (spec 3.4) ends here.
+pub(super) const USAGE_LIMIT: u8 = 2;
+/// Output bit of `LABELS`: a retry-hint name (spec 3.5) ends here.
+pub(super) const HINT: u8 = 8;
+/// Output bit: an overflow pattern (spec 3.3) without `.*` ends here.
+pub(super) const OVERFLOW: u8 = 4;
+/// Output bit of `WORDS`: the head of `TAILS[0]` ends here; `TAILS[k]` has
+/// this bit shifted left by `k`.
+pub(super) const HEAD: u8 = 8;
+
+/// The tables of the overflow patterns without `.*` and of the heads.
+pub(super) static WORDS: [&Table; WORDS_LEN] = [&WORDS_0, &WORDS_1];
+
+/// The tails of the overflow patterns with `.*`, in head-bit order.
+pub(super) static TAILS: [&Table; TAILS_LEN] = [&TAIL_0, &TAIL_1, &TAIL_2, &TAIL_3, &TAIL_4];
+
+/// 206 states, 32 classes, 6733 bytes:
+/// - bit 1: `overloaded|rate.?limit|usage.?limit|too many requests|429|500|502|503|504|service.?unavailable|server error|internal error|connection.?error|fetch failed|retry delay` as `overloaded|rate[^\n\r\x{2028}\x{2029}]?limit|usage[^\n\r\x{2028}\x{2029}]?limit|too many requests|429|500|502|503|504|service[^\n\r\x{2028}\x{2029}]?unavailable|server error|internal error|connection[^\n\r\x{2028}\x{2029}]?error|fetch failed|retry delay`
+/// - bit 2: `usage.?limit|usage_limit_reached|limit_reached` as `usage[^\n\r\x{2028}\x{2029}]?limit|usage_limit_reached|limit_reached`
+/// - bit 8: `retry-after|x-ratelimit-reset` as `retry-after|x-ratelimit-reset`
+pub(super) static LABELS: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 0, 5, 6, 7, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0, 0, 20, 21, 22, 23, 0, 24, 25, 26, 27, 28, 29, 0, 30, 31, 0, 0, 0, 0, 0, 10, 0, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0, 0, 20, 21, 22, 23, 0, 24, 25, 26, 27, 28, 29, 0, 30, 31, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    states: 206,
+    special: 196,
+    dead: None,
+    trans: include_bytes!("labels.bin"),
+    out: &[1, 1, 1, 3, 8, 1, 1, 2, 1, 8,],
 };
 
-/// The type of every DFA here.
-pub(super) type Dfa = DFA<&'static [u32]>;
+/// 241 states, 27 classes, 6651 bytes:
+/// - bit 4: `/prompt is too long/i` as `prompt is too long`
+/// - bit 4: `/input is too long for requested model/i` as `input is too long for requested model`
+/// - bit 4: `/exceeds the context window/i` as `exceeds the context window`
+/// - bit 8: `/input token count.*exceeds the maximum/i` as `input token count`
+/// - bit 4: `/maximum prompt length is \d+/i` as `maximum prompt length is [0-9]+`
+/// - bit 4: `/reduce the length of the messages/i` as `reduce the length of the messages`
+/// - bit 4: `/maximum context length is \d+ tokens/i` as `maximum context length is [0-9]+ tokens`
+/// - bit 4: `/exceeds the limit of \d+/i` as `exceeds the limit of [0-9]+`
+/// - bit 4: `/exceeds the available context size/i` as `exceeds the available context size`
+/// - bit 16: `/requested tokens?.*exceed.*context (window|length|size)/i` as `requested tokens?`
+/// - bit 32: `/context (window|length|size).*(exceeded|overflow|too small)/i` as `context (window|length|size)`
+/// - bit 64: `/(prompt|input).*(too long|too large).*(context|n_ctx)/i` as `(prompt|input)`
+/// - bit 128: `/requested tokens?.*(exceeds?|greater than).*(n_ctx|context)/i` as `requested tokens?`
+pub(super) static WORDS_0: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 26, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 26, 0, 0, 0, 0, 0, 0, 0, 0,],
+    states: 241,
+    special: 228,
+    dead: None,
+    trans: include_bytes!("words_0.bin"),
+    out: &[64, 64, 32, 32, 64, 144, 144, 8, 4, 4, 32, 36, 36,],
+};
 
-/// A DFA, deserialized (and validated) on first use.
-pub(super) type Table = Lazy<Result<Dfa, DeserializeError>>;
+/// 168 states, 31 classes, 5345 bytes:
+/// - bit 4: `/greater than the context length/i` as `greater than the context length`
+/// - bit 4: `/context window exceeds limit/i` as `context window exceeds limit`
+/// - bit 4: `/exceeded model token limit/i` as `exceeded model token limit`
+/// - bit 4: `/context[_ ]length[_ ]exceeded/i` as `context[\x{5F}\x{20}]length[\x{5F}\x{20}]exceeded`
+/// - bit 4: `/too many tokens/i` as `too many tokens`
+/// - bit 4: `/token limit exceeded/i` as `token limit exceeded`
+/// - bit 4: `/request_too_large/i` as `request_too_large`
+/// - bit 4: `/^4(00|13)\s*(status code)?\s*\(no body\)/i` as `^4(00|13)[\t\n\x0B\x0C\r ]*(status code)?[\t\n\x0B\x0C\r ]*\(no body\)`
+pub(super) static WORDS_1: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 5, 6, 0, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 11, 12, 13, 14, 0, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 0, 28, 29, 30, 0, 0, 0, 0, 0, 9, 0, 10, 11, 12, 13, 14, 0, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 0, 28, 29, 30, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
+    states: 168,
+    special: 162,
+    dead: None,
+    trans: include_bytes!("words_1.bin"),
+    out: &[4, 4, 4, 4, 4, 4,],
+};
 
-/// Forces the 4-byte alignment that `DFA::from_bytes` requires.
-#[repr(C)]
-struct Aligned<B: ?Sized> {
-    _align: [u32; 0],
-    bytes: B,
-}
+/// 22 states, 15 classes, 463 bytes, searched anchored where the head ended:
+/// - bit 1: `/input token count.*exceeds the maximum/i` as `[^\n\r\x{2028}\x{2029}]*exceeds the maximum`
+pub(super) static TAIL_0: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 0, 7, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 10, 11, 12, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 0, 7, 8, 0, 0, 0, 9, 0, 0, 0, 0, 0, 10, 11, 12, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 14, 14,],
+    states: 22,
+    special: 20,
+    dead: Some(20),
+    trans: include_bytes!("tail_0.bin"),
+    out: &[0, 1,],
+};
 
-fn load(aligned: &'static Aligned<[u8]>) -> Result<Dfa, DeserializeError> {
-    DFA::from_bytes(&aligned.bytes).map(|(dfa, _)| dfa)
-}
+/// 31 states, 18 classes, 691 bytes, searched anchored where the head ended:
+/// - bit 1: `/requested tokens?.*exceed.*context (window|length|size)/i` as `[^\n\r\x{2028}\x{2029}]*exceed[^\n\r\x{2028}\x{2029}]*context (window|length|size)`
+pub(super) static TAIL_1: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 0, 6, 7, 8, 0, 0, 9, 0, 10, 11, 0, 0, 0, 12, 13, 0, 0, 14, 15, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 0, 6, 7, 8, 0, 0, 9, 0, 10, 11, 0, 0, 0, 12, 13, 0, 0, 14, 15, 0, 16, 0, 0, 0, 0, 0, 0, 17, 17,],
+    states: 31,
+    special: 29,
+    dead: Some(29),
+    trans: include_bytes!("tail_1.bin"),
+    out: &[0, 1,],
+};
 
-macro_rules! table {
-    ($le:literal, $be:literal) => {
-        Lazy::new(|| {
-            #[cfg(target_endian = "little")]
-            static ALIGNED: &Aligned<[u8]> = &Aligned {
-                _align: [],
-                bytes: *include_bytes!($le),
-            };
-            #[cfg(target_endian = "big")]
-            static ALIGNED: &Aligned<[u8]> = &Aligned {
-                _align: [],
-                bytes: *include_bytes!($be),
-            };
-            load(ALIGNED)
-        })
-    };
-}
+/// 26 states, 18 classes, 601 bytes, searched anchored where the head ended:
+/// - bit 1: `/context (window|length|size).*(exceeded|overflow|too small)/i` as `[^\n\r\x{2028}\x{2029}]*(exceeded|overflow|too small)`
+pub(super) static TAIL_2: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 0, 0, 0, 0, 0, 8, 9, 0, 10, 0, 0, 11, 12, 13, 0, 14, 15, 16, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 0, 0, 0, 0, 0, 8, 9, 0, 10, 0, 0, 11, 12, 13, 0, 14, 15, 16, 0, 0, 0, 0, 0, 0, 0, 0, 17, 17,],
+    states: 26,
+    special: 24,
+    dead: Some(24),
+    trans: include_bytes!("tail_2.bin"),
+    out: &[0, 1,],
+};
 
-/// Spec 3.2:
-/// `overloaded|rate.?limit|usage.?limit|too many requests|429|500|502|503|504|service.?unavailable|server error|internal error|connection.?error|fetch failed|retry delay` (88280 bytes), as
-/// `[oO][vV][eE][rR][lL][oO][aA][dD][eE][dD]|[rR][aA][tT][eE][^\n\r\x{2028}\x{2029}]?[lL][iI][mM][iI][tT]|[uU][sS][aA][gG][eE][^\n\r\x{2028}\x{2029}]?[lL][iI][mM][iI][tT]|[tT][oO][oO] [mM][aA][nN][yY] [rR][eE][qQ][uU][eE][sS][tT][sS]|429|500|502|503|504|[sS][eE][rR][vV][iI][cC][eE][^\n\r\x{2028}\x{2029}]?[uU][nN][aA][vV][aA][iI][lL][aA][bB][lL][eE]|[sS][eE][rR][vV][eE][rR] [eE][rR][rR][oO][rR]|[iI][nN][tT][eE][rR][nN][aA][lL] [eE][rR][rR][oO][rR]|[cC][oO][nN][nN][eE][cC][tT][iI][oO][nN][^\n\r\x{2028}\x{2029}]?[eE][rR][rR][oO][rR]|[fF][eE][tT][cC][hH] [fF][aA][iI][lL][eE][dD]|[rR][eE][tT][rR][yY] [dD][eE][lL][aA][yY]`
-pub(super) static RETRYABLE: Table = table!("retryable.le.bin", "retryable.be.bin");
+/// 25 states, 15 classes, 508 bytes, searched anchored where the head ended:
+/// - bit 1: `/(prompt|input).*(too long|too large).*(context|n_ctx)/i` as `[^\n\r\x{2028}\x{2029}]*(too long|too large)[^\n\r\x{2028}\x{2029}]*(context|n_ctx)`
+pub(super) static TAIL_3: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 0, 6, 0, 7, 0, 0, 0, 0, 8, 0, 9, 10, 0, 0, 11, 0, 12, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 0, 0, 0, 8, 0, 9, 10, 0, 0, 11, 0, 12, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0, 14, 14,],
+    states: 25,
+    special: 23,
+    dead: Some(23),
+    trans: include_bytes!("tail_3.bin"),
+    out: &[0, 1,],
+};
 
-/// Spec 3.3: one DFA per text pattern.
-pub(super) static OVERFLOW: [Table; 21] = [
-    // `/prompt is too long/i` (3552 bytes), as
-    // `[pP][rR][oO][mM][pP][tT] [iI][sS] [tT][oO][oO] [lL][oO][nN][gG]`
-    table!("overflow_00.le.bin", "overflow_00.be.bin"),
-    // `/input is too long for requested model/i` (11232 bytes), as
-    // `[iI][nN][pP][uU][tT] [iI][sS] [tT][oO][oO] [lL][oO][nN][gG] [fF][oO][rR] [rR][eE][qQ][uU][eE][sS][tT][eE][dD] [mM][oO][dD][eE][lL]`
-    table!("overflow_01.le.bin", "overflow_01.be.bin"),
-    // `/exceeds the context window/i` (8416 bytes), as
-    // `[eE][xX][cC][eE][eE][dD][sS] [tT][hH][eE] [cC][oO][nN][tT][eE][xX][tT] [wW][iI][nN][dD][oO][wW]`
-    table!("overflow_02.le.bin", "overflow_02.be.bin"),
-    // `/input token count.*exceeds the maximum/i` (45400 bytes), as
-    // `[iI][nN][pP][uU][tT] [tT][oO][kK][eE][nN] [cC][oO][uU][nN][tT][^\n\r\x{2028}\x{2029}]*[eE][xX][cC][eE][eE][dD][sS] [tT][hH][eE] [mM][aA][xX][iI][mM][uU][mM]`
-    table!("overflow_03.le.bin", "overflow_03.be.bin"),
-    // `/maximum prompt length is \d+/i` (8684 bytes), as
-    // `[mM][aA][xX][iI][mM][uU][mM] [pP][rR][oO][mM][pP][tT] [lL][eE][nN][gG][tT][hH] [iI][sS] [0-9]+`
-    table!("overflow_04.le.bin", "overflow_04.be.bin"),
-    // `/reduce the length of the messages/i` (10208 bytes), as
-    // `[rR][eE][dD][uU][cC][eE] [tT][hH][eE] [lL][eE][nN][gG][tT][hH] [oO][fF] [tT][hH][eE] [mM][eE][sS][sS][aA][gG][eE][sS]`
-    table!("overflow_05.le.bin", "overflow_05.be.bin"),
-    // `/maximum context length is \d+ tokens/i` (10464 bytes), as
-    // `[mM][aA][xX][iI][mM][uU][mM] [cC][oO][nN][tT][eE][xX][tT] [lL][eE][nN][gG][tT][hH] [iI][sS] [0-9]+ [tT][oO][kK][eE][nN][sS]`
-    table!("overflow_06.le.bin", "overflow_06.be.bin"),
-    // `/exceeds the limit of \d+/i` (7660 bytes), as
-    // `[eE][xX][cC][eE][eE][dD][sS] [tT][hH][eE] [lL][iI][mM][iI][tT] [oO][fF] [0-9]+`
-    table!("overflow_07.le.bin", "overflow_07.be.bin"),
-    // `/exceeds the available context size/i` (10464 bytes), as
-    // `[eE][xX][cC][eE][eE][dD][sS] [tT][hH][eE] [aA][vV][aA][iI][lL][aA][bB][lL][eE] [cC][oO][nN][tT][eE][xX][tT] [sS][iI][zZ][eE]`
-    table!("overflow_08.le.bin", "overflow_08.be.bin"),
-    // `/requested tokens?.*exceed.*context (window|length|size)/i` (55128 bytes), as
-    // `[rR][eE][qQ][uU][eE][sS][tT][eE][dD] [tT][oO][kK][eE][nN][sS]?[^\n\r\x{2028}\x{2029}]*[eE][xX][cC][eE][eE][dD][^\n\r\x{2028}\x{2029}]*[cC][oO][nN][tT][eE][xX][tT] ([wW][iI][nN][dD][oO][wW]|[lL][eE][nN][gG][tT][hH]|[sS][iI][zZ][eE])`
-    table!("overflow_09.le.bin", "overflow_09.be.bin"),
-    // `/context (window|length|size).*(exceeded|overflow|too small)/i` (53104 bytes), as
-    // `[cC][oO][nN][tT][eE][xX][tT] ([wW][iI][nN][dD][oO][wW]|[lL][eE][nN][gG][tT][hH]|[sS][iI][zZ][eE])[^\n\r\x{2028}\x{2029}]*([eE][xX][cC][eE][eE][dD][eE][dD]|[oO][vV][eE][rR][fF][lL][oO][wW]|[tT][oO][oO] [sS][mM][aA][lL][lL])`
-    table!("overflow_10.le.bin", "overflow_10.be.bin"),
-    // `/(prompt|input).*(too long|too large).*(context|n_ctx)/i` (44380 bytes), as
-    // `([pP][rR][oO][mM][pP][tT]|[iI][nN][pP][uU][tT])[^\n\r\x{2028}\x{2029}]*([tT][oO][oO] [lL][oO][nN][gG]|[tT][oO][oO] [lL][aA][rR][gG][eE])[^\n\r\x{2028}\x{2029}]*([cC][oO][nN][tT][eE][xX][tT]|[nN]_[cC][tT][xX])`
-    table!("overflow_11.le.bin", "overflow_11.be.bin"),
-    // `/requested tokens?.*(exceeds?|greater than).*(n_ctx|context)/i` (50020 bytes), as
-    // `[rR][eE][qQ][uU][eE][sS][tT][eE][dD] [tT][oO][kK][eE][nN][sS]?[^\n\r\x{2028}\x{2029}]*([eE][xX][cC][eE][eE][dD][sS]?|[gG][rR][eE][aA][tT][eE][rR] [tT][hH][aA][nN])[^\n\r\x{2028}\x{2029}]*([nN]_[cC][tT][xX]|[cC][oO][nN][tT][eE][xX][tT])`
-    table!("overflow_12.le.bin", "overflow_12.be.bin"),
-    // `/greater than the context length/i` (9696 bytes), as
-    // `[gG][rR][eE][aA][tT][eE][rR] [tT][hH][aA][nN] [tT][hH][eE] [cC][oO][nN][tT][eE][xX][tT] [lL][eE][nN][gG][tT][hH]`
-    table!("overflow_13.le.bin", "overflow_13.be.bin"),
-    // `/context window exceeds limit/i` (8928 bytes), as
-    // `[cC][oO][nN][tT][eE][xX][tT] [wW][iI][nN][dD][oO][wW] [eE][xX][cC][eE][eE][dD][sS] [lL][iI][mM][iI][tT]`
-    table!("overflow_14.le.bin", "overflow_14.be.bin"),
-    // `/exceeded model token limit/i` (8416 bytes), as
-    // `[eE][xX][cC][eE][eE][dD][eE][dD] [mM][oO][dD][eE][lL] [tT][oO][kK][eE][nN] [lL][iI][mM][iI][tT]`
-    table!("overflow_15.le.bin", "overflow_15.be.bin"),
-    // `/context[_ ]length[_ ]exceeded/i` (7648 bytes), as
-    // `[cC][oO][nN][tT][eE][xX][tT][\x{5F}\x{20}][lL][eE][nN][gG][tT][hH][\x{5F}\x{20}][eE][xX][cC][eE][eE][dD][eE][dD]`
-    table!("overflow_16.le.bin", "overflow_16.be.bin"),
-    // `/too many tokens/i` (5600 bytes), as
-    // `[tT][oO][oO] [mM][aA][nN][yY] [tT][oO][kK][eE][nN][sS]`
-    table!("overflow_17.le.bin", "overflow_17.be.bin"),
-    // `/token limit exceeded/i` (6880 bytes), as
-    // `[tT][oO][kK][eE][nN] [lL][iI][mM][iI][tT] [eE][xX][cC][eE][eE][dD][eE][dD]`
-    table!("overflow_18.le.bin", "overflow_18.be.bin"),
-    // `/request_too_large/i` (6112 bytes), as
-    // `[rR][eE][qQ][uU][eE][sS][tT]_[tT][oO][oO]_[lL][aA][rR][gG][eE]`
-    table!("overflow_19.le.bin", "overflow_19.be.bin"),
-    // `/^4(00|13)\s*(status code)?\s*\(no body\)/i` (7896 bytes), as
-    // `^4(00|13)[\t\n\x0B\x0C\r ]*([sS][tT][aA][tT][uU][sS] [cC][oO][dD][eE])?[\t\n\x0B\x0C\r ]*\([nN][oO] [bB][oO][dD][yY]\)`
-    table!("overflow_20.le.bin", "overflow_20.be.bin"),
-];
-
-/// Spec 3.4:
-/// `usage.?limit|usage_limit_reached|limit_reached` (10456 bytes), as
-/// `[uU][sS][aA][gG][eE][^\n\r\x{2028}\x{2029}]?[lL][iI][mM][iI][tT]|[uU][sS][aA][gG][eE]_[lL][iI][mM][iI][tT]_[rR][eE][aA][cC][hH][eE][dD]|[lL][iI][mM][iI][tT]_[rR][eE][aA][cC][hH][eE][dD]`
-pub(super) static USAGE_LIMIT: Table = table!("usage_limit.le.bin", "usage_limit.be.bin");
+/// 31 states, 16 classes, 629 bytes, searched anchored where the head ended:
+/// - bit 1: `/requested tokens?.*(exceeds?|greater than).*(n_ctx|context)/i` as `[^\n\r\x{2028}\x{2029}]*(exceeds?|greater than)[^\n\r\x{2028}\x{2029}]*(n_ctx|context)`
+pub(super) static TAIL_4: Table = Table {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 6, 7, 0, 8, 9, 0, 0, 0, 0, 0, 10, 11, 0, 0, 12, 0, 13, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 5, 6, 7, 0, 8, 9, 0, 0, 0, 0, 0, 10, 11, 0, 0, 12, 0, 13, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15,],
+    states: 31,
+    special: 29,
+    dead: Some(29),
+    trans: include_bytes!("tail_4.bin"),
+    out: &[0, 1,],
+};

@@ -18,19 +18,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("DFA          dense LE  sparse LE  classes");
+    println!("table      states  classes  bytes");
     for b in &built {
         println!(
-            "{:<12} {:>8}  {:>9}  {:>7}",
-            b.spec.name,
-            b.le.len(),
-            b.sparse_len,
-            b.classes
+            "{:<10} {:>6}  {:>7}  {:>5}",
+            b.name,
+            b.table.states(),
+            b.table.stride,
+            b.table.size()
         );
     }
-    let dense: usize = built.iter().map(|b| b.le.len()).sum();
-    let sparse: usize = built.iter().map(|b| b.sparse_len).sum();
-    println!("{:<12} {dense:>8}  {sparse:>9}", "total");
+    let total: usize = built.iter().map(|b| b.table.size()).sum();
+    println!("{:<10} {:>6}  {:>7}  {total:>5}", "total", "", "");
 
     let dir = autoretry_gen::out_dir();
     let files = autoretry_gen::files(&built);

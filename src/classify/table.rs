@@ -1,0 +1,101 @@
+//! The classifier's tables and the symbols they step on.
+//!
+//! A table is a minimized DFA over *symbols*, one per character of the text:
+//! an ASCII byte (an upper-case letter has the class of its lower-case
+//! letter, which is exactly the ASCII-only case folding of spec 3.1),
+//! [`OTHER`] for every other scalar value (U+FFFD included), [`LS`] and
+//! [`PS`] for U+2028 and U+2029. Its patterns name only ASCII characters,
+//! so no other distinction matters; the generator (`tests/gen/`) checks that
+//! every non-ASCII scalar value steps exactly like its symbol, from every
+//! state, before it writes a table.
+//!
+//! States are bytes. Those at or above `special` are the dead state (no
+//! match can follow) or report the patterns that have a match ending right
+//! after the current character.
+
+/// Any non-ASCII scalar value other than U+2028 and U+2029.
+pub(super) const OTHER: u8 = 128;
+/// U+2028 LINE SEPARATOR.
+pub(super) const LS: u8 = 129;
+/// U+2029 PARAGRAPH SEPARATOR.
+pub(super) const PS: u8 = 130;
+/// Number of symbols.
+pub(super) const SYMBOLS: usize = 131;
+
+/// One table; the start state is 0.
+pub(super) struct Table {
+    /// Symbol to class.
+    pub(super) classes: &'static [u8; SYMBOLS],
+    /// Number of states: the length of a column of `trans`.
+    pub(super) states: usize,
+    /// First special state.
+    pub(super) special: u8,
+    /// The dead state, when the table has one.
+    pub(super) dead: Option<u8>,
+    /// Transitions, column by column: `trans[class * states + state]` (the
+    /// class part is known before the state is).
+    pub(super) trans: &'static [u8],
+    /// Outputs of the special states, from `special` on.
+    pub(super) out: &'static [u8],
+}
+
+impl Table {
+    /// The state after `state` reads `sym`. (Out-of-range indexes cannot
+    /// come from the generated tables; they would read as the start state.)
+    #[inline(always)]
+    pub(super) fn next(&self, state: u8, sym: u8) -> u8 {
+        let class = self.classes.get(usize::from(sym)).map_or(0, |&c| c);
+        self.trans
+            .get(usize::from(class) * self.states + usize::from(state))
+            .map_or(0, |&s| s)
+    }
+
+    /// The output bits of a state.
+    #[inline(always)]
+    pub(super) fn output(&self, state: u8) -> u8 {
+        state
+            .checked_sub(self.special)
+            .and_then(|i| self.out.get(usize::from(i)))
+            .map_or(0, |&o| o)
+    }
+}
+
+/// The symbol of every character of `text`, in order.
+#[inline(always)]
+pub(super) fn symbols(text: &str) -> Symbols<'_> {
+    Symbols(text.as_bytes().iter())
+}
+
+/// The symbols of `String::from_utf8_lossy(bytes)`, without allocating: one
+/// [`OTHER`] (U+FFFD) per maximal invalid subpart.
+#[inline(always)]
+pub(super) fn lossy_symbols(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    bytes.utf8_chunks().flat_map(|chunk| {
+        symbols(chunk.valid()).chain((!chunk.invalid().is_empty()).then_some(OTHER))
+    })
+}
+
+/// See [`symbols`]. (It reads the bytes of a `&str`, so they are UTF-8.)
+pub(super) struct Symbols<'a>(core::slice::Iter<'a, u8>);
+
+impl Iterator for Symbols<'_> {
+    type Item = u8;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u8> {
+        loop {
+            let b = *self.0.next()?;
+            return Some(match b {
+                0..=0x7F => b,
+                // A continuation byte: its character's symbol is out.
+                0x80..=0xBF => continue,
+                0xE2 => match self.0.as_slice() {
+                    [0x80, 0xA8, ..] => LS,
+                    [0x80, 0xA9, ..] => PS,
+                    _ => OTHER,
+                },
+                _ => OTHER,
+            });
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! Compact character-level tables, derived from `regex-automata` DFAs.
+//!
+//! A `regex-automata` DFA steps on bytes and stores one `u32` per (state,
+//! byte class); UTF-8 handling of `.` alone splits the bytes 0x80..=0xFF into
+//! a dozen classes and adds the states in the middle of a multi-byte
+//! character. The classifier needs much less: its patterns only name ASCII
+//! characters, so every non-ASCII scalar value other than U+2028 and U+2029
+//! behaves the same. The tables here therefore step on *symbols*:
+//!
+//! - `0..128`: an ASCII byte (an upper-case letter is read as its lower-case
+//!   letter: the table maps both to one class, which is section 3.1's
+//!   ASCII-only case folding);
+//! - [`OTHER`]: any other scalar value (U+FFFD included);
+//! - [`LS`], [`PS`]: U+2028, U+2029.
+//!
+//! The generator walks the byte DFA one whole character at a time from its
+//! start state, checks that every non-ASCII scalar value reaches the same
+//! state as [`OTHER`] (or [`LS`]/[`PS`]), minimizes the result and packs it
+//! into `u8` state numbers. Each state carries an output: the bit set of the
+//! patterns that have a match ending exactly there (read from the byte DFA's
+//! end-of-input transition, so no match is reported late).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    util::{primitives::StateID, start, syntax},
+    Anchored, MatchKind,
+};
+
+/// Any non-ASCII scalar value other than U+2028 and U+2029.
+pub const OTHER: usize = 128;
+/// U+2028 LINE SEPARATOR.
+pub const LS: usize = 129;
+/// U+2029 PARAGRAPH SEPARATOR.
+pub const PS: usize = 130;
+/// Number of symbols.
+pub const SYMBOLS: usize = 131;
+
+/// The UTF-8 bytes that stand for a symbol when walking the byte DFA.
+fn symbol_bytes(sym: usize) -> Vec<u8> {
+    match sym {
+        OTHER => "\u{FFFD}".as_bytes().to_vec(),
+        LS => "\u{2028}".as_bytes().to_vec(),
+        PS => "\u{2029}".as_bytes().to_vec(),
+        // Only called for symbols below 128.
+        _ => vec![u8::try_from(sym).unwrap_or(0)],
+    }
+}
+
+/// Whether the symbol is stepped on: upper-case letters never are (the
+/// runtime reads them as lower case).
+fn stepped(sym: usize) -> bool {
+    !(usize::from(b'A')..=usize::from(b'Z')).contains(&sym)
+}
+
+/// A packed table, ready to be written out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    /// Symbol to class (upper-case letters share their lower-case class).
+    pub classes: Vec<u8>,
+    /// Number of classes (the row length).
+    pub stride: usize,
+    /// Start state.
+    pub start: u8,
+    /// States at or above this number are special: dead, or with an output.
+    pub special: u8,
+    /// The dead state (no match can follow), when there is one; it is
+    /// `special` then.
+    pub dead: Option<u8>,
+    /// Column-major transitions: `trans[class * states + state]` (so that
+    /// the class part of the index is computed off the state's critical
+    /// path).
+    pub trans: Vec<u8>,
+    /// Output bits of the special states, from `special` on (0 for dead).
+    pub out: Vec<u8>,
+}
+
+impl Table {
+    /// Number of states.
+    pub fn states(&self) -> usize {
+        self.trans.len() / self.stride
+    }
+
+    /// Bytes the table takes: classes, transitions, outputs.
+    pub fn size(&self) -> usize {
+        self.classes.len() + self.trans.len() + self.out.len()
+    }
+
+    /// Output of a state.
+    pub fn output(&self, state: u8) -> u8 {
+        if state >= self.special {
+            self.out[usize::from(state - self.special)]
+        } else {
+            0
+        }
+    }
+
+    /// Whether a pattern of the table matches `text` (stepping from the
+    /// start state over every character; the first output counts).
+    pub fn is_match(&self, text: &str) -> bool {
+        let mut state = self.start;
+        for c in text.chars() {
+            let sym = match c {
+                '\u{2028}' => LS,
+                '\u{2029}' => PS,
+                c if c.is_ascii() => usize::from(c as u8),
+                _ => OTHER,
+            };
+            state = self.step(state, sym);
+            if self.output(state) != 0 {
+                return true;
+            }
+            if Some(state) == self.dead {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Steps on one symbol.
+    pub fn step(&self, state: u8, sym: usize) -> u8 {
+        self.trans[usize::from(self.classes[sym]) * self.states() + usize::from(state)]
+    }
+}
+
+/// Builds the byte DFA of translated patterns (no case folding by the
+/// engine: the translation lower-cased every letter), all patterns reported.
+pub fn build_bytes(regexes: &[String], anchored: bool) -> Result<dense::DFA<Vec<u32>>, String> {
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::All)
+                .start_kind(if anchored {
+                    StartKind::Anchored
+                } else {
+                    StartKind::Unanchored
+                })
+                .minimize(false),
+        )
+        .syntax(
+            syntax::Config::new()
+                .unicode(true)
+                .utf8(true)
+                .case_insensitive(false),
+        )
+        .build_many(regexes)
+        .map_err(|e| format!("{regexes:?}: {e}"))
+}
+
+/// Walks whole characters over a byte DFA, then minimizes and packs.
+/// `bits[i]` is the output bit of pattern `i`.
+pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table, String> {
+    let dfa = build_bytes(regexes, anchored)?;
+    let walk = |mut sid: StateID, bytes: &[u8]| {
+        for &b in bytes {
+            sid = dfa.next_state(sid, b);
+        }
+        sid
+    };
+    let output = |sid: StateID| -> u8 {
+        let eoi = dfa.next_eoi_state(sid);
+        if !dfa.is_match_state(eoi) {
+            return 0;
+        }
+        (0..dfa.match_len(eoi))
+            .map(|i| bits[dfa.match_pattern(eoi, i).as_usize()])
+            .fold(0, |a, b| a | b)
+    };
+    let mode = if anchored {
+        Anchored::Yes
+    } else {
+        Anchored::No
+    };
+    let start = dfa
+        .start_state(&start::Config::new().anchored(mode))
+        .map_err(|e| e.to_string())?;
+    if output(start) != 0 {
+        return Err(format!("{regexes:?} matches the empty string"));
+    }
+
+    // Every distinct byte-class sequence of a non-ASCII scalar value, with
+    // the symbol it must behave as.
+    let classes = dfa.byte_classes();
+    let mut reps: BTreeMap<Vec<u8>, (char, usize)> = BTreeMap::new();
+    for c in (0x80..=0x10FFFF).filter_map(char::from_u32) {
+        let mut buf = [0; 4];
+        let seq: Vec<u8> = c
+            .encode_utf8(&mut buf)
+            .bytes()
+            .map(|b| classes.get(b))
+            .collect();
+        let sym = match c {
+            '\u{2028}' => LS,
+            '\u{2029}' => PS,
+            _ => OTHER,
+        };
+        reps.entry(seq).or_insert((c, sym));
+    }
+
+    // Breadth-first over whole characters.
+    let mut ids: HashMap<StateID, usize> = HashMap::new();
+    let mut order = vec![start];
+    ids.insert(start, 0);
+    let mut queue = VecDeque::from([start]);
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    while let Some(sid) = queue.pop_front() {
+        let mut row = vec![usize::MAX; SYMBOLS];
+        for (sym, slot) in row.iter_mut().enumerate().filter(|(s, _)| stepped(*s)) {
+            let next = walk(sid, &symbol_bytes(sym));
+            if dfa.is_quit_state(next) {
+                return Err("quit state".into());
+            }
+            let id = *ids.entry(next).or_insert_with(|| {
+                order.push(next);
+                queue.push_back(next);
+                order.len() - 1
+            });
+            *slot = id;
+        }
+        for (seq, &(c, sym)) in &reps {
+            let mut buf = [0; 4];
+            let next = walk(sid, c.encode_utf8(&mut buf).as_bytes());
+            if next != walk(sid, &symbol_bytes(sym)) {
+                return Err(format!(
+                    "{regexes:?}: {c:?} (classes {seq:?}) does not behave as symbol {sym}"
+                ));
+            }
+        }
+        rows.push(row);
+    }
+    let outs: Vec<u8> = order.iter().map(|&s| output(s)).collect();
+    let dead: Vec<bool> = order.iter().map(|&s| dfa.is_dead_state(s)).collect();
+    pack(minimize(&rows, &outs, &dead))
+}
+
+/// The states after Moore minimization: (rows, outputs, dead flags, start).
+struct Minimal {
+    rows: Vec<Vec<usize>>,
+    outs: Vec<u8>,
+    dead: Vec<bool>,
+    start: usize,
+}
+
+fn minimize(rows: &[Vec<usize>], outs: &[u8], dead: &[bool]) -> Minimal {
+    let n = rows.len();
+    let mut block: Vec<usize> = {
+        let mut keys: BTreeMap<(u8, bool), usize> = BTreeMap::new();
+        (0..n)
+            .map(|s| {
+                let len = keys.len();
+                *keys.entry((outs[s], dead[s])).or_insert(len)
+            })
+            .collect()
+    };
+    loop {
+        let mut keys: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+        let next: Vec<usize> = (0..n)
+            .map(|s| {
+                let sig: Vec<usize> = rows[s]
+                    .iter()
+                    .map(|&t| {
+                        if t == usize::MAX {
+                            usize::MAX
+                        } else {
+                            block[t]
+                        }
+                    })
+                    .collect();
+                let len = keys.len();
+                *keys.entry((block[s], sig)).or_insert(len)
+            })
+            .collect();
+        let stable = keys.len() == block.iter().collect::<std::collections::HashSet<_>>().len();
+        block = next;
+        if stable {
+            break;
+        }
+    }
+    let count = block.iter().max().map_or(0, |m| m + 1);
+    let mut m = Minimal {
+        rows: vec![Vec::new(); count],
+        outs: vec![0; count],
+        dead: vec![false; count],
+        start: block[0],
+    };
+    for s in 0..n {
+        let b = block[s];
+        if m.rows[b].is_empty() {
+            m.rows[b] = rows[s]
+                .iter()
+                .map(|&t| {
+                    if t == usize::MAX {
+                        usize::MAX
+                    } else {
+                        block[t]
+                    }
+                })
+                .collect();
+            m.outs[b] = outs[s];
+            m.dead[b] = dead[s];
+        }
+    }
+    m
+}
+
+fn pack(m: Minimal) -> Result<Table, String> {
+    let n = m.rows.len();
+    // Classes: symbols whose columns are equal.
+    let mut class_of = vec![0u8; SYMBOLS];
+    let mut columns: Vec<Vec<usize>> = Vec::new();
+    for sym in (0..SYMBOLS).filter(|&s| stepped(s)) {
+        let col: Vec<usize> = m.rows.iter().map(|r| r[sym]).collect();
+        let class = match columns.iter().position(|c| *c == col) {
+            Some(i) => i,
+            None => {
+                columns.push(col);
+                columns.len() - 1
+            }
+        };
+        class_of[sym] = u8::try_from(class).map_err(|_| "too many classes")?;
+    }
+    for upper in b'A'..=b'Z' {
+        class_of[usize::from(upper)] = class_of[usize::from(upper.to_ascii_lowercase())];
+    }
+    // Numbering: ordinary states (start first), then the dead state, then
+    // the states with an output.
+    let special = |s: usize| m.dead[s] || m.outs[s] != 0;
+    let mut order: Vec<usize> = vec![m.start];
+    order.extend((0..n).filter(|&s| s != m.start && !special(s)));
+    let first_special = order.len();
+    order.extend((0..n).filter(|&s| m.dead[s]));
+    order.extend((0..n).filter(|&s| !m.dead[s] && m.outs[s] != 0));
+    if special(m.start) {
+        return Err("the start state is special".into());
+    }
+    if order.len() > 256 {
+        return Err(format!("{} states do not fit in u8", order.len()));
+    }
+    if m.dead.iter().filter(|&&d| d).count() > 1 {
+        return Err("more than one dead state after minimization".into());
+    }
+    let mut number = vec![0u8; n];
+    for (i, &s) in order.iter().enumerate() {
+        number[s] = u8::try_from(i).map_err(|_| "too many states")?;
+    }
+    let stride = columns.len();
+    let mut trans = Vec::with_capacity(order.len() * stride);
+    for col in &columns {
+        for &s in &order {
+            trans.push(number[col[s]]);
+        }
+    }
+    let special_at = u8::try_from(first_special).map_err(|_| "too many states")?;
+    Ok(Table {
+        classes: class_of,
+        stride,
+        start: 0,
+        special: special_at,
+        dead: (0..n).find(|&s| m.dead[s]).map(|s| number[s]),
+        trans,
+        out: order[first_special..].iter().map(|&s| m.outs[s]).collect(),
+    })
+}
