@@ -188,7 +188,8 @@ fn body_benches(c: &mut Criterion) {
 }
 
 /// Modest defaults so that the whole report fits in minutes on two cores;
-/// command-line flags (`--measurement-time`, ...) override them.
+/// command-line flags (`--measurement-time`, ...) override them (except the
+/// bodies' measurement time, set per group).
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(10)

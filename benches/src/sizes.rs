@@ -4,13 +4,14 @@
 use std::mem::size_of;
 
 use autoretry::classify::Classification;
-use autoretry::{Event, Input, Machine, Output, Outputs, RetrySettings, MAX_OUTPUTS};
+use autoretry::{Event, Input, Machine, Output, Outputs, Refused, RetrySettings, MAX_OUTPUTS};
 
 fn main() {
     println!(
-        "{{\"Machine\":{},\"Outputs\":{},\"Output\":{},\"MAX_OUTPUTS\":{},\"Input\":{},\"Event\":{},\"RetrySettings\":{},\"Classification\":{}}}",
+        "{{\"Machine\":{},\"Outputs\":{},\"Result<Outputs, Refused>\":{},\"Output\":{},\"MAX_OUTPUTS\":{},\"Input\":{},\"Event\":{},\"RetrySettings\":{},\"Classification\":{}}}",
         size_of::<Machine>(),
         size_of::<Outputs<'static>>(),
+        size_of::<Result<Outputs<'static>, Refused>>(),
         size_of::<Output<'static>>(),
         MAX_OUTPUTS,
         size_of::<Input<'static>>(),
