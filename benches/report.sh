@@ -7,8 +7,8 @@
 #
 #     bash benches/report.sh
 #
-# Needs cargo, node (20+) and python3. About 6 minutes on two cores after
-# the first build (which adds about 2 minutes).
+# Needs cargo, node (20+) and python3. About 5 minutes on two cores once
+# built, 7 from a clean build.
 set -euo pipefail
 cd "$(dirname "$0")"
 start=$(date +%s)
