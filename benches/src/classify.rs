@@ -1,0 +1,207 @@
+//! Classification, ours against the alternatives, in one run:
+//!
+//! - `corpus_labels/{impl}/{NNN}`: the three labels (retryable, overflow,
+//!   usage limit) of corpus text NNN; `corpus_classify/ours/NNN`: the full
+//!   `classify` (labels and hint); `corpus_retryable/{impl}/{NNN}`: the
+//!   retryable pattern alone (where `aho-corasick` can take part).
+//! - `body_labels/{impl}/{size}` and `body_retryable/{impl}/{size}`:
+//!   throughput on long bodies that match nothing, and on 1 MB that matches
+//!   (retryable) only at its end.
+//!
+//! Before measuring, every alternative that claims the spec's semantics is
+//! checked against ours on the corpus, the bodies and the edge cases.
+
+mod alt;
+mod common;
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use autoretry::classify::{classify, matches_retryable};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+use alt::{naive_labels, naive_retryable, Literals, PerRule, Set, EDGE_CASES};
+use common::{body, body_match_at_end, corpus, ours, Labels};
+
+/// The bodies: name and text.
+fn bodies() -> Vec<(&'static str, String)> {
+    vec![
+        ("2KB", body(2 << 10)),
+        ("64KB", body(64 << 10)),
+        ("1MB", body(1 << 20)),
+        ("1MB_match_at_end", body_match_at_end(1 << 20)),
+    ]
+}
+
+/// Refuses to measure an alternative that computes other labels.
+fn check(per_rule: &PerRule, set: &Set, literals: &Literals) {
+    let entries = corpus();
+    for (i, e) in entries.iter().enumerate() {
+        assert_eq!(ours(&e.text), e.labels, "corpus #{i} against its labels");
+    }
+    let none = Labels {
+        retryable: false,
+        overflow: false,
+        usage_limit: false,
+    };
+    for (name, text) in bodies() {
+        let want = Labels {
+            retryable: name.ends_with("match_at_end"),
+            ..none
+        };
+        assert_eq!(ours(&text), want, "body {name}");
+    }
+    let bodies = bodies();
+    let texts = entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .chain(EDGE_CASES.iter().copied())
+        .chain(bodies.iter().map(|(_, t)| t.as_str()));
+    let mut literal_misses = 0;
+    for text in texts {
+        let want = ours(text);
+        let short = text.chars().take(60).collect::<String>();
+        assert_eq!(per_rule.labels(text), want, "regex per rule: {short:?}");
+        assert_eq!(
+            per_rule.retryable(text),
+            matches_retryable(text),
+            "{short:?}"
+        );
+        assert_eq!(set.labels(text), want, "RegexSet: {short:?}");
+        assert_eq!(naive_labels(text), want, "naive: {short:?}");
+        assert_eq!(naive_retryable(text), matches_retryable(text), "{short:?}");
+        if literals.retryable(text) != matches_retryable(text) {
+            literal_misses += 1;
+        }
+    }
+    let corpus_misses = entries
+        .iter()
+        .filter(|e| literals.retryable(&e.text) != matches_retryable(&e.text))
+        .count();
+    eprintln!(
+        "aho-corasick literals: differ from the retryable pattern on {corpus_misses} of {} corpus texts, {literal_misses} texts in all (edge cases included)",
+        entries.len()
+    );
+}
+
+fn corpus_benches(c: &mut Criterion) {
+    let per_rule = PerRule::new();
+    let set = Set::new();
+    let literals = Literals::new();
+    check(&per_rule, &set, &literals);
+    let entries = corpus();
+
+    let mut g = c.benchmark_group("corpus_labels");
+    for (i, e) in entries.iter().enumerate() {
+        let (t, n) = (e.text.as_str(), format!("{i:03}"));
+        g.bench_with_input(BenchmarkId::new("ours", &n), t, |b, t| {
+            b.iter(|| ours(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regex", &n), t, |b, t| {
+            b.iter(|| per_rule.labels(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regexset", &n), t, |b, t| {
+            b.iter(|| set.labels(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("naive", &n), t, |b, t| {
+            b.iter(|| naive_labels(black_box(t)))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("corpus_classify");
+    for (i, e) in entries.iter().enumerate() {
+        let (t, n) = (e.text.as_str(), format!("{i:03}"));
+        g.bench_with_input(BenchmarkId::new("ours", &n), t, |b, t| {
+            b.iter(|| classify(black_box(t)))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("corpus_retryable");
+    for (i, e) in entries.iter().enumerate() {
+        let (t, n) = (e.text.as_str(), format!("{i:03}"));
+        g.bench_with_input(BenchmarkId::new("ours", &n), t, |b, t| {
+            b.iter(|| matches_retryable(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regex", &n), t, |b, t| {
+            b.iter(|| per_rule.retryable(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("aho-corasick", &n), t, |b, t| {
+            b.iter(|| literals.retryable(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("naive", &n), t, |b, t| {
+            b.iter(|| naive_retryable(black_box(t)))
+        });
+    }
+    g.finish();
+}
+
+fn body_benches(c: &mut Criterion) {
+    let per_rule = PerRule::new();
+    let set = Set::new();
+    let literals = Literals::new();
+    let bodies = bodies();
+
+    let mut g = c.benchmark_group("body_labels");
+    g.measurement_time(Duration::from_millis(400));
+    for (name, text) in &bodies {
+        let t = text.as_str();
+        g.throughput(Throughput::Bytes(t.len() as u64));
+        g.bench_with_input(BenchmarkId::new("ours", name), t, |b, t| {
+            b.iter(|| ours(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("ours_classify", name), t, |b, t| {
+            b.iter(|| classify(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regex", name), t, |b, t| {
+            b.iter(|| per_rule.labels(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regexset", name), t, |b, t| {
+            b.iter(|| set.labels(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("naive", name), t, |b, t| {
+            b.iter(|| naive_labels(black_box(t)))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("body_retryable");
+    g.measurement_time(Duration::from_millis(400));
+    for (name, text) in &bodies {
+        let t = text.as_str();
+        g.throughput(Throughput::Bytes(t.len() as u64));
+        g.bench_with_input(BenchmarkId::new("ours", name), t, |b, t| {
+            b.iter(|| matches_retryable(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regex", name), t, |b, t| {
+            b.iter(|| per_rule.retryable(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("aho-corasick", name), t, |b, t| {
+            b.iter(|| literals.retryable(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("naive", name), t, |b, t| {
+            b.iter(|| naive_retryable(black_box(t)))
+        });
+    }
+    g.finish();
+}
+
+/// Modest defaults so that the whole report fits in minutes on two cores;
+/// command-line flags (`--measurement-time`, ...) override them (except the
+/// bodies' measurement time, set per group).
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(50))
+        .measurement_time(Duration::from_millis(100))
+        .nresamples(2000)
+        .without_plots()
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = corpus_benches, body_benches
+}
+criterion_main!(benches);

@@ -1,0 +1,92 @@
+//! Inputs shared by the benches and `js/classify.mjs`: the corpus, the
+//! spec's patterns and the long bodies, built the same way in both.
+
+use autoretry::classify::{matches_overflow, matches_retryable, matches_usage_limit};
+use serde_json::Value;
+
+/// The error-text corpus (spec-labelled), one JSON object a line.
+const CORPUS: &str = include_str!("../../tests/corpus/errors.jsonl");
+
+/// The spec's patterns in JavaScript syntax (§3.2, §3.3, §3.4).
+const PATTERNS: &str = include_str!("../data/patterns.json");
+
+/// A proxy error page that matches no pattern; bodies repeat it.
+const PARAGRAPH: &str = include_str!("../data/body.html");
+
+/// Appended to a body to put a retryable match at its very end.
+pub const TAIL: &str = "\n503 Service Unavailable";
+
+/// The three labels every alternative computes, as `classify` defines them
+/// (without the hint, which is no pattern).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Labels {
+    pub retryable: bool,
+    pub overflow: bool,
+    pub usage_limit: bool,
+}
+
+/// Ours, through the public API, with `classify`'s logic.
+pub fn ours(text: &str) -> Labels {
+    let overflow = matches_overflow(text);
+    Labels {
+        retryable: !text.is_empty() && !overflow && matches_retryable(text),
+        overflow,
+        usage_limit: matches_usage_limit(text),
+    }
+}
+
+/// One corpus entry: the text and its labels from the corpus file.
+pub struct Entry {
+    pub text: String,
+    pub labels: Labels,
+}
+
+pub fn corpus() -> Vec<Entry> {
+    CORPUS
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a corpus line");
+            let flag = |k: &str| v[k].as_bool().expect("a boolean label");
+            Entry {
+                text: v["text"].as_str().expect("a text").to_owned(),
+                labels: Labels {
+                    retryable: flag("retryable"),
+                    overflow: flag("overflow"),
+                    usage_limit: flag("usageLimit"),
+                },
+            }
+        })
+        .collect()
+}
+
+/// The spec's patterns: (retryable, overflow, usage limit).
+pub fn patterns() -> (String, Vec<String>, String) {
+    let v: Value = serde_json::from_str(PATTERNS).expect("patterns.json");
+    let s = |v: &Value| v.as_str().expect("a pattern").to_owned();
+    let overflow = v["overflow"]
+        .as_array()
+        .expect("overflow patterns")
+        .iter()
+        .map(s)
+        .collect();
+    (s(&v["retryable"]), overflow, s(&v["usageLimit"]))
+}
+
+/// `PARAGRAPH` repeated to `len` bytes, cut back to a character boundary.
+pub fn body(len: usize) -> String {
+    let mut s = PARAGRAPH.repeat(len / PARAGRAPH.len() + 1);
+    let mut cut = len;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s
+}
+
+/// A body of `len` bytes (or a few less) that ends with [`TAIL`].
+pub fn body_match_at_end(len: usize) -> String {
+    let mut s = body(len - TAIL.len());
+    s.push_str(TAIL);
+    s
+}

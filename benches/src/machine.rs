@@ -1,0 +1,144 @@
+//! The machine: ns per input, from the state that input meets in a real
+//! chain, and one whole chain with the default settings.
+//!
+//! - `machine/timer_fired`: the pending backoff timer fires (→ continue).
+//! - `machine/timer_fired_stale`: a timer nobody waits for (→ nothing).
+//! - `machine/abort_retry`: cancel during a backoff (→ cancel the timer,
+//!   end event, settled, compaction check).
+//! - `machine/abort_retry_idle`: with no chain open (→ nothing).
+//! - `machine/agent_end_success`: a good run ends, no chain (no classifying).
+//! - `machine/agent_end_not_retryable`: an authentication error (classified,
+//!   → compaction check).
+//! - `machine/agent_end_retryable`: an overloaded error opens a chain
+//!   (→ start event, drop the error, sleep).
+//! - `machine/default_chain`: 4 × agent_end (overloaded) and 3 ×
+//!   timer_fired: three retries, then the chain gives up (7 inputs).
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use autoretry::{AssistantMessage, Input, Machine, Output, StopReason, TimerId};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+
+const OVERLOADED: &str =
+    r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+const AUTH: &str =
+    r#"401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
+
+fn agent_end(text: &str) -> Input<'_> {
+    Input::AgentEnd {
+        message: AssistantMessage::error(text),
+        now_ms: None,
+    }
+}
+
+/// A default machine in its first backoff, and the pending timer.
+fn in_backoff() -> (Machine, TimerId) {
+    let mut m = Machine::default();
+    let out = m.handle(agent_end(OVERLOADED)).expect("accepted");
+    let timer = out
+        .iter()
+        .find_map(|o| match o {
+            Output::Sleep { timer, .. } => Some(*timer),
+            _ => None,
+        })
+        .expect("a sleep");
+    (m, timer)
+}
+
+/// The default chain that gives up after three retries; the number of
+/// outputs, so that nothing is optimised away.
+fn default_chain(text: &str) -> usize {
+    let mut m = Machine::default();
+    let mut outputs = 0;
+    loop {
+        let Ok(out) = m.handle(agent_end(text)) else {
+            return usize::MAX;
+        };
+        outputs += out.len();
+        let timer = out.iter().find_map(|o| match o {
+            Output::Sleep { timer, .. } => Some(*timer),
+            _ => None,
+        });
+        let Some(timer) = timer else {
+            return outputs;
+        };
+        match m.handle(Input::TimerFired { timer }) {
+            Ok(out) => outputs += out.len(),
+            Err(_) => return usize::MAX,
+        }
+    }
+}
+
+fn machine_benches(c: &mut Criterion) {
+    // Three retries (start, drop, sleep; then continue), then the end.
+    assert_eq!(
+        default_chain(OVERLOADED),
+        3 * (3 + 1) + 3,
+        "the default chain"
+    );
+    let mut g = c.benchmark_group("machine");
+
+    g.bench_function("timer_fired", |b| {
+        b.iter_batched_ref(
+            in_backoff,
+            |(m, timer)| m.handle(black_box(Input::TimerFired { timer: *timer })),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("timer_fired_stale", |b| {
+        let mut m = Machine::default();
+        let input = Input::TimerFired { timer: TimerId(7) };
+        b.iter(|| m.handle(black_box(input)))
+    });
+    g.bench_function("abort_retry", |b| {
+        b.iter_batched_ref(
+            in_backoff,
+            |(m, _)| m.handle(black_box(Input::AbortRetry)),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("abort_retry_idle", |b| {
+        let mut m = Machine::default();
+        b.iter(|| m.handle(black_box(Input::AbortRetry)))
+    });
+    g.bench_function("agent_end_success", |b| {
+        let mut m = Machine::default();
+        let input = Input::AgentEnd {
+            message: AssistantMessage::new(StopReason::Stop),
+            now_ms: None,
+        };
+        b.iter(|| m.handle(black_box(input)))
+    });
+    g.bench_function("agent_end_not_retryable", |b| {
+        let mut m = Machine::default();
+        b.iter(|| m.handle(black_box(agent_end(AUTH))))
+    });
+    g.bench_function("agent_end_retryable", |b| {
+        b.iter_batched_ref(
+            Machine::default,
+            |m| m.handle(black_box(agent_end(OVERLOADED))),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("default_chain", |b| {
+        b.iter(|| default_chain(black_box(OVERLOADED)))
+    });
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_millis(500))
+        .nresamples(2000)
+        .without_plots()
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = machine_benches
+}
+criterion_main!(benches);
