@@ -67,9 +67,12 @@
 //!   and vector lines, RPC commands and responses (spec §7), the vector
 //!   replayer.
 //! - `cli` (default): the `autoretry` binary (`replay`, `classify`).
+//! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
+//!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
 #![cfg_attr(not(feature = "std"), no_std)]
-// Safety: the core has no unsafe code at all.
-#![forbid(unsafe_code)]
+// Safety: the core has no unsafe code at all; the `ffi` module (feature
+// `ffi`) is the one exception, allowed there and argued block by block.
+#![deny(unsafe_code)]
 // Every public item is documented.
 #![deny(missing_docs)]
 
@@ -92,3 +95,6 @@ pub use text::{FailureLine, LoaderLine};
 
 #[cfg(feature = "serde")]
 pub mod wire;
+
+#[cfg(feature = "ffi")]
+pub mod ffi;
