@@ -69,6 +69,8 @@
 //! - `cli` (default): the `autoretry` binary (`replay`, `classify`).
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
 //!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
+//! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
+//!   inputs from an `embassy_sync` channel (`embassy` module).
 #![cfg_attr(not(feature = "std"), no_std)]
 // Safety: the core has no unsafe code at all; the `ffi` module (feature
 // `ffi`) is the one exception, allowed there and argued block by block.
@@ -98,3 +100,6 @@ pub mod wire;
 
 #[cfg(feature = "ffi")]
 pub mod ffi;
+
+#[cfg(feature = "embassy")]
+pub mod embassy;
