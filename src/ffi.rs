@@ -98,52 +98,49 @@ pub const STOP_ERROR: u32 = 3;
 /// `stopReason` `"aborted"`.
 pub const STOP_ABORTED: u32 = 4;
 
-/// One pool slot.
-struct Slot {
-    machine: Option<Machine>,
-    /// The error text the machine asked to mark, `marked[..marked_len]`.
-    marked: [u8; MAX_TEXT],
-    marked_len: usize,
+/// The pool's machines, and the length of each slot's kept text.
+struct Slots {
+    machines: [Option<Machine>; POOL_SIZE],
+    marked_len: [usize; POOL_SIZE],
 }
 
-const EMPTY_SLOT: Slot = Slot {
-    machine: None,
-    marked: [0; MAX_TEXT],
-    marked_len: 0,
-};
+/// The text each slot keeps for the usage-limit answer,
+/// `texts[i][..marked_len[i]]`. A static of its own: all zeros, it takes no
+/// room in the module's data section or the firmware's flash.
+type Texts = [[u8; MAX_TEXT]; POOL_SIZE];
 
-/// The pool: slots behind a lock.
-struct Pool {
-    locked: AtomicBool,
-    slots: UnsafeCell<[Slot; POOL_SIZE]>,
-}
+/// Data shared by every call, guarded by `LOCK`.
+struct Guarded<T>(UnsafeCell<T>);
 
-// SAFETY: `slots` is only reached through `with_slots`, which holds
-// `locked` (acquired with compare-exchange, released with a release store)
-// for the whole borrow, so no two threads ever touch the slots at once.
-unsafe impl Sync for Pool {}
+// SAFETY: the contents are only reached through `with_slots`, which holds
+// `LOCK` (acquired with compare-exchange, released with a release store)
+// for the whole borrow, so no two threads ever touch them at once.
+unsafe impl<T> Sync for Guarded<T> {}
 
-static POOL: Pool = Pool {
-    locked: AtomicBool::new(false),
-    slots: UnsafeCell::new([EMPTY_SLOT; POOL_SIZE]),
-};
+static LOCK: AtomicBool = AtomicBool::new(false);
+static SLOTS: Guarded<Slots> = Guarded(UnsafeCell::new(Slots {
+    machines: [const { None }; POOL_SIZE],
+    marked_len: [0; POOL_SIZE],
+}));
+static TEXTS: Guarded<Texts> = Guarded(UnsafeCell::new([[0; MAX_TEXT]; POOL_SIZE]));
 
-/// Runs `f` with exclusive access to the slots. Nothing in `f` calls back
+/// Runs `f` with exclusive access to the pool. Nothing in `f` calls back
 /// into this module, so the lock is never taken twice by one thread; other
 /// threads (native hosts only: wasm32 has one) spin until it is free.
-fn with_slots<R>(f: impl FnOnce(&mut [Slot; POOL_SIZE]) -> R) -> R {
-    while POOL
-        .locked
+fn with_slots<R>(f: impl FnOnce(&mut Slots, &mut Texts) -> R) -> R {
+    while LOCK
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
     {
         core::hint::spin_loop();
     }
-    // SAFETY: the lock is held (see `impl Sync for Pool`), so this is the
-    // only reference to the slots until the release below; `f` cannot keep
-    // it, as the borrow ends with the call.
-    let result = f(unsafe { &mut *POOL.slots.get() });
-    POOL.locked.store(false, Ordering::Release);
+    // SAFETY: the lock is held (see `impl Sync for Guarded`), so these are
+    // the only references to the pool until the release below; `f` cannot
+    // keep them, as the borrows end with the call.
+    let result = f(unsafe { &mut *SLOTS.0.get() }, unsafe {
+        &mut *TEXTS.0.get()
+    });
+    LOCK.store(false, Ordering::Release);
     result
 }
 
@@ -231,10 +228,10 @@ pub extern "C" fn autoretry_new(
         },
     );
     with_slots(
-        |slots| match slots.iter_mut().position(|s| s.machine.is_none()) {
+        |slots, _| match slots.machines.iter().position(Option::is_none) {
             Some(i) => {
-                slots[i].machine = Some(machine);
-                slots[i].marked_len = 0;
+                slots.machines[i] = Some(machine);
+                slots.marked_len[i] = 0;
                 i as i32
             }
             None => ERR_POOL_FULL,
@@ -252,13 +249,13 @@ pub extern "C" fn autoretry_new(
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_free(handle: i32) -> i32 {
-    with_slots(|slots| match slot(slots, handle) {
-        Some(s) if s.machine.is_some() => {
-            s.machine = None;
-            s.marked_len = 0;
+    with_slots(|slots, _| match live(slots, handle) {
+        Some(i) => {
+            slots.machines[i] = None;
+            slots.marked_len[i] = 0;
             0
         }
-        _ => ERR_HANDLE,
+        None => ERR_HANDLE,
     })
 }
 
@@ -286,8 +283,8 @@ pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32
     let Some(out) = (unsafe { out_slice(out, out_cap) }) else {
         return ERR_ARG;
     };
-    with_slots(|slots| {
-        let Some(machine) = slot(slots, handle).and_then(|s| s.machine.as_ref()) else {
+    with_slots(|slots, _| {
+        let Some(machine) = machine(slots, handle) else {
             return ERR_HANDLE;
         };
         let state = machine.state();
@@ -314,10 +311,9 @@ pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
-    with_slots(|slots| {
-        slot(slots, handle)
-            .and_then(|s| s.machine.as_ref())
-            .and_then(Machine::pending_timer)
+    with_slots(|slots, _| {
+        machine(slots, handle)
+            .and_then(|m| m.pending_timer())
             .map_or(0, TimerId::get)
     })
 }
@@ -479,20 +475,15 @@ pub unsafe extern "C" fn autoretry_usage_limit_marked(
     let Some(out) = (unsafe { out_slice(out, out_cap) }) else {
         return ERR_ARG;
     };
-    with_slots(|slots| {
-        let Some(slot) = slot(slots, handle) else {
+    with_slots(|slots, texts| {
+        let Some(i) = live(slots, handle) else {
             return ERR_HANDLE;
         };
-        let Slot {
-            machine: Some(machine),
-            marked,
-            marked_len,
-        } = slot
-        else {
+        let Some(machine) = slots.machines[i].as_mut() else {
             return ERR_HANDLE;
         };
         // The copy was taken from a `&str`, so it is UTF-8.
-        let text = core::str::from_utf8(&marked[..*marked_len]).unwrap_or("");
+        let text = core::str::from_utf8(&texts[i][..slots.marked_len[i]]).unwrap_or("");
         let input = Input::UsageLimitMarked {
             switched: switched != 0,
             error_message: text,
@@ -612,9 +603,17 @@ pub unsafe extern "C" fn autoretry_settings(
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
 
-/// The slot of a live handle.
-fn slot(slots: &mut [Slot; POOL_SIZE], handle: i32) -> Option<&mut Slot> {
-    usize::try_from(handle).ok().and_then(|i| slots.get_mut(i))
+/// The slot index of a live handle.
+fn live(slots: &Slots, handle: i32) -> Option<usize> {
+    usize::try_from(handle)
+        .ok()
+        .filter(|&i| slots.machines.get(i).is_some_and(Option::is_some))
+}
+
+/// The machine of a live handle.
+fn machine(slots: &mut Slots, handle: i32) -> Option<&mut Machine> {
+    let i = live(slots, handle)?;
+    slots.machines[i].as_mut()
 }
 
 /// The output buffer as a slice; `None` for a null pointer with a length.
@@ -644,8 +643,8 @@ unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap:
     let Some(out) = (unsafe { out_slice(out, out_cap) }) else {
         return ERR_ARG;
     };
-    with_slots(|slots| {
-        let Some(machine) = slot(slots, handle).and_then(|s| s.machine.as_mut()) else {
+    with_slots(|slots, _| {
+        let Some(machine) = machine(slots, handle) else {
             return ERR_HANDLE;
         };
         match machine.handle(input) {
@@ -716,11 +715,11 @@ unsafe fn feed_message(
         None => Input::MessageEnd { message },
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
-    with_slots(|slots| {
-        let Some(slot) = slot(slots, handle) else {
+    with_slots(|slots, texts| {
+        let Some(i) = live(slots, handle) else {
             return ERR_HANDLE;
         };
-        let Some(machine) = slot.machine.as_mut() else {
+        let Some(machine) = slots.machines[i].as_mut() else {
             return ERR_HANDLE;
         };
         let outputs = match machine.handle(input) {
@@ -732,8 +731,8 @@ unsafe fn feed_message(
             .any(|o| matches!(o, Output::MarkUsageLimit { .. }))
         {
             // `text.len() <= MAX_TEXT`, checked above.
-            slot.marked[..text.len()].copy_from_slice(text.as_bytes());
-            slot.marked_len = text.len();
+            texts[i][..text.len()].copy_from_slice(text.as_bytes());
+            slots.marked_len[i] = text.len();
         }
         write_outputs(out, &outputs)
     })
