@@ -1,0 +1,197 @@
+//! An async driver on [embassy](https://embassy.dev): the machine plus its
+//! backoff timer, on `embassy-time`. Feature `embassy`.
+//!
+//! The host sends its inputs (agent events, commands, settings, the
+//! usage-limit answer) into an `embassy_sync` [`Channel`]; [`Driver::next`]
+//! waits for whichever comes first, the next input or the pending backoff
+//! timer (`select` of a [`Timer`] against the channel), feeds it to the
+//! machine and returns the outputs. The driver carries out the timer
+//! outputs itself: `sleep` arms its timer, `cancel_timer` (or any input that
+//! ends the backoff) disarms it, and a timer that fires becomes
+//! `timer_fired`. Every other output is the host's to carry out, in order.
+//! The driver never allocates.
+//!
+//! Milliseconds become [`Duration`]s only here, at the edge
+//! ([`duration_from_ms`], [`ms_from_duration`]).
+//!
+//! ```
+//! use autoretry::{embassy::Driver, AssistantMessage, Input, Machine, Output, StopReason};
+//! use embassy_sync::{blocking_mutex::raw::NoopRawMutex, channel::Channel};
+//!
+//! async fn host(inputs: &Channel<NoopRawMutex, Input<'static>, 4>) {
+//!     let mut driver = Driver::new(Machine::default(), inputs.receiver());
+//!     inputs.try_send(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
+//!     loop {
+//!         let step = driver.next().await;
+//!         for output in step.outputs.unwrap_or_default() {
+//!             match output {
+//!                 // The backoff (2 s) is over: run the agent again; it succeeds.
+//!                 Output::ContinueAgent => inputs.try_send(Input::AgentEnd {
+//!                     message: AssistantMessage::new(StopReason::Stop),
+//!                     now_ms: None,
+//!                 }).unwrap(),
+//!                 Output::Settled => return,
+//!                 _ => {}
+//!             }
+//!         }
+//!     }
+//! }
+//! # // In this example the mock time driver of the tests advances by itself.
+//! # use core::future::Future;
+//! # let inputs = Channel::new();
+//! # let mut run = core::pin::pin!(host(&inputs));
+//! # let waker = std::task::Waker::from(std::sync::Arc::new(Noop));
+//! # struct Noop;
+//! # impl std::task::Wake for Noop { fn wake(self: std::sync::Arc<Self>) {} }
+//! # let mut cx = core::task::Context::from_waker(&waker);
+//! # while run.as_mut().poll(&mut cx).is_pending() {
+//! #     embassy_time::MockDriver::get().advance(embassy_time::Duration::from_millis(500));
+//! # }
+//! ```
+
+use embassy_futures::select::{select, Either};
+use embassy_sync::blocking_mutex::raw::RawMutex;
+pub use embassy_sync::channel::Channel;
+use embassy_sync::channel::Receiver;
+use embassy_time::{Duration, Instant, Timer};
+
+use crate::{Input, Machine, Output, Outputs, Refused, TimerId};
+
+/// `ms` milliseconds as an embassy [`Duration`], rounded up to whole ticks
+/// (a backoff never ends early); [`Duration::MAX`] when it does not fit.
+///
+/// ```
+/// use autoretry::embassy::duration_from_ms;
+/// assert_eq!(duration_from_ms(2000).as_millis(), 2000);
+/// assert_eq!(duration_from_ms(u64::MAX), embassy_time::Duration::MAX);
+/// ```
+pub fn duration_from_ms(ms: u64) -> Duration {
+    Duration::try_from_millis(ms).unwrap_or(Duration::MAX)
+}
+
+/// A [`Duration`] in whole milliseconds, rounded down.
+///
+/// ```
+/// use autoretry::embassy::ms_from_duration;
+/// assert_eq!(ms_from_duration(embassy_time::Duration::from_micros(2_999)), 2);
+/// ```
+pub fn ms_from_duration(duration: Duration) -> u64 {
+    duration.as_millis()
+}
+
+/// What one [`Driver::next`] did: the input it fed (from the channel, or
+/// `timer_fired` from its own timer) and the machine's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step<'a> {
+    /// The input fed to the machine.
+    pub input: Input<'a>,
+    /// Its outputs, or why it was refused (spec §6a).
+    pub outputs: Result<Outputs<'a>, Refused>,
+}
+
+/// The machine driven on embassy: inputs from a channel, the backoff on an
+/// embassy-time [`Timer`]. See the [module docs](self) for a whole loop.
+pub struct Driver<'ch, 'a, M: RawMutex, const N: usize> {
+    machine: Machine,
+    inputs: Receiver<'ch, M, Input<'a>, N>,
+    /// The pending backoff timer and when it fires.
+    timer: Option<(TimerId, Instant)>,
+}
+
+impl<'ch, 'a, M: RawMutex, const N: usize> Driver<'ch, 'a, M, N> {
+    /// A driver for `machine`, reading the host's inputs from `inputs`.
+    ///
+    /// ```
+    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+    /// let driver = Driver::new(Machine::default(), inputs.receiver());
+    /// assert!(driver.timer_deadline().is_none());
+    /// ```
+    pub fn new(machine: Machine, inputs: Receiver<'ch, M, Input<'a>, N>) -> Self {
+        Driver {
+            machine,
+            inputs,
+            timer: None,
+        }
+    }
+
+    /// The machine (for its queries).
+    ///
+    /// ```
+    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+    /// assert!(!Driver::new(Machine::default(), inputs.receiver()).machine().is_retrying());
+    /// ```
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// When the pending backoff timer fires, if one is pending.
+    ///
+    /// ```
+    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+    /// assert_eq!(Driver::new(Machine::default(), inputs.receiver()).timer_deadline(), None);
+    /// ```
+    pub fn timer_deadline(&self) -> Option<Instant> {
+        self.timer.map(|(_, at)| at)
+    }
+
+    /// Waits for the next input or the backoff timer, whichever comes
+    /// first, feeds it to the machine and returns what happened. Timer
+    /// outputs are already carried out; the host carries out the others, in
+    /// order, before it calls `next` again.
+    ///
+    /// When both are ready at once, the timer goes first; the input stays in
+    /// the channel for the next call.
+    ///
+    /// Cancel-safe: dropping the future before it completes loses nothing
+    /// (an input is taken from the channel only when the future completes
+    /// with it).
+    ///
+    /// ```
+    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+    /// let mut driver = Driver::new(Machine::default(), inputs.receiver());
+    /// inputs.try_send(Input::Abort).unwrap();
+    /// let step = embassy_futures::block_on(driver.next());
+    /// assert_eq!(step.input, Input::Abort);
+    /// assert_eq!(step.outputs.unwrap()[..], [autoretry::Output::AbortAgent]);
+    /// ```
+    pub async fn next(&mut self) -> Step<'a> {
+        let input = match self.timer {
+            Some((timer, at)) => match select(Timer::at(at), self.inputs.receive()).await {
+                Either::First(()) => Input::TimerFired { timer },
+                Either::Second(input) => input,
+            },
+            None => self.inputs.receive().await,
+        };
+        let outputs = self.machine.handle(input);
+        if let Ok(outputs) = &outputs {
+            for output in outputs {
+                match *output {
+                    Output::Sleep { ms, timer } => {
+                        let at = Instant::now().saturating_add(duration_from_ms(ms));
+                        self.timer = Some((timer, at));
+                    }
+                    Output::CancelTimer { timer }
+                        if self.timer.is_some_and(|(pending, _)| pending == timer) =>
+                    {
+                        self.timer = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Only the machine's pending timer stays armed (one that fired, or
+        // a chain that ended, disarms it).
+        if self.timer.map(|(timer, _)| timer) != self.machine.pending_timer() {
+            self.timer = None;
+        }
+        Step { input, outputs }
+    }
+}

@@ -1,0 +1,386 @@
+//! The C ABI (`autoretry::ffi`) driven natively: every vector through it,
+//! its JSON against `wire`'s serde output byte for byte, and every error code.
+//! The pool is shared by the whole process, so the tests here take turns.
+#![cfg(all(feature = "ffi", feature = "json"))]
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use autoretry::ffi::*;
+use autoretry::wire::json::{InputOwned, VectorLine};
+use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
+use serde_json::Value;
+
+static TURN: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn stop_code(reason: StopReason) -> u32 {
+    match reason {
+        StopReason::Stop => STOP_STOP,
+        StopReason::Length => STOP_LENGTH,
+        StopReason::ToolUse => STOP_TOOL_USE,
+        StopReason::Error => STOP_ERROR,
+        StopReason::Aborted => STOP_ABORTED,
+    }
+}
+
+/// A machine in the pool, freed on drop.
+struct Handle(i32);
+
+impl Handle {
+    fn new(settings: RetrySettings, host: HostOptions) -> Self {
+        let h = autoretry_new(
+            u32::from(settings.enabled),
+            settings.max_retries,
+            settings.base_delay_ms,
+            host.context_window,
+            u32::from(host.credential_store),
+        );
+        assert!(h >= 0, "autoretry_new: {h}");
+        Handle(h)
+    }
+
+    /// Feeds one input; `Ok(json)` or the error code.
+    fn feed(&self, input: &InputOwned) -> Result<String, i32> {
+        let mut out = vec![0u8; OUT_BUFFER_LEN];
+        let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
+        let h = self.0;
+        // SAFETY: texts and `out` are live, disjoint and of the given lengths.
+        let n = unsafe {
+            match input {
+                InputOwned::MessageEnd { message } | InputOwned::AgentEnd { message, .. } => {
+                    let (ptr, len) = match &message.error_message {
+                        Some(t) => (t.as_ptr(), t.len() as i32),
+                        None => (std::ptr::null(), -1),
+                    };
+                    let usage = message.usage.unwrap_or_default();
+                    let has_usage = u32::from(message.usage.is_some());
+                    let stop = stop_code(message.stop_reason);
+                    if let InputOwned::AgentEnd { now_ms, .. } = input {
+                        autoretry_agent_end(
+                            h,
+                            stop,
+                            ptr,
+                            len,
+                            has_usage,
+                            usage.input,
+                            usage.cache_read,
+                            u32::from(now_ms.is_some()),
+                            now_ms.unwrap_or(0),
+                            o,
+                            cap,
+                        )
+                    } else {
+                        autoretry_message_end(
+                            h,
+                            stop,
+                            ptr,
+                            len,
+                            has_usage,
+                            usage.input,
+                            usage.cache_read,
+                            o,
+                            cap,
+                        )
+                    }
+                }
+                InputOwned::TimerFired { timer } => autoretry_timer_fired(h, *timer, o, cap),
+                InputOwned::UsageLimitMarked { switched } => {
+                    autoretry_usage_limit_marked(h, u32::from(*switched), o, cap)
+                }
+                InputOwned::AbortRetry => autoretry_abort_retry(h, o, cap),
+                InputOwned::Abort => autoretry_abort(h, o, cap),
+                InputOwned::SetAutoRetry { enabled } => {
+                    autoretry_set_auto_retry(h, u32::from(*enabled), o, cap)
+                }
+                InputOwned::Settings(s) => autoretry_settings(
+                    h,
+                    u32::from(s.enabled),
+                    s.max_retries,
+                    s.base_delay_ms,
+                    o,
+                    cap,
+                ),
+                InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
+            }
+        };
+        if n < 0 {
+            return Err(n);
+        }
+        Ok(String::from_utf8(out[..n as usize].to_vec()).expect("UTF-8"))
+    }
+
+    fn state(&self) -> Value {
+        let mut out = [0u8; 128];
+        // SAFETY: `out` is live and `out.len()` bytes long.
+        let n = unsafe { autoretry_state(self.0, out.as_mut_ptr(), out.len() as u32) };
+        assert!(n > 0, "autoretry_state: {n}");
+        serde_json::from_slice(&out[..n as usize]).unwrap()
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        assert_eq!(autoretry_free(self.0), 0);
+    }
+}
+
+#[test]
+fn every_vector_step_passes_through_the_c_abi() {
+    let _turn = turn();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let mut paths: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    let mut steps = 0;
+    for path in &paths {
+        let text = fs::read_to_string(path).unwrap();
+        let mut handle: Option<Handle> = None;
+        let mut timers: Vec<u64> = Vec::new();
+        for (index, line) in text.split('\n').enumerate() {
+            let at = format!("{}:{}", path.display(), index + 1);
+            let input = match VectorLine::parse(line).unwrap() {
+                None => continue,
+                Some(VectorLine::Scenario(header)) => {
+                    handle = Some(Handle::new(header.settings, header.host));
+                    timers.clear();
+                    continue;
+                }
+                Some(VectorLine::Step(input)) => input,
+            };
+            let h = handle.as_ref().expect("a scenario line first");
+            let want: Value = serde_json::from_str(line).unwrap();
+            let want_refused = want.get("refused") == Some(&Value::Bool(true));
+            // Timer ordinals to the module's ids; one never produced is skipped.
+            let input = match input {
+                InputOwned::TimerFired { timer } => {
+                    match timer.checked_sub(1).and_then(|i| timers.get(i as usize)) {
+                        Some(&id) => InputOwned::TimerFired { timer: id },
+                        None => {
+                            assert_eq!(want["out"], Value::Array(vec![]), "{at}");
+                            steps += 1;
+                            continue;
+                        }
+                    }
+                }
+                other => other,
+            };
+            let got = match input {
+                InputOwned::Invalid { .. } => Err(ERR_REFUSED),
+                ref input => h.feed(input),
+            };
+            match got {
+                Err(ERR_REFUSED) => assert!(want_refused, "{at}: refused"),
+                Err(code) => panic!("{at}: error {code}"),
+                Ok(json) => {
+                    assert!(!want_refused, "{at}: accepted");
+                    let mut out: Vec<Value> = serde_json::from_str(&json).unwrap();
+                    for o in &mut out {
+                        let ty = o["type"].as_str().unwrap().to_owned();
+                        let id = o["timer"].as_u64();
+                        match (ty.as_str(), id) {
+                            ("sleep", Some(id)) => {
+                                timers.push(id);
+                                o["timer"] = timers.len().into();
+                            }
+                            ("cancel_timer", Some(id)) => {
+                                let k = timers.iter().rposition(|&t| t == id).unwrap();
+                                o["timer"] = (k + 1).into();
+                            }
+                            _ => {}
+                        }
+                    }
+                    assert_eq!(Value::Array(out), want["out"], "{at}");
+                }
+            }
+            assert_eq!(h.state(), want["state"], "{at}");
+            steps += 1;
+        }
+    }
+    assert!(steps > 100, "only {steps} steps");
+}
+
+/// The hand-written JSON is byte for byte `wire`'s serde output.
+#[test]
+fn json_matches_serde_byte_for_byte() {
+    let _turn = turn();
+    let texts = [
+        "503 \"quoted\" \\ back\tslash\n\r\u{8}\u{c}\u{1}\u{1f}\u{7f}",
+        "overloaded \u{2028}\u{2029} ünïcödé 🚀",
+        "rate limit",
+    ];
+    for text in texts {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(u64::MAX);
+        let h = Handle::new(settings, HostOptions::default());
+        let mut native = Machine::new(settings, HostOptions::default());
+        let inputs = [
+            InputOwned::AgentEnd {
+                message: autoretry::wire::json::MessageOwned {
+                    stop_reason: StopReason::Error,
+                    error_message: Some(text.into()),
+                    usage: None,
+                },
+                now_ms: None,
+            },
+            InputOwned::AbortRetry,
+        ];
+        for input in &inputs {
+            let want = serde_json::to_string(
+                &native
+                    .handle(input.as_input("").unwrap())
+                    .unwrap()
+                    .as_slice(),
+            )
+            .unwrap();
+            assert_eq!(h.feed(input).unwrap(), want, "{text:?}");
+        }
+    }
+}
+
+#[test]
+fn usage_limit_answer_passes_back_the_kept_text() {
+    let _turn = turn();
+    let h = Handle::new(
+        RetrySettings::DEFAULT,
+        HostOptions::default().with_credential_store(true),
+    );
+    let text = "x".repeat(MAX_TEXT - 20) + " usage_limit_reached";
+    let mut native = Machine::new(
+        RetrySettings::DEFAULT,
+        HostOptions::default().with_credential_store(true),
+    );
+    let end = InputOwned::AgentEnd {
+        message: autoretry::wire::json::MessageOwned {
+            stop_reason: StopReason::Error,
+            error_message: Some(text.clone()),
+            usage: None,
+        },
+        now_ms: None,
+    };
+    let marked = InputOwned::UsageLimitMarked { switched: false };
+    let want = serde_json::to_string(&native.handle(end.as_input("").unwrap()).unwrap().as_slice())
+        .unwrap();
+    assert_eq!(h.feed(&end).unwrap(), want);
+    // The machine keeps only a fingerprint; the slot's copy answers.
+    let want = serde_json::to_string(
+        &native
+            .handle(Input::UsageLimitMarked {
+                switched: false,
+                error_message: &text,
+            })
+            .unwrap()
+            .as_slice(),
+    )
+    .unwrap();
+    assert_eq!(h.feed(&marked).unwrap(), want);
+    assert!(want.contains(&text));
+}
+
+#[test]
+fn error_codes() {
+    let _turn = turn();
+    let mut out = [0u8; 64];
+    let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
+    // Unknown handles.
+    for bad in [-1, POOL_SIZE as i32, i32::MAX] {
+        assert_eq!(autoretry_free(bad), ERR_HANDLE);
+        // SAFETY: `out` is live and `cap` bytes long.
+        assert_eq!(unsafe { autoretry_abort(bad, o, cap) }, ERR_HANDLE);
+    }
+    // A full pool, then a freed slot is reused.
+    let handles: Vec<Handle> = (0..POOL_SIZE)
+        .map(|_| Handle::new(RetrySettings::DEFAULT, HostOptions::default()))
+        .collect();
+    assert_eq!(autoretry_new(1, 3, 2000, 0, 0), ERR_POOL_FULL);
+    let freed = handles[3].0;
+    drop(handles);
+    let h = Handle::new(RetrySettings::DEFAULT, HostOptions::default());
+    assert!(h.0 <= freed);
+    // SAFETY: `out` is live and `cap` bytes long; texts are live and of the
+    // given lengths (the overlap case points into `out` on purpose).
+    unsafe {
+        let bad_utf8 = [b'5', 0xff];
+        assert_eq!(
+            autoretry_agent_end(h.0, STOP_ERROR, bad_utf8.as_ptr(), 2, 0, 0, 0, 0, 0, o, cap),
+            ERR_UTF8
+        );
+        let long = vec![b'a'; MAX_TEXT + 1];
+        assert_eq!(
+            autoretry_agent_end(
+                h.0,
+                STOP_ERROR,
+                long.as_ptr(),
+                long.len() as i32,
+                0,
+                0,
+                0,
+                0,
+                0,
+                o,
+                cap
+            ),
+            ERR_TEXT_LEN
+        );
+        assert_eq!(
+            autoretry_agent_end(h.0, STOP_ERROR, long.as_ptr(), -2, 0, 0, 0, 0, 0, o, cap),
+            ERR_TEXT_LEN
+        );
+        assert_eq!(
+            autoretry_agent_end(h.0, 9, std::ptr::null(), -1, 0, 0, 0, 0, 0, o, cap),
+            ERR_ARG
+        );
+        assert_eq!(
+            autoretry_agent_end(h.0, STOP_ERROR, std::ptr::null(), 3, 0, 0, 0, 0, 0, o, cap),
+            ERR_ARG
+        );
+        assert_eq!(
+            autoretry_agent_end(h.0, STOP_ERROR, o.add(8), 4, 0, 0, 0, 0, 0, o, cap),
+            ERR_ARG
+        );
+        assert_eq!(autoretry_abort(h.0, std::ptr::null_mut(), 8), ERR_ARG);
+        // None of those reached the machine.
+        assert_eq!(h.state()["isRetrying"], false);
+
+        // Too small a buffer: the input was handled, the outputs are lost.
+        let text = "overloaded";
+        let mut tiny = [0u8; 8];
+        assert_eq!(
+            autoretry_agent_end(
+                h.0,
+                STOP_ERROR,
+                text.as_ptr(),
+                text.len() as i32,
+                0,
+                0,
+                0,
+                0,
+                0,
+                tiny.as_mut_ptr(),
+                tiny.len() as u32
+            ),
+            ERR_OUT_TOO_SMALL
+        );
+        assert_eq!(h.state()["isRetrying"], true);
+        // The agent must not run during the backoff.
+        assert_eq!(
+            autoretry_agent_end(h.0, STOP_STOP, std::ptr::null(), -1, 0, 0, 0, 0, 0, o, cap),
+            ERR_REFUSED
+        );
+        assert_eq!(autoretry_pending_timer(h.0), 1);
+        let n = autoretry_timer_fired(h.0, 1, o, cap);
+        assert_eq!(&out[..n as usize], br#"[{"type":"continue_agent"}]"#);
+    }
+    // The exchange buffers are distinct and of the stated sizes.
+    let (t, b) = (
+        autoretry_text_buffer() as usize,
+        autoretry_out_buffer() as usize,
+    );
+    assert!(t + MAX_TEXT <= b || b + OUT_BUFFER_LEN <= t);
+}

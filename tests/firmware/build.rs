@@ -1,0 +1,263 @@
+//! Turns the vendored conformance vectors (`../vectors/*.jsonl`) into Rust
+//! statics (`$OUT_DIR/vectors.rs`): per scenario its settings and host
+//! options, per step the input, the expected outputs (timers as the vectors'
+//! ordinals), the expected state and whether the input is refused. The
+//! firmware carries no JSON and no parser.
+//!
+//! Inputs are decoded with the crate's strict decoder
+//! (`autoretry::wire::json::VectorLine`): a settings group it rejects
+//! becomes `In::Invalid`, an input the host refuses without asking the
+//! machine. Expected outputs are read with serde_json alone.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::{env, fs};
+
+use autoretry::wire::json::{InputOwned, MessageOwned, VectorLine};
+use serde_json::Value;
+
+fn main() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets it"));
+
+    // The linker script of cortex-m-rt includes memory.x from the search path.
+    fs::copy(manifest.join("memory.x"), out_dir.join("memory.x")).expect("memory.x");
+    println!("cargo:rustc-link-search={}", out_dir.display());
+    println!("cargo:rerun-if-changed=memory.x");
+
+    let vectors = manifest.join("../vectors");
+    println!("cargo:rerun-if-changed={}", vectors.display());
+    let mut paths: Vec<PathBuf> = fs::read_dir(&vectors)
+        .unwrap_or_else(|e| panic!("{}: {e}", vectors.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no vectors in {}", vectors.display());
+
+    let mut code = String::from("pub static SCENARIOS: &[Scenario] = &[\n");
+    let (mut scenarios, mut steps) = (0, 0);
+    for path in &paths {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let text = fs::read_to_string(path).expect("vector file");
+        let mut open = false;
+        // Vector lines are separated by `\n` only.
+        for (index, line) in text.split('\n').enumerate() {
+            let at = || format!("{}:{}", file_name(path), index + 1);
+            let parsed = VectorLine::parse(line).unwrap_or_else(|e| panic!("{}: {e}", at()));
+            match parsed {
+                None => {}
+                Some(VectorLine::Scenario(header)) => {
+                    if open {
+                        code.push_str("    ] },\n");
+                    }
+                    open = true;
+                    scenarios += 1;
+                    let s = header.settings;
+                    let h = header.host;
+                    writeln!(
+                        code,
+                        "    Scenario {{ name: {:?}, settings: RetrySettings {{ enabled: {}, max_retries: {}, base_delay_ms: {} }}, \
+                         host: HostOptions {{ context_window: {}, credential_store: {} }}, steps: &[",
+                        header.name, s.enabled, s.max_retries, s.base_delay_ms, h.context_window, h.credential_store
+                    )
+                    .unwrap();
+                }
+                Some(VectorLine::Step(input)) => {
+                    assert!(open, "{}: a step before any scenario line", at());
+                    steps += 1;
+                    let obj: Value = serde_json::from_str(line).expect("parsed above");
+                    let out = obj["out"]
+                        .as_array()
+                        .unwrap_or_else(|| panic!("{}: `out` must be an array", at()));
+                    let outs: Vec<String> = out
+                        .iter()
+                        .map(|o| output(o).unwrap_or_else(|e| panic!("{}: out: {e}", at())))
+                        .collect();
+                    let state = &obj["state"];
+                    let flag = |key: &str| {
+                        state[key]
+                            .as_bool()
+                            .unwrap_or_else(|| panic!("{}: state.{key}", at()))
+                    };
+                    let attempt = state["retryAttempt"]
+                        .as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .unwrap_or_else(|| panic!("{}: state.retryAttempt", at()));
+                    let refused = match obj.get("refused") {
+                        None => false,
+                        Some(v) => v.as_bool().unwrap_or_else(|| panic!("{}: refused", at())),
+                    };
+                    writeln!(
+                        code,
+                        "        Step {{ line: {}, input: {}, out: &[{}], state: RetryState {{ auto_retry_enabled: {}, is_retrying: {}, retry_attempt: {} }}, refused: {} }},",
+                        index + 1,
+                        input_code(&input),
+                        outs.join(", "),
+                        flag("autoRetryEnabled"),
+                        flag("isRetrying"),
+                        attempt,
+                        refused
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        if open {
+            code.push_str("    ] },\n");
+        }
+    }
+    code.push_str("];\n");
+    writeln!(code, "pub const SCENARIO_COUNT: usize = {scenarios};").unwrap();
+    writeln!(code, "pub const STEP_COUNT: usize = {steps};").unwrap();
+    fs::write(out_dir.join("vectors.rs"), code).expect("write vectors.rs");
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A Rust string literal (`{:?}` of a `str` is one).
+fn lit(text: &str) -> String {
+    format!("{text:?}")
+}
+
+fn opt_lit(text: Option<&str>) -> String {
+    match text {
+        Some(t) => format!("Some({})", lit(t)),
+        None => "None".into(),
+    }
+}
+
+fn opt_u64(n: Option<u64>) -> String {
+    match n {
+        Some(n) => format!("Some({n})"),
+        None => "None".into(),
+    }
+}
+
+fn message_code(m: &MessageOwned) -> String {
+    let usage = match m.usage {
+        Some(u) => format!(
+            "Some(Usage {{ input: {}, cache_read: {} }})",
+            u.input, u.cache_read
+        ),
+        None => "None".into(),
+    };
+    format!(
+        "AssistantMessage {{ stop_reason: StopReason::{:?}, error_message: {}, usage: {} }}",
+        m.stop_reason,
+        opt_lit(m.error_message.as_deref()),
+        usage
+    )
+}
+
+fn input_code(input: &InputOwned) -> String {
+    match input {
+        InputOwned::MessageEnd { message } => format!(
+            "In::Machine(Input::MessageEnd {{ message: {} }})",
+            message_code(message)
+        ),
+        InputOwned::AgentEnd { message, now_ms } => format!(
+            "In::Machine(Input::AgentEnd {{ message: {}, now_ms: {} }})",
+            message_code(message),
+            opt_u64(*now_ms)
+        ),
+        InputOwned::TimerFired { timer } => format!("In::TimerFired {{ ordinal: {timer} }}"),
+        InputOwned::UsageLimitMarked { switched } => {
+            format!("In::UsageLimitMarked {{ switched: {switched} }}")
+        }
+        InputOwned::AbortRetry => "In::Machine(Input::AbortRetry)".into(),
+        InputOwned::Abort => "In::Machine(Input::Abort)".into(),
+        InputOwned::SetAutoRetry { enabled } => {
+            format!("In::Machine(Input::SetAutoRetry {{ enabled: {enabled} }})")
+        }
+        InputOwned::Settings(s) => format!(
+            "In::Machine(Input::Settings(RetrySettings {{ enabled: {}, max_retries: {}, base_delay_ms: {} }}))",
+            s.enabled, s.max_retries, s.base_delay_ms
+        ),
+        InputOwned::Invalid { .. } => "In::Invalid".into(),
+    }
+}
+
+fn u64_field(o: &Value, key: &str) -> Result<u64, String> {
+    o[key]
+        .as_u64()
+        .ok_or_else(|| format!("`{key}` must be a non-negative integer"))
+}
+
+fn u32_field(o: &Value, key: &str) -> Result<u32, String> {
+    u32::try_from(u64_field(o, key)?).map_err(|_| format!("`{key}` must fit u32"))
+}
+
+fn bool_field(o: &Value, key: &str) -> Result<bool, String> {
+    o[key]
+        .as_bool()
+        .ok_or_else(|| format!("`{key}` must be a boolean"))
+}
+
+fn str_field<'a>(o: &'a Value, key: &str) -> Result<&'a str, String> {
+    o[key]
+        .as_str()
+        .ok_or_else(|| format!("`{key}` must be a string"))
+}
+
+/// One expected output as Rust code.
+fn output(o: &Value) -> Result<String, String> {
+    let ty = str_field(o, "type")?;
+    Ok(match ty {
+        "emit" => {
+            let e = &o["event"];
+            match str_field(e, "type")? {
+                "auto_retry_start" => format!(
+                    "Out::Machine(Output::Emit(Event::Start {{ attempt: {}, max_attempts: {}, delay_ms: {}, error_message: {} }}))",
+                    u32_field(e, "attempt")?,
+                    u32_field(e, "maxAttempts")?,
+                    u64_field(e, "delayMs")?,
+                    lit(str_field(e, "errorMessage")?)
+                ),
+                "auto_retry_end" => {
+                    let final_error = match e.get("finalError") {
+                        None => None,
+                        Some(v) => Some(v.as_str().ok_or("`finalError` must be a string")?),
+                    };
+                    format!(
+                        "Out::Machine(Output::Emit(Event::End {{ success: {}, attempt: {}, final_error: {} }}))",
+                        bool_field(e, "success")?,
+                        u32_field(e, "attempt")?,
+                        opt_lit(final_error)
+                    )
+                }
+                other => return Err(format!("unknown event {other:?}")),
+            }
+        }
+        "drop_trailing_error" => "Out::Machine(Output::DropTrailingError)".into(),
+        "sleep" => format!(
+            "Out::Sleep {{ ms: {}, ordinal: {} }}",
+            u64_field(o, "ms")?,
+            u64_field(o, "timer")?
+        ),
+        "cancel_timer" => format!("Out::CancelTimer {{ ordinal: {} }}", u64_field(o, "timer")?),
+        "continue_agent" => "Out::Machine(Output::ContinueAgent)".into(),
+        "mark_usage_limit" => {
+            let after = match o.get("retryAfterMs") {
+                Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_u64()
+                        .ok_or("`retryAfterMs` must be an integer or null")?,
+                ),
+                None => return Err("`retryAfterMs` missing".into()),
+            };
+            format!(
+                "Out::Machine(Output::MarkUsageLimit {{ retry_after_ms: {} }})",
+                opt_u64(after)
+            )
+        }
+        "check_compaction" => "Out::Machine(Output::CheckCompaction)".into(),
+        "abort_agent" => "Out::Machine(Output::AbortAgent)".into(),
+        "settled" => "Out::Machine(Output::Settled)".into(),
+        other => return Err(format!("unknown output {other:?}")),
+    })
+}

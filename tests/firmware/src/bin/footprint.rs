@@ -1,0 +1,66 @@
+//! The retry core alone: a machine fed inputs the optimizer cannot see
+//! through (`black_box`), every input kind and every classifier path, with
+//! the outputs consumed the same way. `tests/size-report.sh` subtracts the
+//! flash of `baseline` (the same runtime without the machine) from this
+//! binary's to get the footprint of the machine and its classifier.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use core::panic::PanicInfo;
+
+use autoretry::{
+    AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason, TimerId,
+    Usage,
+};
+use cortex_m_rt::entry;
+
+#[entry]
+fn main() -> ! {
+    let mut machine = Machine::new(
+        black_box(RetrySettings::DEFAULT),
+        black_box(HostOptions::default()),
+    );
+    loop {
+        let text: &str = black_box("529 overloaded_error");
+        let message = AssistantMessage {
+            stop_reason: black_box(StopReason::Error),
+            error_message: Some(text),
+            usage: black_box(Some(Usage::default())),
+        };
+        let inputs = [
+            Input::MessageEnd { message },
+            Input::AgentEnd {
+                message,
+                now_ms: black_box(None),
+            },
+            Input::TimerFired {
+                timer: black_box(TimerId(1)),
+            },
+            Input::UsageLimitMarked {
+                switched: black_box(true),
+                error_message: text,
+            },
+            Input::AbortRetry,
+            Input::Abort,
+            Input::SetAutoRetry {
+                enabled: black_box(true),
+            },
+            Input::Settings(black_box(RetrySettings::DEFAULT)),
+        ];
+        for input in inputs {
+            if let Ok(outputs) = machine.handle(black_box(input)) {
+                for output in &outputs {
+                    black_box::<&Output<'_>>(output);
+                }
+            }
+            black_box(machine.state());
+        }
+    }
+}
+
+#[panic_handler]
+fn panic(_: &PanicInfo) -> ! {
+    #[allow(clippy::empty_loop)]
+    loop {}
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Prints the footprint of the retry core (the machine and its classifier):
+#
+# - flash (.text + .rodata) on thumbv7m-none-eabi at opt-level "z": the
+#   firmware's `footprint` binary (a machine fed every input kind) minus its
+#   `baseline` binary (the same runtime without the machine), with the
+#   largest parts by symbol (the crate's own, float parsing, compiler
+#   helpers, anonymous constants such as the DFA tables);
+# - the size of the WebAssembly module (feature `ffi`), with its code and
+#   data sections.
+#
+# Goals, reported against (not asserted): core + classifier <= 48 KiB of
+# flash; .wasm <= 64 KiB. ELF and wasm headers are read with python3, so no
+# binutils are needed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rustup target add thumbv7m-none-eabi >/dev/null 2>&1 || true
+(cd tests/firmware && cargo build --quiet --release --bin footprint --bin baseline)
+wasm=$(tests/wasm/build.sh)
+elf=tests/firmware/target/thumbv7m-none-eabi/release
+
+python3 - "$elf/footprint" "$elf/baseline" "$wasm" <<'PY'
+import struct
+import sys
+
+def elf_sections(path):
+    """{name: size} of an ELF32 little-endian file, and its symbols."""
+    data = open(path, "rb").read()
+    assert data[:4] == b"\x7fELF" and data[4] == 1 and data[5] == 1, "ELF32 LE expected"
+    shoff, = struct.unpack_from("<I", data, 0x20)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
+    headers = [struct.unpack_from("<IIIIIIIIII", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = headers[shstrndx]
+    def name(table, offset):
+        start = table[4] + offset
+        return data[start:data.index(b"\0", start)].decode()
+    section_names = [name(strtab, h[0]) for h in headers]
+    sections = {n: h[5] for n, h in zip(section_names, headers)}
+    # Symbols in flash (.text, .rodata), each address counted once.
+    symbols, seen = [], set()
+    for h in headers:
+        if h[1] == 2:  # SHT_SYMTAB
+            names = headers[h[6]]
+            for off in range(h[4], h[4] + h[5], 16):
+                st_name, value, size, _info, _other, shndx = struct.unpack_from("<IIIBBH", data, off)
+                if shndx < len(section_names) and section_names[shndx] in (".text", ".rodata") and size and value not in seen:
+                    seen.add(value)
+                    symbols.append((name(names, st_name), size))
+    return sections, symbols
+
+def flash(sections):
+    return sections.get(".text", 0) + sections.get(".rodata", 0)
+
+def leb(data, i):
+    shift = value = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, i
+
+def wasm_sections(path):
+    data = open(path, "rb").read()
+    assert data[:4] == b"\0asm", "wasm expected"
+    i, sizes = 8, {}
+    while i < len(data):
+        kind = data[i]
+        size, i = leb(data, i + 1)
+        sizes[kind] = sizes.get(kind, 0) + size
+        i += size
+    return len(data), sizes
+
+kib = lambda n: f"{n / 1024:.1f} KiB"
+footprint, symbols = elf_sections(sys.argv[1])
+baseline, baseline_symbols = elf_sections(sys.argv[2])
+delta = lambda name: footprint.get(name, 0) - baseline.get(name, 0)
+core = flash(footprint) - flash(baseline)
+# Symbols are mangled (`_ZN9autoretry...`); anonymous constants are `.Lanon.*`.
+groups = [
+    ("autoretry", "the crate's functions and named statics"),
+    ("dec2flt", "decimal float parsing (core::num::dec2flt)"),
+    ("compiler_builtins", "compiler helpers (compiler_builtins)"),
+    (".Lanon", "anonymous constants (tables, strings)"),
+]
+def grouped(symbols):
+    parts = {key: 0 for key, _ in groups}
+    for name, size in symbols:
+        for key, _ in groups:
+            if key in name:
+                parts[key] += size
+                break
+    return parts
+parts = grouped(symbols)
+for key, size in grouped(baseline_symbols).items():
+    parts[key] -= size
+rest = core - sum(parts.values())
+total, sections = wasm_sections(sys.argv[3])
+
+print("Footprint of the retry core (machine + classifier)")
+print(f"  thumbv7m-none-eabi, opt-level z, flash (.text + .rodata): {core} bytes ({kib(core)}; goal <= 48 KiB: {'met' if core <= 48 * 1024 else 'NOT met'})")
+print(f"    .text {delta('.text')} bytes, .rodata {delta('.rodata')} bytes; by symbol:")
+for key, label in groups:
+    print(f"      {parts[key]:>7} bytes  {label}")
+print(f"      {rest:>7} bytes  the rest: code inlined into the program, data without symbols")
+print(f"    also .data {delta('.data')} bytes (flash and RAM), .bss {delta('.bss')} bytes (RAM)")
+print(f"  wasm32-unknown-unknown (feature ffi), .wasm: {total} bytes ({kib(total)}; goal <= 64 KiB: {'met' if total <= 64 * 1024 else 'NOT met'})")
+print(f"    code section {sections.get(10, 0)} bytes, data section {sections.get(11, 0)} bytes")
+PY
