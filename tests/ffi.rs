@@ -384,3 +384,57 @@ fn error_codes() {
     );
     assert!(t + MAX_TEXT <= b || b + OUT_BUFFER_LEN <= t);
 }
+
+/// Calls every exported function once, through the exported exchange
+/// buffers as a WebAssembly host would: small enough to run under Miri.
+#[test]
+fn every_entry_point_once() {
+    let _turn = turn();
+    assert_eq!(autoretry_max_text() as usize, MAX_TEXT);
+    assert_eq!(autoretry_out_buffer_len() as usize, OUT_BUFFER_LEN);
+    let (text, out, cap) = (
+        autoretry_text_buffer(),
+        autoretry_out_buffer(),
+        autoretry_out_buffer_len(),
+    );
+    let h = autoretry_new(1, 3, 2000, 0, 1);
+    assert!(h >= 0);
+    let error = b"usage limit";
+    // SAFETY: the exchange buffers are MAX_TEXT and OUT_BUFFER_LEN bytes
+    // long, disjoint, and only this thread uses them (`turn`).
+    let read = |n: i32| -> String {
+        assert!(n >= 0, "error code {n}");
+        let bytes = unsafe { std::slice::from_raw_parts(out, n as usize) };
+        String::from_utf8(bytes.to_vec()).unwrap()
+    };
+    unsafe {
+        std::ptr::copy_nonoverlapping(error.as_ptr(), text, error.len());
+        let len = error.len() as i32;
+        let n = autoretry_agent_end(h, STOP_ERROR, text, len, 0, 0, 0, 0, 0, out, cap);
+        assert_eq!(
+            read(n),
+            r#"[{"type":"mark_usage_limit","retryAfterMs":null}]"#
+        );
+        let n = autoretry_message_end(h, STOP_STOP, text, -1, 0, 0, 0, out, cap);
+        assert_eq!(n, ERR_REFUSED);
+        let n = autoretry_usage_limit_marked(h, 1, out, cap);
+        assert!(read(n).ends_with(r#"{"type":"sleep","ms":0,"timer":1}]"#));
+        let timer = autoretry_pending_timer(h);
+        assert_eq!(read(autoretry_set_auto_retry(h, 1, out, cap)), "[]");
+        assert_eq!(read(autoretry_settings(h, 1, 3, 10, out, cap)), "[]");
+        let n = autoretry_timer_fired(h, timer, out, cap);
+        assert_eq!(read(n), r#"[{"type":"continue_agent"}]"#);
+        let n = autoretry_abort_retry(h, out, cap);
+        assert!(read(n).contains("Retry cancelled"));
+        assert_eq!(
+            read(autoretry_abort(h, out, cap)),
+            r#"[{"type":"abort_agent"}]"#
+        );
+        let n = autoretry_state(h, out, cap);
+        assert_eq!(
+            read(n),
+            r#"{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}"#
+        );
+    }
+    assert_eq!(autoretry_free(h), 0);
+}
