@@ -92,3 +92,9 @@ pub use text::{FailureLine, LoaderLine};
 
 #[cfg(feature = "serde")]
 pub mod wire;
+
+// Fuzz and property-test entry points: they panic on a violated guarantee,
+// so they are hidden from the docs and kept out of the `no_std` core.
+#[cfg(feature = "std")]
+#[doc(hidden)]
+pub mod fuzzing;

@@ -164,6 +164,23 @@ pub fn matches_overflow_bytes(bytes: &[u8]) -> bool {
     scans.into_iter().any(Scan::finish)
 }
 
+/// Whether `text` matches one of the **unanchored** context-overflow
+/// patterns of section 3.3 (all but the last, `^4(00|13)...`). Unlike
+/// [`matches_overflow`], this predicate is monotone in both directions: text
+/// added before or after a match never removes it.
+///
+/// ```
+/// use autoretry::classify::{matches_overflow, matches_overflow_unanchored};
+/// assert!(matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
+/// assert!(matches_overflow_unanchored("error: too many tokens"));
+/// ```
+pub fn matches_overflow_unanchored(text: &str) -> bool {
+    dfa::OVERFLOW
+        .iter()
+        .zip(patterns::OVERFLOW)
+        .any(|(table, source)| !source.starts_with("/^") && search(table, text))
+}
+
 /// Whether the text matches the usage-limit pattern of spec 3.4 (alone).
 ///
 /// ```
