@@ -830,7 +830,8 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
 /// fails, and the outputs checked by a [`Monitor`].
 ///
 /// ```
-/// autoretry::fuzzing::fuzz_rpc_line(br#"\x01{"type":"abort_retry","id":"r2"}"#);
+/// // State 1 (a backoff is pending), then the line.
+/// autoretry::fuzzing::fuzz_rpc_line(b"\x01{\"type\":\"abort_retry\",\"id\":\"r2\"}");
 /// ```
 #[cfg(feature = "json")]
 pub fn fuzz_rpc_line(bytes: &[u8]) {
