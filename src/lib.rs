@@ -113,3 +113,9 @@ pub mod ffi;
 
 #[cfg(feature = "embassy")]
 pub mod embassy;
+
+// Fuzz and property-test entry points: they panic on a violated guarantee,
+// so they are hidden from the docs and kept out of the `no_std` core.
+#[cfg(feature = "std")]
+#[doc(hidden)]
+pub mod fuzzing;

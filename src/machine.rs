@@ -37,7 +37,9 @@ pub enum Input<'a> {
         switched: bool,
         /// The error text of the message that was marked: the same text the
         /// `agent_end` carried. The start event borrows it, so the machine
-        /// never stores messages; a different text is [`Refused`].
+        /// never stores messages; a different text is [`Refused`] (the
+        /// machine compares a 32-bit digest of the text, so a wrong text
+        /// passes only on a digest collision, about one in 2^32).
         error_message: &'a str,
     },
     /// `abort_retry`: cancel the retry (RPC command, or Esc on the loader).
@@ -128,10 +130,11 @@ enum Phase {
     Backoff,
     /// A chain is open and the host was asked to mark a usage limit; the start
     /// event's figures are fixed here (spec §5.1.4).
+    /// (The delay is [`Machine::marked_delay_ms`], kept outside so the
+    /// machine stays within 64 bytes.)
     AwaitingUsageLimit {
-        delay_ms: u64,
         max_attempts: u32,
-        text_fingerprint: u16,
+        text_fingerprint: u32,
     },
 }
 
@@ -181,6 +184,8 @@ pub struct Machine {
     /// The generation of the last timer issued; the pending one in `Backoff`.
     timer: u64,
     attempt: u32,
+    /// In `AwaitingUsageLimit`, the delay fixed at the decision; else 0.
+    marked_delay_ms: u64,
     phase: Phase,
 }
 
@@ -212,6 +217,7 @@ impl Machine {
             host,
             timer: 0,
             attempt: 0,
+            marked_delay_ms: 0,
             phase: Phase::Idle,
         }
     }
@@ -303,7 +309,6 @@ impl Machine {
                 error_message,
             } => {
                 if let Phase::AwaitingUsageLimit {
-                    delay_ms,
                     max_attempts,
                     text_fingerprint,
                 } = self.phase
@@ -311,7 +316,8 @@ impl Machine {
                     if fingerprint(error_message) != text_fingerprint {
                         return Err(Refused::UsageLimitTextMismatch);
                     }
-                    let delay_ms = if switched { 0 } else { delay_ms };
+                    let delay_ms = if switched { 0 } else { self.marked_delay_ms };
+                    self.marked_delay_ms = 0;
                     self.start(error_message, delay_ms, max_attempts, &mut out);
                 }
             }
@@ -383,8 +389,8 @@ impl Machine {
         }
         let delay_ms = self.settings.delay_ms(self.attempt);
         if self.host.credential_store && message.is_usage_limit() {
+            self.marked_delay_ms = delay_ms;
             self.phase = Phase::AwaitingUsageLimit {
-                delay_ms,
                 max_attempts,
                 text_fingerprint: fingerprint(retry_text),
             };
@@ -456,6 +462,7 @@ impl Machine {
             }
         }
         self.attempt = 0;
+        self.marked_delay_ms = 0;
         self.phase = Phase::Idle;
     }
 
@@ -479,12 +486,12 @@ fn push<'a>(out: &mut Outputs<'a>, output: Output<'a>) {
     let _ = out.push(output);
 }
 
-/// A 16-bit digest of the text (FNV-1a, folded), to recognise the text of the
-/// usage-limit answer. It guards against host mistakes, not adversaries, and
-/// keeps the machine within 64 bytes.
-fn fingerprint(text: &str) -> u16 {
-    let hash = text.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
+/// A 32-bit digest of the text (FNV-1a), to recognise the text of the
+/// usage-limit answer. It guards against host mistakes, not adversaries: a
+/// different text passes only when its digest collides (about one text in
+/// 2^32; a 16-bit digest would let one wrong text in 65,536 through).
+fn fingerprint(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5_u32, |hash, byte| {
         (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
-    });
-    (hash >> 16) as u16 ^ hash as u16
+    })
 }

@@ -144,3 +144,29 @@ fn hints_use_the_host_clock_when_given() {
         }]
     );
 }
+
+/// With a 16-bit text digest, this text (found by a search over suffixes)
+/// had the digest of "usage limit 503" and was taken for it.
+#[test]
+fn a_wrong_text_with_a_16_bit_digest_collision_is_refused() {
+    let mut m = Machine::new(
+        RetrySettings::DEFAULT,
+        HostOptions::default().with_credential_store(true),
+    );
+    let _ = m
+        .handle(Input::AgentEnd {
+            message: AssistantMessage::error("usage limit 503"),
+            now_ms: None,
+        })
+        .unwrap();
+    assert!(m.awaits_usage_limit_answer());
+    let before = m.clone();
+    for wrong in ["usage limit 503 #19675", "usage limit 503 "] {
+        let answer = Input::UsageLimitMarked {
+            switched: true,
+            error_message: wrong,
+        };
+        assert_eq!(m.handle(answer), Err(Refused::UsageLimitTextMismatch));
+        assert_eq!(m, before);
+    }
+}

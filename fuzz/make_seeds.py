@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
+
+The seeds come from the committed vectors (tests/vectors/) and the error-text
+corpus (tests/corpus/errors.jsonl), plus machine inputs encoded in the byte
+format that `autoretry::fuzzing::fuzz_machine` reads. Deterministic: running
+it again writes the same files.
+"""
+import hashlib
+import json
+import pathlib
+import random
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "fuzz" / "corpus"
+
+
+def write(target, data):
+    d = OUT / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / hashlib.sha1(data).hexdigest()).write_bytes(data)
+
+
+def corpus_texts():
+    with open(ROOT / "tests" / "corpus" / "errors.jsonl", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f if line.strip()]
+
+
+def vector_lines():
+    for path in sorted((ROOT / "tests" / "vectors").glob("*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)
+
+
+texts = corpus_texts()
+lines = list(vector_lines())
+
+# classify: every corpus text, and a few with invalid UTF-8 and folding letters.
+for t in texts:
+    write("classify", t.encode())
+for extra in [b"rate\xe2\x80limit", b"\xff400 (no body)", "ſervice unavailable".encode(),
+              "too many to\u212aens".encode(), "İnternal error".encode()]:
+    write("classify", extra)
+
+# hint: the corpus texts that carry a hint, with and without a clock.
+now = struct.pack(">Q", 1_700_000_000_000)
+for t in texts:
+    low = t.lower()
+    if "retry-after" in low or "ratelimit-reset" in low:
+        write("hint", b"\x00" + t.encode())
+        write("hint", b"\x01" + now + t.encode())
+for v in lines:
+    msg = (v.get("in") or {}).get("message") or {}
+    t = msg.get("errorMessage")
+    if t and ("retry" in t.lower() or "reset" in t.lower()):
+        write("hint", b"\x01" + now + t.encode())
+
+# settings_json: every settings group of the vectors, valid or not.
+for v in lines:
+    if "settings" in v:
+        write("settings_json", json.dumps(v["settings"]).encode())
+    inp = v.get("in") or {}
+    if inp.get("type") == "settings":
+        write("settings_json", json.dumps(inp["settings"]).encode())
+for raw in ['{"maxRetries":-0}', '{"maxRetries":3.0}', '{"baseDelayMs":18446744073709551616}',
+            '{"enabled":null}', '[]', '{"maxRetries":1,"maxRetries":2}']:
+    write("settings_json", raw.encode())
+
+# rpc_line: the commands of spec 7 on each of the four machine states.
+for state in range(4):
+    for raw in ['{"type":"set_auto_retry","enabled":true,"id":"r1"}',
+                '{"type":"abort_retry","id":"r2"}', '{"type":"get_retry_state"}',
+                '{"type":"set_auto_retry","id":5}', '{"type":"reboot"}', 'not json']:
+        write("rpc_line", bytes([state]) + raw.encode())
+
+# machine: hand-written chains, then random op sequences.
+DEFAULT = bytes([1, 3, 2, 0, 0])  # enabled, maxRetries 3, 2000 ms, no window, no store
+STORE = bytes([1, 3, 2, 0, 1])    # ... with a credential store
+FAIL = bytes([0, 4, 1, 1, 1, 0])  # agent_end, error, "529 overloaded_error", no usage, no clock
+USAGE = bytes([0, 4, 1, 6, 1, 2])  # agent_end, error, usage-limit text, clock
+OK = bytes([0, 0, 0, 1, 0])       # agent_end stop
+FIRE = bytes([14])
+ANSWER = lambda switched: bytes([8, 0 if switched else 1, 1])
+seeds = [
+    DEFAULT + FAIL + FIRE + OK,
+    DEFAULT + (FAIL + FIRE) * 4,
+    DEFAULT + FAIL + bytes([10]) + FIRE,
+    DEFAULT + FAIL + FIRE + bytes([11]),
+    DEFAULT + FAIL + bytes([12, 1]) + FIRE + FAIL,
+    DEFAULT + FAIL + bytes([13, 1, 1, 1]) + FIRE + FAIL,
+    DEFAULT + FAIL + FAIL + bytes([6, 2]),
+    STORE + USAGE + ANSWER(True) + FIRE + USAGE + ANSWER(False),
+    STORE + USAGE + bytes([10]) + ANSWER(True),
+    STORE + USAGE + bytes([8, 0, 0, 5]),
+    bytes([1, 0, 2, 0, 0]) + FAIL,
+    bytes([1, 4, 5, 1, 0]) + bytes([0, 4, 1, 1, 0, 3, 6, 0]),
+]
+for s in seeds:
+    write("machine", s)
+rng = random.Random(5)
+for _ in range(30):
+    write("machine", bytes(rng.randrange(256) for _ in range(rng.randrange(8, 200))))

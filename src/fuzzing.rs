@@ -1,0 +1,930 @@
+//! Entry points for fuzzers (`fuzz/`) and property tests (feature `std`).
+//!
+//! Each `fuzz_*` function takes arbitrary bytes, drives one part of the
+//! crate with them and **panics** when a guarantee of the crate is violated:
+//! that is what a fuzzer looks for. On any input that respects the contract
+//! they return normally. The fuzz targets in `fuzz/fuzz_targets/` are one
+//! line each, calling these functions, so a crash found by a fuzzer can be
+//! replayed by an ordinary test (`tests/fuzz_regressions.rs`).
+//!
+//! [`Monitor`] is the invariant checker of the machine: it watches the
+//! inputs a host feeds and the outputs it gets back, keeps its own account
+//! of the chain (from the outputs and the spec, not from the machine's
+//! internals), and panics on the first violation. The property tests use it
+//! too.
+//!
+//! ```
+//! use autoretry::fuzzing::{fuzz_classify, fuzz_machine};
+//! fuzz_classify(b"529 overloaded_error retry-after: 3");
+//! fuzz_machine(&[0, 3, 0, 0, 1, 2, 3, 4, 5, 6, 7]);
+//! ```
+
+use std::collections::HashSet;
+use std::string::String;
+
+use crate::classify;
+use crate::machine::{Input, Machine, Refused};
+use crate::message::{AssistantMessage, StopReason, Usage};
+use crate::output::{Event, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR};
+use crate::settings::{HostOptions, RetrySettings};
+
+/// Texts the machine fuzzer draws from, besides texts taken from the fuzz
+/// input itself: every class of spec §3 and some near misses.
+pub const TEXTS: &[&str] = &[
+    "",
+    "529 overloaded_error",
+    "503 Service Unavailable",
+    "fetch failed",
+    "Connection error.",
+    "exceeds 5000 tokens",
+    "usage_limit_reached retry-after-ms=11180000",
+    "You have hit your usage limit. x-ratelimit-reset: 60",
+    "usage limit retry-after: 1970-01-01T00:01:00Z",
+    "Rate limit reached. retry-after: 1e30",
+    "prompt is too long: 208254 tokens > 200000 maximum",
+    "400 status code (no body)",
+    "429 status code (no body)",
+    "invalid_request_error: bad tool schema",
+    "Usage Limit x-ratelimit-reset-ms: 99999999999999999999999",
+    "usage\u{2028}limit 503",
+    "rate lımit",
+];
+
+/// Whether one of the **unanchored** overflow patterns of spec 3.3 (all but
+/// `^4(00|13)...`) matches `text`. Unlike [`classify::matches_overflow`],
+/// this predicate is monotone both ways: text added before or after a match
+/// never removes it.
+///
+/// ```
+/// use autoretry::{classify::matches_overflow, fuzzing::matches_overflow_unanchored};
+/// assert!(matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
+/// assert!(matches_overflow_unanchored("error: too many tokens"));
+/// ```
+pub fn matches_overflow_unanchored(text: &str) -> bool {
+    // A leading character that no pattern contains: the anchored rule
+    // (`^4(00|13)...`) cannot match, and no unanchored match can use it.
+    classify::matches_overflow(&std::format!("\u{e9}{text}"))
+}
+
+/// The delay of spec §5.1.3, computed independently: `base × 2^(attempt − 1)`
+/// saturating at `u64::MAX`.
+///
+/// ```
+/// use autoretry::fuzzing::expected_delay;
+/// assert_eq!(expected_delay(2000, 3), 8000);
+/// assert_eq!(expected_delay(3, 64), u64::MAX);
+/// assert_eq!(expected_delay(0, 200), 0);
+/// ```
+pub fn expected_delay(base: u64, attempt: u32) -> u64 {
+    let shift = attempt.saturating_sub(1);
+    if base == 0 {
+        return 0;
+    }
+    if shift >= 64 {
+        return u64::MAX;
+    }
+    let wide = u128::from(base) << shift;
+    u64::try_from(wide).unwrap_or(u64::MAX)
+}
+
+/// The invariant checker of the machine (see the module docs).
+///
+/// Call [`Monitor::step`] for every input instead of [`Machine::handle`].
+///
+/// ```
+/// use autoretry::{AssistantMessage, HostOptions, Input, RetrySettings};
+/// use autoretry::fuzzing::Monitor;
+/// let mut mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
+/// let out = mon.step(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
+/// assert_eq!(out.len(), 3);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    machine: Machine,
+    /// Settings as the inputs set them.
+    settings: RetrySettings,
+    /// `maxRetries` in force when the current attempt was decided.
+    decided_max: u32,
+    /// The last attempt whose start was emitted in the open chain (0: none).
+    started: u32,
+    /// A waiting period is open (spec §5.2).
+    open: bool,
+    /// An `agent_end` that neither `continue_agent` nor `check_compaction`
+    /// has resolved yet.
+    unresolved: bool,
+    /// The pending backoff timer.
+    pending: Option<TimerId>,
+    /// Every timer id issued so far.
+    issued: HashSet<u64>,
+    /// The usage-limit answer awaited: the text, the attempt, its max and delay.
+    awaiting: Option<(String, u32, u32, u64)>,
+    /// Number of chains that started (at least one start event).
+    chains: u64,
+}
+
+impl Monitor {
+    /// A monitor around a fresh machine.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// let mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
+    /// assert!(!mon.machine().is_retrying());
+    /// ```
+    pub fn new(settings: RetrySettings, host: HostOptions) -> Self {
+        Monitor {
+            machine: Machine::new(settings, host),
+            settings,
+            decided_max: settings.max_retries,
+            started: 0,
+            open: false,
+            unresolved: false,
+            pending: None,
+            issued: HashSet::new(),
+            awaiting: None,
+            chains: 0,
+        }
+    }
+
+    /// The machine under watch.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// let mon = Monitor::new(RetrySettings::DEFAULT.with_max_retries(7), HostOptions::default());
+    /// assert_eq!(mon.machine().settings().max_retries, 7);
+    /// ```
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// How many chains had at least one start event so far.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).chains(), 0);
+    /// ```
+    pub fn chains(&self) -> u64 {
+        self.chains
+    }
+
+    /// The text whose usage-limit answer is awaited, if any.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).awaited_text(), None);
+    /// ```
+    pub fn awaited_text(&self) -> Option<&str> {
+        self.awaiting.as_ref().map(|a| a.0.as_str())
+    }
+
+    /// Feeds one input to the machine, checks every invariant on the
+    /// outputs and the state after, and returns what the machine returned.
+    ///
+    /// # Panics
+    ///
+    /// On the first violated invariant, with a message that names it.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, Input, RetrySettings, TimerId, fuzzing::Monitor};
+    /// let mut mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
+    /// assert!(mon.step(Input::TimerFired { timer: TimerId(9) }).unwrap().is_empty());
+    /// ```
+    pub fn step<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
+        let before = self.machine.clone();
+        let result = self.machine.handle(input);
+        let out = match result {
+            Err(refused) => {
+                assert_eq!(self.machine, before, "a refused input changed the machine");
+                let expected = match input {
+                    Input::AgentEnd { .. } | Input::MessageEnd { .. } => {
+                        self.pending.is_some() || self.awaiting.is_some()
+                    }
+                    Input::UsageLimitMarked { error_message, .. } => {
+                        self.awaiting.as_ref().is_some_and(|a| a.0 != error_message)
+                    }
+                    _ => false,
+                };
+                assert!(expected, "refused {input:?} ({refused})");
+                return Err(refused);
+            }
+            Ok(out) => out,
+        };
+        assert!(out.len() <= MAX_OUTPUTS);
+        self.check(input, &out);
+        Ok(out)
+    }
+
+    fn check(&mut self, input: Input<'_>, out: &[Output<'_>]) {
+        // Inputs that must be refused were not.
+        match input {
+            Input::AgentEnd { .. } | Input::MessageEnd { .. } => assert!(
+                self.pending.is_none() && self.awaiting.is_none(),
+                "the agent ran during a backoff or a usage-limit answer: {input:?}"
+            ),
+            Input::UsageLimitMarked { error_message, .. } => {
+                if let Some(a) = &self.awaiting {
+                    assert_eq!(a.0, error_message, "a usage-limit answer with a wrong text");
+                }
+            }
+            _ => {}
+        }
+        let shape = shape(out);
+        let allowed: &[&str] = match input {
+            Input::MessageEnd { .. } => &["", "E+"],
+            Input::AgentEnd { .. } => &[
+                "C", "E+C", "SDZ", "E+SDZ", "M", "E+M", "TC", "E+TC", "E-TC", "E+E-TC",
+            ],
+            Input::TimerFired { .. } => &["", "K"],
+            Input::UsageLimitMarked { .. } => &["", "SDZ"],
+            Input::AbortRetry => &["", "XE-TC", "E-TC", "TC", "E-T", "T"],
+            Input::Abort => &["A", "XE-TCA", "E-TCA", "TCA", "E-TA", "TA"],
+            Input::SetAutoRetry { .. } | Input::Settings(_) => &[""],
+        };
+        assert!(
+            allowed.contains(&shape.as_str()),
+            "outputs {out:?} (shape {shape}) for {input:?}"
+        );
+
+        let was_open = self.open;
+        let mut settled = 0;
+        let mut switched = None;
+        match input {
+            Input::SetAutoRetry { enabled } => self.settings.enabled = enabled,
+            Input::Settings(settings) => self.settings = settings,
+            Input::AgentEnd { message, .. } => {
+                assert!(
+                    !self.unresolved,
+                    "agent_end before the last one was resolved"
+                );
+                self.unresolved = true;
+                let overflow = message.usage.is_some_and(|u| {
+                    let window = self.machine.host_options().context_window;
+                    window != 0
+                        && u128::from(u.input) + u128::from(u.cache_read) > u128::from(window)
+                }) || (message.stop_reason == StopReason::Error
+                    && message
+                        .error_message
+                        .is_some_and(|t| !t.is_empty() && classify::matches_overflow(t)));
+                if !self.settings.enabled || overflow {
+                    assert!(
+                        !shape.contains('S') && !shape.contains('M'),
+                        "a retry with retry disabled or on an overflow: {input:?} -> {out:?}"
+                    );
+                }
+                if shape.contains('S') || shape.contains('M') {
+                    let text = message.error_message.unwrap_or("");
+                    assert!(
+                        message.stop_reason == StopReason::Error && !text.is_empty(),
+                        "a retry decision without an error text"
+                    );
+                }
+                if shape.contains('S') || shape.contains('M') || shape.contains("E-") {
+                    self.decided_max = self.settings.max_retries;
+                }
+                if shape.contains('M') {
+                    let attempt = self.started + 1;
+                    let delay = expected_delay(self.settings.base_delay_ms, attempt);
+                    self.awaiting = Some((
+                        String::from(message.error_message.unwrap_or("")),
+                        attempt,
+                        self.settings.max_retries,
+                        delay,
+                    ));
+                    self.open = true;
+                }
+            }
+            Input::UsageLimitMarked {
+                switched: s,
+                error_message,
+            } => {
+                if shape == "SDZ" {
+                    let (text, attempt, max, delay) = self
+                        .awaiting
+                        .take()
+                        .expect("a start without an awaited answer");
+                    assert_eq!(text, error_message);
+                    switched = Some((attempt, max, if s { 0 } else { delay }));
+                } else {
+                    assert!(self.awaiting.is_none(), "the awaited answer was ignored");
+                }
+            }
+            Input::TimerFired { timer } => {
+                if self.pending == Some(timer) {
+                    assert_eq!(shape, "K", "the pending timer fired without continue_agent");
+                    self.pending = None;
+                } else {
+                    assert_eq!(shape, "", "a stale or unknown timer produced outputs");
+                }
+            }
+            Input::AbortRetry | Input::Abort => {
+                if !self.open {
+                    assert!(
+                        shape.is_empty() || shape == "A",
+                        "a cancel with no chain: {out:?}"
+                    );
+                }
+                self.awaiting = None;
+            }
+            Input::MessageEnd { .. } => {}
+        }
+
+        for output in out {
+            match *output {
+                Output::Emit(Event::Start {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                    error_message,
+                }) => {
+                    assert_eq!(attempt, self.started + 1, "start numbers run 1, 2, 3, ...");
+                    if self.started == 0 {
+                        self.chains += 1;
+                    }
+                    self.started = attempt;
+                    match switched {
+                        Some((a, max, delay)) => {
+                            assert_eq!((attempt, max_attempts, delay_ms), (a, max, delay));
+                        }
+                        None => {
+                            let Input::AgentEnd { message, .. } = input else {
+                                panic!("a start for {input:?}");
+                            };
+                            assert_eq!(Some(error_message), message.error_message);
+                            assert_eq!(max_attempts, self.settings.max_retries);
+                            assert_eq!(
+                                delay_ms,
+                                expected_delay(self.settings.base_delay_ms, attempt)
+                            );
+                        }
+                    }
+                    assert!(attempt <= max_attempts, "attempt beyond maxRetries");
+                    assert!(!error_message.is_empty());
+                    self.open = true;
+                }
+                Output::Emit(Event::End {
+                    success,
+                    attempt,
+                    final_error,
+                }) => {
+                    if self.started == 0 {
+                        assert!(
+                            !success && attempt == 0 && self.decided_max == 0,
+                            "an end without a start: {out:?} for {input:?}"
+                        );
+                    } else {
+                        assert_eq!(attempt, self.started, "the end reports the last start");
+                    }
+                    assert_eq!(success, final_error.is_none());
+                    if let (Input::AbortRetry | Input::Abort, false) = (input, success) {
+                        assert_eq!(final_error, Some(RETRY_CANCELLED));
+                    }
+                    if let (Input::AgentEnd { message, .. }, false) = (input, success) {
+                        let expected = match message.error_message {
+                            Some(t) if !t.is_empty() => t,
+                            _ => UNKNOWN_ERROR,
+                        };
+                        assert_eq!(final_error, Some(expected));
+                    }
+                    self.started = 0;
+                }
+                Output::Sleep { ms, timer } => {
+                    assert!(self.issued.insert(timer.0), "a timer id was reused");
+                    assert!(self.pending.is_none());
+                    assert_eq!(
+                        Some(ms),
+                        out.iter().find_map(|o| match o {
+                            Output::Emit(Event::Start { delay_ms, .. }) => Some(*delay_ms),
+                            _ => None,
+                        })
+                    );
+                    self.pending = Some(timer);
+                }
+                Output::CancelTimer { timer } => {
+                    assert_eq!(Some(timer), self.pending, "cancelled a timer not pending");
+                    self.pending = None;
+                }
+                Output::ContinueAgent | Output::CheckCompaction => {
+                    assert!(
+                        self.unresolved,
+                        "{} resolves no agent_end",
+                        output.type_name()
+                    );
+                    self.unresolved = false;
+                }
+                Output::Settled => {
+                    assert!(
+                        was_open || self.open || shape.contains("E-"),
+                        "settled with no waiting period"
+                    );
+                    settled += 1;
+                    self.open = false;
+                }
+                Output::DropTrailingError | Output::MarkUsageLimit { .. } | Output::AbortAgent => {}
+            }
+        }
+        if let Input::AgentEnd { .. } = input {
+            assert!(
+                !self.unresolved || self.pending.is_some() || self.awaiting.is_some(),
+                "an agent_end neither continued nor checked"
+            );
+        }
+        assert!(settled <= 1, "settled twice");
+
+        let state = self.machine.state();
+        assert_eq!(
+            state.retry_attempt,
+            self.started_or_awaited(),
+            "retryAttempt"
+        );
+        assert!(
+            state.retry_attempt <= self.decided_max || state.retry_attempt == 0,
+            "retryAttempt {} beyond maxRetries {}",
+            state.retry_attempt,
+            self.decided_max
+        );
+        assert_eq!(state.is_retrying, self.open, "isRetrying");
+        assert_eq!(state.auto_retry_enabled, self.settings.enabled);
+        if settled == 1 {
+            assert_eq!((state.retry_attempt, state.is_retrying), (0, false));
+        }
+        if was_open && !self.open {
+            assert_eq!(settled, 1, "a chain closed without settled");
+        }
+        assert_eq!(self.machine.pending_timer(), self.pending);
+        assert_eq!(
+            self.machine.awaits_usage_limit_answer(),
+            self.awaiting.is_some()
+        );
+        assert_eq!(self.machine.settings(), self.settings);
+    }
+
+    fn started_or_awaited(&self) -> u32 {
+        match &self.awaiting {
+            Some((_, attempt, _, _)) => *attempt,
+            None => self.started,
+        }
+    }
+}
+
+/// The kinds of the outputs as a short string: `S` start, `E+`/`E-` end,
+/// `D` drop, `Z` sleep, `X` cancel timer, `K` continue, `M` mark, `C` check
+/// compaction, `A` abort agent, `T` settled.
+fn shape(out: &[Output<'_>]) -> String {
+    let mut s = String::new();
+    for o in out {
+        s.push_str(match o {
+            Output::Emit(Event::Start { .. }) => "S",
+            Output::Emit(Event::End { success: true, .. }) => "E+",
+            Output::Emit(Event::End { success: false, .. }) => "E-",
+            Output::DropTrailingError => "D",
+            Output::Sleep { .. } => "Z",
+            Output::CancelTimer { .. } => "X",
+            Output::ContinueAgent => "K",
+            Output::MarkUsageLimit { .. } => "M",
+            Output::CheckCompaction => "C",
+            Output::AbortAgent => "A",
+            Output::Settled => "T",
+        });
+    }
+    s
+}
+
+/// Reads fuzz bytes as a stream of small decisions; past the end it reads
+/// zeros.
+struct Reader<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((&b, rest)) => {
+                self.data = rest;
+                b
+            }
+            None => 0,
+        }
+    }
+
+    fn u64(&mut self) -> u64 {
+        let mut v = 0u64;
+        for _ in 0..8 {
+            v = (v << 8) | u64::from(self.byte());
+        }
+        v
+    }
+
+    /// A number from a few interesting ones or the bytes themselves.
+    fn number(&mut self, interesting: &[u64]) -> u64 {
+        let pick = usize::from(self.byte());
+        match interesting.get(pick % (interesting.len() + 1)) {
+            Some(&v) => v,
+            None => self.u64(),
+        }
+    }
+
+    /// A text: one of [`TEXTS`], or up to 255 bytes of the input (the valid
+    /// UTF-8 prefix of them).
+    fn text(&mut self) -> &'a str {
+        let pick = usize::from(self.byte());
+        if pick < 200 {
+            return TEXTS[pick % TEXTS.len()];
+        }
+        let len = usize::from(self.byte()).min(self.data.len());
+        let (raw, rest) = self.data.split_at(len);
+        self.data = rest;
+        match core::str::from_utf8(raw) {
+            Ok(s) => s,
+            Err(e) => core::str::from_utf8(&raw[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+const DELAYS: &[u64] = &[0, 1, 2000, 1 << 62, u64::MAX / 3, u64::MAX];
+const MAX_RETRIES: &[u64] = &[0, 1, 2, 3, 5, 64, u32::MAX as u64];
+const WINDOWS: &[u64] = &[0, 1000, 200_000, u64::MAX];
+
+fn settings(r: &mut Reader<'_>) -> RetrySettings {
+    RetrySettings {
+        enabled: r.byte() % 8 != 0,
+        max_retries: r.number(MAX_RETRIES) as u32,
+        base_delay_ms: r.number(DELAYS),
+    }
+}
+
+/// Decodes the bytes into a host (settings, context window, credential
+/// store) and a sequence of up to 512 inputs, runs them through a
+/// [`Monitor`], and panics on any violated invariant.
+///
+/// ```
+/// autoretry::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
+/// ```
+pub fn fuzz_machine(bytes: &[u8]) {
+    let mut r = Reader { data: bytes };
+    let settings = settings(&mut r);
+    let host = HostOptions {
+        context_window: r.number(WINDOWS),
+        credential_store: r.byte() % 2 == 1,
+    };
+    let mut mon = Monitor::new(settings, host);
+    // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
+    // awaited text from a copy kept here.
+    let mut last_text = String::new();
+    for _ in 0..512 {
+        if r.is_empty() {
+            break;
+        }
+        let op = r.byte();
+        let awaited = mon.awaited_text().map(String::from);
+        if let Some(text) = &awaited {
+            last_text.clone_from(text);
+        }
+        let input = match op % 16 {
+            0..=3 => Input::AgentEnd {
+                message: message(&mut r),
+                now_ms: match r.byte() % 3 {
+                    0 => None,
+                    1 => Some(r.u64()),
+                    _ => Some(1_700_000_000_000),
+                },
+            },
+            4 | 5 => Input::MessageEnd {
+                message: message(&mut r),
+            },
+            6 | 7 => {
+                let pending = mon.machine().pending_timer();
+                let timer = match (r.byte() % 4, pending) {
+                    (0 | 1, Some(t)) => t,
+                    (2, Some(t)) => TimerId(t.0.wrapping_sub(1)),
+                    _ => TimerId(r.u64() % 8),
+                };
+                Input::TimerFired { timer }
+            }
+            8 | 9 => Input::UsageLimitMarked {
+                switched: r.byte() % 2 == 0,
+                error_message: if r.byte() % 4 != 0 && awaited.is_some() {
+                    last_text.as_str()
+                } else {
+                    r.text()
+                },
+            },
+            10 => Input::AbortRetry,
+            11 => Input::Abort,
+            12 => Input::SetAutoRetry {
+                enabled: r.byte() % 2 == 0,
+            },
+            13 => Input::Settings(self::settings(&mut r)),
+            _ => {
+                // Let a pending timer fire, as a host would.
+                match mon.machine().pending_timer() {
+                    Some(timer) => Input::TimerFired { timer },
+                    None => Input::AgentEnd {
+                        message: AssistantMessage::new(StopReason::Stop),
+                        now_ms: None,
+                    },
+                }
+            }
+        };
+        let _ = mon.step(input);
+    }
+}
+
+fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
+    let stop_reason = match r.byte() % 8 {
+        0 => StopReason::Stop,
+        1 => StopReason::Length,
+        2 => StopReason::ToolUse,
+        3 => StopReason::Aborted,
+        _ => StopReason::Error,
+    };
+    let error_message = match r.byte() % 8 {
+        0 => None,
+        _ => Some(r.text()),
+    };
+    let usage = match r.byte() % 4 {
+        0 => Some(Usage {
+            input: r.number(WINDOWS),
+            cache_read: r.number(&[0, 1, u64::MAX]),
+        }),
+        _ => None,
+    };
+    AssistantMessage {
+        stop_reason,
+        error_message,
+        usage,
+    }
+}
+
+/// Classifies the bytes every way the crate can and panics when two ways
+/// disagree: the bytes entry points against the lossy-decoded string,
+/// [`classify::classify`] against the single predicates, ASCII case changes,
+/// the non-ASCII letters that fold to ASCII elsewhere (`İ ı ſ K`) against a
+/// letter that folds nowhere, and appending a suffix (the second half of the
+/// input) for the monotone predicates.
+///
+/// ```
+/// autoretry::fuzzing::fuzz_classify("Rate Limit; retry-after: 2".as_bytes());
+/// ```
+pub fn fuzz_classify(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let c = classify::classify(&text);
+    assert_eq!(classify::classify_bytes(bytes), c, "bytes vs lossy string");
+    assert_eq!(
+        classify::matches_retryable_bytes(bytes),
+        classify::matches_retryable(&text)
+    );
+    assert_eq!(classify::matches_overflow_bytes(bytes), c.overflow);
+    assert_eq!(classify::matches_usage_limit_bytes(bytes), c.usage_limit);
+    assert_eq!(c.usage_limit, classify::matches_usage_limit(&text));
+    assert_eq!(c.overflow, classify::matches_overflow(&text));
+    assert_eq!(
+        c.retryable,
+        !text.is_empty() && !c.overflow && classify::matches_retryable(&text)
+    );
+    assert_eq!(c.hint_ms, classify::retry_hint_ms(&text, None));
+
+    // ASCII case never matters.
+    assert_eq!(
+        classify::classify(&text.to_ascii_uppercase()),
+        c,
+        "upper case"
+    );
+    assert_eq!(
+        classify::classify(&text.to_ascii_lowercase()),
+        c,
+        "lower case"
+    );
+
+    // İ ı ſ K behave like any other letter outside ASCII.
+    let neutral: String = text
+        .chars()
+        .map(|ch| match ch {
+            '\u{130}' | '\u{131}' | '\u{17F}' | '\u{212A}' => 'é',
+            other => other,
+        })
+        .collect();
+    assert_eq!(classify::classify(&neutral), c, "a folding letter matched");
+
+    // Appending never loses a match of a monotone predicate.
+    let cut = text
+        .char_indices()
+        .nth(text.chars().count() / 2)
+        .map_or(0, |(i, _)| i);
+    let head = &text[..cut];
+    let monotone = |t: &str| {
+        [
+            classify::matches_retryable(t),
+            classify::matches_usage_limit(t),
+            classify::matches_overflow(t),
+            matches_overflow_unanchored(t),
+        ]
+    };
+    let (before, after) = (monotone(head), monotone(&text));
+    for (i, (b, a)) in before.iter().zip(after).enumerate() {
+        assert!(
+            !b || a,
+            "predicate {i} lost its match when text was appended"
+        );
+    }
+    // Prepending never loses a match of the unanchored patterns.
+    let tail = &text[cut..];
+    if matches_overflow_unanchored(tail) {
+        assert!(matches_overflow_unanchored(&text));
+    }
+    if classify::matches_retryable(tail) {
+        assert!(classify::matches_retryable(&text));
+    }
+}
+
+/// Computes the retry hint of the bytes (the first 9 bytes give the clock:
+/// a flag and a big-endian `u64`) every way and panics when they disagree,
+/// or on an arithmetic overflow (a debug build checks them).
+///
+/// ```
+/// autoretry::fuzzing::fuzz_hint(b"\x01\x00\x00\x00\x00\x00\x00\x00\x05x-ratelimit-reset: 99999999999999999999");
+/// ```
+pub fn fuzz_hint(bytes: &[u8]) {
+    let mut r = Reader { data: bytes };
+    let now = match r.byte() % 2 {
+        0 => None,
+        _ => Some(r.u64()),
+    };
+    let rest = r.data;
+    let text = String::from_utf8_lossy(rest);
+    let hint = classify::retry_hint_ms_bytes(rest, now);
+    assert_eq!(
+        hint,
+        classify::retry_hint_ms(&text, now),
+        "bytes vs lossy string"
+    );
+    assert_eq!(
+        classify::retry_hint_ms(&text.to_ascii_uppercase(), now),
+        hint,
+        "upper case"
+    );
+    assert_eq!(
+        classify::retry_hint_ms(&text.to_ascii_lowercase(), now),
+        hint,
+        "lower case"
+    );
+    if now.is_none() {
+        assert_eq!(classify::classify_bytes(rest).hint_ms, hint);
+    }
+}
+
+/// Decodes the bytes as a `retry` settings group (spec §4) both ways the
+/// crate offers, compares them with an independent reading of §4 on the
+/// parsed JSON value, and checks that accepted settings round-trip and that
+/// the machine takes them without outputs.
+///
+/// ```
+/// autoretry::fuzzing::fuzz_settings_json(br#"{"maxRetries":5,"baseDelayMs":18446744073709551615}"#);
+/// autoretry::fuzzing::fuzz_settings_json(br#"{"maxRetries":-0}"#);
+/// ```
+#[cfg(feature = "json")]
+pub fn fuzz_settings_json(bytes: &[u8]) {
+    use crate::wire::{json::settings_from_json, SettingsGroup};
+    use serde_json::Value;
+
+    let direct = serde_json::from_slice::<SettingsGroup>(bytes).map(|g| g.0);
+    let Ok(value) = serde_json::from_slice::<Value>(bytes) else {
+        assert!(direct.is_err(), "accepted text that is not JSON");
+        return;
+    };
+    let via_value = settings_from_json(&value);
+    let expected = settings_by_the_spec(&value);
+    assert_eq!(via_value.as_ref().ok(), expected.as_ref(), "{value}");
+    if let Ok(settings) = direct {
+        // The direct reading also refuses duplicate keys, which a Value
+        // cannot show; anything it accepts is accepted via the Value too.
+        assert_eq!(Some(settings), expected, "{value}");
+        let json = serde_json::to_string(&SettingsGroup(settings)).expect("serializes");
+        let SettingsGroup(again) = serde_json::from_str(&json).expect("round trip");
+        assert_eq!(again, settings);
+        let mut m = Machine::default();
+        let out = m
+            .handle(Input::Settings(settings))
+            .expect("settings are accepted");
+        assert!(out.is_empty());
+        assert_eq!(m.settings(), settings);
+    }
+    if let Err(e) = &via_value {
+        assert!(
+            e.to_string().starts_with("retry"),
+            "the error names the key: {e}"
+        );
+    }
+}
+
+/// Spec §4 read on a JSON value, independently of `wire`.
+#[cfg(feature = "json")]
+fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
+    let obj = value.as_object()?;
+    let mut s = RetrySettings {
+        enabled: true,
+        max_retries: 3,
+        base_delay_ms: 2000,
+    };
+    for (key, v) in obj {
+        match key.as_str() {
+            "enabled" => s.enabled = v.as_bool()?,
+            "maxRetries" => s.max_retries = u32::try_from(v.as_u64()?).ok()?,
+            "baseDelayMs" => s.base_delay_ms = v.as_u64()?,
+            _ => return None,
+        }
+    }
+    Some(s)
+}
+
+/// Handles the bytes (lossy-decoded) as one RPC line (spec §7) on a machine
+/// in one of four states (idle, backoff, running, awaiting a usage-limit
+/// answer; the first byte picks it) and checks the response: valid JSON
+/// with the key order of §7, the `id` echoed, nothing changed when it
+/// fails, and the outputs checked by a [`Monitor`].
+///
+/// ```
+/// // State 1 (a backoff is pending), then the line.
+/// autoretry::fuzzing::fuzz_rpc_line(b"\x01{\"type\":\"abort_retry\",\"id\":\"r2\"}");
+/// ```
+#[cfg(feature = "json")]
+pub fn fuzz_rpc_line(bytes: &[u8]) {
+    use crate::wire::rpc::handle_line;
+    use serde_json::Value;
+
+    let (state, line) = bytes.split_first().map_or((0, &[][..]), |(s, l)| (*s, l));
+    let line = String::from_utf8_lossy(line);
+    let mut mon = Monitor::new(
+        RetrySettings::DEFAULT,
+        HostOptions {
+            context_window: 0,
+            credential_store: state % 4 == 3,
+        },
+    );
+    let text = "usage limit 503";
+    if state % 4 != 0 {
+        let _ = mon.step(Input::AgentEnd {
+            message: AssistantMessage::error(text),
+            now_ms: None,
+        });
+    }
+    if state % 4 == 2 {
+        let timer = mon.machine().pending_timer().expect("backoff");
+        let _ = mon.step(Input::TimerFired { timer });
+    }
+    let before = mon.machine().clone();
+    let mut machine = before.clone();
+    let (response, outputs) = handle_line(&mut machine, &line);
+    let json = response.to_json_line();
+    let parsed: Value = serde_json::from_str(&json).expect("the response is JSON");
+    let obj = parsed.as_object().expect("the response is an object");
+    let request: Option<Value> = serde_json::from_str(&line).ok();
+    let id = request
+        .as_ref()
+        .and_then(|r| r.get("id"))
+        .and_then(Value::as_str);
+    if response.id.is_none() {
+        assert!(
+            json.starts_with("{\"type\":\"response\",\"command\":"),
+            "{json}"
+        );
+    }
+    if response.id.is_some() {
+        assert_eq!(response.id.as_deref(), id, "the id is the request's");
+        assert!(json.starts_with("{\"id\":"), "the id comes first: {json}");
+    }
+    assert_eq!(obj.get("type"), Some(&Value::from("response")));
+    assert_eq!(
+        obj.get("success").and_then(Value::as_bool),
+        Some(response.is_success())
+    );
+    if !response.is_success() {
+        assert!(outputs.is_empty());
+        assert_eq!(machine, before, "a failed command changed the machine");
+        assert!(obj.get("error").is_some_and(Value::is_string));
+        return;
+    }
+    let request = request.expect("a successful command was JSON");
+    let input = match request.get("type").and_then(Value::as_str) {
+        Some("set_auto_retry") => Input::SetAutoRetry {
+            enabled: request["enabled"].as_bool().expect("enabled was a boolean"),
+        },
+        Some("abort_retry") => Input::AbortRetry,
+        Some("get_retry_state") => {
+            assert_eq!(machine, before);
+            let data = &obj["data"];
+            assert_eq!(
+                data["retryAttempt"].as_u64(),
+                Some(u64::from(before.retry_attempt()))
+            );
+            assert_eq!(data["isRetrying"].as_bool(), Some(before.is_retrying()));
+            return;
+        }
+        other => panic!("success for an unknown command {other:?}"),
+    };
+    let expected = mon.step(input).expect("accepted");
+    assert_eq!(outputs, expected);
+    assert_eq!(&machine, mon.machine());
+}
