@@ -2,6 +2,8 @@
 //! corpus, and the error paths.
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,13 +33,7 @@ fn root() -> PathBuf {
 
 #[test]
 fn replay_every_vector_file() {
-    let dir = root().join("tests/vectors");
-    let mut paths: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    paths.sort();
+    let paths = common::vector_files();
     let (mut files, mut steps) = (0, 0);
     for path in &paths {
         let output = bin().arg("replay").arg(path).output().unwrap();

@@ -5,9 +5,10 @@
 //! The mock clock is global: this file has one test.
 #![cfg(all(feature = "embassy", feature = "json"))]
 
+mod common;
+
 use std::fs;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -38,13 +39,7 @@ struct Scenario {
 }
 
 fn scenarios() -> Vec<Scenario> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
-    let mut paths: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    paths.sort();
+    let paths = common::vector_files();
     let mut all = Vec::new();
     for path in &paths {
         let text = fs::read_to_string(path).unwrap();

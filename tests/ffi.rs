@@ -3,8 +3,9 @@
 //! The pool is shared by the whole process, so the tests here take turns.
 #![cfg(all(feature = "ffi", feature = "json"))]
 
+mod common;
+
 use std::fs;
-use std::path::PathBuf;
 use std::sync::Mutex;
 
 use autoretry::ffi::*;
@@ -132,13 +133,7 @@ impl Drop for Handle {
 #[test]
 fn every_vector_step_passes_through_the_c_abi() {
     let _turn = turn();
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
-    let mut paths: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    paths.sort();
+    let paths = common::vector_files();
     let mut steps = 0;
     for path in &paths {
         let text = fs::read_to_string(path).unwrap();

@@ -4,8 +4,9 @@
 //! checked against the expected line's raw text.
 #![cfg(feature = "json")]
 
+mod common;
+
 use std::fs;
-use std::path::PathBuf;
 
 use autoretry::wire::json::VectorLine;
 use autoretry::wire::replay::Replayer;
@@ -42,13 +43,7 @@ fn raw_events(line: &str) -> Vec<&str> {
 
 #[test]
 fn every_vector_step_passes() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
-    let mut paths: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    paths.sort();
+    let paths = common::vector_files();
     let (mut files, mut scenarios, mut steps, mut events) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     for path in &paths {

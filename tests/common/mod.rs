@@ -1,6 +1,8 @@
 //! Shorthands shared by the scenario tests.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
+
 use autoretry::{AssistantMessage, Event, Input, Machine, Output, StopReason, TimerId};
 
 pub fn fail(text: &str) -> Input<'_> {
@@ -60,4 +62,16 @@ pub fn timer_of(out: &[Output<'_>]) -> TimerId {
             _ => None,
         })
         .expect("a sleep output")
+}
+
+/// The vendored vector files, sorted by name.
+pub fn vector_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("tests/vectors")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
 }
