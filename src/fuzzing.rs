@@ -912,6 +912,10 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
             enabled: request["enabled"].as_bool().expect("enabled was a boolean"),
         },
         Some("abort_retry") => Input::AbortRetry,
+        Some("abort") => Input::Abort,
+        Some("set_retry_settings") => Input::Settings(
+            settings_by_the_spec(&request["settings"]).expect("the settings were valid"),
+        ),
         Some("get_retry_state") => {
             assert_eq!(machine, before);
             let data = &obj["data"];
