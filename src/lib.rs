@@ -65,14 +65,19 @@
 //! - `serde`: the `wire` module: strict decoding of the settings group and
 //!   the JSON of events, outputs and RPC messages.
 //! - `json` (std + serde_json): JSON-lines helpers in `wire`: host input
-//!   and vector lines, RPC commands and responses (spec §7), the vector
-//!   replayer, the JSON-lines sidecar of `autoretry rpc`.
+//!   lines, RPC commands and responses (spec §7), the JSON-lines sidecar of
+//!   `autoretry rpc`.
 //! - `cli` (default): the `autoretry` binary (`simulate`, `rpc`, `replay`,
 //!   `classify`).
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
 //!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
 //! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
 //!   inputs from an `embassy_sync` channel (`embassy` module).
+//!
+//! The test scaffolding (the conformance vectors' host, line format and
+//! replayer, the machine's invariant monitor, the fuzz entry points) is not
+//! part of this crate: it is the unpublished `autoretry-testkit` in the
+//! repository's `testkit/`.
 #![cfg_attr(not(feature = "std"), no_std)]
 // Safety: the core has no unsafe code at all; the `ffi` module (feature
 // `ffi`) is the one exception, allowed there and argued block by block.
@@ -113,9 +118,3 @@ pub mod ffi;
 
 #[cfg(feature = "embassy")]
 pub mod embassy;
-
-// Fuzz and property-test entry points: they panic on a violated guarantee,
-// so they are hidden from the docs and kept out of the `no_std` core.
-#[cfg(feature = "std")]
-#[doc(hidden)]
-pub mod fuzzing;

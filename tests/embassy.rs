@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use autoretry::embassy::{duration_from_ms, Channel, Driver, Step};
-use autoretry::wire::json::{InputOwned, ScenarioHeader, VectorLine};
+use autoretry::wire::json::InputOwned;
 use autoretry::{Input, Machine, Output, TimerId};
+use autoretry_testkit::vector::{ScenarioHeader, VectorLine};
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_time::{Duration, Instant, MockDriver};
 use serde_json::Value;

@@ -9,8 +9,9 @@ use std::fs;
 use std::sync::Mutex;
 
 use autoretry::ffi::*;
-use autoretry::wire::json::{InputOwned, VectorLine};
+use autoretry::wire::json::InputOwned;
 use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
+use autoretry_testkit::vector::VectorLine;
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use autoretry::fuzzing;
+use autoretry_testkit::fuzzing;
 
 /// A fuzz target: its directory name and the function it calls.
 type Target = (&'static str, fn(&[u8]));

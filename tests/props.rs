@@ -1,5 +1,5 @@
 //! Property tests: the machine against a reference model of the spec and the
-//! invariants of `autoretry::fuzzing::Monitor`, and the classifier's
+//! invariants of `autoretry_testkit::fuzzing::Monitor`, and the classifier's
 //! properties (spec §3).
 //!
 //! The default run takes 256 cases per property. The release profile of
@@ -20,14 +20,13 @@ use autoretry::classify::{
     matches_retryable_bytes, matches_usage_limit, matches_usage_limit_bytes, retry_hint_ms,
     retry_hint_ms_bytes,
 };
-use autoretry::fuzzing::matches_overflow_unanchored;
-use autoretry::fuzzing::Monitor;
 use autoretry::wire::json::InputOwned;
 use autoretry::wire::SettingsGroup;
 use autoretry::{
     AssistantMessage, Event, HostOptions, Input, Output, RetrySettings, StopReason, TimerId, Usage,
     MAX_OUTPUTS,
 };
+use autoretry_testkit::fuzzing::{matches_overflow_unanchored, Monitor};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{json, Value};

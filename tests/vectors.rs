@@ -8,8 +8,8 @@ mod common;
 
 use std::fs;
 
-use autoretry::wire::json::VectorLine;
-use autoretry::wire::replay::Replayer;
+use autoretry_testkit::replay::Replayer;
+use autoretry_testkit::vector::VectorLine;
 use serde_json::Value;
 
 /// The raw text of each `"event":{...}` object in `line`, in order.

@@ -1,8 +1,10 @@
-//! JSON-lines decoding of host inputs and vector lines (feature `json`).
+//! JSON-lines decoding of host inputs (feature `json`).
 //!
 //! Lines are parsed with serde_json into a `Value`, then read field by field
 //! so every error names its field. Integers are read exactly (`u64` up to
-//! `18446744073709551615`, never through `f64`).
+//! `18446744073709551615`, never through `f64`). The field readers
+//! ([`uint`], [`boolean`], [`string`], [`object`], [`required`]) are public
+//! for hosts that decode objects of their own the same way.
 
 use std::fmt;
 
@@ -12,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::machine::Input;
 use crate::message::{AssistantMessage, StopReason, Usage};
 use crate::output::TimerId;
-use crate::settings::{HostOptions, RetrySettings};
+use crate::settings::RetrySettings;
 use crate::wire::SettingsGroup;
 
 /// A line or field that could not be decoded; the message names the field.
@@ -53,7 +55,13 @@ impl DecodeError {
 
     /// The same error inside the field `prefix`: `prefix.field: ...` when
     /// the message starts with a field name, else `prefix: ...`.
-    fn within(self, prefix: &str) -> Self {
+    ///
+    /// ```
+    /// use autoretry::wire::json::DecodeError;
+    /// assert_eq!(DecodeError::new("input: missing").within("usage").to_string(), "usage.input: missing");
+    /// assert_eq!(DecodeError::new("expected an object").within("in").to_string(), "in: expected an object");
+    /// ```
+    pub fn within(self, prefix: &str) -> Self {
         let names_field = self.message.split_once(": ").is_some_and(|(head, _)| {
             !head.is_empty()
                 && head
@@ -111,7 +119,14 @@ pub fn parse_object(line: &str) -> Result<Map<String, Value>, DecodeError> {
 }
 
 /// `field` as an object of `obj`, if present.
-fn object<'v>(
+///
+/// ```
+/// use autoretry::wire::json::{object, parse_object};
+/// let obj = parse_object(r#"{"host":{},"n":1}"#).unwrap();
+/// assert!(object(&obj, "host").unwrap().is_some());
+/// assert_eq!(object(&obj, "n").unwrap_err().to_string(), "n: expected an object, found 1");
+/// ```
+pub fn object<'v>(
     obj: &'v Map<String, Value>,
     field: &str,
 ) -> Result<Option<&'v Map<String, Value>>, DecodeError> {
@@ -127,7 +142,15 @@ fn object<'v>(
 
 /// `field` as a `u64` of `obj`, if present: a plain non-negative integer
 /// literal, read exactly.
-pub(crate) fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, DecodeError> {
+///
+/// ```
+/// use autoretry::wire::json::{parse_object, uint};
+/// let obj = parse_object(r#"{"a":18446744073709551615,"b":1.0}"#).unwrap();
+/// assert_eq!(uint(&obj, "a").unwrap(), Some(u64::MAX));
+/// assert_eq!(uint(&obj, "c").unwrap(), None);
+/// assert_eq!(uint(&obj, "b").unwrap_err().to_string(), "b: expected a non-negative integer that fits u64, found 1.0");
+/// ```
+pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, DecodeError> {
     match obj.get(field) {
         None => Ok(None),
         Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
@@ -139,7 +162,14 @@ pub(crate) fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>,
 }
 
 /// `field` as a boolean of `obj`, if present.
-pub(crate) fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, DecodeError> {
+///
+/// ```
+/// use autoretry::wire::json::{boolean, parse_object};
+/// let obj = parse_object(r#"{"a":true,"b":"yes"}"#).unwrap();
+/// assert_eq!(boolean(&obj, "a").unwrap(), Some(true));
+/// assert_eq!(boolean(&obj, "b").unwrap_err().to_string(), r#"b: expected a boolean, found a string "yes""#);
+/// ```
+pub fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, DecodeError> {
     match obj.get(field) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -151,7 +181,14 @@ pub(crate) fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bo
 }
 
 /// `field` as a string of `obj`, if present.
-pub(crate) fn string<'v>(
+///
+/// ```
+/// use autoretry::wire::json::{parse_object, string};
+/// let obj = parse_object(r#"{"a":"x","b":5}"#).unwrap();
+/// assert_eq!(string(&obj, "a").unwrap(), Some("x"));
+/// assert_eq!(string(&obj, "b").unwrap_err().to_string(), "b: expected a string, found 5");
+/// ```
+pub fn string<'v>(
     obj: &'v Map<String, Value>,
     field: &str,
 ) -> Result<Option<&'v str>, DecodeError> {
@@ -165,7 +202,16 @@ pub(crate) fn string<'v>(
     }
 }
 
-fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeError> {
+/// A field that must be present: `value`, or the error `field: missing
+/// (expected what)`.
+///
+/// ```
+/// use autoretry::wire::json::{parse_object, required, string};
+/// let obj = parse_object("{}").unwrap();
+/// let err = required(string(&obj, "type").unwrap(), "type", "a string").unwrap_err();
+/// assert_eq!(err.to_string(), "type: missing (expected a string)");
+/// ```
+pub fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeError> {
     value.ok_or_else(|| DecodeError::new(format!("{field}: missing (expected {what})")))
 }
 
@@ -304,8 +350,8 @@ pub enum InputOwned {
         /// `nowMs`, when present.
         now_ms: Option<u64>,
     },
-    /// `timer_fired`: `timer` as written (an ordinal in vectors, see
-    /// [`crate::wire::replay::Replayer`]).
+    /// `timer_fired`: `timer` as written (in the conformance vectors, an
+    /// ordinal that the vector host maps to the machine's id).
     TimerFired {
         /// `timer`.
         timer: u64,
@@ -442,112 +488,6 @@ impl InputOwned {
     }
 }
 
-/// A scenario line of the vectors: `{"scenario":"name","about":..,"settings":{...},"host":{...}}`.
-///
-/// ```
-/// use autoretry::wire::json::ScenarioHeader;
-/// let value = serde_json::json!({"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000}});
-/// let header = ScenarioHeader::from_json(&value).unwrap();
-/// assert_eq!((header.settings.max_retries, header.host.context_window), (1, 1000));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ScenarioHeader {
-    /// `scenario`: the name.
-    pub name: String,
-    /// `settings`, strictly decoded; defaults when absent.
-    pub settings: RetrySettings,
-    /// `host`: `contextWindow` (default 0) and `credentialStore` (default false).
-    pub host: HostOptions,
-}
-
-impl ScenarioHeader {
-    /// Decodes a scenario line. `about` and unknown top-level fields are
-    /// ignored; an unknown key inside `host` is an error.
-    ///
-    /// ```
-    /// use autoretry::wire::json::ScenarioHeader;
-    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"window": 1}})).unwrap_err();
-    /// assert_eq!(err.to_string(), r#"host: unknown key "window""#);
-    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"contextWindow": -1}})).unwrap_err();
-    /// assert!(err.to_string().starts_with("host.contextWindow: expected a non-negative integer"));
-    /// ```
-    pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
-        let Value::Object(obj) = value else {
-            return Err(DecodeError::new(format!(
-                "expected an object, found {}",
-                describe(value)
-            )));
-        };
-        let name = required(string(obj, "scenario")?, "scenario", "a string")?.to_owned();
-        let settings = match obj.get("settings") {
-            None => RetrySettings::DEFAULT,
-            // The message already names the key (`retry.maxRetries: ...`).
-            Some(group) => settings_from_json(group)?,
-        };
-        let mut host = HostOptions::default();
-        if let Some(h) = object(obj, "host")? {
-            if let Some(key) = h
-                .keys()
-                .find(|k| !matches!(k.as_str(), "contextWindow" | "credentialStore"))
-            {
-                return Err(DecodeError::new(format!(
-                    "host: unknown key {}",
-                    Value::String(key.clone())
-                )));
-            }
-            host.context_window = uint(h, "contextWindow")
-                .map_err(|e| e.within("host"))?
-                .unwrap_or(0);
-            host.credential_store = boolean(h, "credentialStore")
-                .map_err(|e| e.within("host"))?
-                .unwrap_or(false);
-        }
-        Ok(ScenarioHeader {
-            name,
-            settings,
-            host,
-        })
-    }
-}
-
-/// One non-blank line of a vector file.
-///
-/// ```
-/// use autoretry::wire::json::VectorLine;
-/// assert!(matches!(VectorLine::parse(r#"{"scenario":"s"}"#), Ok(Some(VectorLine::Scenario(_)))));
-/// assert!(matches!(VectorLine::parse(r#"{"in":{"type":"abort"},"out":[]}"#), Ok(Some(VectorLine::Step(_)))));
-/// assert!(matches!(VectorLine::parse("  "), Ok(None)));
-/// assert!(VectorLine::parse(r#"{"out":[]}"#).is_err());
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum VectorLine {
-    /// A line with a `scenario` key: start a fresh machine.
-    Scenario(ScenarioHeader),
-    /// A step: its `in` (the expectations `out`, `state`, `refused` are
-    /// ignored here).
-    Step(InputOwned),
-}
-
-impl VectorLine {
-    /// Parses one line; `Ok(None)` for a blank line (JSON white space only).
-    /// A line with a `scenario` key is a header, else it needs an `in`
-    /// object.
-    pub fn parse(line: &str) -> Result<Option<VectorLine>, DecodeError> {
-        if line.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
-            return Ok(None);
-        }
-        let obj = parse_object(line)?;
-        if obj.contains_key("scenario") {
-            return ScenarioHeader::from_json(&Value::Object(obj))
-                .map(|h| Some(VectorLine::Scenario(h)));
-        }
-        let input = required(obj.get("in"), "in", "an input object")?;
-        InputOwned::from_json(input)
-            .map(|i| Some(VectorLine::Step(i)))
-            .map_err(|e| e.within("in"))
-    }
-}
-
 /// Reads the text of a `classify` line, `{"text":"..."}` (other fields are
 /// ignored).
 ///
@@ -626,9 +566,9 @@ mod tests {
 
     #[test]
     fn exact_integers() {
-        let line = r#"{"in":{"type":"agent_end","nowMs":18446744073709551615,"message":{"stopReason":"error","usage":{"input":18446744073709551615,"cacheRead":18446744073709551615}}}}"#;
-        let Some(VectorLine::Step(InputOwned::AgentEnd { message, now_ms })) =
-            VectorLine::parse(line).unwrap()
+        let line = r#"{"type":"agent_end","nowMs":18446744073709551615,"message":{"stopReason":"error","usage":{"input":18446744073709551615,"cacheRead":18446744073709551615}}}"#;
+        let Ok(InputOwned::AgentEnd { message, now_ms }) =
+            InputOwned::from_json(&serde_json::from_str(line).unwrap())
         else {
             panic!()
         };
@@ -640,12 +580,11 @@ mod tests {
                 cache_read: u64::MAX
             })
         );
-        let err =
-            VectorLine::parse(r#"{"in":{"type":"timer_fired","timer":18446744073709551616}}"#)
-                .unwrap_err();
+        let line = r#"{"type":"timer_fired","timer":18446744073709551616}"#;
+        let err = InputOwned::from_json(&serde_json::from_str(line).unwrap()).unwrap_err();
         assert!(err
             .to_string()
-            .starts_with("in.timer: expected a non-negative integer"));
+            .starts_with("timer: expected a non-negative integer"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! JSON on the wire (spec §4, §7, §8): strict decoding of the `retry`
 //! settings group, `Serialize` for events, outputs and the state, and (with
 //! feature `json`) JSON-lines helpers for hosts: input lines, RPC commands
-//! and responses, and the vector replayer.
+//! and responses.
 //!
 //! The feature `serde` part is `no_std` and allocates nothing:
 //!
@@ -23,10 +23,8 @@
 //!
 //! With feature `json` (std + serde_json):
 //!
-//! - [`json`]: host inputs and vector lines, owned, with errors that name
-//!   the field;
+//! - [`json`]: host inputs, owned, with errors that name the field;
 //! - [`rpc`]: the RPC commands and responses of spec §7, byte for byte;
-//! - [`replay`]: a vector host (timer ordinals, the usage-limit text);
 //! - [`sidecar`]: the JSON-lines sidecar of `autoretry rpc` (commands and
 //!   agent events in, responses, events and actions out, real timers).
 
@@ -37,9 +35,6 @@ pub use settings::SettingsGroup;
 
 #[cfg(feature = "json")]
 pub mod json;
-
-#[cfg(feature = "json")]
-pub mod replay;
 
 #[cfg(feature = "json")]
 pub mod rpc;

@@ -1,11 +1,11 @@
 //! Entry points for fuzzers (`fuzz/`) and property tests (feature `std`).
 //!
-//! Each `fuzz_*` function takes arbitrary bytes, drives one part of the
-//! crate with them and **panics** when a guarantee of the crate is violated:
+//! Each `fuzz_*` function takes arbitrary bytes, drives one part of
+//! `autoretry` with them and **panics** when one of its guarantees is violated:
 //! that is what a fuzzer looks for. On any input that respects the contract
 //! they return normally. The fuzz targets in `fuzz/fuzz_targets/` are one
 //! line each, calling these functions, so a crash found by a fuzzer can be
-//! replayed by an ordinary test (`tests/fuzz_regressions.rs`).
+//! replayed by an ordinary test (`tests/machine/fuzz_regressions.rs`).
 //!
 //! [`Monitor`] is the invariant checker of the machine: it watches the
 //! inputs a host feeds and the outputs it gets back, keeps its own account
@@ -14,19 +14,18 @@
 //! too.
 //!
 //! ```
-//! use autoretry::fuzzing::{fuzz_classify, fuzz_machine};
+//! use autoretry_testkit::fuzzing::{fuzz_classify, fuzz_machine};
 //! fuzz_classify(b"529 overloaded_error retry-after: 3");
 //! fuzz_machine(&[0, 3, 0, 0, 1, 2, 3, 4, 5, 6, 7]);
 //! ```
 
 use std::collections::HashSet;
-use std::string::String;
 
-use crate::classify;
-use crate::machine::{Input, Machine, Refused};
-use crate::message::{AssistantMessage, StopReason, Usage};
-use crate::output::{Event, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR};
-use crate::settings::{HostOptions, RetrySettings};
+use autoretry::classify;
+use autoretry::{
+    AssistantMessage, Event, HostOptions, Input, Machine, Output, Outputs, Refused, RetrySettings,
+    StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+};
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
 /// input itself: every class of spec §3 and some near misses.
@@ -56,21 +55,22 @@ pub const TEXTS: &[&str] = &[
 /// never removes it.
 ///
 /// ```
-/// use autoretry::{classify::matches_overflow, fuzzing::matches_overflow_unanchored};
+/// use autoretry::classify::matches_overflow;
+/// use autoretry_testkit::fuzzing::matches_overflow_unanchored;
 /// assert!(matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
 /// assert!(matches_overflow_unanchored("error: too many tokens"));
 /// ```
 pub fn matches_overflow_unanchored(text: &str) -> bool {
     // A leading character that no pattern contains: the anchored rule
     // (`^4(00|13)...`) cannot match, and no unanchored match can use it.
-    classify::matches_overflow(&std::format!("\u{e9}{text}"))
+    classify::matches_overflow(&format!("\u{e9}{text}"))
 }
 
 /// The delay of spec §5.1.3, computed independently: `base × 2^(attempt − 1)`
 /// saturating at `u64::MAX`.
 ///
 /// ```
-/// use autoretry::fuzzing::expected_delay;
+/// use autoretry_testkit::fuzzing::expected_delay;
 /// assert_eq!(expected_delay(2000, 3), 8000);
 /// assert_eq!(expected_delay(3, 64), u64::MAX);
 /// assert_eq!(expected_delay(0, 200), 0);
@@ -93,7 +93,7 @@ pub fn expected_delay(base: u64, attempt: u32) -> u64 {
 ///
 /// ```
 /// use autoretry::{AssistantMessage, HostOptions, Input, RetrySettings};
-/// use autoretry::fuzzing::Monitor;
+/// use autoretry_testkit::fuzzing::Monitor;
 /// let mut mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
 /// let out = mon.step(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
 /// assert_eq!(out.len(), 3);
@@ -126,7 +126,8 @@ impl Monitor {
     /// A monitor around a fresh machine.
     ///
     /// ```
-    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
     /// let mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
     /// assert!(!mon.machine().is_retrying());
     /// ```
@@ -148,7 +149,8 @@ impl Monitor {
     /// The machine under watch.
     ///
     /// ```
-    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
     /// let mon = Monitor::new(RetrySettings::DEFAULT.with_max_retries(7), HostOptions::default());
     /// assert_eq!(mon.machine().settings().max_retries, 7);
     /// ```
@@ -159,7 +161,8 @@ impl Monitor {
     /// How many chains had at least one start event so far.
     ///
     /// ```
-    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
     /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).chains(), 0);
     /// ```
     pub fn chains(&self) -> u64 {
@@ -169,7 +172,8 @@ impl Monitor {
     /// The text whose usage-limit answer is awaited, if any.
     ///
     /// ```
-    /// use autoretry::{HostOptions, RetrySettings, fuzzing::Monitor};
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
     /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).awaited_text(), None);
     /// ```
     pub fn awaited_text(&self) -> Option<&str> {
@@ -184,7 +188,8 @@ impl Monitor {
     /// On the first violated invariant, with a message that names it.
     ///
     /// ```
-    /// use autoretry::{HostOptions, Input, RetrySettings, TimerId, fuzzing::Monitor};
+    /// use autoretry::{HostOptions, Input, RetrySettings, TimerId};
+    /// use autoretry_testkit::fuzzing::Monitor;
     /// let mut mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
     /// assert!(mon.step(Input::TimerFired { timer: TimerId(9) }).unwrap().is_empty());
     /// ```
@@ -560,7 +565,7 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
 /// [`Monitor`], and panics on any violated invariant.
 ///
 /// ```
-/// autoretry::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
+/// autoretry_testkit::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
 /// ```
 pub fn fuzz_machine(bytes: &[u8]) {
     let mut r = Reader { data: bytes };
@@ -666,7 +671,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
 /// input) for the monotone predicates.
 ///
 /// ```
-/// autoretry::fuzzing::fuzz_classify("Rate Limit; retry-after: 2".as_bytes());
+/// autoretry_testkit::fuzzing::fuzz_classify("Rate Limit; retry-after: 2".as_bytes());
 /// ```
 pub fn fuzz_classify(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
@@ -744,7 +749,7 @@ pub fn fuzz_classify(bytes: &[u8]) {
 /// or on an arithmetic overflow (a debug build checks them).
 ///
 /// ```
-/// autoretry::fuzzing::fuzz_hint(b"\x01\x00\x00\x00\x00\x00\x00\x00\x05x-ratelimit-reset: 99999999999999999999");
+/// autoretry_testkit::fuzzing::fuzz_hint(b"\x01\x00\x00\x00\x00\x00\x00\x00\x05x-ratelimit-reset: 99999999999999999999");
 /// ```
 pub fn fuzz_hint(bytes: &[u8]) {
     let mut r = Reader { data: bytes };
@@ -781,12 +786,11 @@ pub fn fuzz_hint(bytes: &[u8]) {
 /// the machine takes them without outputs.
 ///
 /// ```
-/// autoretry::fuzzing::fuzz_settings_json(br#"{"maxRetries":5,"baseDelayMs":18446744073709551615}"#);
-/// autoretry::fuzzing::fuzz_settings_json(br#"{"maxRetries":-0}"#);
+/// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"maxRetries":5,"baseDelayMs":18446744073709551615}"#);
+/// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"maxRetries":-0}"#);
 /// ```
-#[cfg(feature = "json")]
 pub fn fuzz_settings_json(bytes: &[u8]) {
-    use crate::wire::{json::settings_from_json, SettingsGroup};
+    use autoretry::wire::{json::settings_from_json, SettingsGroup};
     use serde_json::Value;
 
     let direct = serde_json::from_slice::<SettingsGroup>(bytes).map(|g| g.0);
@@ -820,7 +824,6 @@ pub fn fuzz_settings_json(bytes: &[u8]) {
 }
 
 /// Spec §4 read on a JSON value, independently of `wire`.
-#[cfg(feature = "json")]
 fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
     let obj = value.as_object()?;
     let mut s = RetrySettings {
@@ -847,11 +850,10 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
 ///
 /// ```
 /// // State 1 (a backoff is pending), then the line.
-/// autoretry::fuzzing::fuzz_rpc_line(b"\x01{\"type\":\"abort_retry\",\"id\":\"r2\"}");
+/// autoretry_testkit::fuzzing::fuzz_rpc_line(b"\x01{\"type\":\"abort_retry\",\"id\":\"r2\"}");
 /// ```
-#[cfg(feature = "json")]
 pub fn fuzz_rpc_line(bytes: &[u8]) {
-    use crate::wire::rpc::handle_line;
+    use autoretry::wire::rpc::handle_line;
     use serde_json::Value;
 
     let (state, line) = bytes.split_first().map_or((0, &[][..]), |(s, l)| (*s, l));

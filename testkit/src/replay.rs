@@ -1,24 +1,26 @@
-//! Replaying vector files on the real machine (feature `json`): the host of
-//! the conformance vectors, shared by the CLI's `replay` and the tests.
+//! Replaying vector files on the real machine (feature `std`): the
+//! conformance vectors' host on std, shared by the CLI's `replay` and the
+//! tests.
 
+use autoretry::wire::json::{DecodeError, InputOwned};
+use autoretry::{Machine, Output, RetryState};
 use serde_json::Value;
 
-use crate::machine::{Input, Machine, RetryState};
-use crate::output::{Output, TimerId};
-use crate::wire::json::{to_json, DecodeError, InputOwned, ScenarioHeader, VectorLine};
+use crate::host::VectorHost;
+use crate::vector::{ScenarioHeader, VectorLine};
 
 /// The result of one step: the outputs (each one JSON object text, in the
 /// wire's key order, timers as ordinals), the state after the step, and
 /// whether the input was refused (spec §6a).
 ///
 /// ```
-/// use autoretry::wire::replay::Replayer;
+/// use autoretry_testkit::replay::Replayer;
 /// let mut r = Replayer::new();
 /// let step = r.replay_line(r#"{"in":{"type":"abort_retry"}}"#).unwrap().unwrap();
 /// assert_eq!(step.to_json_line(), r#"{"out":[],"state":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Step {
+pub struct ReplayStep {
     /// The outputs, in order; each is the JSON text of one output
     /// (`{"type":"sleep","ms":2000,"timer":1}`), timer ids written as
     /// ordinals.
@@ -29,11 +31,11 @@ pub struct Step {
     pub refused: bool,
 }
 
-impl Step {
+impl ReplayStep {
     /// The outputs as JSON values (for comparing with a vector's `out`).
     ///
     /// ```
-    /// use autoretry::wire::replay::Replayer;
+    /// use autoretry_testkit::replay::Replayer;
     /// let mut r = Replayer::new();
     /// let step = r.replay_line(r#"{"in":{"type":"abort"}}"#).unwrap().unwrap();
     /// assert_eq!(step.out_values(), vec![serde_json::json!({"type": "abort_agent"})]);
@@ -48,7 +50,7 @@ impl Step {
     /// The state as a JSON value.
     ///
     /// ```
-    /// use autoretry::wire::replay::Replayer;
+    /// use autoretry_testkit::replay::Replayer;
     /// let step = Replayer::new().replay_line(r#"{"in":{"type":"abort"}}"#).unwrap().unwrap();
     /// assert_eq!(step.state_value()["retryAttempt"], 0);
     /// ```
@@ -60,7 +62,7 @@ impl Step {
     /// `{"out":[...],"state":{...}}`, plus `"refused":true` when refused.
     ///
     /// ```
-    /// use autoretry::wire::replay::Replayer;
+    /// use autoretry_testkit::replay::Replayer;
     /// let mut r = Replayer::new();
     /// let step = r.replay_line(r#"{"in":{"type":"settings","settings":{"maxRetries":-1}}}"#).unwrap().unwrap();
     /// assert_eq!(step.to_json_line(), r#"{"out":[],"state":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0},"refused":true}"#);
@@ -69,7 +71,7 @@ impl Step {
         let mut line = String::from("{\"out\":[");
         line.push_str(&self.out.join(","));
         line.push_str("],\"state\":");
-        line.push_str(&to_json(&self.state));
+        line.push_str(&state_json(&self.state));
         if self.refused {
             line.push_str(",\"refused\":true");
         }
@@ -78,17 +80,17 @@ impl Step {
     }
 }
 
-/// A host for the vectors: a [`Machine`], the table from timer ordinals
-/// (ordinal `n` is the `n`-th `sleep` of the scenario) to the machine's
-/// [`TimerId`]s, and the error text of the last `agent_end` that asked for
-/// `mark_usage_limit` (passed back with `usage_limit_marked`).
+/// A host for the vectors: a [`Machine`] and a [`VectorHost`] (timer
+/// ordinals to the machine's ids and back, the error text of the last
+/// `agent_end` that asked for `mark_usage_limit`, passed back with
+/// `usage_limit_marked`).
 ///
-/// A `timer_fired` with an ordinal that was never produced is not passed to
-/// the machine (its outputs are empty). Steps before any scenario line run
-/// on a default machine.
+/// A `timer_fired` with an ordinal that was never produced (or is stale,
+/// see [`VectorHost`]) is not passed to the machine (its outputs are
+/// empty). Steps before any scenario line run on a default machine.
 ///
 /// ```
-/// use autoretry::wire::replay::Replayer;
+/// use autoretry_testkit::replay::Replayer;
 /// let mut r = Replayer::new();
 /// assert!(r.replay_line(r#"{"scenario":"s","settings":{"baseDelayMs":10},"host":{}}"#).unwrap().is_none());
 /// let step = r.replay_line(r#"{"in":{"type":"agent_end","message":{"role":"assistant","stopReason":"error","errorMessage":"503"}}}"#).unwrap().unwrap();
@@ -99,16 +101,14 @@ impl Step {
 #[derive(Clone, Debug, Default)]
 pub struct Replayer {
     machine: Machine,
-    /// `timers[n - 1]` is the machine's id of ordinal `n`.
-    timers: Vec<TimerId>,
-    marked_error: Option<String>,
+    host: VectorHost<String>,
 }
 
 impl Replayer {
     /// A replayer with a default machine.
     ///
     /// ```
-    /// use autoretry::wire::replay::Replayer;
+    /// use autoretry_testkit::replay::Replayer;
     /// assert_eq!(Replayer::new().machine().retry_attempt(), 0);
     /// ```
     pub fn new() -> Self {
@@ -118,7 +118,7 @@ impl Replayer {
     /// The machine.
     ///
     /// ```
-    /// use autoretry::wire::replay::Replayer;
+    /// use autoretry_testkit::replay::Replayer;
     /// assert!(Replayer::new().machine().auto_retry_enabled());
     /// ```
     pub fn machine(&self) -> &Machine {
@@ -126,10 +126,11 @@ impl Replayer {
     }
 
     /// Starts a scenario: a fresh machine with the header's settings and
-    /// host options, an empty timer table.
+    /// host options, a fresh vector host.
     ///
     /// ```
-    /// use autoretry::{HostOptions, RetrySettings, wire::{json::ScenarioHeader, replay::Replayer}};
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::{replay::Replayer, vector::ScenarioHeader};
     /// let mut r = Replayer::new();
     /// r.start(&ScenarioHeader { name: "s".into(), settings: RetrySettings::DEFAULT.with_max_retries(0), host: HostOptions::default() });
     /// assert_eq!(r.machine().settings().max_retries, 0);
@@ -137,59 +138,36 @@ impl Replayer {
     pub fn start(&mut self, header: &ScenarioHeader) {
         *self = Replayer {
             machine: Machine::new(header.settings, header.host),
-            timers: Vec::new(),
-            marked_error: None,
+            host: VectorHost::new(),
         };
     }
 
     /// Feeds one input and returns the step's result.
     ///
     /// ```
-    /// use autoretry::wire::{json::InputOwned, replay::Replayer};
+    /// use autoretry::wire::json::InputOwned;
+    /// use autoretry_testkit::replay::Replayer;
     /// let step = Replayer::new().step(&InputOwned::TimerFired { timer: 3 });
     /// assert!(step.out.is_empty() && !step.refused);
     /// ```
-    pub fn step(&mut self, input: &InputOwned) -> Step {
-        let marked = self.marked_error.clone().unwrap_or_default();
-        let mut machine_input = match input.as_input(&marked) {
-            Ok(machine_input) => machine_input,
+    pub fn step(&mut self, input: &InputOwned) -> ReplayStep {
+        let marked = self.host.marked_text().to_owned();
+        let vector_input = match input.as_input(&marked) {
+            Ok(vector_input) => vector_input,
             Err(_invalid) => return self.result(Vec::new(), true),
         };
-        if let Input::TimerFired { timer } = machine_input {
-            let ordinal = usize::try_from(timer.get()).unwrap_or(usize::MAX);
-            match ordinal.checked_sub(1).and_then(|i| self.timers.get(i)) {
-                Some(&id) => machine_input = Input::TimerFired { timer: id },
-                // Never produced: skip the call.
-                None => return self.result(Vec::new(), false),
-            }
-        }
+        let Some(machine_input) = self.host.machine_input(vector_input) else {
+            // No such timer: skip the call.
+            return self.result(Vec::new(), false);
+        };
         let outputs = match self.machine.handle(machine_input) {
             Ok(outputs) => outputs,
             Err(_refused) => return self.result(Vec::new(), true),
         };
-        let mut out = Vec::with_capacity(outputs.len());
-        for output in &outputs {
-            let output = match *output {
-                Output::Sleep { ms, timer } => {
-                    self.timers.push(timer);
-                    Output::Sleep {
-                        ms,
-                        timer: TimerId(self.timers.len() as u64),
-                    }
-                }
-                Output::CancelTimer { timer } => Output::CancelTimer {
-                    timer: self.ordinal(timer),
-                },
-                Output::MarkUsageLimit { .. } => {
-                    if let InputOwned::AgentEnd { message, .. } = input {
-                        self.marked_error = message.error_message.clone();
-                    }
-                    *output
-                }
-                other => other,
-            };
-            out.push(to_json(&output));
-        }
+        let out = outputs
+            .into_iter()
+            .map(|output| output_json(&self.host.vector_output(&machine_input, output)))
+            .collect();
         self.result(out, false)
     }
 
@@ -199,11 +177,11 @@ impl Replayer {
     /// are ignored. A malformed line is an error and changes nothing.
     ///
     /// ```
-    /// use autoretry::wire::replay::Replayer;
+    /// use autoretry_testkit::replay::Replayer;
     /// let err = Replayer::new().replay_line(r#"{"in":{"type":"agent_end"}}"#).unwrap_err();
     /// assert_eq!(err.to_string(), "in.message: missing (expected an object)");
     /// ```
-    pub fn replay_line(&mut self, line: &str) -> Result<Option<Step>, DecodeError> {
+    pub fn replay_line(&mut self, line: &str) -> Result<Option<ReplayStep>, DecodeError> {
         Ok(match VectorLine::parse(line)? {
             None => None,
             Some(VectorLine::Scenario(header)) => {
@@ -214,20 +192,21 @@ impl Replayer {
         })
     }
 
-    /// The ordinal of a machine timer id (the id itself if it was never
-    /// produced, which the machine never does).
-    fn ordinal(&self, timer: TimerId) -> TimerId {
-        self.timers
-            .iter()
-            .rposition(|&id| id == timer)
-            .map_or(timer, |i| TimerId(i as u64 + 1))
-    }
-
-    fn result(&self, out: Vec<String>, refused: bool) -> Step {
-        Step {
+    fn result(&self, out: Vec<String>, refused: bool) -> ReplayStep {
+        ReplayStep {
             out,
             state: self.machine.state(),
             refused,
         }
     }
+}
+
+/// The JSON of one output (the wire's `Serialize`, which cannot fail).
+fn output_json(output: &Output<'_>) -> String {
+    serde_json::to_string(output).unwrap_or_else(|e| format!("\"serialization failed: {e}\""))
+}
+
+/// The JSON of the state (the wire's `Serialize`, which cannot fail).
+fn state_json(state: &RetryState) -> String {
+    serde_json::to_string(state).unwrap_or_else(|e| format!("\"serialization failed: {e}\""))
 }

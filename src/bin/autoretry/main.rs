@@ -27,12 +27,27 @@ use autoretry::driver::Driver;
 use autoretry::wire::json::{
     classify_line_text, classify_to_json, settings_from_json, DecodeError,
 };
-use autoretry::wire::replay::Replayer;
 use autoretry::wire::sidecar;
 use autoretry::{HostOptions, Machine, RetrySettings};
 use clap::{Parser, Subcommand};
 
+use replay::Replayer;
+
 mod simulate;
+
+// `replay` is the test kit's vector replayer (`testkit/`). The test kit
+// depends on this package, so this package's binary cannot depend on the
+// test kit: it compiles the replayer's three files in instead, until the
+// binary is a package of its own that depends on `autoretry-testkit`.
+#[allow(dead_code)]
+#[path = "../../../testkit/src/host.rs"]
+mod host;
+#[allow(dead_code)]
+#[path = "../../../testkit/src/replay.rs"]
+mod replay;
+#[allow(dead_code)]
+#[path = "../../../testkit/src/vector.rs"]
+mod vector;
 
 #[derive(Parser)]
 #[command(

@@ -1,0 +1,45 @@
+//! The test kit of [`autoretry`]: what its tests, fuzz targets, firmware and
+//! command-line host share, kept out of the published library.
+//!
+//! - [`VectorHost`] (`no_std`, no allocation): the host of the conformance
+//!   vectors, timer ordinals to the machine's ids and back, and the kept
+//!   usage-limit text.
+//! - With feature `std`:
+//!   - [`vector`]: the line format of the vectors ([`vector::VectorLine`],
+//!     [`vector::ScenarioHeader`]);
+//!   - [`replay`]: the vectors replayed on the real machine
+//!     ([`replay::Replayer`]);
+//!   - [`fuzzing`]: the invariant [`fuzzing::Monitor`] of the machine and
+//!     the entry points of the fuzz targets, which **panic** on a violated
+//!     guarantee.
+//!
+//! The crate is not published: the library's API is `autoretry` alone.
+//!
+//! ```
+//! use autoretry::{AssistantMessage, Input, Machine, Output, TimerId};
+//! use autoretry_testkit::VectorHost;
+//!
+//! let mut machine = Machine::default();
+//! let mut host = VectorHost::<&str>::new();
+//! let fail = Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None };
+//! for output in machine.handle(fail).unwrap() {
+//!     if let Output::Sleep { timer, .. } = host.vector_output(&fail, output) {
+//!         assert_eq!(timer, TimerId(1)); // the scenario's first sleep
+//!     }
+//! }
+//! ```
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod host;
+pub use host::{VectorHost, RECENT_TIMERS};
+
+#[cfg(feature = "std")]
+pub mod vector;
+
+#[cfg(feature = "std")]
+pub mod replay;
+
+#[cfg(feature = "std")]
+pub mod fuzzing;

@@ -1,0 +1,177 @@
+//! The line format of the conformance vectors (vectors README, "Format"):
+//! scenario lines and step lines, decoded strictly with the library's own
+//! input decoder ([`InputOwned`]), errors naming the field.
+
+use autoretry::wire::json::{
+    boolean, describe, object, parse_object, required, settings_from_json, string, uint,
+    DecodeError, InputOwned,
+};
+use autoretry::{HostOptions, RetrySettings};
+use serde_json::Value;
+
+/// A scenario line of the vectors: `{"scenario":"name","about":..,"settings":{...},"host":{...}}`.
+///
+/// ```
+/// use autoretry_testkit::vector::ScenarioHeader;
+/// let value = serde_json::json!({"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000}});
+/// let header = ScenarioHeader::from_json(&value).unwrap();
+/// assert_eq!((header.settings.max_retries, header.host.context_window), (1, 1000));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ScenarioHeader {
+    /// `scenario`: the name.
+    pub name: String,
+    /// `settings`, strictly decoded; defaults when absent.
+    pub settings: RetrySettings,
+    /// `host`: `contextWindow` (default 0) and `credentialStore` (default false).
+    pub host: HostOptions,
+}
+
+impl ScenarioHeader {
+    /// Decodes a scenario line. `about` and unknown top-level fields are
+    /// ignored; an unknown key inside `host` is an error.
+    ///
+    /// ```
+    /// use autoretry_testkit::vector::ScenarioHeader;
+    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"window": 1}})).unwrap_err();
+    /// assert_eq!(err.to_string(), r#"host: unknown key "window""#);
+    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"contextWindow": -1}})).unwrap_err();
+    /// assert!(err.to_string().starts_with("host.contextWindow: expected a non-negative integer"));
+    /// ```
+    pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
+        let Value::Object(obj) = value else {
+            return Err(DecodeError::new(format!(
+                "expected an object, found {}",
+                describe(value)
+            )));
+        };
+        let name = required(string(obj, "scenario")?, "scenario", "a string")?.to_owned();
+        let settings = match obj.get("settings") {
+            None => RetrySettings::DEFAULT,
+            // The message already names the key (`retry.maxRetries: ...`).
+            Some(group) => settings_from_json(group)?,
+        };
+        let mut host = HostOptions::default();
+        if let Some(h) = object(obj, "host")? {
+            if let Some(key) = h
+                .keys()
+                .find(|k| !matches!(k.as_str(), "contextWindow" | "credentialStore"))
+            {
+                return Err(DecodeError::new(format!(
+                    "host: unknown key {}",
+                    Value::String(key.clone())
+                )));
+            }
+            host.context_window = uint(h, "contextWindow")
+                .map_err(|e| e.within("host"))?
+                .unwrap_or(0);
+            host.credential_store = boolean(h, "credentialStore")
+                .map_err(|e| e.within("host"))?
+                .unwrap_or(false);
+        }
+        Ok(ScenarioHeader {
+            name,
+            settings,
+            host,
+        })
+    }
+}
+
+/// One non-blank line of a vector file.
+///
+/// ```
+/// use autoretry_testkit::vector::VectorLine;
+/// assert!(matches!(VectorLine::parse(r#"{"scenario":"s"}"#), Ok(Some(VectorLine::Scenario(_)))));
+/// assert!(matches!(VectorLine::parse(r#"{"in":{"type":"abort"},"out":[]}"#), Ok(Some(VectorLine::Step(_)))));
+/// assert!(matches!(VectorLine::parse("  "), Ok(None)));
+/// assert!(VectorLine::parse(r#"{"out":[]}"#).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum VectorLine {
+    /// A line with a `scenario` key: start a fresh machine.
+    Scenario(ScenarioHeader),
+    /// A step: its `in` (the expectations `out`, `state`, `refused` are
+    /// ignored here).
+    Step(InputOwned),
+}
+
+impl VectorLine {
+    /// Parses one line; `Ok(None)` for a blank line (JSON white space only).
+    /// A line with a `scenario` key is a header, else it needs an `in`
+    /// object.
+    pub fn parse(line: &str) -> Result<Option<VectorLine>, DecodeError> {
+        if line.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
+            return Ok(None);
+        }
+        let obj = parse_object(line)?;
+        if obj.contains_key("scenario") {
+            return ScenarioHeader::from_json(&Value::Object(obj))
+                .map(|h| Some(VectorLine::Scenario(h)));
+        }
+        let input = required(obj.get("in"), "in", "an input object")?;
+        InputOwned::from_json(input)
+            .map(|i| Some(VectorLine::Step(i)))
+            .map_err(|e| e.within("in"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use autoretry::Usage;
+
+    #[test]
+    fn exact_integers() {
+        let line = r#"{"in":{"type":"agent_end","nowMs":18446744073709551615,"message":{"stopReason":"error","usage":{"input":18446744073709551615,"cacheRead":18446744073709551615}}}}"#;
+        let Some(VectorLine::Step(InputOwned::AgentEnd { message, now_ms })) =
+            VectorLine::parse(line).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(now_ms, Some(u64::MAX));
+        assert_eq!(
+            message.usage,
+            Some(Usage {
+                input: u64::MAX,
+                cache_read: u64::MAX
+            })
+        );
+        let err =
+            VectorLine::parse(r#"{"in":{"type":"timer_fired","timer":18446744073709551616}}"#)
+                .unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("in.timer: expected a non-negative integer"));
+    }
+
+    #[test]
+    fn errors_name_the_line_part() {
+        let cases = [
+            (r#"{"scenario":5}"#, "scenario: expected a string, found 5"),
+            (
+                r#"{"scenario":"s","host":[]}"#,
+                "host: expected an object, found an array",
+            ),
+            (
+                r#"{"scenario":"s","host":{"credentialStore":1}}"#,
+                "host.credentialStore: expected a boolean, found 1",
+            ),
+            (
+                r#"{"in":"abort"}"#,
+                r#"in: expected an object, found a string "abort""#,
+            ),
+            ("[]", "expected a JSON object, found an array"),
+        ];
+        for (line, want) in cases {
+            assert_eq!(
+                VectorLine::parse(line).unwrap_err().to_string(),
+                want,
+                "{line}"
+            );
+        }
+        // A scenario line's settings are strict too.
+        let err =
+            VectorLine::parse(r#"{"scenario":"s","settings":{"maxRetries":3.0}}"#).unwrap_err();
+        assert!(err.to_string().starts_with("retry.maxRetries: "), "{err}");
+    }
+}
