@@ -5,7 +5,7 @@
 //! The mock clock is global: this file has one test.
 #![cfg(all(feature = "embassy", feature = "json"))]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::future::Future;

@@ -3,7 +3,7 @@
 //! The pool is shared by the whole process, so the tests here take turns.
 #![cfg(all(feature = "ffi", feature = "json"))]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::sync::Mutex;

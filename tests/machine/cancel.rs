@@ -1,8 +1,7 @@
 //! Cancellation: abort_retry and the global abort (spec §5.3, §6a).
 
-mod common;
+use crate::common::*;
 use autoretry::{HostOptions, Input, Machine, Output, RetrySettings, StopReason};
-use common::*;
 
 #[test]
 fn abort_retry_during_backoff_cancels_the_timer() {

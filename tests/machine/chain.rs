@@ -1,8 +1,7 @@
 //! The retry chain: backoff, continue, success, exhaustion (spec §5.1, §5.2).
 
-mod common;
+use crate::common::*;
 use autoretry::{HostOptions, Machine, Output, RetrySettings, StopReason};
-use common::*;
 
 #[test]
 fn defaults_back_off_2_4_8_seconds_then_give_up_with_the_raw_error() {

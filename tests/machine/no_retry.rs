@@ -1,10 +1,9 @@
 //! Messages that start no retry, and how they end an open chain (spec §3, §9).
 
-mod common;
+use crate::common::*;
 use autoretry::{
     AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason, Usage,
 };
-use common::*;
 
 #[test]
 fn a_non_retryable_error_goes_to_the_compaction_check() {

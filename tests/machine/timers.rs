@@ -1,8 +1,7 @@
 //! Timers and inputs out of turn (spec §6, §6a).
 
-mod common;
+use crate::common::*;
 use autoretry::{Input, Machine, Output, Refused, StopReason, TimerId};
-use common::*;
 
 #[test]
 fn only_the_pending_timer_continues_and_only_once() {

@@ -1,10 +1,9 @@
 //! Usage limits with a credential store (spec §3.4, §3.5, §5.1.4, §6a).
 
-mod common;
+use crate::common::*;
 use autoretry::{
     AssistantMessage, HostOptions, Input, Machine, Output, Refused, RetrySettings, StopReason,
 };
-use common::*;
 
 fn with_store() -> Machine {
     Machine::new(

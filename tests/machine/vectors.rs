@@ -4,7 +4,7 @@
 //! checked against the expected line's raw text.
 #![cfg(feature = "json")]
 
-mod common;
+use crate::common;
 
 use std::fs;
 

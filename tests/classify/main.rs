@@ -1,0 +1,3 @@
+//! The classifier (spec §3) on the labelled corpus.
+
+mod corpus;

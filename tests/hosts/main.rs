@@ -1,0 +1,9 @@
+//! The hosts of the library on every conformance vector: the embassy driver
+//! in virtual time and the C ABI driven natively. The properties of the
+//! machine itself are in `tests/machine/` and `tests/props.rs`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod embassy;
+mod ffi;

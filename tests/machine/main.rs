@@ -1,0 +1,18 @@
+//! The machine against the contract: the retry chain, cancellation, the
+//! messages that start no retry, timers and inputs out of turn, usage
+//! limits, the terminal texts, every conformance vector through the
+//! library, the fuzzers' findings, and the vendored copies of the shared
+//! vectors and corpus.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cancel;
+mod chain;
+mod fuzz_regressions;
+mod no_retry;
+mod presentation;
+mod shared_copies;
+mod timers;
+mod usage_limit;
+mod vectors;
