@@ -1,16 +1,17 @@
 //! The core allocates nothing: every vector step and every corpus text runs
 //! under a counting global allocator, and the count must stay at zero while
-//! the library works. Decoding the JSON (test code) happens outside the
-//! counted windows.
+//! the library works (and the test kit's `no_std` vector host with it).
+//! Decoding the JSON (test code) happens outside the counted windows.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use autoretry::{
-    classify, AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason,
-    TimerId, Usage,
-};
+use autoretry::{classify, Machine};
+use autoretry_testkit::vector::VectorLine;
+use autoretry_testkit::VectorHost;
 use serde_json::Value;
+
+mod common;
 
 struct Counting;
 
@@ -54,120 +55,44 @@ fn counted<T>(f: impl FnOnce() -> T) -> (T, u64) {
     (value, COUNT.with(|c| c.get()))
 }
 
-fn u64_of(v: &Value) -> u64 {
-    v.as_u64().expect("an unsigned integer")
-}
-
-fn message(v: &Value) -> AssistantMessage<'_> {
-    AssistantMessage {
-        stop_reason: StopReason::from_wire(v["stopReason"].as_str().unwrap()).unwrap(),
-        error_message: v.get("errorMessage").and_then(Value::as_str),
-        usage: v.get("usage").map(|u| Usage {
-            input: u.get("input").map_or(0, u64_of),
-            cache_read: u.get("cacheRead").map_or(0, u64_of),
-        }),
-    }
-}
-
-fn settings(v: &Value) -> RetrySettings {
-    let d = RetrySettings::DEFAULT;
-    RetrySettings {
-        enabled: v.get("enabled").map_or(d.enabled, |b| b.as_bool().unwrap()),
-        max_retries: v
-            .get("maxRetries")
-            .map_or(d.max_retries, |n| u32::try_from(u64_of(n)).unwrap()),
-        base_delay_ms: v.get("baseDelayMs").map_or(d.base_delay_ms, u64_of),
-    }
-}
-
 #[test]
-fn the_machine_allocates_nothing_on_any_vector() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
+fn the_machine_and_the_vector_host_allocate_nothing_on_any_vector() {
     let (mut steps, mut total_allocs) = (0, 0);
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap();
-        let lines: Vec<Value> = text
+    for path in common::vector_files() {
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<VectorLine> = text
             .split('\n')
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).unwrap())
+            .filter_map(|l| VectorLine::parse(l).unwrap())
             .collect();
         let mut machine = Machine::default();
-        let mut timers: Vec<TimerId> = Vec::with_capacity(64);
-        let mut marked: Option<&str> = None;
+        let mut host = VectorHost::<&str>::new();
         for line in &lines {
-            if line.get("scenario").is_some() {
-                let host = &line["host"];
-                machine = Machine::new(
-                    settings(&line["settings"]),
-                    HostOptions {
-                        context_window: host.get("contextWindow").map_or(0, u64_of),
-                        credential_store: host
-                            .get("credentialStore")
-                            .is_some_and(|b| b.as_bool().unwrap()),
-                    },
-                );
-                timers.clear();
-                continue;
-            }
-            let step = &line["in"];
-            let input = match step["type"].as_str().unwrap() {
-                "message_end" => Input::MessageEnd {
-                    message: message(&step["message"]),
-                },
-                "agent_end" => {
-                    let message = message(&step["message"]);
-                    marked = message.error_message;
-                    Input::AgentEnd {
-                        message,
-                        now_ms: step.get("nowMs").map(u64_of),
-                    }
+            let input = match line {
+                VectorLine::Scenario(header) => {
+                    machine = Machine::new(header.settings, header.host);
+                    host.reset();
+                    continue;
                 }
-                "timer_fired" => {
-                    let ordinal = u64_of(&step["timer"]) as usize;
-                    match ordinal.checked_sub(1).and_then(|i| timers.get(i)) {
-                        Some(&timer) => Input::TimerFired { timer },
-                        None => Input::TimerFired {
-                            timer: TimerId(u64::MAX),
-                        },
-                    }
-                }
-                "usage_limit_marked" => Input::UsageLimitMarked {
-                    switched: step["switched"].as_bool().unwrap(),
-                    error_message: marked.unwrap_or(""),
-                },
-                "abort_retry" => Input::AbortRetry,
-                "abort" => Input::Abort,
-                "set_auto_retry" => match step["enabled"].as_bool() {
-                    Some(enabled) => Input::SetAutoRetry { enabled },
-                    None => continue,
-                },
-                // Settings are decoded (and bad ones refused) at the edge.
-                "settings" => continue,
-                other => panic!("unknown input type {other}"),
+                VectorLine::Step(input) => input,
             };
-            let (sleeps, allocs) = counted(|| {
-                let outputs = machine.handle(input).ok()?;
-                let mut sleeps = [None; autoretry::MAX_OUTPUTS];
-                for (slot, output) in sleeps.iter_mut().zip(&outputs) {
-                    if let Output::Sleep { timer, .. } = output {
-                        *slot = Some(*timer);
-                    }
+            // An invalid settings group is refused at the edge, before the
+            // machine.
+            let Ok(input) = input.as_input(host.marked().copied().unwrap_or("")) else {
+                continue;
+            };
+            let (_, allocs) = counted(|| {
+                let input = host.machine_input(input)?;
+                for output in machine.handle(input).ok()? {
+                    host.vector_output(&input, output);
                 }
-                Some(sleeps)
+                Some(())
             });
-            timers.extend(sleeps.into_iter().flatten().flatten());
             total_allocs += allocs;
             steps += 1;
         }
     }
     assert!(steps > 100, "only {steps} steps ran");
-    assert_eq!(total_allocs, 0, "the machine allocated");
+    assert_eq!(total_allocs, 0, "the machine or the vector host allocated");
 }
 
 #[test]

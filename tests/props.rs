@@ -27,6 +27,7 @@ use autoretry::{
     MAX_OUTPUTS,
 };
 use autoretry_testkit::fuzzing::{matches_overflow_unanchored, Monitor};
+use autoretry_testkit::{VectorHost, RECENT_TIMERS};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{json, Value};
@@ -513,13 +514,17 @@ fn settings_json() -> impl Strategy<Value = (String, Option<RetrySettings>)> {
     ]
 }
 
+/// How far back `TimerPick::Earlier` reaches; the vector host keeps that many.
+const EARLIER: usize = 4;
+const _: () = assert!(EARLIER <= RECENT_TIMERS);
+
 fn op(window: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (message(window), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
             .prop_map(|(m, now)| Op::AgentEnd(m, now)),
         3 => message(window).prop_map(Op::MessageEnd),
         8 => Just(Op::Fire(TimerPick::Pending)),
-        2 => (0usize..4).prop_map(|k| Op::Fire(TimerPick::Earlier(k))),
+        2 => (0..EARLIER).prop_map(|k| Op::Fire(TimerPick::Earlier(k))),
         1 => any::<u64>().prop_map(|t| Op::Fire(TimerPick::Unknown(t))),
         4 => (any::<bool>(), prop_oneof![3 => Just(None), 1 => (0..corpus().len()).prop_map(Some)])
             .prop_map(|(switched, wrong)| Op::Answer { switched, wrong }),
@@ -561,9 +566,17 @@ fn scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<Op>)> {
 // The driver
 // ---------------------------------------------------------------------------
 
+/// The host's timer table (the model keeps the usage-limit text itself).
+type Host = VectorHost<&'static str>;
+
+/// A vector ordinal as the model counts.
+fn ordinal(n: u64) -> usize {
+    usize::try_from(n).expect("an ordinal fits usize")
+}
+
 /// Converts the machine's outputs to the model's form (timer ids become
-/// ordinals through `timers`, the ids of the sleeps in order).
-fn convert(out: &[Output<'_>], timers: &mut Vec<TimerId>) -> Vec<Out> {
+/// ordinals through the vector host).
+fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
     out.iter()
         .map(|o| match *o {
             Output::Emit(Event::Start {
@@ -587,15 +600,12 @@ fn convert(out: &[Output<'_>], timers: &mut Vec<TimerId>) -> Vec<Out> {
                 error: final_error.map(str::to_owned),
             },
             Output::DropTrailingError => Out::Drop,
-            Output::Sleep { ms, timer } => {
-                timers.push(timer);
-                Out::Sleep {
-                    ms,
-                    ordinal: timers.len(),
-                }
-            }
+            Output::Sleep { ms, timer } => Out::Sleep {
+                ms,
+                ordinal: ordinal(host.record_sleep(timer)),
+            },
             Output::CancelTimer { timer } => Out::Cancel {
-                ordinal: timers.iter().position(|&t| t == timer).map_or(0, |i| i + 1),
+                ordinal: host.ordinal(timer).map_or(0, ordinal),
             },
             Output::ContinueAgent => Out::Continue,
             Output::MarkUsageLimit { retry_after_ms } => Out::Mark {
@@ -611,11 +621,11 @@ fn convert(out: &[Output<'_>], timers: &mut Vec<TimerId>) -> Vec<Out> {
 /// Checks the number of outputs and converts them.
 fn conv(
     result: Result<autoretry::Outputs<'_>, autoretry::Refused>,
-    timers: &mut Vec<TimerId>,
+    host: &mut Host,
 ) -> Result<Vec<Out>, autoretry::Refused> {
     result.map(|out| {
         assert!(out.len() <= MAX_OUTPUTS);
-        convert(&out, timers)
+        convert(&out, host)
     })
 }
 
@@ -632,7 +642,7 @@ struct Reached {
 fn run(settings: RetrySettings, host: HostOptions, ops: &[Op]) -> Result<Reached, TestCaseError> {
     let mut mon = Monitor::new(settings, host);
     let mut model = Model::new(settings, host);
-    let mut timers: Vec<TimerId> = Vec::new();
+    let mut timers = Host::new();
     let mut reached = Reached::default();
     for (step, op) in ops.iter().chain([Op::AbortRetry].iter()).enumerate() {
         let owned_message = |m: &Msg| m.text.map(|i| corpus()[i].text.as_str());
@@ -664,17 +674,22 @@ fn run(settings: RetrySettings, host: HostOptions, ops: &[Op]) -> Result<Reached
             Op::Fire(pick) => {
                 let (timer, ordinal) = match *pick {
                     TimerPick::Pending => match mon.machine().pending_timer() {
-                        Some(t) => (t, timers.iter().position(|&x| x == t).map_or(0, |i| i + 1)),
+                        Some(t) => (t, timers.ordinal(t).map_or(0, ordinal)),
                         None => (TimerId(u64::MAX), 0),
                     },
-                    TimerPick::Earlier(k) if k < timers.len() => {
-                        (timers[timers.len() - 1 - k], timers.len() - k)
+                    TimerPick::Earlier(k) => {
+                        // The ordinal `k` sleeps back from the last one.
+                        match timers.sleeps().checked_sub(k as u64).filter(|&n| n > 0) {
+                            Some(n) => (
+                                timers.machine_timer(n).expect("kept: k < EARLIER"),
+                                ordinal(n),
+                            ),
+                            None => (TimerId(u64::MAX - 1), 0),
+                        }
                     }
-                    TimerPick::Earlier(_) => (TimerId(u64::MAX - 1), 0),
-                    TimerPick::Unknown(t) => match timers.iter().position(|&x| x.0 == t) {
-                        Some(i) => (TimerId(t), i + 1),
-                        None => (TimerId(t), 0),
-                    },
+                    TimerPick::Unknown(t) => {
+                        (TimerId(t), timers.ordinal(TimerId(t)).map_or(0, ordinal))
+                    }
                 };
                 (
                     conv(mon.step(Input::TimerFired { timer }), &mut timers),

@@ -17,6 +17,7 @@ use autoretry::embassy::{duration_from_ms, Channel, Driver, Step};
 use autoretry::wire::json::InputOwned;
 use autoretry::{Input, Machine, Output, TimerId};
 use autoretry_testkit::vector::{ScenarioHeader, VectorLine};
+use autoretry_testkit::VectorHost;
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_time::{Duration, Instant, MockDriver};
 use serde_json::Value;
@@ -78,10 +79,10 @@ fn run(scenario: &Scenario) -> usize {
         Machine::new(header.settings, header.host),
         inputs.receiver(),
     );
-    // `timers[n - 1]`: the machine's id of ordinal `n`, and when its
-    // `sleep` says it is due (virtual time).
-    let mut timers: Vec<(TimerId, Instant)> = Vec::new();
-    let mut marked: &str = "";
+    let mut host = VectorHost::<&str>::new();
+    // When the last `sleep` said its timer is due (virtual time): the only
+    // timer that can be pending.
+    let mut due = Instant::now();
     let mut passed = 0;
     for (input, want, at) in &scenario.steps {
         let want_refused = want.get("refused") == Some(&Value::Bool(true));
@@ -98,12 +99,8 @@ fn run(scenario: &Scenario) -> usize {
                 continue;
             }
             InputOwned::TimerFired { timer: ordinal } => {
-                let id = ordinal
-                    .checked_sub(1)
-                    .and_then(|i| timers.get(i as usize))
-                    .copied();
-                match id {
-                    Some((id, due)) if driver.machine().pending_timer() == Some(id) => {
+                match host.machine_timer(*ordinal) {
+                    Some(id) if driver.machine().pending_timer() == Some(id) => {
                         // The driver's own timer: advance virtual time to
                         // when the `sleep` said, not when the driver thinks.
                         let mut next = pin!(driver.next());
@@ -138,12 +135,13 @@ fn run(scenario: &Scenario) -> usize {
                     }
                     other => {
                         // A stale or never-produced timer: the host delivers it late.
-                        let timer = other.map_or(TimerId(u64::MAX), |(id, _)| id);
+                        let timer = other.unwrap_or(TimerId(u64::MAX));
                         send(&inputs, Input::TimerFired { timer }, &mut driver, at)
                     }
                 }
             }
             other => {
+                let marked = host.marked().copied().unwrap_or("");
                 let input = other.as_input(marked).expect("valid");
                 send(&inputs, input, &mut driver, at)
             }
@@ -152,28 +150,10 @@ fn run(scenario: &Scenario) -> usize {
         assert_eq!(refused, want_refused, "{at}: refused");
         let mut out = Vec::new();
         for output in step.outputs.unwrap_or_default() {
-            let output = match output {
-                Output::Sleep { ms, timer } => {
-                    timers.push((timer, Instant::now().saturating_add(duration_from_ms(ms))));
-                    Output::Sleep {
-                        ms,
-                        timer: TimerId(timers.len() as u64),
-                    }
-                }
-                Output::CancelTimer { timer } => {
-                    let k = timers.iter().rposition(|&(id, _)| id == timer).unwrap();
-                    Output::CancelTimer {
-                        timer: TimerId(k as u64 + 1),
-                    }
-                }
-                Output::MarkUsageLimit { .. } => {
-                    if let InputOwned::AgentEnd { message, .. } = input {
-                        marked = message.error_message.as_deref().unwrap_or("");
-                    }
-                    output
-                }
-                other => other,
-            };
+            if let Output::Sleep { ms, .. } = output {
+                due = Instant::now().saturating_add(duration_from_ms(ms));
+            }
+            let output = host.vector_output(&step.input, output);
             out.push(serde_json::to_value(output).unwrap());
         }
         assert_eq!(Value::Array(out), want["out"], "{at}");

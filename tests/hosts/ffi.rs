@@ -10,8 +10,9 @@ use std::sync::Mutex;
 
 use autoretry::ffi::*;
 use autoretry::wire::json::InputOwned;
-use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
+use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason, TimerId};
 use autoretry_testkit::vector::VectorLine;
+use autoretry_testkit::VectorHost;
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -139,14 +140,15 @@ fn every_vector_step_passes_through_the_c_abi() {
     for path in &paths {
         let text = fs::read_to_string(path).unwrap();
         let mut handle: Option<Handle> = None;
-        let mut timers: Vec<u64> = Vec::new();
+        // The module keeps the usage-limit text itself: the host's is unused.
+        let mut host = VectorHost::<&str>::new();
         for (index, line) in text.split('\n').enumerate() {
             let at = format!("{}:{}", path.display(), index + 1);
             let input = match VectorLine::parse(line).unwrap() {
                 None => continue,
                 Some(VectorLine::Scenario(header)) => {
                     handle = Some(Handle::new(header.settings, header.host));
-                    timers.clear();
+                    host.reset();
                     continue;
                 }
                 Some(VectorLine::Step(input)) => input,
@@ -156,16 +158,14 @@ fn every_vector_step_passes_through_the_c_abi() {
             let want_refused = want.get("refused") == Some(&Value::Bool(true));
             // Timer ordinals to the module's ids; one never produced is skipped.
             let input = match input {
-                InputOwned::TimerFired { timer } => {
-                    match timer.checked_sub(1).and_then(|i| timers.get(i as usize)) {
-                        Some(&id) => InputOwned::TimerFired { timer: id },
-                        None => {
-                            assert_eq!(want["out"], Value::Array(vec![]), "{at}");
-                            steps += 1;
-                            continue;
-                        }
+                InputOwned::TimerFired { timer } => match host.machine_timer(timer) {
+                    Some(id) => InputOwned::TimerFired { timer: id.get() },
+                    None => {
+                        assert_eq!(want["out"], Value::Array(vec![]), "{at}");
+                        steps += 1;
+                        continue;
                     }
-                }
+                },
                 other => other,
             };
             let got = match input {
@@ -183,12 +183,10 @@ fn every_vector_step_passes_through_the_c_abi() {
                         let id = o["timer"].as_u64();
                         match (ty.as_str(), id) {
                             ("sleep", Some(id)) => {
-                                timers.push(id);
-                                o["timer"] = timers.len().into();
+                                o["timer"] = host.record_sleep(TimerId(id)).into();
                             }
                             ("cancel_timer", Some(id)) => {
-                                let k = timers.iter().rposition(|&t| t == id).unwrap();
-                                o["timer"] = (k + 1).into();
+                                o["timer"] = host.ordinal(TimerId(id)).unwrap_or(0).into();
                             }
                             _ => {}
                         }
