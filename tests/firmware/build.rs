@@ -1,19 +1,21 @@
 //! Turns the vendored conformance vectors (`../vectors/*.jsonl`) into Rust
 //! statics (`$OUT_DIR/vectors.rs`): per scenario its settings and host
-//! options, per step the input, the expected outputs (timers as the vectors'
-//! ordinals), the expected state and whether the input is refused. The
-//! firmware carries no JSON and no parser.
+//! options, per step the input, the expected outputs (in the vectors' form:
+//! timers as ordinals), the expected state and whether the input is
+//! refused. The firmware carries no JSON and no parser.
 //!
-//! Inputs are decoded with the crate's strict decoder
-//! (`autoretry::wire::json::VectorLine`): a settings group it rejects
-//! becomes `In::Invalid`, an input the host refuses without asking the
-//! machine. Expected outputs are read with serde_json alone.
+//! Lines are decoded with the test kit's line format
+//! (`autoretry_testkit::vector::VectorLine`) on the crate's strict decoder:
+//! a settings group it rejects becomes `In::Invalid`, an input the host
+//! refuses without asking the machine. Expected outputs are read with
+//! serde_json alone.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
-use autoretry::wire::json::{InputOwned, MessageOwned, VectorLine};
+use autoretry::wire::json::{InputOwned, MessageOwned};
+use autoretry_testkit::vector::VectorLine;
 use serde_json::Value;
 
 fn main() {
@@ -204,7 +206,8 @@ fn str_field<'a>(o: &'a Value, key: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("`{key}` must be a string"))
 }
 
-/// One expected output as Rust code.
+/// One expected output as Rust code, in the vectors' form (timers as
+/// ordinals, as `VectorHost::vector_output` writes them).
 fn output(o: &Value) -> Result<String, String> {
     let ty = str_field(o, "type")?;
     Ok(match ty {
@@ -212,7 +215,7 @@ fn output(o: &Value) -> Result<String, String> {
             let e = &o["event"];
             match str_field(e, "type")? {
                 "auto_retry_start" => format!(
-                    "Out::Machine(Output::Emit(Event::Start {{ attempt: {}, max_attempts: {}, delay_ms: {}, error_message: {} }}))",
+                    "Output::Emit(Event::Start {{ attempt: {}, max_attempts: {}, delay_ms: {}, error_message: {} }})",
                     u32_field(e, "attempt")?,
                     u32_field(e, "maxAttempts")?,
                     u64_field(e, "delayMs")?,
@@ -224,7 +227,7 @@ fn output(o: &Value) -> Result<String, String> {
                         Some(v) => Some(v.as_str().ok_or("`finalError` must be a string")?),
                     };
                     format!(
-                        "Out::Machine(Output::Emit(Event::End {{ success: {}, attempt: {}, final_error: {} }}))",
+                        "Output::Emit(Event::End {{ success: {}, attempt: {}, final_error: {} }})",
                         bool_field(e, "success")?,
                         u32_field(e, "attempt")?,
                         opt_lit(final_error)
@@ -233,14 +236,17 @@ fn output(o: &Value) -> Result<String, String> {
                 other => return Err(format!("unknown event {other:?}")),
             }
         }
-        "drop_trailing_error" => "Out::Machine(Output::DropTrailingError)".into(),
+        "drop_trailing_error" => "Output::DropTrailingError".into(),
         "sleep" => format!(
-            "Out::Sleep {{ ms: {}, ordinal: {} }}",
+            "Output::Sleep {{ ms: {}, timer: TimerId({}) }}",
             u64_field(o, "ms")?,
             u64_field(o, "timer")?
         ),
-        "cancel_timer" => format!("Out::CancelTimer {{ ordinal: {} }}", u64_field(o, "timer")?),
-        "continue_agent" => "Out::Machine(Output::ContinueAgent)".into(),
+        "cancel_timer" => format!(
+            "Output::CancelTimer {{ timer: TimerId({}) }}",
+            u64_field(o, "timer")?
+        ),
+        "continue_agent" => "Output::ContinueAgent".into(),
         "mark_usage_limit" => {
             let after = match o.get("retryAfterMs") {
                 Some(Value::Null) => None,
@@ -251,13 +257,13 @@ fn output(o: &Value) -> Result<String, String> {
                 None => return Err("`retryAfterMs` missing".into()),
             };
             format!(
-                "Out::Machine(Output::MarkUsageLimit {{ retry_after_ms: {} }})",
+                "Output::MarkUsageLimit {{ retry_after_ms: {} }}",
                 opt_u64(after)
             )
         }
-        "check_compaction" => "Out::Machine(Output::CheckCompaction)".into(),
-        "abort_agent" => "Out::Machine(Output::AbortAgent)".into(),
-        "settled" => "Out::Machine(Output::Settled)".into(),
+        "check_compaction" => "Output::CheckCompaction".into(),
+        "abort_agent" => "Output::AbortAgent".into(),
+        "settled" => "Output::Settled".into(),
         other => return Err(format!("unknown output {other:?}")),
     })
 }

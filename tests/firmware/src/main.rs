@@ -4,8 +4,9 @@
 //!
 //! The vectors are compiled in by `build.rs`. The host side is simulated:
 //! a millisecond clock that advances to a timer's deadline when the vector
-//! fires it, a table from the vectors' timer ordinals to the machine's ids,
-//! and the remembered error text for the usage-limit answer.
+//! fires it, and the test kit's `VectorHost` (the vectors' timer ordinals
+//! to the machine's ids and back, the kept error text for the usage-limit
+//! answer).
 #![no_std]
 #![no_main]
 
@@ -15,6 +16,7 @@ use autoretry::{
     AssistantMessage, Event, HostOptions, Input, Machine, Output, RetrySettings, RetryState,
     StopReason, TimerId, Usage,
 };
+use autoretry_testkit::VectorHost;
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 
@@ -31,7 +33,8 @@ struct Step {
     /// Line number in its file (for failure reports).
     line: usize,
     input: In,
-    out: &'static [Out],
+    /// In the vectors' form: timers as ordinals.
+    out: &'static [Output<'static>],
     state: RetryState,
     refused: bool,
 }
@@ -49,52 +52,31 @@ enum In {
     Invalid,
 }
 
-/// An expected output; timers as ordinals.
-#[derive(Debug)]
-enum Out {
-    Machine(Output<'static>),
-    Sleep { ms: u64, ordinal: u64 },
-    CancelTimer { ordinal: u64 },
-}
-
 #[allow(clippy::all)]
 mod vectors {
     use super::*;
     include!(concat!(env!("OUT_DIR"), "/vectors.rs"));
 }
 
-/// Most timers one scenario issues.
-const MAX_TIMERS: usize = 32;
-
 /// The host around the machine.
 struct Host {
     machine: Machine,
-    /// `timers[n - 1]` is the machine's id of ordinal `n`.
-    timers: heapless::Vec<TimerId, MAX_TIMERS>,
+    /// Timer ordinals and the kept usage-limit text.
+    vectors: VectorHost<&'static str>,
     /// The pending timer and its deadline on the simulated clock.
     pending: Option<(TimerId, u64)>,
     /// The simulated clock, ms since the scenario started.
     now_ms: u64,
-    /// The error text of the message the machine asked to mark.
-    marked: &'static str,
 }
 
 impl Host {
     fn new(scenario: &Scenario) -> Self {
         Host {
             machine: Machine::new(scenario.settings, scenario.host),
-            timers: heapless::Vec::new(),
+            vectors: VectorHost::new(),
             pending: None,
             now_ms: 0,
-            marked: "",
         }
-    }
-
-    fn ordinal(&self, timer: TimerId) -> Option<u64> {
-        self.timers
-            .iter()
-            .rposition(|&id| id == timer)
-            .map(|i| i as u64 + 1)
     }
 
     /// Runs one step; `Err` describes the first mismatch.
@@ -102,10 +84,9 @@ impl Host {
         let input = match step.input {
             In::Machine(input) => input,
             In::TimerFired { ordinal } => {
-                let id = usize::try_from(ordinal)
-                    .ok()
-                    .and_then(|n| n.checked_sub(1))
-                    .and_then(|i| self.timers.get(i).copied())
+                let id = self
+                    .vectors
+                    .machine_timer(ordinal)
                     // An ordinal never produced: an id the machine never issued.
                     .unwrap_or(TimerId(u64::MAX));
                 if let Some((pending, deadline)) = self.pending {
@@ -119,7 +100,7 @@ impl Host {
             }
             In::UsageLimitMarked { switched } => Input::UsageLimitMarked {
                 switched,
-                error_message: self.marked,
+                error_message: self.vectors.marked().copied().unwrap_or(""),
             },
             In::Invalid => {
                 return self.check_rest(step, true);
@@ -137,37 +118,20 @@ impl Host {
             hprintln!("  want {:?}", step.out);
             return Err("the number of outputs differs");
         }
-        for (got, want) in outputs.iter().zip(step.out) {
-            let ok = match (*got, want) {
-                (
-                    Output::Sleep { ms, timer },
-                    Out::Sleep {
-                        ms: want_ms,
-                        ordinal,
-                    },
-                ) => {
-                    if self.timers.push(timer).is_err() {
-                        return Err("more timers than the firmware's table holds");
-                    }
+        for (&got, want) in outputs.iter().zip(step.out) {
+            match got {
+                Output::Sleep { ms, timer } => {
                     self.pending = Some((timer, self.now_ms.saturating_add(ms)));
-                    ms == *want_ms && self.timers.len() as u64 == *ordinal
                 }
-                (Output::CancelTimer { timer }, Out::CancelTimer { ordinal }) => {
-                    if self.pending.is_some_and(|(id, _)| id == timer) {
-                        self.pending = None;
-                    }
-                    self.ordinal(timer) == Some(*ordinal)
+                Output::CancelTimer { timer }
+                    if self.pending.is_some_and(|(id, _)| id == timer) =>
+                {
+                    self.pending = None;
                 }
-                (Output::MarkUsageLimit { .. }, Out::Machine(want)) => {
-                    if let In::Machine(Input::AgentEnd { message, .. }) = step.input {
-                        self.marked = message.error_message.unwrap_or("");
-                    }
-                    *got == *want
-                }
-                (got, Out::Machine(want)) => got == *want,
-                _ => false,
-            };
-            if !ok {
+                _ => {}
+            }
+            let got = self.vectors.vector_output(&input, got);
+            if got != *want {
                 hprintln!("  got {:?}", got);
                 hprintln!("  want {:?}", want);
                 return Err("an output differs");
