@@ -3,7 +3,7 @@
 
 The seeds come from the committed vectors (tests/vectors/) and the error-text
 corpus (tests/corpus/errors.jsonl), plus machine inputs encoded in the byte
-format that `autoretry::fuzzing::fuzz_machine` reads. Deterministic: running
+format that `autoretry_testkit::fuzzing::fuzz_machine` reads. Deterministic: running
 it again writes the same files.
 """
 import hashlib

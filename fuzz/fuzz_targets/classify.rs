@@ -1,4 +1,4 @@
 #![no_main]
 
-// Panics on a violated guarantee; see `autoretry::fuzzing::fuzz_classify`.
-libfuzzer_sys::fuzz_target!(|data: &[u8]| autoretry::fuzzing::fuzz_classify(data));
+// Panics on a violated guarantee; see `autoretry_testkit::fuzzing::fuzz_classify`.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| autoretry_testkit::fuzzing::fuzz_classify(data));
