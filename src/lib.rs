@@ -74,6 +74,8 @@
 //! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
 //!   inputs from an `embassy_sync` channel (`embassy` module).
 #![cfg_attr(not(feature = "std"), no_std)]
+// docs.rs builds with `--cfg docsrs`: items show the feature they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Safety: the core has no unsafe code at all; the `ffi` module (feature
 // `ffi`) is the one exception, allowed there and argued block by block.
 #![deny(unsafe_code)]
@@ -103,16 +105,13 @@ pub use text::{FailureLine, LoaderLine};
 pub struct ReadmeDoctests;
 
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod wire;
 
-#[cfg(feature = "std")]
-pub mod driver;
+pub mod host;
 
 #[cfg(feature = "ffi")]
 pub mod ffi;
-
-#[cfg(feature = "embassy")]
-pub mod embassy;
 
 // Fuzz and property-test entry points: they panic on a violated guarantee,
 // so they are hidden from the docs and kept out of the `no_std` core.

@@ -1,4 +1,4 @@
-//! The embassy driver (`autoretry::embassy`) on every vector, in virtual
+//! The embassy driver (`autoretry::host::embassy`) on every vector, in virtual
 //! time: embassy-time's mock driver stands still unless the test advances
 //! it, so a backoff must not end one millisecond before its `sleep` says and
 //! must end exactly then; every other input travels through the channel.
@@ -13,7 +13,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use autoretry::embassy::{duration_from_ms, Channel, Driver, Step};
+use autoretry::host::embassy::{duration_from_ms, Channel, EmbassyDriver, Step};
 use autoretry::wire::json::{InputOwned, ScenarioHeader, VectorLine};
 use autoretry::{Input, Machine, Output, TimerId};
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
@@ -73,7 +73,7 @@ fn run(scenario: &Scenario) -> usize {
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
     let header = &scenario.header;
-    let mut driver = Driver::new(
+    let mut driver = EmbassyDriver::new(
         Machine::new(header.settings, header.host),
         inputs.receiver(),
     );
@@ -197,7 +197,7 @@ fn run(scenario: &Scenario) -> usize {
 fn send<'a>(
     inputs: &Channel<NoopRawMutex, Input<'a>, 4>,
     input: Input<'a>,
-    driver: &mut Driver<'_, 'a, NoopRawMutex, 4>,
+    driver: &mut EmbassyDriver<'_, 'a, NoopRawMutex, 4>,
     at: &str,
 ) -> Step<'a> {
     inputs.try_send(input).expect("room in the channel");
@@ -223,7 +223,7 @@ fn every_vector_in_virtual_time() {
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
-    let mut driver = Driver::new(Machine::default(), inputs.receiver());
+    let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
     let fail = Input::AgentEnd {
         message: autoretry::AssistantMessage::error("overloaded"),
         now_ms: None,

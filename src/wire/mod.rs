@@ -26,9 +26,10 @@
 //! - [`json`]: host inputs and vector lines, owned, with errors that name
 //!   the field;
 //! - [`rpc`]: the RPC commands and responses of spec §7, byte for byte;
-//! - [`replay`]: a vector host (timer ordinals, the usage-limit text);
-//! - [`sidecar`]: the JSON-lines sidecar of `autoretry rpc` (commands and
-//!   agent events in, responses, events and actions out, real timers).
+//! - [`replay`]: a vector host (timer ordinals, the usage-limit text).
+//!
+//! The JSON-lines sidecar built on these is a host:
+//! [`host::sidecar`](crate::host::sidecar).
 
 mod ser;
 
@@ -43,6 +44,3 @@ pub mod replay;
 
 #[cfg(feature = "json")]
 pub mod rpc;
-
-#[cfg(feature = "json")]
-pub mod sidecar;

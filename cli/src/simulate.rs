@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use autoretry::driver::{Driver, Sink, Wake};
+use autoretry::host::thread::{Sink, ThreadDriver, Wake};
 use autoretry::{
     AssistantMessage, Event, HostOptions, Input, LoaderLine, Machine, Output, RetrySettings,
     StopReason,
@@ -177,7 +177,7 @@ pub fn run(options: &Options) -> u8 {
     let settings = RetrySettings::DEFAULT
         .with_max_retries(options.max_retries)
         .with_base_delay_ms(options.base_delay_ms);
-    let mut driver = Driver::new(Machine::new(settings, HostOptions::default()))
+    let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()))
         .with_time_scale(options.time_scale);
     let latency = driver
         .scaled(options.latency_ms)
@@ -292,7 +292,7 @@ pub fn run(options: &Options) -> u8 {
 
 /// The provider answers the call in flight; feeds the run's end to the
 /// machine. Returns whether the answer was good.
-fn provider_answers(sim: &mut Sim, driver: &mut Driver, options: &Options) -> bool {
+fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options) -> bool {
     let good = sim.calls > options.failures;
     let message = if good {
         sim.line("agent: the provider answered (stopReason stop)");

@@ -1,4 +1,4 @@
-//! A real-time host on std (feature `std`): [`Driver`] runs the machine on
+//! A real-time host on std (feature `std`): [`ThreadDriver`] runs the machine on
 //! one thread, with a real backoff timer and inputs from a channel.
 //!
 //! The driver adds no policy: it carries out the two timer outputs itself
@@ -8,14 +8,14 @@
 //!
 //! One thread owns the driver and an [`mpsc::Receiver`]; other threads (a
 //! stdin reader, a key reader, an agent) send it messages of any type `T`.
-//! [`Driver::run`] waits for a message or the deadline, whichever comes
+//! [`ThreadDriver::run`] waits for a message or the deadline, whichever comes
 //! first, and gives each message to a callback that feeds the machine:
 //!
 //! ```
 //! use std::ops::ControlFlow;
 //! use std::sync::mpsc;
 //! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
-//! use autoretry::driver::Driver;
+//! use autoretry::host::thread::ThreadDriver;
 //!
 //! // What the agent sends (owned: it crosses threads).
 //! enum Msg { Failed(String), Answered }
@@ -25,7 +25,7 @@
 //! tx.send(Msg::Failed("503 Service Unavailable".into())).unwrap();
 //!
 //! let settings = RetrySettings::DEFAULT.with_base_delay_ms(5);
-//! let mut driver = Driver::new(Machine::new(settings, HostOptions::default()));
+//! let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()));
 //! let mut log = Vec::new();
 //! let mut sink = |output: &Output<'_>| {
 //!     if *output == Output::ContinueAgent {
@@ -78,7 +78,7 @@ use crate::output::{Output, TimerId};
 /// sink.
 ///
 /// ```
-/// use autoretry::{Output, driver::Sink};
+/// use autoretry::{Output, host::thread::Sink};
 /// let mut seen = Vec::new();
 /// let mut sink = |output: &Output<'_>| seen.push(output.type_name());
 /// sink.output(&Output::Settled);
@@ -95,14 +95,14 @@ impl<F: FnMut(&Output<'_>)> Sink for F {
     }
 }
 
-/// Why [`Driver::wait`] returned.
+/// Why [`ThreadDriver::wait`] returned.
 ///
 /// ```
 /// use std::sync::mpsc;
-/// use autoretry::{Machine, Output, driver::{Driver, Wake}};
+/// use autoretry::{Machine, Output, host::thread::{ThreadDriver, Wake}};
 /// let (tx, rx) = mpsc::channel();
 /// tx.send("hello").unwrap();
-/// let mut driver = Driver::new(Machine::default());
+/// let mut driver = ThreadDriver::new(Machine::default());
 /// let mut sink = |_: &Output<'_>| {};
 /// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Message("hello"));
 /// drop(tx);
@@ -110,7 +110,7 @@ impl<F: FnMut(&Output<'_>)> Sink for F {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake<T> {
-    /// A message arrived; the caller feeds it with [`Driver::handle`].
+    /// A message arrived; the caller feeds it with [`ThreadDriver::handle`].
     Message(T),
     /// The backoff deadline passed: the driver fed [`Input::TimerFired`] and
     /// gave its outputs (`continue_agent`) to the sink.
@@ -133,8 +133,8 @@ struct Pending {
 /// A [`Machine`] with a real-time backoff timer.
 ///
 /// ```
-/// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
-/// let mut driver = Driver::new(Machine::default());
+/// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
+/// let mut driver = ThreadDriver::new(Machine::default());
 /// let mut outputs = Vec::new();
 /// let mut sink = |o: &Output<'_>| outputs.push(o.type_name());
 /// let failed = Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None };
@@ -146,16 +146,16 @@ struct Pending {
 ///                      "cancel_timer", "emit", "settled", "check_compaction"]);
 /// ```
 #[derive(Clone, Debug)]
-pub struct Driver {
+pub struct ThreadDriver {
     machine: Machine,
     pending: Option<Pending>,
     time_scale: f64,
 }
 
-impl Driver {
+impl ThreadDriver {
     /// A driver for this machine, in real time (time scale 1).
     pub fn new(machine: Machine) -> Self {
-        Driver {
+        ThreadDriver {
             machine,
             pending: None,
             time_scale: 1.0,
@@ -168,9 +168,9 @@ impl Driver {
     /// The machine's outputs and events keep the unscaled figures.
     ///
     /// ```
-    /// use autoretry::{Machine, driver::Driver};
-    /// assert_eq!(Driver::new(Machine::default()).with_time_scale(0.5).time_scale(), 0.5);
-    /// assert_eq!(Driver::new(Machine::default()).with_time_scale(-1.0).time_scale(), 0.0);
+    /// use autoretry::{Machine, host::thread::ThreadDriver};
+    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(0.5).time_scale(), 0.5);
+    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(-1.0).time_scale(), 0.0);
     /// ```
     pub fn with_time_scale(mut self, scale: f64) -> Self {
         self.time_scale = if scale > 0.0 { scale } else { 0.0 };
@@ -203,10 +203,10 @@ impl Driver {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use autoretry::{Machine, driver::Driver};
-    /// let d = Driver::new(Machine::default()).with_time_scale(0.01);
+    /// use autoretry::{Machine, host::thread::ThreadDriver};
+    /// let d = ThreadDriver::new(Machine::default()).with_time_scale(0.01);
     /// assert_eq!(d.scaled(2000), Some(Duration::from_millis(20)));
-    /// assert_eq!(Driver::new(Machine::default()).with_time_scale(f64::INFINITY).scaled(1), None);
+    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(f64::INFINITY).scaled(1), None);
     /// ```
     pub fn scaled(&self, ms: u64) -> Option<Duration> {
         if self.time_scale == 1.0 {
@@ -220,8 +220,8 @@ impl Driver {
     /// output goes to the sink. A refused input changes nothing.
     ///
     /// ```
-    /// use autoretry::{AssistantMessage, Input, Machine, Output, Refused, StopReason, driver::Driver};
-    /// let mut driver = Driver::new(Machine::default());
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, Refused, StopReason, host::thread::ThreadDriver};
+    /// let mut driver = ThreadDriver::new(Machine::default());
     /// let mut sink = |_: &Output<'_>| {};
     /// let failed = Input::AgentEnd { message: AssistantMessage::error("429 Too Many Requests"), now_ms: None };
     /// assert_eq!(driver.handle(failed, &mut sink), Ok(()));
@@ -252,8 +252,8 @@ impl Driver {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
-    /// let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
+    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
     /// let mut seen = Vec::new();
     /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
@@ -280,8 +280,8 @@ impl Driver {
     /// in its backoff): for a host that shuts down. Returns its id.
     ///
     /// ```
-    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::Driver};
-    /// let mut driver = Driver::new(Machine::default());
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
+    /// let mut driver = ThreadDriver::new(Machine::default());
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut |_: &Output<'_>| {}).unwrap();
     /// assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
     /// assert_eq!(driver.deadline(), None);
@@ -291,15 +291,15 @@ impl Driver {
     }
 
     /// Blocks until a message arrives, the backoff deadline passes (then the
-    /// timer is fired, see [`Driver::fire_due`]), `until` passes, or the
+    /// timer is fired, see [`ThreadDriver::fire_due`]), `until` passes, or the
     /// channel closes. A message already queued comes before a due timer.
     ///
     /// ```
     /// use std::sync::mpsc;
     /// use std::time::{Duration, Instant};
-    /// use autoretry::{AssistantMessage, Input, Machine, Output, driver::{Driver, Wake}};
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::{ThreadDriver, Wake}};
     /// let (_tx, rx) = mpsc::channel::<()>();
-    /// let mut driver = Driver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
+    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
     /// let mut seen = Vec::new();
     /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
@@ -345,13 +345,13 @@ impl Driver {
 
     /// Runs until the channel closes or `on_message` breaks: fires the timer
     /// when due and gives each message to `on_message` (which feeds the
-    /// machine with [`Driver::handle`]). On return, the pending timer is
-    /// stopped ([`Driver::stop_timer`]): nothing fires after the run.
+    /// machine with [`ThreadDriver::handle`]). On return, the pending timer is
+    /// stopped ([`ThreadDriver::stop_timer`]): nothing fires after the run.
     pub fn run<T, S: Sink>(
         &mut self,
         rx: &mpsc::Receiver<T>,
         sink: &mut S,
-        mut on_message: impl FnMut(&mut Driver, &mut S, T) -> ControlFlow<()>,
+        mut on_message: impl FnMut(&mut ThreadDriver, &mut S, T) -> ControlFlow<()>,
     ) {
         loop {
             match self.wait(rx, None, sink) {
@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn a_queued_cancel_beats_a_due_timer() {
         // Time scale 0: the deadline is already due when the cancel is queued.
-        let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
         let mut log = Vec::new();
         let (tx, rx) = mpsc::channel();
         driver.handle(failed(), &mut recorder(&mut log)).unwrap();
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_cancel_just_after_the_fire_ends_the_running_chain() {
-        let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
         let mut log = Vec::new();
         driver.handle(failed(), &mut recorder(&mut log)).unwrap();
         let timer = driver.machine().pending_timer().unwrap();
@@ -461,7 +461,7 @@ mod tests {
 
     #[test]
     fn a_stale_timer_never_continues() {
-        let mut driver = Driver::new(Machine::default()).with_time_scale(0.0);
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
         let mut log = Vec::new();
         driver.handle(failed(), &mut recorder(&mut log)).unwrap();
         let timer = driver.machine().pending_timer().unwrap();
@@ -482,7 +482,7 @@ mod tests {
         // the invariants hold.
         for round in 0..60u64 {
             let settings = RetrySettings::DEFAULT.with_base_delay_ms(2);
-            let mut driver = Driver::new(Machine::new(settings, Default::default()));
+            let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
             let mut log = Vec::new();
             let (tx, rx) = mpsc::channel();
             driver.handle(failed(), &mut recorder(&mut log)).unwrap();
@@ -504,7 +504,7 @@ mod tests {
     #[test]
     fn the_timer_fires_once_and_in_time() {
         let settings = RetrySettings::DEFAULT.with_base_delay_ms(10);
-        let mut driver = Driver::new(Machine::new(settings, Default::default()));
+        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
         let (tx, rx) = mpsc::channel::<Input<'static>>();
         let mut log = Vec::new();
         let start = Instant::now();
@@ -528,7 +528,7 @@ mod tests {
 
     #[test]
     fn end_of_input_stops_the_timer() {
-        let mut driver = Driver::new(Machine::default());
+        let mut driver = ThreadDriver::new(Machine::default());
         let (tx, rx) = mpsc::channel::<Input<'static>>();
         let mut log = Vec::new();
         driver.handle(failed(), &mut recorder(&mut log)).unwrap();
@@ -542,7 +542,7 @@ mod tests {
 
     #[test]
     fn refused_inputs_leave_the_timer_alone() {
-        let mut driver = Driver::new(Machine::default());
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut log = Vec::new();
         driver.handle(failed(), &mut recorder(&mut log)).unwrap();
         let deadline = driver.deadline();
@@ -557,8 +557,8 @@ mod tests {
     #[test]
     fn huge_backoffs_never_fire() {
         let settings = RetrySettings::DEFAULT.with_base_delay_ms(u64::MAX);
-        let mut driver =
-            Driver::new(Machine::new(settings, Default::default())).with_time_scale(f64::INFINITY);
+        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()))
+            .with_time_scale(f64::INFINITY);
         let mut log = Vec::new();
         driver.handle(failed(), &mut recorder(&mut log)).unwrap();
         assert!(driver.machine().pending_timer().is_some());

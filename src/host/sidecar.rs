@@ -30,8 +30,8 @@
 //!   sidecar owns the timer). Timer cancellation stays inside the sidecar.
 //!
 //! ```
-//! use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
-//! let mut driver = Driver::new(Machine::default());
+//! use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+//! let mut driver = ThreadDriver::new(Machine::default());
 //! let mut sidecar = Sidecar::new(Vec::new());
 //! sidecar.handle_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error"}}"#).unwrap();
 //! sidecar.handle_line(&mut driver, br#"{"type":"abort_retry","id":"a1"}"#).unwrap();
@@ -54,7 +54,7 @@ use std::thread;
 
 use serde_json::Value;
 
-use crate::driver::{Driver, Sink};
+use crate::host::thread::{Sink, ThreadDriver};
 use crate::output::Output;
 use crate::wire::json::{to_json, InputOwned};
 use crate::wire::rpc::{Command, Envelope, Response};
@@ -63,7 +63,7 @@ use crate::wire::rpc::{Command, Envelope, Response};
 /// itself (`cancel_timer`).
 ///
 /// ```
-/// use autoretry::{Output, TimerId, wire::sidecar::output_line};
+/// use autoretry::{Output, TimerId, host::sidecar::output_line};
 /// assert_eq!(output_line(&Output::ContinueAgent).unwrap(), r#"{"type":"action","action":"continue_agent"}"#);
 /// assert_eq!(output_line(&Output::MarkUsageLimit { retry_after_ms: None }).unwrap(),
 ///     r#"{"type":"action","action":"mark_usage_limit","retryAfterMs":null}"#);
@@ -93,15 +93,15 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
 }
 
 /// The sidecar's side of the pipe: turns lines into inputs of a
-/// [`Driver`] and its outputs into lines on `W`.
+/// [`ThreadDriver`] and its outputs into lines on `W`.
 ///
 /// It is the driver's [`Sink`] too (for the outputs of a fired timer).
 /// Write errors are kept and returned by the next
 /// [`Sidecar::handle_line`] or [`Sidecar::take_error`].
 ///
 /// ```
-/// use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
-/// let mut driver = Driver::new(Machine::default());
+/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+/// let mut driver = ThreadDriver::new(Machine::default());
 /// let mut sidecar = Sidecar::new(Vec::new());
 /// sidecar.handle_line(&mut driver, br#"{"type":"abort","id":"1"}"#).unwrap();
 /// assert_eq!(String::from_utf8(sidecar.into_inner()).unwrap(),
@@ -145,14 +145,14 @@ impl<W: Write> Sidecar<W> {
     /// outputs, and flushes. Returns the first write error.
     ///
     /// ```
-    /// use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
-    /// let mut driver = Driver::new(Machine::default());
+    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+    /// let mut driver = ThreadDriver::new(Machine::default());
     /// let mut sidecar = Sidecar::new(Vec::new());
     /// // An accepted agent event that starts nothing writes nothing but its action.
     /// sidecar.handle_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"stop"}}"#).unwrap();
     /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"check_compaction\"}\n");
     /// ```
-    pub fn handle_line(&mut self, driver: &mut Driver, line: &[u8]) -> io::Result<()> {
+    pub fn handle_line(&mut self, driver: &mut ThreadDriver, line: &[u8]) -> io::Result<()> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(|b| matches!(b, b' ' | b'\t')) {
             return self.take_error().map_or(Ok(()), Err);
@@ -171,7 +171,7 @@ impl<W: Write> Sidecar<W> {
     }
 
     /// Decodes and runs one line; the response to write, if any.
-    fn respond(&mut self, driver: &mut Driver, line: &[u8]) -> Option<Response> {
+    fn respond(&mut self, driver: &mut ThreadDriver, line: &[u8]) -> Option<Response> {
         let text = match std::str::from_utf8(line) {
             Ok(text) => text,
             Err(e) => {
@@ -205,7 +205,7 @@ impl<W: Write> Sidecar<W> {
     }
 
     /// An agent event: no response unless it is malformed or refused.
-    fn agent_event(&mut self, driver: &mut Driver, envelope: &Envelope) -> Option<Response> {
+    fn agent_event(&mut self, driver: &mut ThreadDriver, envelope: &Envelope) -> Option<Response> {
         let mut object = envelope.fields().clone();
         object.insert("type".into(), Value::String(envelope.type_name().into()));
         let event = match InputOwned::from_json(&Value::Object(object)) {
@@ -279,16 +279,16 @@ impl<W: Write> Sink for Sidecar<W> {
 /// Returns the first read or write error.
 ///
 /// ```
-/// use autoretry::{Machine, driver::Driver, wire::sidecar::serve};
+/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::serve};
 /// let input = b"{\"type\":\"get_retry_state\",\"id\":\"q\"}\nnot json\n";
 /// let mut out = Vec::new();
-/// serve(Driver::new(Machine::default()), &input[..], &mut out).unwrap();
+/// serve(ThreadDriver::new(Machine::default()), &input[..], &mut out).unwrap();
 /// let out = String::from_utf8(out).unwrap();
 /// let lines: Vec<&str> = out.lines().collect();
 /// assert_eq!(lines[0], r#"{"id":"q","type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#);
 /// assert!(lines[1].starts_with(r#"{"type":"response","command":"parse","success":false,"error":"invalid JSON: "#));
 /// ```
-pub fn serve<R, W>(mut driver: Driver, input: R, output: W) -> io::Result<()>
+pub fn serve<R, W>(mut driver: ThreadDriver, input: R, output: W) -> io::Result<()>
 where
     R: BufRead + Send + 'static,
     W: Write,
@@ -349,7 +349,7 @@ mod tests {
     use super::*;
     use crate::{HostOptions, Machine, RetrySettings};
 
-    fn run(driver: &mut Driver, sidecar: &mut Sidecar<Vec<u8>>, line: &str) -> Vec<String> {
+    fn run(driver: &mut ThreadDriver, sidecar: &mut Sidecar<Vec<u8>>, line: &str) -> Vec<String> {
         let before = sidecar.out.len();
         sidecar.handle_line(driver, line.as_bytes()).unwrap();
         String::from_utf8(sidecar.out[before..].to_vec())
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn refused_and_malformed_agent_events_answer() {
-        let mut driver = Driver::new(Machine::default());
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut s = Sidecar::new(Vec::new());
         let failed =
             r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#;
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn the_usage_limit_answer_carries_the_marked_text() {
         let host = HostOptions::default().with_credential_store(true);
-        let mut driver = Driver::new(Machine::new(RetrySettings::DEFAULT, host));
+        let mut driver = ThreadDriver::new(Machine::new(RetrySettings::DEFAULT, host));
         let mut s = Sidecar::new(Vec::new());
         let limited = r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"usage_limit_reached retry-after-ms: 1500"}}"#;
         assert_eq!(
@@ -430,7 +430,7 @@ mod tests {
 
     #[test]
     fn commands_answer_first() {
-        let mut driver = Driver::new(Machine::default());
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut s = Sidecar::new(Vec::new());
         assert_eq!(
             run(&mut driver, &mut s, r#"{"type":"abort","id":"x"}"#),
