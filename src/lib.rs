@@ -8,8 +8,9 @@
 //! compaction, ...). It never sleeps, reads a clock, allocates or does I/O, so
 //! any async runtime, embedded executor, WASM host or test can drive it.
 //!
-//! The behaviour is the contract of `retry-policy.md`; its terms map to the
-//! API as follows:
+//! The behaviour is the contract of [`spec`] (`docs/retry-policy.md` in the
+//! repository; "spec §N" in these docs means its section N); its terms map
+//! to the API as follows:
 //!
 //! | spec | API |
 //! |---|---|
@@ -59,20 +60,21 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` impls, and the `driver`
-//!   module (the machine on a thread, with real timers); needed by the
-//!   `autoretry` binary.
+//! The default build is the library alone (its one dependency is
+//! `heapless`); the `autoretry` command line is the separate package
+//! `autoretry-cli`.
+//!
+//! - `std` (default): [`host::thread`] (the machine on a thread, with real
+//!   timers).
 //! - `serde`: the `wire` module: strict decoding of the settings group and
-//!   the JSON of events, outputs and RPC messages.
-//! - `json` (std + serde_json): JSON-lines helpers in `wire`: host input
-//!   and vector lines, RPC commands and responses (spec §7), the vector
-//!   replayer, the JSON-lines sidecar of `autoretry rpc`.
-//! - `cli` (default): the `autoretry` binary (`simulate`, `rpc`, `replay`,
-//!   `classify`).
+//!   the JSON of events, outputs and the state (`no_std`, no allocation).
+//! - `json` (std + serde_json): JSON lines in `wire` (host inputs, RPC
+//!   commands and responses of spec §7) and [`host::sidecar`], the
+//!   JSON-lines sidecar of `autoretry rpc`.
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
-//!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
-//! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
-//!   inputs from an `embassy_sync` channel (`embassy` module).
+//!   and C hosts with no allocator (the crate's only `unsafe`).
+//! - `embassy`: [`host::embassy`], an async driver on embassy-time: backoff
+//!   on a `Timer`, inputs from an `embassy_sync` channel.
 #![cfg_attr(not(feature = "std"), no_std)]
 // docs.rs builds with `--cfg docsrs`: items show the feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -98,6 +100,14 @@ pub use settings::{HostOptions, RetrySettings};
 
 mod text;
 pub use text::{FailureLine, LoaderLine};
+
+/// The behavioural contract, `docs/retry-policy.md`, as the crate
+/// implements it (docs only: "spec §N" in these docs is its section N).
+#[cfg(doc)]
+// The spec's indented blocks are regular expressions and pseudo-code.
+#[allow(rustdoc::invalid_rust_codeblocks)]
+#[doc = include_str!("../docs/retry-policy.md")]
+pub mod spec {}
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
