@@ -103,7 +103,7 @@ pub use text::{FailureLine, LoaderLine};
 
 /// The behavioural contract, `docs/retry-policy.md`, as the crate
 /// implements it (docs only: "spec §N" in these docs is its section N).
-#[cfg(doc)]
+#[cfg(all(doc, not(doctest)))]
 // The spec's indented blocks are regular expressions and pseudo-code.
 #[allow(rustdoc::invalid_rust_codeblocks)]
 #[doc = include_str!("../docs/retry-policy.md")]
