@@ -59,20 +59,21 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` impls, and the `driver`
-//!   module (the machine on a thread, with real timers); needed by the
-//!   `autoretry` binary.
+//! - `std` (default): `std::error::Error` impls, and [`host::thread`] (the
+//!   machine on a thread, with real timers).
 //! - `serde`: the `wire` module: strict decoding of the settings group and
 //!   the JSON of events, outputs and RPC messages.
 //! - `json` (std + serde_json): JSON-lines helpers in `wire`: host input
 //!   and vector lines, RPC commands and responses (spec §7), the vector
-//!   replayer, the JSON-lines sidecar of `autoretry rpc`.
-//! - `cli` (default): the `autoretry` binary (`simulate`, `rpc`, `replay`,
-//!   `classify`).
+//!   replayer; and `host::sidecar`, the JSON-lines sidecar of
+//!   `autoretry rpc`.
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
 //!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
-//! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
-//!   inputs from an `embassy_sync` channel (`embassy` module).
+//! - `embassy`: `host::embassy`, an async driver on embassy-time: backoff
+//!   on a `Timer`, inputs from an `embassy_sync` channel.
+//!
+//! The `autoretry` binary (`simulate`, `rpc`, `replay`, `classify`) is the
+//! workspace member `cli/` (package `autoretry-cli`).
 #![cfg_attr(not(feature = "std"), no_std)]
 // docs.rs builds with `--cfg docsrs`: items show the feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
