@@ -13,7 +13,8 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use autoretry::host::embassy::{duration_from_ms, Channel, EmbassyDriver, Step};
+use autoretry::host::embassy::{duration_from_ms, Channel, EmbassyDriver};
+use autoretry::host::Step;
 use autoretry::wire::json::{InputOwned, ScenarioHeader, VectorLine};
 use autoretry::{Input, Machine, Output, TimerId};
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;

@@ -15,7 +15,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use autoretry::host::thread::{Sink, ThreadDriver, Wake};
+use autoretry::host::thread::{ThreadDriver, Wake};
+use autoretry::host::Step;
 use autoretry::{
     AssistantMessage, Event, HostOptions, Input, LoaderLine, Machine, Output, RetrySettings,
     StopReason,
@@ -99,7 +100,14 @@ impl Sim {
     }
 }
 
-impl Sink for Sim {
+impl Sim {
+    /// Carries out a step's outputs, in order (a refused step has none).
+    fn carry_out(&mut self, step: &Step<'_>) {
+        for output in step.outputs.iter().flatten() {
+            self.output(output);
+        }
+    }
+
     fn output(&mut self, output: &Output<'_>) {
         match *output {
             Output::Emit(event) => {
@@ -226,22 +234,20 @@ pub fn run(options: &Options) -> u8 {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match driver.wait(&rx, until, &mut sim) {
-            Wake::Message(Msg::Escape) => {
-                let _ = driver.handle(Input::AbortRetry, &mut sim);
-            }
+        match driver.wait(&rx, until) {
+            Wake::Message(Msg::Escape) => sim.carry_out(&driver.handle(Input::AbortRetry)),
             Wake::Message(Msg::Interrupt) => {
                 interrupts += 1;
                 if interrupts == 1 {
                     sim.line("^C: abort_retry (Ctrl-C again aborts)");
-                    let _ = driver.handle(Input::AbortRetry, &mut sim);
+                    sim.carry_out(&driver.handle(Input::AbortRetry));
                 } else {
                     sim.line("^C: abort");
-                    let _ = driver.handle(Input::Abort, &mut sim);
+                    sim.carry_out(&driver.handle(Input::Abort));
                 }
             }
-            // `continue_agent` started the next call.
-            Wake::Fired => {}
+            // `continue_agent` starts the next call.
+            Wake::Fired(step) => sim.carry_out(&step),
             Wake::Until => {
                 if sim.call_due.is_some_and(|due| due <= Instant::now()) {
                     sim.call_due = None;
@@ -297,20 +303,19 @@ fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options)
     let message = if good {
         sim.line("agent: the provider answered (stopReason stop)");
         let message = AssistantMessage::new(StopReason::Stop);
-        let _ = driver.handle(Input::MessageEnd { message }, sim);
+        sim.carry_out(&driver.handle(Input::MessageEnd { message }));
         message
     } else {
         sim.line(&format!("agent: the provider failed: {}", options.error));
         AssistantMessage::error(&options.error)
     };
-    if let Err(refused) = driver.handle(
-        Input::AgentEnd {
-            message,
-            now_ms: None,
-        },
-        sim,
-    ) {
-        sim.line(&format!("agent: refused: {refused}"));
+    let step = driver.handle(Input::AgentEnd {
+        message,
+        now_ms: None,
+    });
+    match step.outputs {
+        Ok(_) => sim.carry_out(&step),
+        Err(refused) => sim.line(&format!("agent: refused: {refused}")),
     }
     good
 }

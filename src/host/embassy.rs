@@ -5,7 +5,8 @@
 //! usage-limit answer) into an `embassy_sync` [`Channel`]; [`EmbassyDriver::next`]
 //! waits for whichever comes first, the next input or the pending backoff
 //! timer (`select` of a [`Timer`] against the channel), feeds it to the
-//! machine and returns the outputs. The driver carries out the timer
+//! machine and returns what it did as a [`Step`], the shape the thread
+//! driver delivers too. The driver carries out the timer
 //! outputs itself: `sleep` arms its timer, `cancel_timer` (or any input that
 //! ends the backoff) disarms it, and a timer that fires becomes
 //! `timer_fired`. Every other output is the host's to carry out, in order.
@@ -55,7 +56,8 @@ pub use embassy_sync::channel::Channel;
 use embassy_sync::channel::Receiver;
 use embassy_time::{Duration, Instant, Timer};
 
-use crate::{Input, Machine, Output, Outputs, Refused, TimerId};
+use crate::host::Step;
+use crate::{Input, Machine, Output, TimerId};
 
 /// `ms` milliseconds as an embassy [`Duration`], rounded up to whole ticks
 /// (a backoff never ends early); [`Duration::MAX`] when it does not fit.
@@ -77,16 +79,6 @@ pub fn duration_from_ms(ms: u64) -> Duration {
 /// ```
 pub fn ms_from_duration(duration: Duration) -> u64 {
     duration.as_millis()
-}
-
-/// What one [`EmbassyDriver::next`] did: the input it fed (from the channel, or
-/// `timer_fired` from its own timer) and the machine's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Step<'a> {
-    /// The input fed to the machine.
-    pub input: Input<'a>,
-    /// Its outputs, or why it was refused (spec §6a).
-    pub outputs: Result<Outputs<'a>, Refused>,
 }
 
 /// The machine driven on embassy: inputs from a channel, the backoff on an
@@ -141,7 +133,8 @@ impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
     }
 
     /// Waits for the next input or the backoff timer, whichever comes
-    /// first, feeds it to the machine and returns what happened. Timer
+    /// first, feeds it to the machine and returns what happened (a
+    /// [`Step`]). Timer
     /// outputs are already carried out; the host carries out the others, in
     /// order, before it calls `next` again.
     ///

@@ -3,19 +3,23 @@
 //!
 //! The driver adds no policy: it carries out the two timer outputs itself
 //! ([`Output::Sleep`] sets a deadline, [`Output::CancelTimer`] clears it),
-//! feeds [`Input::TimerFired`] when the deadline passes, and hands every
-//! output, in order, to a [`Sink`]. Every decision stays in the [`Machine`].
+//! feeds [`Input::TimerFired`] when the deadline passes, and delivers what
+//! every input did as a [`Step`] (the shape of the embassy driver too):
+//! the host carries out the other outputs, in order. Every decision stays
+//! in the [`Machine`].
 //!
 //! One thread owns the driver and an [`mpsc::Receiver`]; other threads (a
 //! stdin reader, a key reader, an agent) send it messages of any type `T`.
-//! [`ThreadDriver::run`] waits for a message or the deadline, whichever comes
-//! first, and gives each message to a callback that feeds the machine:
+//! [`ThreadDriver::wait`] blocks for a message or the deadline, whichever
+//! comes first; [`ThreadDriver::run`] loops on it and gives each [`Turn`] (a
+//! message, or the step of a fired timer) to a callback. A message becomes
+//! a step with [`ThreadDriver::handle`]:
 //!
 //! ```
 //! use std::ops::ControlFlow;
 //! use std::sync::mpsc;
 //! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
-//! use autoretry::host::thread::ThreadDriver;
+//! use autoretry::host::thread::{ThreadDriver, Turn};
 //!
 //! // What the agent sends (owned: it crosses threads).
 //! enum Msg { Failed(String), Answered }
@@ -27,23 +31,32 @@
 //! let settings = RetrySettings::DEFAULT.with_base_delay_ms(5);
 //! let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()));
 //! let mut log = Vec::new();
-//! let mut sink = |output: &Output<'_>| {
-//!     if *output == Output::ContinueAgent {
-//!         // The agent re-runs (5 ms after the failure) and answers well.
-//!         agent.send(Msg::Answered).unwrap();
-//!     }
-//!     log.push(output.type_name());
-//! };
-//! driver.run(&rx, &mut sink, |driver, sink, msg| {
-//!     let message = match &msg {
-//!         Msg::Failed(text) => AssistantMessage::error(text),
-//!         Msg::Answered => AssistantMessage::new(StopReason::Stop),
+//! driver.run(&rx, |driver, turn| {
+//!     let msg; // outlives the step, which may borrow its text
+//!     let step = match turn {
+//!         // The backoff (5 ms) is over: the driver fed `timer_fired`.
+//!         Turn::Fired(step) => step,
+//!         Turn::Message(m) => {
+//!             msg = m;
+//!             let message = match &msg {
+//!                 Msg::Failed(text) => AssistantMessage::error(text),
+//!                 Msg::Answered => AssistantMessage::new(StopReason::Stop),
+//!             };
+//!             driver.handle(Input::AgentEnd { message, now_ms: None })
+//!         }
 //!     };
-//!     driver.handle(Input::AgentEnd { message, now_ms: None }, sink).expect("in turn");
-//!     match msg {
-//!         Msg::Answered => ControlFlow::Break(()),
-//!         Msg::Failed(_) => ControlFlow::Continue(()),
+//!     let mut over = false;
+//!     for output in step.outputs.as_deref().expect("in turn") {
+//!         match output {
+//!             // The agent re-runs and answers well.
+//!             Output::ContinueAgent => agent.send(Msg::Answered).unwrap(),
+//!             // The prompt is over.
+//!             Output::CheckCompaction => over = true,
+//!             _ => {}
+//!         }
+//!         log.push(output.type_name());
 //!     }
+//!     if over { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
 //! });
 //! assert_eq!(log, ["emit", "drop_trailing_error", "sleep", "continue_agent",
 //!                  "emit", "settled", "check_compaction"]);
@@ -55,7 +68,7 @@
 //! produce a continue after a cancel, or two continues:
 //!
 //! - messages come first: a message already queued when the deadline passes
-//!   is handled before the timer fires, so an `abort_retry` sent in time
+//!   is handed out before the timer fires, so an `abort_retry` sent in time
 //!   cancels the timer (the machine answers `cancel_timer`, which clears the
 //!   deadline);
 //! - the deadline is cleared before [`Input::TimerFired`] is fed, so it
@@ -67,59 +80,66 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
-use crate::machine::{Input, Machine, Refused, RetryState};
+use crate::host::Step;
+use crate::machine::{Input, Machine, RetryState};
 use crate::output::{Output, TimerId};
-
-/// Where the driver's outputs go: called once per output, in order.
-///
-/// [`Output::Sleep`] and [`Output::CancelTimer`] are already carried out by
-/// the driver when the sink sees them (they are informational there); every
-/// other output is the sink's to carry out. Any `FnMut(&Output<'_>)` is a
-/// sink.
-///
-/// ```
-/// use autoretry::{Output, host::thread::Sink};
-/// let mut seen = Vec::new();
-/// let mut sink = |output: &Output<'_>| seen.push(output.type_name());
-/// sink.output(&Output::Settled);
-/// assert_eq!(seen, ["settled"]);
-/// ```
-pub trait Sink {
-    /// Carries out (or records) one output.
-    fn output(&mut self, output: &Output<'_>);
-}
-
-impl<F: FnMut(&Output<'_>)> Sink for F {
-    fn output(&mut self, output: &Output<'_>) {
-        self(output)
-    }
-}
 
 /// Why [`ThreadDriver::wait`] returned.
 ///
 /// ```
 /// use std::sync::mpsc;
-/// use autoretry::{Machine, Output, host::thread::{ThreadDriver, Wake}};
+/// use autoretry::{Machine, host::thread::{ThreadDriver, Wake}};
 /// let (tx, rx) = mpsc::channel();
 /// tx.send("hello").unwrap();
 /// let mut driver = ThreadDriver::new(Machine::default());
-/// let mut sink = |_: &Output<'_>| {};
-/// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Message("hello"));
+/// assert_eq!(driver.wait(&rx, None), Wake::Message("hello"));
 /// drop(tx);
-/// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Closed);
+/// assert_eq!(driver.wait(&rx, None), Wake::Closed);
 /// ```
+// A step is moved out by value, as `handle` returns it; boxing would
+// allocate once per fired timer for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake<T> {
     /// A message arrived; the caller feeds it with [`ThreadDriver::handle`].
     Message(T),
-    /// The backoff deadline passed: the driver fed [`Input::TimerFired`] and
-    /// gave its outputs (`continue_agent`) to the sink.
-    Fired,
+    /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
+    /// the step's outputs (`continue_agent`) are the caller's to carry out.
+    Fired(Step<'static>),
     /// The `until` instant passed first (for a caller's own ticks, such as a
     /// spinner).
     Until,
     /// Every sender is gone: no more input will come.
     Closed,
+}
+
+/// What [`ThreadDriver::run`] hands its callback: a message, or the step of
+/// a fired timer.
+///
+/// ```
+/// use std::ops::ControlFlow;
+/// use std::sync::mpsc;
+/// use autoretry::{Machine, host::thread::{ThreadDriver, Turn}};
+/// let (tx, rx) = mpsc::channel();
+/// tx.send(7).unwrap();
+/// drop(tx);
+/// let mut seen = Vec::new();
+/// ThreadDriver::new(Machine::default()).run(&rx, |_, turn| {
+///     seen.push(turn);
+///     ControlFlow::Continue(())
+/// });
+/// assert_eq!(seen, [Turn::Message(7)]);
+/// ```
+// A step is moved out by value, as `handle` returns it; boxing would
+// allocate once per fired timer for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Turn<T> {
+    /// A message arrived; the callback feeds it with [`ThreadDriver::handle`].
+    Message(T),
+    /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
+    /// the step's outputs (`continue_agent`) are the callback's to carry out.
+    Fired(Step<'static>),
 }
 
 /// The pending backoff timer: its id and deadline (`None`: beyond the
@@ -133,14 +153,13 @@ struct Pending {
 /// A [`Machine`] with a real-time backoff timer.
 ///
 /// ```
-/// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
+/// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
 /// let mut driver = ThreadDriver::new(Machine::default());
 /// let mut outputs = Vec::new();
-/// let mut sink = |o: &Output<'_>| outputs.push(o.type_name());
 /// let failed = Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None };
-/// driver.handle(failed, &mut sink).unwrap();
+/// outputs.extend(driver.handle(failed).outputs.unwrap().iter().map(|o| o.type_name()));
 /// assert!(driver.deadline().is_some()); // 2 s from now
-/// driver.handle(Input::AbortRetry, &mut sink).unwrap();
+/// outputs.extend(driver.handle(Input::AbortRetry).outputs.unwrap().iter().map(|o| o.type_name()));
 /// assert!(driver.deadline().is_none());
 /// assert_eq!(outputs, ["emit", "drop_trailing_error", "sleep",
 ///                      "cancel_timer", "emit", "settled", "check_compaction"]);
@@ -215,22 +234,24 @@ impl ThreadDriver {
         Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
     }
 
-    /// Feeds one input to the machine and carries out its outputs, in order:
-    /// a `sleep` starts the deadline, a `cancel_timer` clears it, and every
-    /// output goes to the sink. A refused input changes nothing.
+    /// Feeds one input to the machine and carries out its timer outputs,
+    /// in order: a `sleep` starts the deadline, a `cancel_timer` clears it.
+    /// Returns the [`Step`]; every other output in it is the caller's to
+    /// carry out. A refused input changes nothing.
     ///
     /// ```
     /// use autoretry::{AssistantMessage, Input, Machine, Output, Refused, StopReason, host::thread::ThreadDriver};
     /// let mut driver = ThreadDriver::new(Machine::default());
-    /// let mut sink = |_: &Output<'_>| {};
     /// let failed = Input::AgentEnd { message: AssistantMessage::error("429 Too Many Requests"), now_ms: None };
-    /// assert_eq!(driver.handle(failed, &mut sink), Ok(()));
+    /// let step = driver.handle(failed);
+    /// assert_eq!(step.input, failed);
+    /// assert!(matches!(step.outputs.unwrap()[2], Output::Sleep { ms: 2000, .. }));
     /// let early = Input::MessageEnd { message: AssistantMessage::new(StopReason::Stop) };
-    /// assert_eq!(driver.handle(early, &mut sink), Err(Refused::AgentRunDuringBackoff));
+    /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
     /// ```
-    pub fn handle(&mut self, input: Input<'_>, sink: &mut impl Sink) -> Result<(), Refused> {
-        let outputs = self.machine.handle(input)?;
-        for output in &outputs {
+    pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
+        let outputs = self.machine.handle(input);
+        for output in outputs.iter().flatten() {
             match *output {
                 Output::Sleep { ms, timer } => {
                     let at = self.scaled(ms).and_then(|d| Instant::now().checked_add(d));
@@ -241,27 +262,25 @@ impl ThreadDriver {
                 }
                 _ => {}
             }
-            sink.output(output);
         }
-        Ok(())
+        Step { input, outputs }
     }
 
     /// Fires the pending timer if its deadline is at or before `now`:
-    /// clears it, feeds [`Input::TimerFired`] and gives the outputs to the
-    /// sink. Returns whether it fired.
+    /// clears it, feeds [`Input::TimerFired`] and returns the step (its
+    /// outputs are the caller's to carry out). `None` when nothing was due.
     ///
     /// ```
     /// use std::time::Instant;
     /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
     /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
-    /// let mut seen = Vec::new();
-    /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
-    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
-    /// assert!(driver.fire_due(Instant::now(), &mut sink));
-    /// assert!(!driver.fire_due(Instant::now(), &mut sink)); // one-shot
-    /// assert_eq!(seen.last(), Some(&"continue_agent"));
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let step = driver.fire_due(Instant::now()).unwrap();
+    /// assert!(matches!(step.input, Input::TimerFired { .. }));
+    /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
+    /// assert_eq!(driver.fire_due(Instant::now()), None); // one-shot
     /// ```
-    pub fn fire_due(&mut self, now: Instant, sink: &mut impl Sink) -> bool {
+    pub fn fire_due(&mut self, now: Instant) -> Option<Step<'static>> {
         match self.pending {
             Some(Pending {
                 timer,
@@ -269,10 +288,9 @@ impl ThreadDriver {
             }) if at <= now => {
                 self.pending = None;
                 // The machine checks the id; `TimerFired` is never refused.
-                let _ = self.handle(Input::TimerFired { timer }, sink);
-                true
+                Some(self.handle(Input::TimerFired { timer }))
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -280,9 +298,9 @@ impl ThreadDriver {
     /// in its backoff): for a host that shuts down. Returns its id.
     ///
     /// ```
-    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
+    /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
     /// let mut driver = ThreadDriver::new(Machine::default());
-    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut |_: &Output<'_>| {}).unwrap();
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
     /// assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
     /// assert_eq!(driver.deadline(), None);
     /// ```
@@ -300,20 +318,13 @@ impl ThreadDriver {
     /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::{ThreadDriver, Wake}};
     /// let (_tx, rx) = mpsc::channel::<()>();
     /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
-    /// let mut seen = Vec::new();
-    /// let mut sink = |o: &Output<'_>| seen.push(o.type_name());
-    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }, &mut sink).unwrap();
-    /// assert_eq!(driver.wait(&rx, None, &mut sink), Wake::Fired);
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let Wake::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
+    /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
     /// let soon = Instant::now() + Duration::from_millis(1);
-    /// assert_eq!(driver.wait(&rx, Some(soon), &mut sink), Wake::Until);
-    /// assert_eq!(seen.last(), Some(&"continue_agent"));
+    /// assert_eq!(driver.wait(&rx, Some(soon)), Wake::Until);
     /// ```
-    pub fn wait<T>(
-        &mut self,
-        rx: &mpsc::Receiver<T>,
-        until: Option<Instant>,
-        sink: &mut impl Sink,
-    ) -> Wake<T> {
+    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Instant>) -> Wake<T> {
         loop {
             match rx.try_recv() {
                 Ok(message) => return Wake::Message(message),
@@ -321,8 +332,8 @@ impl ThreadDriver {
                 Err(TryRecvError::Empty) => {}
             }
             let now = Instant::now();
-            if self.fire_due(now, sink) {
-                return Wake::Fired;
+            if let Some(step) = self.fire_due(now) {
+                return Wake::Fired(step);
             }
             if until.is_some_and(|until| until <= now) {
                 return Wake::Until;
@@ -343,25 +354,27 @@ impl ThreadDriver {
         }
     }
 
-    /// Runs until the channel closes or `on_message` breaks: fires the timer
-    /// when due and gives each message to `on_message` (which feeds the
-    /// machine with [`ThreadDriver::handle`]). On return, the pending timer is
-    /// stopped ([`ThreadDriver::stop_timer`]): nothing fires after the run.
-    pub fn run<T, S: Sink>(
+    /// Runs until the channel closes or `on_turn` breaks: waits as
+    /// [`ThreadDriver::wait`] does and gives each message, and each fired
+    /// timer's step, to `on_turn` (which feeds a message to the machine
+    /// with [`ThreadDriver::handle`] and carries out the outputs). On
+    /// return, the pending timer is stopped ([`ThreadDriver::stop_timer`]):
+    /// nothing fires after the run. See the [module docs](self) for a
+    /// whole loop.
+    pub fn run<T>(
         &mut self,
         rx: &mpsc::Receiver<T>,
-        sink: &mut S,
-        mut on_message: impl FnMut(&mut ThreadDriver, &mut S, T) -> ControlFlow<()>,
+        mut on_turn: impl FnMut(&mut ThreadDriver, Turn<T>) -> ControlFlow<()>,
     ) {
         loop {
-            match self.wait(rx, None, sink) {
-                Wake::Message(message) => {
-                    if on_message(self, sink, message).is_break() {
-                        break;
-                    }
-                }
-                Wake::Fired | Wake::Until => {}
+            let turn = match self.wait(rx, None) {
+                Wake::Message(message) => Turn::Message(message),
+                Wake::Fired(step) => Turn::Fired(step),
+                Wake::Until => continue,
                 Wake::Closed => break,
+            };
+            if on_turn(self, turn).is_break() {
+                break;
             }
         }
         self.stop_timer();
@@ -371,7 +384,7 @@ impl ThreadDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AssistantMessage, RetrySettings, StopReason};
+    use crate::{AssistantMessage, Refused, RetrySettings, StopReason};
     use std::thread;
 
     fn failed() -> Input<'static> {
@@ -404,12 +417,26 @@ mod tests {
         }
     }
 
-    fn recorder(log: &mut Vec<String>) -> impl Sink + '_ {
-        move |o: &Output<'_>| {
-            log.push(match o {
-                Output::Emit(crate::Event::End { .. }) => "end".into(),
-                other => other.type_name().into(),
-            })
+    /// Appends the names of an accepted step's outputs to `log`.
+    fn record(log: &mut Vec<String>, step: &Step<'_>) {
+        let outputs = step.outputs.as_ref().expect("accepted");
+        log.extend(outputs.iter().map(|o| match o {
+            Output::Emit(crate::Event::End { .. }) => "end".into(),
+            other => other.type_name().into(),
+        }));
+    }
+
+    /// A loop that feeds every input it receives and records the outputs.
+    fn record_turns<'l>(
+        log: &'l mut Vec<String>,
+    ) -> impl FnMut(&mut ThreadDriver, Turn<Input<'static>>) -> ControlFlow<()> + 'l {
+        move |driver, turn| {
+            let step = match turn {
+                Turn::Message(input) => driver.handle(input),
+                Turn::Fired(step) => step,
+            };
+            record(log, &step);
+            ControlFlow::Continue(())
         }
     }
 
@@ -419,13 +446,10 @@ mod tests {
         let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
         let mut log = Vec::new();
         let (tx, rx) = mpsc::channel();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        record(&mut log, &driver.handle(failed()));
         tx.send(Input::AbortRetry).unwrap();
         drop(tx);
-        driver.run(&rx, &mut recorder(&mut log), |d, s, input| {
-            d.handle(input, s).unwrap();
-            ControlFlow::Continue(())
-        });
+        driver.run(&rx, record_turns(&mut log));
         assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
         assert_eq!(names(&log, "cancel_timer"), 1, "{log:?}");
         assert!(!driver.state().is_retrying);
@@ -435,17 +459,15 @@ mod tests {
     fn a_cancel_just_after_the_fire_ends_the_running_chain() {
         let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
         let mut log = Vec::new();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
-        assert!(driver.fire_due(Instant::now(), &mut recorder(&mut log)));
-        driver
-            .handle(Input::AbortRetry, &mut recorder(&mut log))
-            .unwrap();
+        let fired = driver.fire_due(Instant::now()).expect("due");
+        assert_eq!(fired.input, Input::TimerFired { timer });
+        record(&mut log, &fired);
+        record(&mut log, &driver.handle(Input::AbortRetry));
         // A late, duplicate fire of the same timer changes nothing.
-        driver
-            .handle(Input::TimerFired { timer }, &mut recorder(&mut log))
-            .unwrap();
-        assert!(!driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        record(&mut log, &driver.handle(Input::TimerFired { timer }));
+        assert_eq!(driver.fire_due(Instant::now()), None);
         assert_eq!(
             log,
             [
@@ -463,16 +485,12 @@ mod tests {
     fn a_stale_timer_never_continues() {
         let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
         let mut log = Vec::new();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
-        driver
-            .handle(Input::AbortRetry, &mut recorder(&mut log))
-            .unwrap();
+        record(&mut log, &driver.handle(Input::AbortRetry));
         assert_eq!(driver.deadline(), None);
-        driver
-            .handle(Input::TimerFired { timer }, &mut recorder(&mut log))
-            .unwrap();
-        assert!(!driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        record(&mut log, &driver.handle(Input::TimerFired { timer }));
+        assert_eq!(driver.fire_due(Instant::now()), None);
         assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
     }
 
@@ -485,15 +503,12 @@ mod tests {
             let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
             let mut log = Vec::new();
             let (tx, rx) = mpsc::channel();
-            driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+            record(&mut log, &driver.handle(failed()));
             let sender = thread::spawn(move || {
                 thread::sleep(Duration::from_micros(round * 70));
                 let _ = tx.send(Input::AbortRetry);
             });
-            driver.run(&rx, &mut recorder(&mut log), |d, s, input| {
-                d.handle(input, s).unwrap();
-                ControlFlow::Continue(())
-            });
+            driver.run(&rx, record_turns(&mut log));
             sender.join().unwrap();
             check_no_continue_after_cancel(&log);
             assert_eq!(names(&log, "end"), 1, "{log:?}");
@@ -508,21 +523,53 @@ mod tests {
         let (tx, rx) = mpsc::channel::<Input<'static>>();
         let mut log = Vec::new();
         let start = Instant::now();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
-        assert_eq!(driver.wait(&rx, None, &mut recorder(&mut log)), Wake::Fired);
+        record(&mut log, &driver.handle(failed()));
+        let timer = driver.machine().pending_timer().unwrap();
+        let Wake::Fired(step) = driver.wait(&rx, None) else {
+            panic!("the timer fires")
+        };
         assert!(start.elapsed() >= Duration::from_millis(10));
+        assert_eq!(step.input, Input::TimerFired { timer });
+        record(&mut log, &step);
         // Nothing is pending any more: a bounded wait ends by `until`.
         let until = Some(Instant::now() + Duration::from_millis(5));
-        assert_eq!(
-            driver.wait(&rx, until, &mut recorder(&mut log)),
-            Wake::Until
-        );
-        driver.handle(answered(), &mut recorder(&mut log)).unwrap();
+        assert_eq!(driver.wait(&rx, until), Wake::Until);
+        record(&mut log, &driver.handle(answered()));
         assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
         drop(tx);
+        assert_eq!(driver.wait(&rx, None), Wake::Closed);
+    }
+
+    #[test]
+    fn a_fired_timer_reaches_the_run_loop() {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(1);
+        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
+        let (tx, rx) = mpsc::channel::<Input<'static>>();
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        let mut turns = 0;
+        driver.run(&rx, |driver, turn| {
+            turns += 1;
+            let Turn::Fired(step) = turn else {
+                panic!("no message was sent")
+            };
+            record(&mut log, &step);
+            record(&mut log, &driver.handle(answered()));
+            ControlFlow::Break(())
+        });
+        drop(tx);
+        assert_eq!(turns, 1);
         assert_eq!(
-            driver.wait(&rx, None, &mut recorder(&mut log)),
-            Wake::Closed
+            log,
+            [
+                "emit",
+                "drop_trailing_error",
+                "sleep",
+                "continue_agent",
+                "end",
+                "settled",
+                "check_compaction"
+            ]
         );
     }
 
@@ -531,11 +578,9 @@ mod tests {
         let mut driver = ThreadDriver::new(Machine::default());
         let (tx, rx) = mpsc::channel::<Input<'static>>();
         let mut log = Vec::new();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        record(&mut log, &driver.handle(failed()));
         drop(tx);
-        driver.run(&rx, &mut recorder(&mut log), |_, _, _| {
-            ControlFlow::Continue(())
-        });
+        driver.run(&rx, |_, _| ControlFlow::Continue(()));
         assert_eq!(driver.deadline(), None);
         assert_eq!(names(&log, "continue_agent"), 0);
     }
@@ -544,12 +589,11 @@ mod tests {
     fn refused_inputs_leave_the_timer_alone() {
         let mut driver = ThreadDriver::new(Machine::default());
         let mut log = Vec::new();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        record(&mut log, &driver.handle(failed()));
         let deadline = driver.deadline();
-        assert_eq!(
-            driver.handle(answered(), &mut recorder(&mut log)),
-            Err(Refused::AgentRunDuringBackoff)
-        );
+        let step = driver.handle(answered());
+        assert_eq!(step.input, answered());
+        assert_eq!(step.outputs, Err(Refused::AgentRunDuringBackoff));
         assert_eq!(driver.deadline(), deadline);
         assert_eq!(log.len(), 3);
     }
@@ -560,10 +604,10 @@ mod tests {
         let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()))
             .with_time_scale(f64::INFINITY);
         let mut log = Vec::new();
-        driver.handle(failed(), &mut recorder(&mut log)).unwrap();
+        record(&mut log, &driver.handle(failed()));
         assert!(driver.machine().pending_timer().is_some());
         assert_eq!(driver.deadline(), None);
-        assert!(!driver.fire_due(Instant::now(), &mut recorder(&mut log)));
+        assert_eq!(driver.fire_due(Instant::now()), None);
         assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
     }
 }
