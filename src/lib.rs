@@ -70,12 +70,14 @@
 //! - `cli` (default): the `autoretry` binary (`simulate`, `rpc`, `replay`,
 //!   `classify`).
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
-//!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
+//!   and C hosts with no allocator (`host::ffi` module; the crate's only
+//!   `unsafe`).
 //! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
 //!   inputs from an `embassy_sync` channel (`embassy` module).
 #![cfg_attr(not(feature = "std"), no_std)]
-// Safety: the core has no unsafe code at all; the `ffi` module (feature
-// `ffi`) is the one exception, allowed there and argued block by block.
+// Safety: the core has no unsafe code at all; the C ABI (`host::ffi`,
+// feature `ffi`) is the one exception, allowed there and argued block by
+// block.
 #![deny(unsafe_code)]
 // Every public item is documented.
 #![deny(missing_docs)]
@@ -108,8 +110,7 @@ pub mod wire;
 #[cfg(feature = "std")]
 pub mod driver;
 
-#[cfg(feature = "ffi")]
-pub mod ffi;
+pub mod host;
 
 #[cfg(feature = "embassy")]
 pub mod embassy;

@@ -1,4 +1,4 @@
-//! The C ABI (`autoretry::ffi`) driven natively: every vector through it,
+//! The C ABI (`autoretry::host::ffi`) driven natively: every vector through it,
 //! its JSON against `wire`'s serde output byte for byte, and every error code.
 //! The pool is shared by the whole process, so the tests here take turns.
 #![cfg(all(feature = "ffi", feature = "json"))]
@@ -8,7 +8,7 @@ mod common;
 use std::fs;
 use std::sync::Mutex;
 
-use autoretry::ffi::*;
+use autoretry::host::ffi::*;
 use autoretry::wire::json::{InputOwned, VectorLine};
 use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
 use serde_json::Value;

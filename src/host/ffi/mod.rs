@@ -37,7 +37,7 @@
 //! 3. the two static exchange buffers, whose addresses are exported.
 //!
 //! ```
-//! use autoretry::ffi::*;
+//! use autoretry::host::ffi::*;
 //! let h = autoretry_new(1, 3, 2000, 0, 0);
 //! assert!(h >= 0);
 //! let text = "529 overloaded_error";
@@ -160,7 +160,7 @@ static OUT_BUFFER: Exchange<OUT_BUFFER_LEN> = Exchange(UnsafeCell::new([0; OUT_B
 /// to write texts into before passing it as `text`.
 ///
 /// ```
-/// assert!(!autoretry::ffi::autoretry_text_buffer().is_null());
+/// assert!(!autoretry::host::ffi::autoretry_text_buffer().is_null());
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_text_buffer() -> *mut u8 {
@@ -171,7 +171,7 @@ pub extern "C" fn autoretry_text_buffer() -> *mut u8 {
 /// allocator to pass as `out`.
 ///
 /// ```
-/// assert!(!autoretry::ffi::autoretry_out_buffer().is_null());
+/// assert!(!autoretry::host::ffi::autoretry_out_buffer().is_null());
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_out_buffer() -> *mut u8 {
@@ -181,7 +181,7 @@ pub extern "C" fn autoretry_out_buffer() -> *mut u8 {
 /// [`MAX_TEXT`], for hosts that cannot read Rust constants.
 ///
 /// ```
-/// assert_eq!(autoretry::ffi::autoretry_max_text(), autoretry::ffi::MAX_TEXT as u32);
+/// assert_eq!(autoretry::host::ffi::autoretry_max_text(), autoretry::host::ffi::MAX_TEXT as u32);
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_max_text() -> u32 {
@@ -191,7 +191,7 @@ pub extern "C" fn autoretry_max_text() -> u32 {
 /// [`OUT_BUFFER_LEN`], for hosts that cannot read Rust constants.
 ///
 /// ```
-/// assert_eq!(autoretry::ffi::autoretry_out_buffer_len(), autoretry::ffi::OUT_BUFFER_LEN as u32);
+/// assert_eq!(autoretry::host::ffi::autoretry_out_buffer_len(), autoretry::host::ffi::OUT_BUFFER_LEN as u32);
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_out_buffer_len() -> u32 {
@@ -203,7 +203,7 @@ pub extern "C" fn autoretry_out_buffer_len() -> u32 {
 /// [`ERR_POOL_FULL`].
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 1);
 /// assert!(h >= 0);
 /// autoretry_free(h);
@@ -242,7 +242,7 @@ pub extern "C" fn autoretry_new(
 /// Frees a machine. Returns 0, or [`ERR_HANDLE`].
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// assert_eq!(autoretry_free(h), 0);
 /// assert_eq!(autoretry_free(h), ERR_HANDLE);
@@ -269,7 +269,7 @@ pub extern "C" fn autoretry_free(handle: i32) -> i32 {
 /// `out_cap == 0`).
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 128];
 /// // SAFETY: `out` is live and `out.len()` bytes long.
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32
 /// not live (the machine never issues 0).
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// assert_eq!(autoretry_pending_timer(h), 0);
 /// autoretry_free(h);
@@ -330,7 +330,7 @@ pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
 /// overlap (checked: [`ERR_ARG`]).
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 64];
 /// // SAFETY: no text; `out` is live and `out.len()` bytes long.
@@ -373,7 +373,7 @@ pub unsafe extern "C" fn autoretry_message_end(
 /// As [`autoretry_message_end`].
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 256];
 /// // SAFETY: no text; `out` is live and `out.len()` bytes long.
@@ -416,7 +416,7 @@ pub unsafe extern "C" fn autoretry_agent_end(
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 64];
 /// // SAFETY: `out` is live and `out.len()` bytes long.
@@ -452,7 +452,7 @@ pub unsafe extern "C" fn autoretry_timer_fired(
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 1);
 /// let text = "usage_limit_reached";
 /// let mut out = [0u8; 512];
@@ -502,7 +502,7 @@ pub unsafe extern "C" fn autoretry_usage_limit_marked(
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 64];
 /// // SAFETY: `out` is live and `out.len()` bytes long.
@@ -523,7 +523,7 @@ pub unsafe extern "C" fn autoretry_abort_retry(handle: i32, out: *mut u8, out_ca
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 64];
 /// // SAFETY: `out` is live and `out.len()` bytes long.
@@ -544,7 +544,7 @@ pub unsafe extern "C" fn autoretry_abort(handle: i32, out: *mut u8, out_cap: u32
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 128];
 /// // SAFETY: `out` is live and `out.len()` bytes long.
@@ -577,7 +577,7 @@ pub unsafe extern "C" fn autoretry_set_auto_retry(
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
 /// ```
-/// use autoretry::ffi::*;
+/// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// let mut out = [0u8; 64];
 /// // SAFETY: `out` is live and `out.len()` bytes long.
