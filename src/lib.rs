@@ -71,7 +71,8 @@
 //!   `classify`).
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
 //!   and C hosts with no allocator (`host::ffi` module; the crate's only
-//!   `unsafe`).
+//!   `unsafe`). It enables `serde`: the outputs' JSON is `wire`'s, written
+//!   into the host's buffer by `serde-json-core`.
 //! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
 //!   inputs from an `embassy_sync` channel (`embassy` module).
 #![cfg_attr(not(feature = "std"), no_std)]

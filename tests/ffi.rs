@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use autoretry::host::ffi::*;
 use autoretry::wire::json::{InputOwned, VectorLine};
-use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
+use autoretry::{HostOptions, Input, Machine, Output, RetrySettings, StopReason};
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -138,6 +138,10 @@ fn every_vector_step_passes_through_the_c_abi() {
     for path in &paths {
         let text = fs::read_to_string(path).unwrap();
         let mut handle: Option<Handle> = None;
+        // The same machine natively, whose outputs serde_json writes: the
+        // module's bytes must be those, timer ids included.
+        let mut native = Machine::default();
+        let mut marked = String::new();
         let mut timers: Vec<u64> = Vec::new();
         for (index, line) in text.split('\n').enumerate() {
             let at = format!("{}:{}", path.display(), index + 1);
@@ -145,6 +149,8 @@ fn every_vector_step_passes_through_the_c_abi() {
                 None => continue,
                 Some(VectorLine::Scenario(header)) => {
                     handle = Some(Handle::new(header.settings, header.host));
+                    native = Machine::new(header.settings, header.host);
+                    marked.clear();
                     timers.clear();
                     continue;
                 }
@@ -171,6 +177,17 @@ fn every_vector_step_passes_through_the_c_abi() {
                 InputOwned::Invalid { .. } => Err(ERR_REFUSED),
                 ref input => h.feed(input),
             };
+            let outputs = input
+                .as_input(&marked)
+                .ok()
+                .and_then(|i| native.handle(i).ok());
+            let marks = (outputs.as_ref())
+                .is_some_and(|o| o.iter().any(|o| matches!(o, Output::MarkUsageLimit { .. })));
+            let serde = outputs.map(|o| serde_json::to_string(o.as_slice()).unwrap());
+            assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
+            if let (true, InputOwned::AgentEnd { message, .. }) = (marks, &input) {
+                marked = message.error_message.clone().unwrap_or_default();
+            }
             match got {
                 Err(ERR_REFUSED) => assert!(want_refused, "{at}: refused"),
                 Err(code) => panic!("{at}: error {code}"),
@@ -202,7 +219,8 @@ fn every_vector_step_passes_through_the_c_abi() {
     assert!(steps > 100, "only {steps} steps");
 }
 
-/// The hand-written JSON is byte for byte `wire`'s serde output.
+/// The module's JSON is byte for byte serde_json's, for texts that need
+/// every kind of escape.
 #[test]
 fn json_matches_serde_byte_for_byte() {
     let _turn = turn();

@@ -39,7 +39,8 @@
 //! - `abi.rs`: the exported functions (`#[no_mangle]`; those that take
 //!   pointers are `unsafe extern "C" fn` whose contract, stated on each,
 //!   is forwarded to `pool.rs`): argument checks, inputs, the kept text;
-//! - `out.rs`: the outputs' and the state's JSON, safe code.
+//! - `out.rs`: the outputs' and the state's JSON, written by `wire`'s
+//!   `Serialize` impls through serde-json-core; safe code.
 //!
 //! ```
 //! use autoretry::host::ffi::*;
