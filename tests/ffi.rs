@@ -1,4 +1,4 @@
-//! The C ABI (`autoretry::ffi`) driven natively: every vector through it,
+//! The C ABI (`autoretry::host::ffi`) driven natively: every vector through it,
 //! its JSON against `wire`'s serde output byte for byte, and every error code.
 //! The pool is shared by the whole process, so the tests here take turns.
 #![cfg(all(feature = "ffi", feature = "json"))]
@@ -8,9 +8,9 @@ mod common;
 use std::fs;
 use std::sync::Mutex;
 
-use autoretry::ffi::*;
+use autoretry::host::ffi::*;
 use autoretry::wire::json::{InputOwned, VectorLine};
-use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
+use autoretry::{HostOptions, Input, Machine, Output, RetrySettings, StopReason};
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -138,6 +138,10 @@ fn every_vector_step_passes_through_the_c_abi() {
     for path in &paths {
         let text = fs::read_to_string(path).unwrap();
         let mut handle: Option<Handle> = None;
+        // The same machine natively, whose outputs serde_json writes: the
+        // module's bytes must be those, timer ids included.
+        let mut native = Machine::default();
+        let mut marked = String::new();
         let mut timers: Vec<u64> = Vec::new();
         for (index, line) in text.split('\n').enumerate() {
             let at = format!("{}:{}", path.display(), index + 1);
@@ -145,6 +149,8 @@ fn every_vector_step_passes_through_the_c_abi() {
                 None => continue,
                 Some(VectorLine::Scenario(header)) => {
                     handle = Some(Handle::new(header.settings, header.host));
+                    native = Machine::new(header.settings, header.host);
+                    marked.clear();
                     timers.clear();
                     continue;
                 }
@@ -171,6 +177,17 @@ fn every_vector_step_passes_through_the_c_abi() {
                 InputOwned::Invalid { .. } => Err(ERR_REFUSED),
                 ref input => h.feed(input),
             };
+            let outputs = input
+                .as_input(&marked)
+                .ok()
+                .and_then(|i| native.handle(i).ok());
+            let marks = (outputs.as_ref())
+                .is_some_and(|o| o.iter().any(|o| matches!(o, Output::MarkUsageLimit { .. })));
+            let serde = outputs.map(|o| serde_json::to_string(o.as_slice()).unwrap());
+            assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
+            if let (true, InputOwned::AgentEnd { message, .. }) = (marks, &input) {
+                marked = message.error_message.clone().unwrap_or_default();
+            }
             match got {
                 Err(ERR_REFUSED) => assert!(want_refused, "{at}: refused"),
                 Err(code) => panic!("{at}: error {code}"),
@@ -202,7 +219,8 @@ fn every_vector_step_passes_through_the_c_abi() {
     assert!(steps > 100, "only {steps} steps");
 }
 
-/// The hand-written JSON is byte for byte `wire`'s serde output.
+/// The module's JSON is byte for byte serde_json's, for texts that need
+/// every kind of escape.
 #[test]
 fn json_matches_serde_byte_for_byte() {
     let _turn = turn();

@@ -7,6 +7,7 @@
 //! | [`thread`] | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
 //! | [`embassy`] | `embassy` | an async driver on `embassy-time`: the backoff on a `Timer`, inputs from a channel |
 //! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`, on top of [`thread`] |
+//! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
 //!
 //! Both drivers deliver what they did in one shape, a [`Step`]: the input
 //! they fed and the machine's answer, with the timer outputs already
@@ -28,6 +29,10 @@ pub mod embassy;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub mod sidecar;
+
+#[cfg(feature = "ffi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ffi")))]
+pub mod ffi;
 
 /// What one input fed by a driver did: the input (the host's, or
 /// `timer_fired` from the driver's own timer) and the machine's answer.
