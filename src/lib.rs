@@ -59,7 +59,7 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` impls, and the `driver`
+//! - `std` (default): the `driver`
 //!   module (the machine on a thread, with real timers); needed by the
 //!   `autoretry` binary.
 //! - `serde`: the `wire` module: strict decoding of the settings group and

@@ -104,8 +104,7 @@ impl fmt::Display for Refused {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for Refused {}
+impl core::error::Error for Refused {}
 
 /// The query surface (spec §7): `autoRetryEnabled`, `isRetrying`, `retryAttempt`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -37,7 +37,9 @@ impl fmt::Display for TimerId {
 /// An event for the RPC stream and the UI (spec §8).
 ///
 /// Texts are borrowed: the error text from the input that caused the event,
-/// or a `'static` string ([`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]).
+/// or a `'static` string ([`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]). Its
+/// `Display` is the terminal text of spec §8 (the loader line of a start,
+/// the failure line of a failed end).
 ///
 /// ```
 /// use autoretry::Event;
@@ -75,40 +77,6 @@ impl<'a> Event<'a> {
         match self {
             Event::Start { .. } => "auto_retry_start",
             Event::End { .. } => "auto_retry_end",
-        }
-    }
-}
-
-impl fmt::Display for Event<'_> {
-    /// The terminal text of spec §8: the loader line of a start, the failure
-    /// line of a failed end, nothing for a successful end.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Event::Start {
-                attempt,
-                max_attempts,
-                delay_ms,
-                ..
-            } => fmt::Display::fmt(
-                &crate::text::LoaderLine {
-                    attempt,
-                    max_attempts,
-                    delay_ms,
-                },
-                f,
-            ),
-            Event::End {
-                success: false,
-                attempt,
-                final_error,
-            } => fmt::Display::fmt(
-                &crate::text::FailureLine {
-                    attempt,
-                    final_error,
-                },
-                f,
-            ),
-            Event::End { success: true, .. } => Ok(()),
         }
     }
 }

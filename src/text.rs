@@ -1,8 +1,10 @@
-//! The terminal texts of spec §8, as `Display` values that allocate nothing.
+//! The terminal texts of spec §8, as `Display` values that allocate
+//! nothing: the loader line, the failure line, and [`Event`]'s `Display`,
+//! which picks one of them.
 
 use core::fmt;
 
-use crate::output::UNKNOWN_ERROR;
+use crate::output::{Event, UNKNOWN_ERROR};
 
 /// The loader line shown during a backoff:
 /// `Retrying (1/3) in 2s… (esc to cancel)`.
@@ -75,5 +77,39 @@ impl fmt::Display for FailureLine<'_> {
             _ => UNKNOWN_ERROR,
         };
         write!(f, "Retry failed after {} attempts: {}", self.attempt, error)
+    }
+}
+
+impl fmt::Display for Event<'_> {
+    /// The terminal text of spec §8: the loader line of a start, the failure
+    /// line of a failed end, nothing for a successful end.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Event::Start {
+                attempt,
+                max_attempts,
+                delay_ms,
+                ..
+            } => fmt::Display::fmt(
+                &LoaderLine {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                },
+                f,
+            ),
+            Event::End {
+                success: false,
+                attempt,
+                final_error,
+            } => fmt::Display::fmt(
+                &FailureLine {
+                    attempt,
+                    final_error,
+                },
+                f,
+            ),
+            Event::End { success: true, .. } => Ok(()),
+        }
     }
 }

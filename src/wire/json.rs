@@ -71,7 +71,7 @@ impl fmt::Display for DecodeError {
     }
 }
 
-impl std::error::Error for DecodeError {}
+impl core::error::Error for DecodeError {}
 
 /// Describes a JSON value for an error message: `null`, `a boolean true`,
 /// `-1`, `3.0`, `a string "x"`, `an array`, `an object`.
