@@ -217,15 +217,13 @@ pub extern "C" fn autoretry_new(
     credential_store: u32,
 ) -> i32 {
     let machine = Machine::new(
-        RetrySettings {
-            enabled: enabled != 0,
-            max_retries,
-            base_delay_ms,
-        },
-        HostOptions {
-            context_window,
-            credential_store: credential_store != 0,
-        },
+        RetrySettings::DEFAULT
+            .with_enabled(enabled != 0)
+            .with_max_retries(max_retries)
+            .with_base_delay_ms(base_delay_ms),
+        HostOptions::DEFAULT
+            .with_context_window(context_window)
+            .with_credential_store(credential_store != 0),
     );
     with_slots(
         |slots, _| match slots.machines.iter().position(Option::is_none) {
@@ -594,11 +592,12 @@ pub unsafe extern "C" fn autoretry_settings(
     out: *mut u8,
     out_cap: u32,
 ) -> i32 {
-    let input = Input::Settings(RetrySettings {
-        enabled: enabled != 0,
-        max_retries,
-        base_delay_ms,
-    });
+    let input = Input::Settings(
+        RetrySettings::DEFAULT
+            .with_enabled(enabled != 0)
+            .with_max_retries(max_retries)
+            .with_base_delay_ms(base_delay_ms),
+    );
     // SAFETY: the caller's contract, forwarded.
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
@@ -709,7 +708,9 @@ unsafe fn feed_message(
     let message = AssistantMessage {
         stop_reason,
         error_message: text_len.map(|_| text),
-        usage: (has_usage != 0).then_some(Usage { input, cache_read }),
+        usage: (has_usage != 0).then_some(Usage::new(input, cache_read)),
+        should_retry: None,
+        retry_after_ms: None,
     };
     let input = match now {
         None => Input::MessageEnd { message },
@@ -794,9 +795,9 @@ fn write_output(w: &mut Json<'_>, output: &Output<'_>) {
                     w.bool(success);
                     w.raw(",\"attempt\":");
                     w.u64(u64::from(attempt));
-                    if let Some(text) = final_error {
+                    if let Some(error) = final_error {
                         w.raw(",\"finalError\":");
-                        w.string(text);
+                        w.display(&error);
                     }
                 }
             }
@@ -877,8 +878,29 @@ impl<'b> Json<'b> {
     }
 
     fn string(&mut self, text: &str) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         self.raw("\"");
+        self.escaped(text);
+        self.raw("\"");
+    }
+
+    /// A JSON string of what `value` writes, escaped piece by piece.
+    fn display(&mut self, value: &dyn core::fmt::Display) {
+        struct Escaping<'j, 'b>(&'j mut Json<'b>);
+        impl core::fmt::Write for Escaping<'_, '_> {
+            fn write_str(&mut self, piece: &str) -> core::fmt::Result {
+                self.0.escaped(piece);
+                Ok(())
+            }
+        }
+        self.raw("\"");
+        // Writing into `Escaping` cannot fail.
+        let _ = core::fmt::write(&mut Escaping(self), format_args!("{value}"));
+        self.raw("\"");
+    }
+
+    /// The body of a JSON string (no quotes).
+    fn escaped(&mut self, text: &str) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let bytes = text.as_bytes();
         let mut start = 0;
         for (i, &b) in bytes.iter().enumerate() {
@@ -905,7 +927,6 @@ impl<'b> Json<'b> {
             start = i + 1;
         }
         self.bytes(&bytes[start..]);
-        self.raw("\"");
     }
 
     fn finish(self) -> i32 {

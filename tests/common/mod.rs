@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use autoretry::{AssistantMessage, Event, Input, Machine, Output, StopReason, TimerId};
+use autoretry::{AssistantMessage, Event, FinalError, Input, Machine, Output, StopReason, TimerId};
 
 pub fn fail(text: &str) -> Input<'_> {
     Input::AgentEnd {
@@ -42,7 +42,7 @@ pub fn ended(success: bool, attempt: u32, final_error: Option<&str>) -> Output<'
     Output::Emit(Event::End {
         success,
         attempt,
-        final_error,
+        final_error: final_error.map(FinalError::Text),
     })
 }
 
