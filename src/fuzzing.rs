@@ -25,7 +25,9 @@ use std::string::String;
 use crate::classify;
 use crate::machine::{Input, Machine, Refused};
 use crate::message::{AssistantMessage, StopReason, Usage};
-use crate::output::{Event, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR};
+use crate::output::{
+    Event, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+};
 use crate::settings::{HostOptions, RetrySettings};
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -375,14 +377,14 @@ impl Monitor {
                     }
                     assert_eq!(success, final_error.is_none());
                     if let (Input::AbortRetry | Input::Abort, false) = (input, success) {
-                        assert_eq!(final_error, Some(RETRY_CANCELLED));
+                        assert_eq!(final_error, Some(FinalError::Text(RETRY_CANCELLED)));
                     }
                     if let (Input::AgentEnd { message, .. }, false) = (input, success) {
                         let expected = match message.error_message {
                             Some(t) if !t.is_empty() => t,
                             _ => UNKNOWN_ERROR,
                         };
-                        assert_eq!(final_error, Some(expected));
+                        assert_eq!(final_error, Some(FinalError::Text(expected)));
                     }
                     self.started = 0;
                 }
@@ -552,6 +554,7 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
         enabled: r.byte() % 8 != 0,
         max_retries: r.number(MAX_RETRIES) as u32,
         base_delay_ms: r.number(DELAYS),
+        ..RetrySettings::DEFAULT
     }
 }
 
@@ -568,6 +571,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
     let host = HostOptions {
         context_window: r.number(WINDOWS),
         credential_store: r.byte() % 2 == 1,
+        ..HostOptions::DEFAULT
     };
     let mut mon = Monitor::new(settings, host);
     // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
@@ -648,6 +652,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         0 => Some(Usage {
             input: r.number(WINDOWS),
             cache_read: r.number(&[0, 1, u64::MAX]),
+            cache_write: 0,
         }),
         _ => None,
     };
@@ -655,6 +660,8 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         stop_reason,
         error_message,
         usage,
+        should_retry: None,
+        retry_after_ms: None,
     }
 }
 
@@ -827,6 +834,7 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         enabled: true,
         max_retries: 3,
         base_delay_ms: 2000,
+        ..RetrySettings::DEFAULT
     };
     for (key, v) in obj {
         match key.as_str() {
@@ -861,6 +869,7 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
         HostOptions {
             context_window: 0,
             credential_store: state % 4 == 3,
+            ..HostOptions::DEFAULT
         },
     );
     let text = "usage limit 503";

@@ -16,13 +16,13 @@
 //! |---|---|
 //! | inputs `message_end`, `agent_end`, `timer_fired`, ... | [`Input`] |
 //! | outputs `emit`, `sleep`, `continue_agent`, ... | [`Output`], in [`Outputs`] |
-//! | `auto_retry_start` / `auto_retry_end` | [`Event`] |
+//! | `auto_retry_start` / `auto_retry_end`, `finalError` | [`Event`], [`FinalError`] |
 //! | refused inputs (§6a) | [`Refused`] |
-//! | `retry` settings group (§4) | [`RetrySettings`] |
-//! | context window, credential store (§2) | [`HostOptions`] |
+//! | `retry` settings group (§4, §10.1) | [`RetrySettings`], [`Profile`], [`JitterPct`] |
+//! | context window, credential store, jitter seed (§2, §10.1) | [`HostOptions`] |
 //! | `autoRetryEnabled`, `isRetrying`, `retryAttempt` | [`Machine::state`] |
-//! | classification (§3) | [`classify`] module, [`AssistantMessage::is_retryable`] |
-//! | terminal texts (§8) | [`LoaderLine`], [`FailureLine`] |
+//! | classification (§3, §10.5) | [`classify`] module, [`AssistantMessage::is_retryable_with`] |
+//! | terminal texts (§8, §10.7) | [`LoaderLine`], [`FailureLine`] |
 //! | JSON on the wire (§7, §8) | `wire` module (feature `serde`) |
 //!
 //! # The run loop
@@ -97,10 +97,12 @@ mod message;
 pub use message::{AssistantMessage, StopReason, Usage};
 
 mod output;
-pub use output::{Event, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR};
+pub use output::{
+    Event, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+};
 
 mod settings;
-pub use settings::{HostOptions, RetrySettings};
+pub use settings::{HostOptions, JitterPct, Profile, RetrySettings};
 
 mod text;
 pub use text::{FailureLine, LoaderLine};

@@ -235,11 +235,10 @@ fn json_matches_serde_byte_for_byte() {
         let mut native = Machine::new(settings, HostOptions::default());
         let inputs = [
             InputOwned::AgentEnd {
-                message: autoretry::wire::json::MessageOwned {
-                    stop_reason: StopReason::Error,
-                    error_message: Some(text.into()),
-                    usage: None,
-                },
+                message: autoretry::wire::json::MessageOwned::new(
+                    StopReason::Error,
+                    Some(text.into()),
+                ),
                 now_ms: None,
             },
             InputOwned::AbortRetry,
@@ -270,11 +269,7 @@ fn usage_limit_answer_passes_back_the_kept_text() {
         HostOptions::default().with_credential_store(true),
     );
     let end = InputOwned::AgentEnd {
-        message: autoretry::wire::json::MessageOwned {
-            stop_reason: StopReason::Error,
-            error_message: Some(text.clone()),
-            usage: None,
-        },
+        message: autoretry::wire::json::MessageOwned::new(StopReason::Error, Some(text.clone())),
         now_ms: None,
     };
     let marked = InputOwned::UsageLimitMarked { switched: false };

@@ -78,15 +78,13 @@ pub extern "C" fn autoretry_new(
     credential_store: u32,
 ) -> i32 {
     let machine = Machine::new(
-        RetrySettings {
-            enabled: enabled != 0,
-            max_retries,
-            base_delay_ms,
-        },
-        HostOptions {
-            context_window,
-            credential_store: credential_store != 0,
-        },
+        RetrySettings::DEFAULT
+            .with_enabled(enabled != 0)
+            .with_max_retries(max_retries)
+            .with_base_delay_ms(base_delay_ms),
+        HostOptions::DEFAULT
+            .with_context_window(context_window)
+            .with_credential_store(credential_store != 0),
     );
     with_slots(
         |slots, _| match slots.machines.iter().position(Option::is_none) {
@@ -450,11 +448,12 @@ pub unsafe extern "C" fn autoretry_settings(
     out: *mut u8,
     out_cap: u32,
 ) -> i32 {
-    let input = Input::Settings(RetrySettings {
-        enabled: enabled != 0,
-        max_retries,
-        base_delay_ms,
-    });
+    let input = Input::Settings(
+        RetrySettings::DEFAULT
+            .with_enabled(enabled != 0)
+            .with_max_retries(max_retries)
+            .with_base_delay_ms(base_delay_ms),
+    );
     // SAFETY: the caller's contract, forwarded.
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
@@ -518,7 +517,9 @@ unsafe fn feed_message(
     let message = AssistantMessage {
         stop_reason,
         error_message: bytes.map(|_| text),
-        usage: (has_usage != 0).then_some(Usage { input, cache_read }),
+        usage: (has_usage != 0).then_some(Usage::new(input, cache_read)),
+        should_retry: None,
+        retry_after_ms: None,
     };
     let input = match now {
         None => Input::MessageEnd { message },

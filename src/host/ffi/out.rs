@@ -69,7 +69,7 @@ fn lower_hex_escapes(json: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::{outputs, state, ERR_OUT_TOO_SMALL};
-    use crate::{Event, Output, RetryState, TimerId};
+    use crate::{Event, FinalError, Output, RetryState, TimerId};
     use proptest::prelude::*;
 
     fn ours(value: &[Output<'_>]) -> Vec<u8> {
@@ -88,7 +88,7 @@ mod tests {
                 Output::Emit(Event::End {
                     final_error: Some(text),
                     ..
-                }) => text.len(),
+                }) => text.to_string().len(),
                 _ => 0,
             })
             .sum()
@@ -190,7 +190,7 @@ mod tests {
             Shape::End(success, attempt, final_error) => Output::Emit(Event::End {
                 success: *success,
                 attempt: *attempt,
-                final_error: final_error.as_deref(),
+                final_error: final_error.as_deref().map(FinalError::from),
             }),
             Shape::Sleep(ms, timer) => Output::Sleep {
                 ms: *ms,
