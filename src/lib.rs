@@ -8,20 +8,21 @@
 //! compaction, ...). It never sleeps, reads a clock, allocates or does I/O, so
 //! any async runtime, embedded executor, WASM host or test can drive it.
 //!
-//! The behaviour is the contract of `retry-policy.md`; its terms map to the
-//! API as follows:
+//! The behaviour is the contract of [`spec`] (`docs/retry-policy.md` in the
+//! repository; "spec §N" in these docs means its section N); its terms map
+//! to the API as follows:
 //!
 //! | spec | API |
 //! |---|---|
 //! | inputs `message_end`, `agent_end`, `timer_fired`, ... | [`Input`] |
 //! | outputs `emit`, `sleep`, `continue_agent`, ... | [`Output`], in [`Outputs`] |
-//! | `auto_retry_start` / `auto_retry_end` | [`Event`] |
+//! | `auto_retry_start` / `auto_retry_end`, `finalError` | [`Event`], [`FinalError`] |
 //! | refused inputs (§6a) | [`Refused`] |
-//! | `retry` settings group (§4) | [`RetrySettings`] |
-//! | context window, credential store (§2) | [`HostOptions`] |
+//! | `retry` settings group (§4, §10.1) | [`RetrySettings`], [`Profile`], [`JitterPct`] |
+//! | context window, credential store, jitter seed (§2, §10.1) | [`HostOptions`] |
 //! | `autoRetryEnabled`, `isRetrying`, `retryAttempt` | [`Machine::state`] |
-//! | classification (§3) | [`classify`] module, [`AssistantMessage::is_retryable`] |
-//! | terminal texts (§8) | [`LoaderLine`], [`FailureLine`] |
+//! | classification (§3, §10.5) | [`classify`] module, [`AssistantMessage::is_retryable_with`] |
+//! | terminal texts (§8, §10.7) | [`LoaderLine`], [`FailureLine`] |
 //! | JSON on the wire (§7, §8) | `wire` module (feature `serde`) |
 //!
 //! # The run loop
@@ -59,28 +60,35 @@
 //!
 //! # Features
 //!
-//! - `std` (default): `std::error::Error` impls, and the `driver`
-//!   module (the machine on a thread, with real timers); needed by the
-//!   `autoretry` binary.
+//! The default build is the library alone (its one dependency is
+//! `heapless`); the `autoretry` command line is the separate package
+//! `autoretry-cli`.
+//!
+//! - `std` (default): [`host::thread`] (the machine on a thread, with real
+//!   timers).
 //! - `serde`: the `wire` module: strict decoding of the settings group and
-//!   the JSON of events, outputs and RPC messages.
-//! - `json` (std + serde_json): JSON-lines helpers in `wire`: host input
-//!   lines, RPC commands and responses (spec §7), the JSON-lines sidecar of
-//!   `autoretry rpc`.
-//! - `cli` (default): the `autoretry` binary (`simulate`, `rpc`, `replay`,
-//!   `classify`).
+//!   the JSON of events, outputs and the state (`no_std`, no allocation).
+//! - `json` (std + serde_json): JSON lines in `wire` (host inputs, RPC
+//!   commands and responses of spec §7) and [`host::sidecar`], the
+//!   JSON-lines sidecar of `autoretry rpc`.
 //! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
-//!   and C hosts with no allocator (`ffi` module; the crate's only `unsafe`).
-//! - `embassy`: an async driver on embassy-time: backoff on a `Timer`,
-//!   inputs from an `embassy_sync` channel (`embassy` module).
+//!   and C hosts with no allocator (`host::ffi`; the crate's only
+//!   `unsafe`). It enables `serde`: the outputs' JSON is `wire`'s, written
+//!   into the host's buffer by `serde-json-core`.
+//! - `embassy`: [`host::embassy`], an async driver on embassy-time: backoff
+//!   on a `Timer`, inputs from an `embassy_sync` channel.
 //!
 //! The test scaffolding (the conformance vectors' host, line format and
 //! replayer, the machine's invariant monitor, the fuzz entry points) is not
 //! part of this crate: it is the unpublished `autoretry-testkit` in the
 //! repository's `testkit/`.
 #![cfg_attr(not(feature = "std"), no_std)]
-// Safety: the core has no unsafe code at all; the `ffi` module (feature
-// `ffi`) is the one exception, allowed there and argued block by block.
+// docs.rs builds with `--cfg docsrs`: items show the feature they need.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// Safety: the core has no unsafe code at all; the C ABI (`host::ffi`,
+// feature `ffi`) is the one exception: every unsafe operation is in its
+// `pool.rs`, argued block by block; its `abi.rs` declares the exports
+// (`#[no_mangle]`, `unsafe extern "C" fn`), which the lint also counts.
 #![deny(unsafe_code)]
 // Every public item is documented.
 #![deny(missing_docs)]
@@ -94,13 +102,23 @@ mod message;
 pub use message::{AssistantMessage, StopReason, Usage};
 
 mod output;
-pub use output::{Event, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR};
+pub use output::{
+    Event, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+};
 
 mod settings;
-pub use settings::{HostOptions, RetrySettings};
+pub use settings::{HostOptions, JitterPct, Profile, RetrySettings};
 
 mod text;
 pub use text::{FailureLine, LoaderLine};
+
+/// The behavioural contract, `docs/retry-policy.md`, as the crate
+/// implements it (docs only: "spec §N" in these docs is its section N).
+#[cfg(all(doc, not(doctest)))]
+// The spec's indented blocks are regular expressions and pseudo-code.
+#[allow(rustdoc::invalid_rust_codeblocks)]
+#[doc = include_str!("../docs/retry-policy.md")]
+pub mod spec {}
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
@@ -108,13 +126,7 @@ pub use text::{FailureLine, LoaderLine};
 pub struct ReadmeDoctests;
 
 #[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 pub mod wire;
 
-#[cfg(feature = "std")]
-pub mod driver;
-
-#[cfg(feature = "ffi")]
-pub mod ffi;
-
-#[cfg(feature = "embassy")]
-pub mod embassy;
+pub mod host;

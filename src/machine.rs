@@ -1,11 +1,11 @@
-//! The retry state machine (spec §5–§9): [`Machine`], its [`Input`]s and the
+//! The retry state machine (spec §5–§10): [`Machine`], its [`Input`]s and the
 //! [`Refused`] error for inputs out of turn.
 
 use core::fmt;
 
 use crate::classify;
 use crate::message::AssistantMessage;
-use crate::output::{Event, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR};
+use crate::output::{Event, FinalError, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR};
 use crate::settings::{HostOptions, RetrySettings};
 
 /// One thing that happened to the host (vectors README "Inputs").
@@ -23,7 +23,7 @@ pub enum Input<'a> {
         /// The run's last assistant message.
         message: AssistantMessage<'a>,
         /// The host's wall clock in Unix milliseconds, if it has one; used
-        /// only for the absolute forms of retry hints (spec §3.5).
+        /// only for the absolute forms of retry hints (spec §3.5, §10.4).
         now_ms: Option<u64>,
     },
     /// `timer_fired`: the timer of an [`Output::Sleep`] fired.
@@ -32,6 +32,9 @@ pub enum Input<'a> {
         timer: TimerId,
     },
     /// `usage_limit_marked`: the host's answer to [`Output::MarkUsageLimit`].
+    /// A switch starts the retry at once; otherwise it waits the delay fixed
+    /// at the `agent_end`, or ends the chain when that delay exceeds the
+    /// ceiling fixed there (fail fast, spec §10.3 step 8).
     UsageLimitMarked {
         /// Whether the host switched to another credential or model.
         switched: bool,
@@ -104,8 +107,7 @@ impl fmt::Display for Refused {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for Refused {}
+impl core::error::Error for Refused {}
 
 /// The query surface (spec §7): `autoRetryEnabled`, `isRetrying`, `retryAttempt`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -128,14 +130,34 @@ enum Phase {
     Running,
     /// A chain is open and the backoff timer `Machine::timer` is pending.
     Backoff,
-    /// A chain is open and the host was asked to mark a usage limit; the start
-    /// event's figures are fixed here (spec §5.1.4).
-    /// (The delay is [`Machine::marked_delay_ms`], kept outside so the
-    /// machine stays within 64 bytes.)
-    AwaitingUsageLimit {
-        max_attempts: u32,
-        text_fingerprint: u32,
-    },
+    /// A chain is open and the host was asked to mark a usage limit; the
+    /// figures of the start event or of the fail-fast end are fixed in
+    /// `Machine::marked` (spec §5.1.4, §10.3 step 7).
+    AwaitingUsageLimit,
+}
+
+/// What the usage-limit answer needs, fixed at the `agent_end` (kept
+/// outside [`Phase`] so that the machine stays within 96 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Marked {
+    /// The wait (spec §10.3 step 6).
+    delay_ms: u64,
+    /// The `maxDelayMs` that `delay_ms` exceeds, when the answer "not
+    /// switched" must fail fast (§10.3 step 8); else 0.
+    exceeded_ceiling_ms: u64,
+    /// `maxAttempts` of the start event.
+    max_attempts: u32,
+    /// The digest of the marked error text.
+    text_fingerprint: u32,
+}
+
+impl Marked {
+    const NONE: Marked = Marked {
+        delay_ms: 0,
+        exceeded_ceiling_ms: 0,
+        max_attempts: 0,
+        text_fingerprint: 0,
+    };
 }
 
 /// The auto-retry state machine.
@@ -180,30 +202,35 @@ enum Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Machine {
     settings: RetrySettings,
-    host: HostOptions,
+    /// The host options, kept field by field so that `credential_store`
+    /// packs with the small fields below; the seed lives on as `jitter`.
+    context_window: u64,
+    /// The jitter generator's state (spec §10.6), the host's seed when made.
+    jitter: u64,
     /// The generation of the last timer issued; the pending one in `Backoff`.
     timer: u64,
+    /// In `AwaitingUsageLimit`, the figures fixed at the decision; else
+    /// [`Marked::NONE`].
+    marked: Marked,
     attempt: u32,
-    /// In `AwaitingUsageLimit`, the delay fixed at the decision; else 0.
-    marked_delay_ms: u64,
     phase: Phase,
+    credential_store: bool,
 }
+
+// Small enough to embed by value anywhere: at most 96 bytes on every target
+// (the fields are integers only, so the size does not depend on pointers).
+const _: () = assert!(core::mem::size_of::<Machine>() <= 96);
 
 impl Default for Machine {
     /// A machine with the default settings and host options.
     fn default() -> Self {
-        Machine::new(
-            RetrySettings::DEFAULT,
-            HostOptions {
-                context_window: 0,
-                credential_store: false,
-            },
-        )
+        Machine::new(RetrySettings::DEFAULT, HostOptions::DEFAULT)
     }
 }
 
 impl Machine {
-    /// A new, idle machine.
+    /// A new, idle machine; its jitter generator starts from `host.seed`
+    /// (spec §10.6).
     ///
     /// ```
     /// use autoretry::{HostOptions, Machine, RetrySettings};
@@ -214,11 +241,13 @@ impl Machine {
     pub const fn new(settings: RetrySettings, host: HostOptions) -> Self {
         Machine {
             settings,
-            host,
+            context_window: host.context_window,
+            jitter: host.seed,
             timer: 0,
+            marked: Marked::NONE,
             attempt: 0,
-            marked_delay_ms: 0,
             phase: Phase::Idle,
+            credential_store: host.credential_store,
         }
     }
 
@@ -227,15 +256,47 @@ impl Machine {
         self.settings
     }
 
-    /// The host options.
+    /// The host options. Their `seed` is the jitter generator's state now:
+    /// the seed the machine was made with until its first draw, and always
+    /// the seed of a machine that would draw what this one draws next (the
+    /// machine keeps no second copy, to stay within 96 bytes).
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, JitterPct, Machine, RetrySettings};
+    /// let host = HostOptions::DEFAULT.with_seed(7).with_context_window(1000);
+    /// let jittered = RetrySettings::DEFAULT.with_jitter_pct(JitterPct::MAX);
+    /// let mut m = Machine::new(jittered, host);
+    /// assert_eq!(m.host_options(), host);
+    ///
+    /// let fail = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// let _ = m.handle(fail).unwrap(); // one draw
+    /// let mut twin = Machine::new(jittered, m.host_options());
+    /// let _ = m.handle(Input::AbortRetry).unwrap();
+    /// // The same next draw: the same start event.
+    /// assert_eq!(m.handle(fail).unwrap()[0], twin.handle(fail).unwrap()[0]);
+    /// ```
     pub const fn host_options(&self) -> HostOptions {
-        self.host
+        HostOptions {
+            context_window: self.context_window,
+            credential_store: self.credential_store,
+            seed: self.jitter,
+        }
     }
 
-    /// Changes the host options (for example the context window after a
-    /// model switch); they apply from the next decision.
+    /// Changes the context window and the credential store (for example
+    /// after a model switch); they apply from the next decision. The jitter
+    /// generator goes on from its state (spec §10.6: only a new machine
+    /// starts it again), so `host.seed` is not read here.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, Machine};
+    /// let mut m = Machine::default();
+    /// m.set_host_options(HostOptions::DEFAULT.with_context_window(8000).with_seed(9));
+    /// assert_eq!(m.host_options(), HostOptions::DEFAULT.with_context_window(8000).with_seed(0));
+    /// ```
     pub fn set_host_options(&mut self, host: HostOptions) {
-        self.host = host;
+        self.context_window = host.context_window;
+        self.credential_store = host.credential_store;
     }
 
     /// `autoRetryEnabled`: the `retry.enabled` setting.
@@ -278,7 +339,7 @@ impl Machine {
 
     /// Whether the machine waits for [`Input::UsageLimitMarked`].
     pub const fn awaits_usage_limit_answer(&self) -> bool {
-        matches!(self.phase, Phase::AwaitingUsageLimit { .. })
+        matches!(self.phase, Phase::AwaitingUsageLimit)
     }
 
     /// Consumes one input and returns what the host must do, in order.
@@ -308,17 +369,30 @@ impl Machine {
                 switched,
                 error_message,
             } => {
-                if let Phase::AwaitingUsageLimit {
-                    max_attempts,
-                    text_fingerprint,
-                } = self.phase
-                {
-                    if fingerprint(error_message) != text_fingerprint {
+                if self.phase == Phase::AwaitingUsageLimit {
+                    let marked = self.marked;
+                    if fingerprint(error_message) != marked.text_fingerprint {
                         return Err(Refused::UsageLimitTextMismatch);
                     }
-                    let delay_ms = if switched { 0 } else { self.marked_delay_ms };
-                    self.marked_delay_ms = 0;
-                    self.start(error_message, delay_ms, max_attempts, &mut out);
+                    self.marked = Marked::NONE;
+                    if switched {
+                        // A switch makes the wait 0 and skips the ceiling.
+                        self.start(error_message, 0, marked.max_attempts, &mut out);
+                    } else if marked.exceeded_ceiling_ms > 0 {
+                        self.fail_fast(
+                            error_message,
+                            marked.delay_ms,
+                            marked.exceeded_ceiling_ms,
+                            &mut out,
+                        );
+                    } else {
+                        self.start(
+                            error_message,
+                            marked.delay_ms,
+                            marked.max_attempts,
+                            &mut out,
+                        );
+                    }
                 }
             }
             Input::AbortRetry => self.cancel(&mut out),
@@ -335,7 +409,7 @@ impl Machine {
     fn check_agent_may_run(&self) -> Result<(), Refused> {
         match self.phase {
             Phase::Backoff => Err(Refused::AgentRunDuringBackoff),
-            Phase::AwaitingUsageLimit { .. } => Err(Refused::AwaitingUsageLimitAnswer),
+            Phase::AwaitingUsageLimit => Err(Refused::AwaitingUsageLimitAnswer),
             Phase::Idle | Phase::Running => Ok(()),
         }
     }
@@ -347,7 +421,7 @@ impl Machine {
         }
     }
 
-    /// Spec §5.1 and §9: the decision at the end of a run.
+    /// Spec §5.1, §9 and §10.3: the decision at the end of a run.
     fn agent_end<'a>(
         &mut self,
         message: &AssistantMessage<'a>,
@@ -355,9 +429,12 @@ impl Machine {
         out: &mut Outputs<'a>,
     ) {
         self.report_success(message, out);
+        let settings = self.settings;
+        let classifier = settings.classifier;
         let retry_text = match message.error_text() {
             Some(text)
-                if self.settings.enabled && message.is_retryable(self.host.context_window) =>
+                if settings.enabled
+                    && message.is_retryable_with(self.context_window, classifier) =>
             {
                 text
             }
@@ -365,7 +442,7 @@ impl Machine {
                 // No retry: end an open chain with the message's error (§9).
                 if self.attempt > 0 {
                     let text = message.error_text().unwrap_or(UNKNOWN_ERROR);
-                    self.end(false, Some(text), out);
+                    self.end(false, Some(FinalError::Text(text)), out);
                 }
                 if self.is_retrying() {
                     push(out, Output::Settled);
@@ -378,27 +455,93 @@ impl Machine {
 
         // The chain opens (or goes on) atomically with the decision.
         self.attempt = self.attempt.saturating_add(1);
-        let max_attempts = self.settings.max_retries;
+        let max_attempts = settings.max_retries;
         if self.attempt > max_attempts {
             self.attempt = self.attempt.saturating_sub(1);
-            self.end(false, Some(retry_text), out);
+            self.end(false, Some(FinalError::Text(retry_text)), out);
             push(out, Output::Settled);
             push(out, Output::CheckCompaction);
             self.phase = Phase::Idle;
             return;
         }
-        let delay_ms = self.settings.delay_ms(self.attempt);
-        if self.host.credential_store && message.is_usage_limit() {
-            self.marked_delay_ms = delay_ms;
-            self.phase = Phase::AwaitingUsageLimit {
+
+        // §10.3 steps 1–3: the exponential backoff, capped, under the ceiling.
+        let mut backoff = settings.backoff_ms(self.attempt);
+        // Step 4: one draw whenever jitter is on, whatever comes next.
+        if settings.jitter_pct.get() > 0 {
+            let r = self.draw();
+            backoff = settings.jitter_pct.reduce(backoff, r);
+        }
+        // Steps 5–6: the hint, under honorHints, can only lengthen the wait.
+        let hint = if settings.honor_hints {
+            message
+                .retry_after_ms
+                .or_else(|| classify::wait_hint_ms(retry_text, now_ms))
+        } else {
+            None
+        };
+        let delay_ms = hint.map_or(backoff, |h| backoff.max(h));
+        // Step 8's test, with the figures of this decision.
+        let exceeded_ceiling_ms = if settings.max_delay_ms > 0 && delay_ms > settings.max_delay_ms {
+            settings.max_delay_ms
+        } else {
+            0
+        };
+
+        // Step 7: the usage-limit hand-off.
+        if self.credential_store && message.is_usage_limit_with(classifier) {
+            let retry_after_ms = if settings.honor_hints {
+                hint
+            } else {
+                message
+                    .retry_after_ms
+                    .or_else(|| classify::retry_hint_ms(retry_text, now_ms))
+            };
+            self.marked = Marked {
+                delay_ms,
+                exceeded_ceiling_ms,
                 max_attempts,
                 text_fingerprint: fingerprint(retry_text),
             };
-            let retry_after_ms = classify::retry_hint_ms(retry_text, now_ms);
+            self.phase = Phase::AwaitingUsageLimit;
             push(out, Output::MarkUsageLimit { retry_after_ms });
+        } else if exceeded_ceiling_ms > 0 {
+            self.fail_fast(retry_text, delay_ms, exceeded_ceiling_ms, out);
         } else {
             self.start(retry_text, delay_ms, max_attempts, out);
         }
+    }
+
+    /// Spec §10.6: one draw of the jitter generator (SplitMix64's output,
+    /// high half).
+    fn draw(&mut self) -> u32 {
+        self.jitter = self.jitter.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.jitter;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 32) as u32
+    }
+
+    /// Spec §10.3 step 8: the wait exceeds the ceiling, so the chain ends at
+    /// once, reporting the retries it made: no start, no drop, no sleep.
+    fn fail_fast<'a>(
+        &mut self,
+        text: &'a str,
+        requested_ms: u64,
+        max_delay_ms: u64,
+        out: &mut Outputs<'a>,
+    ) {
+        self.attempt = self.attempt.saturating_sub(1);
+        let final_error = FinalError::WaitTooLong {
+            requested_ms,
+            max_delay_ms,
+            error: text,
+        };
+        self.end(false, Some(final_error), out);
+        push(out, Output::Settled);
+        push(out, Output::CheckCompaction);
+        self.phase = Phase::Idle;
     }
 
     /// Spec §5.1.5–7: announce the retry and start its backoff.
@@ -432,6 +575,7 @@ impl Machine {
 
     /// Spec §5.3 and §6a: `abort_retry`.
     fn cancel(&mut self, out: &mut Outputs<'_>) {
+        let cancelled = Some(FinalError::Text(RETRY_CANCELLED));
         match self.phase {
             Phase::Idle => {}
             Phase::Backoff => {
@@ -441,33 +585,41 @@ impl Machine {
                         timer: TimerId(self.timer),
                     },
                 );
-                self.end(false, Some(RETRY_CANCELLED), out);
+                self.end(false, cancelled, out);
                 push(out, Output::Settled);
                 push(out, Output::CheckCompaction);
             }
-            Phase::AwaitingUsageLimit { .. } => {
-                // The attempt being prepared never had its start event.
+            Phase::AwaitingUsageLimit => {
+                // As during a backoff, but no timer runs, and the attempt
+                // being prepared never had its start event: the end reports
+                // the one before, and none is emitted when that is 0 (even
+                // after an earlier chain of the same waiting period).
                 self.attempt = self.attempt.saturating_sub(1);
                 if self.attempt > 0 {
-                    self.end(false, Some(RETRY_CANCELLED), out);
+                    self.end(false, cancelled, out);
                 }
                 push(out, Output::Settled);
                 push(out, Output::CheckCompaction);
             }
             Phase::Running => {
                 if self.attempt > 0 {
-                    self.end(false, Some(RETRY_CANCELLED), out);
+                    self.end(false, cancelled, out);
                 }
                 push(out, Output::Settled);
             }
         }
         self.attempt = 0;
-        self.marked_delay_ms = 0;
+        self.marked = Marked::NONE;
         self.phase = Phase::Idle;
     }
 
     /// Emits an `auto_retry_end` for the current attempt and resets it.
-    fn end<'a>(&mut self, success: bool, final_error: Option<&'a str>, out: &mut Outputs<'a>) {
+    fn end<'a>(
+        &mut self,
+        success: bool,
+        final_error: Option<FinalError<'a>>,
+        out: &mut Outputs<'a>,
+    ) {
         push(
             out,
             Output::Emit(Event::End {

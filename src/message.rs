@@ -1,7 +1,7 @@
 //! The assistant message the host shows the machine (spec §2), and the
 //! message-level tests built on the text classifier (spec §3).
 
-use crate::classify;
+use crate::classify::{self, Classifier};
 
 /// Why the provider stopped generating an assistant message (`stopReason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,31 +68,81 @@ impl StopReason {
 }
 
 /// Token counts of one assistant message (`usage`); a missing field counts as 0.
+///
+/// ```
+/// use autoretry::{classify::Classifier, Usage};
+/// let u = Usage::new(600, 300).with_cache_write(200);
+/// assert_eq!(u.prompt_tokens(), 900); // cacheWrite counts only for the extended classifier
+/// assert_eq!(u.prompt_tokens_with(Classifier::Extended), 1100);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Usage {
     /// `usage.input`: prompt tokens not read from the cache.
     pub input: u64,
     /// `usage.cacheRead`: prompt tokens read from the cache.
     pub cache_read: u64,
+    /// `usage.cacheWrite`: prompt tokens written to the cache (spec §10.2);
+    /// counted only by the usage rule of the extended classifier (§10.5).
+    pub cache_write: u64,
 }
 
 impl Usage {
-    /// The prompt size, `input + cacheRead`, computed exactly (no overflow).
+    /// `input` and `cacheRead` counts, no `cacheWrite`.
     ///
     /// ```
     /// use autoretry::Usage;
-    /// let u = Usage { input: u64::MAX, cache_read: 2 };
+    /// assert_eq!(Usage::new(5, 7), Usage { input: 5, cache_read: 7, cache_write: 0 });
+    /// ```
+    pub const fn new(input: u64, cache_read: u64) -> Self {
+        Usage {
+            input,
+            cache_read,
+            cache_write: 0,
+        }
+    }
+
+    /// The same counts with `cache_write` set.
+    pub const fn with_cache_write(mut self, cache_write: u64) -> Self {
+        self.cache_write = cache_write;
+        self
+    }
+
+    /// The prompt size of the classic usage rule (spec §3.3),
+    /// `input + cacheRead`, computed exactly (no overflow).
+    ///
+    /// ```
+    /// use autoretry::Usage;
+    /// let u = Usage::new(u64::MAX, 2);
     /// assert_eq!(u.prompt_tokens(), u64::MAX as u128 + 2);
     /// ```
     pub const fn prompt_tokens(self) -> u128 {
         self.input as u128 + self.cache_read as u128
     }
+
+    /// The prompt size that `classifier`'s usage rule counts: that of
+    /// [`Usage::prompt_tokens`] for the classic one, plus `cacheWrite` for
+    /// the extended one (spec §10.5), computed exactly.
+    ///
+    /// ```
+    /// use autoretry::{classify::Classifier, Usage};
+    /// let u = Usage::new(u64::MAX, u64::MAX).with_cache_write(u64::MAX);
+    /// assert_eq!(u.prompt_tokens_with(Classifier::Extended), 3 * u64::MAX as u128);
+    /// ```
+    pub const fn prompt_tokens_with(self, classifier: Classifier) -> u128 {
+        match classifier {
+            Classifier::Classic => self.prompt_tokens(),
+            Classifier::Extended => self.prompt_tokens() + self.cache_write as u128,
+        }
+    }
 }
 
-/// The last assistant message of a run, as the machine sees it (spec §2).
+/// The last assistant message of a run, as the machine sees it (spec §2,
+/// §10.2).
 ///
 /// It borrows the error text, so building one costs nothing and the machine
-/// never copies or stores messages.
+/// never copies or stores messages. The host's own fields of §10.2
+/// (`should_retry`, `retry_after_ms`) are absent unless set; with them
+/// absent the message classifies as sections 1–9 say.
 ///
 /// ```
 /// use autoretry::{AssistantMessage, StopReason};
@@ -100,6 +150,8 @@ impl Usage {
 /// assert_eq!(msg.stop_reason, StopReason::Error);
 /// assert!(msg.is_retryable(0));
 /// assert!(!AssistantMessage::new(StopReason::Stop).is_retryable(0));
+/// // The host's verdict replaces the pattern test.
+/// assert!(!msg.with_should_retry(false).is_retryable(0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AssistantMessage<'a> {
@@ -109,15 +161,24 @@ pub struct AssistantMessage<'a> {
     pub error_message: Option<&'a str>,
     /// `usage`, when the message has it.
     pub usage: Option<Usage>,
+    /// `shouldRetry`: the host's own verdict (spec §10.2). When present it
+    /// replaces the pattern test (rule 4 of §3); rules 1–3 still hold.
+    pub should_retry: Option<bool>,
+    /// `retryAfterMs`: a wait the host read from the response headers (spec
+    /// §10.2); the hint ahead of any hint in the text.
+    pub retry_after_ms: Option<u64>,
 }
 
 impl<'a> AssistantMessage<'a> {
-    /// A message with this stop reason, no error text and no usage.
+    /// A message with this stop reason, no error text, no usage and none of
+    /// the host's fields.
     pub const fn new(stop_reason: StopReason) -> Self {
         AssistantMessage {
             stop_reason,
             error_message: None,
             usage: None,
+            should_retry: None,
+            retry_after_ms: None,
         }
     }
 
@@ -127,6 +188,8 @@ impl<'a> AssistantMessage<'a> {
             stop_reason: StopReason::Error,
             error_message: Some(error_message),
             usage: None,
+            should_retry: None,
+            retry_after_ms: None,
         }
     }
 
@@ -134,11 +197,35 @@ impl<'a> AssistantMessage<'a> {
     ///
     /// ```
     /// use autoretry::{AssistantMessage, Usage};
-    /// let msg = AssistantMessage::error("overloaded").with_usage(Usage { input: 900, cache_read: 200 });
+    /// let msg = AssistantMessage::error("overloaded").with_usage(Usage::new(900, 200));
     /// assert!(msg.is_context_overflow(1000));
     /// ```
     pub const fn with_usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
+        self
+    }
+
+    /// The same message with the host's verdict `should_retry` set.
+    ///
+    /// ```
+    /// use autoretry::AssistantMessage;
+    /// assert!(AssistantMessage::error("upstream hiccup").with_should_retry(true).is_retryable(0));
+    /// // An overflow is never retried.
+    /// assert!(!AssistantMessage::error("prompt is too long").with_should_retry(true).is_retryable(0));
+    /// ```
+    pub const fn with_should_retry(mut self, should_retry: bool) -> Self {
+        self.should_retry = Some(should_retry);
+        self
+    }
+
+    /// The same message with the host's `retry_after_ms` set.
+    ///
+    /// ```
+    /// use autoretry::AssistantMessage;
+    /// assert_eq!(AssistantMessage::error("429").with_retry_after_ms(1500).retry_after_ms, Some(1500));
+    /// ```
+    pub const fn with_retry_after_ms(mut self, retry_after_ms: u64) -> Self {
+        self.retry_after_ms = Some(retry_after_ms);
         self
     }
 
@@ -147,9 +234,10 @@ impl<'a> AssistantMessage<'a> {
         self.error_message.filter(|t| !t.is_empty())
     }
 
-    /// Context overflow (spec §3.3): an `error` whose text matches an overflow
-    /// pattern, or, with a known (non-zero) `context_window`, a prompt of more
-    /// tokens than the window, whatever the stop reason.
+    /// Context overflow under the classic classifier (spec §3.3): an
+    /// `error` whose text matches an overflow pattern, or, with a known
+    /// (non-zero) `context_window`, a prompt of more tokens than the
+    /// window, whatever the stop reason.
     ///
     /// ```
     /// use autoretry::AssistantMessage;
@@ -157,17 +245,37 @@ impl<'a> AssistantMessage<'a> {
     /// assert!(!AssistantMessage::error("429 status code (no body)").is_context_overflow(0));
     /// ```
     pub fn is_context_overflow(&self, context_window: u64) -> bool {
+        self.is_context_overflow_with(context_window, Classifier::Classic)
+    }
+
+    /// Context overflow under `classifier`: its text rules, and its usage
+    /// rule (`input + cacheRead`, plus `cacheWrite` for the extended
+    /// classifier, spec §10.5) against a known window.
+    ///
+    /// ```
+    /// use autoretry::{classify::Classifier, AssistantMessage, Usage};
+    /// let msg = AssistantMessage::error("overloaded").with_usage(Usage::new(600, 300).with_cache_write(200));
+    /// assert!(!msg.is_context_overflow_with(1000, Classifier::Classic));
+    /// assert!(msg.is_context_overflow_with(1000, Classifier::Extended));
+    /// ```
+    pub fn is_context_overflow_with(&self, context_window: u64, classifier: Classifier) -> bool {
         if let Some(usage) = self.usage {
-            if context_window != 0 && usage.prompt_tokens() > u128::from(context_window) {
+            if context_window != 0
+                && usage.prompt_tokens_with(classifier) > u128::from(context_window)
+            {
                 return true;
             }
         }
         self.stop_reason == StopReason::Error
-            && self.error_text().is_some_and(classify::matches_overflow)
+            && self
+                .error_text()
+                .is_some_and(|text| classify::matches_overflow_with(text, classifier))
     }
 
-    /// Retryable (spec §3): an `error` with a non-empty text that is not a
-    /// context overflow and matches the retryable pattern (§3.2).
+    /// Retryable under the classic classifier (spec §3): an `error` with a
+    /// non-empty text that is not a context overflow and matches the
+    /// retryable pattern (§3.2), or, when the host gave its verdict
+    /// `should_retry`, as that verdict says (§10.2).
     ///
     /// ```
     /// use autoretry::AssistantMessage;
@@ -175,19 +283,53 @@ impl<'a> AssistantMessage<'a> {
     /// assert!(!AssistantMessage::error("429 too many tokens in request").is_retryable(0));
     /// ```
     pub fn is_retryable(&self, context_window: u64) -> bool {
-        self.stop_reason == StopReason::Error
-            && self.error_text().is_some_and(classify::matches_retryable)
-            && !self.is_context_overflow(context_window)
+        self.is_retryable_with(context_window, Classifier::Classic)
     }
 
-    /// Usage limit (spec §3.4): the error text matches the usage-limit pattern.
-    /// Only meaningful for a retryable message.
+    /// Retryable under `classifier` (spec §3 with §10.2 and §10.5): rules
+    /// 1–3 (an `error`, a non-empty text, no overflow under `classifier`),
+    /// then the host's `should_retry` when present, else `classifier`'s
+    /// retryable pattern.
+    ///
+    /// ```
+    /// use autoretry::{classify::Classifier, AssistantMessage};
+    /// let msg = AssistantMessage::error("503 Service Unavailable");
+    /// assert!(msg.is_retryable_with(0, Classifier::Extended));
+    /// assert!(!msg.with_should_retry(false).is_retryable_with(0, Classifier::Extended));
+    /// // Rule 2 still holds: an empty text is never retried.
+    /// assert!(!AssistantMessage::error("").with_should_retry(true).is_retryable_with(0, Classifier::Classic));
+    /// ```
+    pub fn is_retryable_with(&self, context_window: u64, classifier: Classifier) -> bool {
+        let Some(text) = self.error_text() else {
+            return false;
+        };
+        self.stop_reason == StopReason::Error
+            && self
+                .should_retry
+                .unwrap_or_else(|| classify::matches_retryable_with(text, classifier))
+            && !self.is_context_overflow_with(context_window, classifier)
+    }
+
+    /// Usage limit under the classic classifier (spec §3.4): the error text
+    /// matches the usage-limit pattern. Only meaningful for a retryable
+    /// message.
     ///
     /// ```
     /// use autoretry::AssistantMessage;
     /// assert!(AssistantMessage::error("code=usage_limit_reached").is_usage_limit());
     /// ```
     pub fn is_usage_limit(&self) -> bool {
-        self.error_text().is_some_and(classify::matches_usage_limit)
+        self.is_usage_limit_with(Classifier::Classic)
+    }
+
+    /// Usage limit under `classifier` (spec §3.4, §10.5).
+    ///
+    /// ```
+    /// use autoretry::{classify::Classifier, AssistantMessage};
+    /// assert!(AssistantMessage::error("usage limit").is_usage_limit_with(Classifier::Extended));
+    /// ```
+    pub fn is_usage_limit_with(&self, classifier: Classifier) -> bool {
+        self.error_text()
+            .is_some_and(|text| classify::matches_usage_limit_with(text, classifier))
     }
 }

@@ -34,10 +34,125 @@ impl fmt::Display for TimerId {
     }
 }
 
+/// The `finalError` of a failed `auto_retry_end` (spec §5, §9, §10.3).
+///
+/// A text the machine borrows (the message's error text,
+/// [`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]), or the fail-fast sentence of
+/// spec §10.3 step 8, carried as its parts so that nothing is allocated;
+/// `Display` (and `Serialize`, feature `serde`) write the sentence:
+///
+/// ```
+/// use autoretry::FinalError;
+/// let fail_fast = FinalError::WaitTooLong { requested_ms: 7_200_000, max_delay_ms: 300_000, error: "limit" };
+/// assert_eq!(
+///     fail_fast.to_string(),
+///     "Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: limit",
+/// );
+/// assert_eq!(FinalError::Text("overloaded"), "overloaded");
+/// assert_eq!(fail_fast, "Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: limit");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FinalError<'a> {
+    /// The text as it is.
+    Text(&'a str),
+    /// The fail-fast end (spec §10.3 step 8): the provider asked for a
+    /// wait longer than `retry.maxDelayMs`.
+    WaitTooLong {
+        /// The wait the chain would have needed, in ms.
+        requested_ms: u64,
+        /// The ceiling in force, `retry.maxDelayMs`.
+        max_delay_ms: u64,
+        /// The error text of the message.
+        error: &'a str,
+    },
+}
+
+impl<'a> FinalError<'a> {
+    /// The error text of the message (or the fixed text) that ended the
+    /// chain: the text itself, or the original error of a fail-fast end.
+    ///
+    /// ```
+    /// use autoretry::FinalError;
+    /// let e = FinalError::WaitTooLong { requested_ms: 2, max_delay_ms: 1, error: "429" };
+    /// assert_eq!(e.original(), "429");
+    /// ```
+    pub const fn original(&self) -> &'a str {
+        match *self {
+            FinalError::Text(text) | FinalError::WaitTooLong { error: text, .. } => text,
+        }
+    }
+
+    /// Whether the written text is empty (only a [`FinalError::Text`] can be).
+    ///
+    /// ```
+    /// use autoretry::FinalError;
+    /// assert!(FinalError::Text("").is_empty());
+    /// ```
+    pub const fn is_empty(&self) -> bool {
+        matches!(self, FinalError::Text(text) if text.is_empty())
+    }
+}
+
+impl<'a> From<&'a str> for FinalError<'a> {
+    /// [`FinalError::Text`].
+    fn from(text: &'a str) -> Self {
+        FinalError::Text(text)
+    }
+}
+
+impl fmt::Display for FinalError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            FinalError::Text(text) => f.write_str(text),
+            FinalError::WaitTooLong {
+                requested_ms,
+                max_delay_ms,
+                error,
+            } => write!(
+                f,
+                "Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs \
+                 ({max_delay_ms}ms). Original error: {error}"
+            ),
+        }
+    }
+}
+
+/// Compares the written text, without allocating.
+impl PartialEq<str> for FinalError<'_> {
+    fn eq(&self, other: &str) -> bool {
+        /// Consumes `rest` while the written pieces match its start.
+        struct Prefix<'t> {
+            rest: &'t str,
+        }
+        impl fmt::Write for Prefix<'_> {
+            fn write_str(&mut self, piece: &str) -> fmt::Result {
+                match self.rest.strip_prefix(piece) {
+                    Some(rest) => {
+                        self.rest = rest;
+                        Ok(())
+                    }
+                    None => Err(fmt::Error),
+                }
+            }
+        }
+        let mut prefix = Prefix { rest: other };
+        fmt::write(&mut prefix, format_args!("{self}")).is_ok() && prefix.rest.is_empty()
+    }
+}
+
+/// Compares the written text, without allocating.
+impl PartialEq<&str> for FinalError<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
 /// An event for the RPC stream and the UI (spec §8).
 ///
 /// Texts are borrowed: the error text from the input that caused the event,
-/// or a `'static` string ([`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]).
+/// or a `'static` string ([`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]). Its
+/// `Display` is the terminal text of spec §8 (the loader line of a start,
+/// the failure line of a failed end).
 ///
 /// ```
 /// use autoretry::Event;
@@ -52,7 +167,7 @@ pub enum Event<'a> {
         attempt: u32,
         /// `maxAttempts`: the `maxRetries` setting when the retry was decided.
         max_attempts: u32,
-        /// `delayMs`: the backoff before the retry (0 after a credential switch).
+        /// `delayMs`: the wait before the retry (0 after a credential switch).
         delay_ms: u64,
         /// `errorMessage`: the error that caused the retry.
         error_message: &'a str,
@@ -64,8 +179,8 @@ pub enum Event<'a> {
         /// The number of the last retry started in the chain.
         attempt: u32,
         /// `finalError`: absent on success; otherwise the last error text,
-        /// [`RETRY_CANCELLED`] or [`UNKNOWN_ERROR`].
-        final_error: Option<&'a str>,
+        /// [`RETRY_CANCELLED`], [`UNKNOWN_ERROR`] or the fail-fast sentence.
+        final_error: Option<FinalError<'a>>,
     },
 }
 
@@ -75,40 +190,6 @@ impl<'a> Event<'a> {
         match self {
             Event::Start { .. } => "auto_retry_start",
             Event::End { .. } => "auto_retry_end",
-        }
-    }
-}
-
-impl fmt::Display for Event<'_> {
-    /// The terminal text of spec §8: the loader line of a start, the failure
-    /// line of a failed end, nothing for a successful end.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Event::Start {
-                attempt,
-                max_attempts,
-                delay_ms,
-                ..
-            } => fmt::Display::fmt(
-                &crate::text::LoaderLine {
-                    attempt,
-                    max_attempts,
-                    delay_ms,
-                },
-                f,
-            ),
-            Event::End {
-                success: false,
-                attempt,
-                final_error,
-            } => fmt::Display::fmt(
-                &crate::text::FailureLine {
-                    attempt,
-                    final_error,
-                },
-                f,
-            ),
-            Event::End { success: true, .. } => Ok(()),
         }
     }
 }
@@ -151,7 +232,9 @@ pub enum Output<'a> {
     /// `mark_usage_limit`: mark the current credential as limited, then answer
     /// with [`crate::Input::UsageLimitMarked`].
     MarkUsageLimit {
-        /// `retryAfterMs`: the provider's hint (spec §3.5), if any.
+        /// `retryAfterMs`: the hint, if any: the message's own
+        /// `retryAfterMs` (spec §10.2), else the text's (§10.4 under
+        /// `honorHints`, §3.5 otherwise).
         retry_after_ms: Option<u64>,
     },
     /// `check_compaction`: run the compaction check for the run's message.

@@ -1,8 +1,10 @@
-//! The terminal texts of spec §8, as `Display` values that allocate nothing.
+//! The terminal texts of spec §8 and §10.7, as `Display` values that
+//! allocate nothing: the loader line, the failure line, and [`Event`]'s
+//! `Display`, which picks one of them.
 
 use core::fmt;
 
-use crate::output::UNKNOWN_ERROR;
+use crate::output::{Event, FinalError, UNKNOWN_ERROR};
 
 /// The loader line shown during a backoff:
 /// `Retrying (1/3) in 2s… (esc to cancel)`.
@@ -53,27 +55,69 @@ impl fmt::Display for LoaderLine {
 /// `Retry failed after 3 attempts: overloaded_error`.
 ///
 /// Always "attempts", as the reference prints it; `Unknown error` when the
-/// final error is absent or empty.
+/// final error is absent or empty. A fail-fast end (spec §10.7) shows its
+/// sentence.
 ///
 /// ```
-/// use autoretry::FailureLine;
+/// use autoretry::{FailureLine, FinalError};
 /// let line = FailureLine { attempt: 1, final_error: None };
 /// assert_eq!(line.to_string(), "Retry failed after 1 attempts: Unknown error");
+/// let fail_fast = FinalError::WaitTooLong { requested_ms: 11_180_000, max_delay_ms: 300_000, error: "429" };
+/// let line = FailureLine { attempt: 0, final_error: Some(fail_fast) };
+/// assert_eq!(
+///     line.to_string(),
+///     "Retry failed after 0 attempts: Provider requested 11180000ms wait, \
+///      exceeds retry.maxDelayMs (300000ms). Original error: 429",
+/// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FailureLine<'a> {
     /// `attempt` of the end event.
     pub attempt: u32,
     /// `finalError` of the end event.
-    pub final_error: Option<&'a str>,
+    pub final_error: Option<FinalError<'a>>,
 }
 
 impl fmt::Display for FailureLine<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let error = match self.final_error {
-            Some(text) if !text.is_empty() => text,
-            _ => UNKNOWN_ERROR,
+            Some(error) if !error.is_empty() => error,
+            _ => FinalError::Text(UNKNOWN_ERROR),
         };
         write!(f, "Retry failed after {} attempts: {}", self.attempt, error)
+    }
+}
+
+impl fmt::Display for Event<'_> {
+    /// The terminal text of spec §8: the loader line of a start, the failure
+    /// line of a failed end, nothing for a successful end.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Event::Start {
+                attempt,
+                max_attempts,
+                delay_ms,
+                ..
+            } => fmt::Display::fmt(
+                &LoaderLine {
+                    attempt,
+                    max_attempts,
+                    delay_ms,
+                },
+                f,
+            ),
+            Event::End {
+                success: false,
+                attempt,
+                final_error,
+            } => fmt::Display::fmt(
+                &FailureLine {
+                    attempt,
+                    final_error,
+                },
+                f,
+            ),
+            Event::End { success: true, .. } => Ok(()),
+        }
     }
 }

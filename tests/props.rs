@@ -425,15 +425,12 @@ fn usage(window: u64) -> impl Strategy<Value = Option<Usage>> {
     let near = (0u64..3, -3i64..=3).prop_map(move |(split, delta)| {
         let total = window.saturating_add_signed(delta);
         let input = total / (split + 1);
-        Usage {
-            input,
-            cache_read: total - input,
-        }
+        Usage::new(input, total - input)
     });
     prop_oneof![
         4 => Just(None),
         3 => near.prop_map(Some),
-        1 => (any::<u64>(), any::<u64>()).prop_map(|(input, cache_read)| Some(Usage { input, cache_read })),
+        1 => (any::<u64>(), any::<u64>()).prop_map(|(input, cache_read)| Some(Usage::new(input, cache_read))),
     ]
 }
 
@@ -461,6 +458,7 @@ fn settings_values() -> impl Strategy<Value = RetrySettings> {
             enabled,
             max_retries,
             base_delay_ms,
+            ..RetrySettings::DEFAULT
         })
 }
 
@@ -549,6 +547,7 @@ fn host() -> impl Strategy<Value = HostOptions> {
         .prop_map(|(context_window, credential_store)| HostOptions {
             context_window,
             credential_store,
+            ..HostOptions::DEFAULT
         })
 }
 
@@ -597,7 +596,7 @@ fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
             }) => Out::End {
                 success,
                 attempt,
-                error: final_error.map(str::to_owned),
+                error: final_error.map(|e| e.to_string()),
             },
             Output::DropTrailingError => Out::Drop,
             Output::Sleep { ms, timer } => Out::Sleep {
@@ -653,6 +652,8 @@ fn run(settings: RetrySettings, host: HostOptions, ops: &[Op]) -> Result<Reached
                     stop_reason: m.stop,
                     error_message: owned_message(m),
                     usage: m.usage,
+                    should_retry: None,
+                    retry_after_ms: None,
                 };
                 let result = mon.step(Input::AgentEnd {
                     message,
@@ -665,6 +666,8 @@ fn run(settings: RetrySettings, host: HostOptions, ops: &[Op]) -> Result<Reached
                     stop_reason: m.stop,
                     error_message: owned_message(m),
                     usage: m.usage,
+                    should_retry: None,
+                    retry_after_ms: None,
                 };
                 (
                     conv(mon.step(Input::MessageEnd { message }), &mut timers),
@@ -838,7 +841,7 @@ proptest! {
     fn store_machine_follows_the_model(ops in proptest::collection::vec(op(1000), 1..200)) {
         run(
             RetrySettings::DEFAULT,
-            HostOptions { context_window: 1000, credential_store: true },
+            HostOptions::DEFAULT.with_context_window(1000).with_credential_store(true),
             &ops,
         )?;
     }
@@ -853,10 +856,9 @@ fn the_generator_reaches_deep_states() {
     let mut runner = TestRunner::deterministic();
     for host in [
         HostOptions::default(),
-        HostOptions {
-            context_window: 1000,
-            credential_store: true,
-        },
+        HostOptions::DEFAULT
+            .with_context_window(1000)
+            .with_credential_store(true),
     ] {
         let mut total = Reached::default();
         for _ in 0..200 {

@@ -28,6 +28,12 @@ mod table;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 
+mod placeholder;
+pub use placeholder::{
+    classify_with, matches_overflow_with, matches_retryable_with, matches_usage_limit_with,
+    wait_hint_ms, Classifier,
+};
+
 use dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
 use table::{lossy_symbols, symbols};
 

@@ -79,7 +79,7 @@ impl fmt::Display for DecodeError {
     }
 }
 
-impl std::error::Error for DecodeError {}
+impl core::error::Error for DecodeError {}
 
 /// Describes a JSON value for an error message: `null`, `a boolean true`,
 /// `-1`, `3.0`, `a string "x"`, `an array`, `an object`.
@@ -229,15 +229,16 @@ pub fn settings_from_json(value: &Value) -> Result<RetrySettings, DecodeError> {
         .map_err(|e| DecodeError::new(e.to_string()))
 }
 
-/// An assistant message that owns its error text (spec §2); borrow it as an
-/// [`AssistantMessage`] with [`MessageOwned::as_message`].
+/// An assistant message that owns its error text (spec §2, §10.2); borrow
+/// it as an [`AssistantMessage`] with [`MessageOwned::as_message`].
 ///
 /// ```
 /// use autoretry::{StopReason, wire::json::MessageOwned};
-/// let value = serde_json::json!({"role": "assistant", "stopReason": "error", "errorMessage": "overloaded", "usage": {"input": 5}});
+/// let value = serde_json::json!({"role": "assistant", "stopReason": "error", "errorMessage": "overloaded", "usage": {"input": 5}, "retryAfterMs": 1500});
 /// let msg = MessageOwned::from_json(&value).unwrap();
 /// assert_eq!(msg.as_message().stop_reason, StopReason::Error);
 /// assert_eq!(msg.usage.unwrap().cache_read, 0);
+/// assert_eq!((msg.should_retry, msg.retry_after_ms), (None, Some(1500)));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MessageOwned {
@@ -247,13 +248,37 @@ pub struct MessageOwned {
     pub error_message: Option<String>,
     /// `usage`, when present (a missing count is 0).
     pub usage: Option<Usage>,
+    /// `shouldRetry`, when present (spec §10.2).
+    pub should_retry: Option<bool>,
+    /// `retryAfterMs`, when present (spec §10.2).
+    pub retry_after_ms: Option<u64>,
 }
 
 impl MessageOwned {
-    /// Decodes `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n}}`.
+    /// A message with this stop reason and error text, and none of the
+    /// optional fields.
+    ///
+    /// ```
+    /// use autoretry::{StopReason, wire::json::MessageOwned};
+    /// let msg = MessageOwned::new(StopReason::Error, Some("503".into()));
+    /// assert!(msg.as_message().is_retryable(0));
+    /// ```
+    pub fn new(stop_reason: StopReason, error_message: Option<String>) -> Self {
+        MessageOwned {
+            stop_reason,
+            error_message,
+            usage: None,
+            should_retry: None,
+            retry_after_ms: None,
+        }
+    }
+
+    /// Decodes
+    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n}`.
     /// `stopReason` is required and must be one of the five names;
     /// `role`, when present, must be `"assistant"`; other fields are ignored.
-    /// Errors name the field (`stopReason: ...`, `usage.input: ...`).
+    /// Errors name the field (`stopReason: ...`, `usage.input: ...`,
+    /// `shouldRetry: ...`).
     ///
     /// ```
     /// use autoretry::wire::json::MessageOwned;
@@ -293,12 +318,17 @@ impl MessageOwned {
                 cache_read: uint(usage, "cacheRead")
                     .map_err(|e| e.within("usage"))?
                     .unwrap_or(0),
+                cache_write: uint(usage, "cacheWrite")
+                    .map_err(|e| e.within("usage"))?
+                    .unwrap_or(0),
             }),
         };
         Ok(MessageOwned {
             stop_reason,
             error_message,
             usage,
+            should_retry: boolean(obj, "shouldRetry")?,
+            retry_after_ms: uint(obj, "retryAfterMs")?,
         })
     }
 
@@ -306,14 +336,16 @@ impl MessageOwned {
     ///
     /// ```
     /// use autoretry::{StopReason, wire::json::MessageOwned};
-    /// let msg = MessageOwned { stop_reason: StopReason::Error, error_message: Some("503".into()), usage: None };
-    /// assert!(msg.as_message().is_retryable(0));
+    /// let msg = MessageOwned { should_retry: Some(false), ..MessageOwned::new(StopReason::Error, Some("503".into())) };
+    /// assert!(!msg.as_message().is_retryable(0));
     /// ```
     pub fn as_message(&self) -> AssistantMessage<'_> {
         AssistantMessage {
             stop_reason: self.stop_reason,
             error_message: self.error_message.as_deref(),
             usage: self.usage,
+            should_retry: self.should_retry,
+            retry_after_ms: self.retry_after_ms,
         }
     }
 }
@@ -558,6 +590,26 @@ mod tests {
                 "timer: expected a non-negative integer that fits u64, found a string \"1\"",
             ),
             (json!({"type":5}), "type: expected a string, found 5"),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","shouldRetry":"yes"}}),
+                "message.shouldRetry: expected a boolean, found a string \"yes\"",
+            ),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","shouldRetry":null}}),
+                "message.shouldRetry: expected a boolean, found null",
+            ),
+            (
+                json!({"type":"message_end","message":{"stopReason":"error","retryAfterMs":-5}}),
+                "message.retryAfterMs: expected a non-negative integer that fits u64, found -5",
+            ),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","retryAfterMs":1.5}}),
+                "message.retryAfterMs: expected a non-negative integer that fits u64, found 1.5",
+            ),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","usage":{"cacheWrite":"1"}}}),
+                "message.usage.cacheWrite: expected a non-negative integer that fits u64, found a string \"1\"",
+            ),
         ];
         for (value, want) in cases {
             assert_eq!(InputOwned::from_json(&value).unwrap_err().to_string(), want);
@@ -573,13 +625,19 @@ mod tests {
             panic!()
         };
         assert_eq!(now_ms, Some(u64::MAX));
+        assert_eq!(message.usage, Some(Usage::new(u64::MAX, u64::MAX)));
+        let line = r#"{"type":"agent_end","message":{"stopReason":"error","usage":{"cacheWrite":18446744073709551615},"shouldRetry":true,"retryAfterMs":18446744073709551615}}"#;
+        let Ok(InputOwned::AgentEnd { message, .. }) =
+            InputOwned::from_json(&serde_json::from_str(line).unwrap())
+        else {
+            panic!()
+        };
         assert_eq!(
             message.usage,
-            Some(Usage {
-                input: u64::MAX,
-                cache_read: u64::MAX
-            })
+            Some(Usage::new(0, 0).with_cache_write(u64::MAX))
         );
+        assert_eq!(message.should_retry, Some(true));
+        assert_eq!(message.retry_after_ms, Some(u64::MAX));
         let line = r#"{"type":"timer_fired","timer":18446744073709551616}"#;
         let err = InputOwned::from_json(&serde_json::from_str(line).unwrap()).unwrap_err();
         assert!(err

@@ -25,8 +25,11 @@
 //!
 //! - [`json`]: host inputs, owned, with errors that name the field;
 //! - [`rpc`]: the RPC commands and responses of spec §7, byte for byte;
-//! - [`sidecar`]: the JSON-lines sidecar of `autoretry rpc` (commands and
-//!   agent events in, responses, events and actions out, real timers).
+//!
+//! The JSON-lines sidecar built on these is a host:
+//! [`host::sidecar`](crate::host::sidecar). The conformance vectors' line
+//! format and replayer are test code, in the unpublished test kit
+//! (`testkit/`).
 
 mod ser;
 
@@ -38,6 +41,3 @@ pub mod json;
 
 #[cfg(feature = "json")]
 pub mod rpc;
-
-#[cfg(feature = "json")]
-pub mod sidecar;

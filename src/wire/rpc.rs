@@ -1,7 +1,7 @@
 //! The RPC commands and responses of spec §7, as JSON lines (feature `json`).
 //!
 //! Handling a line has two stages, so a host can add its own line types
-//! (the agent events of [`crate::wire::sidecar`], say) without touching this
+//! (the agent events of [`crate::host::sidecar`], say) without touching this
 //! module:
 //!
 //! 1. [`Envelope::parse`] reads the line: a JSON object with a string `type`
@@ -351,7 +351,7 @@ impl Command {
 }
 
 /// Handles one command line: parse, decode, execute (no agent events: see
-/// [`crate::wire::sidecar`] for a host that also takes those and owns the
+/// [`crate::host::sidecar`] for a host that also takes those and owns the
 /// timers).
 /// Returns the response line to send and the outputs to carry out.
 ///

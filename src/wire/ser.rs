@@ -5,12 +5,24 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::classify::Classification;
 use crate::machine::RetryState;
-use crate::output::{Event, Output, TimerId};
+use crate::output::{Event, FinalError, Output, TimerId};
 
 /// `TimerId` serializes as its raw number.
 impl Serialize for TimerId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_u64(self.0)
+    }
+}
+
+/// `finalError` as a JSON string: a text as it is, the fail-fast sentence
+/// (spec §10.3 step 8) written piece by piece through `collect_str` (no
+/// allocation with serializers that stream it, as serde_json does).
+impl Serialize for FinalError<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FinalError::Text(text) => serializer.serialize_str(text),
+            FinalError::WaitTooLong { .. } => serializer.collect_str(self),
+        }
     }
 }
 
@@ -46,7 +58,7 @@ impl Serialize for Event<'_> {
                 s.serialize_field("success", &success)?;
                 s.serialize_field("attempt", &attempt)?;
                 match final_error {
-                    Some(text) => s.serialize_field("finalError", text)?,
+                    Some(error) => s.serialize_field("finalError", &error)?,
                     None => s.skip_field("finalError")?,
                 }
                 s.end()
@@ -157,11 +169,30 @@ mod tests {
         let failed = Event::End {
             success: false,
             attempt: 3,
-            final_error: Some("overloaded_error"),
+            final_error: Some("overloaded_error".into()),
         };
         assert_eq!(
             json(&failed),
             r#"{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"overloaded_error"}"#
+        );
+        let fail_fast = Event::End {
+            success: false,
+            attempt: 0,
+            final_error: Some(crate::FinalError::WaitTooLong {
+                requested_ms: 11_180_000,
+                max_delay_ms: 300_000,
+                error: "429 \"quoted\"\n",
+            }),
+        };
+        assert_eq!(
+            json(&fail_fast),
+            r#"{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Provider requested 11180000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: 429 \"quoted\"\n"}"#
+        );
+        // A Value holds the same string.
+        assert_eq!(
+            serde_json::to_value(fail_fast).unwrap()["finalError"],
+            "Provider requested 11180000ms wait, exceeds retry.maxDelayMs (300000ms). \
+             Original error: 429 \"quoted\"\n"
         );
     }
 

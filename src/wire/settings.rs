@@ -1,26 +1,33 @@
-//! Strict decoding of the `retry` settings group (spec §4), with no allocation.
+//! Strict decoding of the `retry` settings group (spec §4, §10.1), with no
+//! allocation.
 
 use core::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::settings::RetrySettings;
+use crate::classify::Classifier;
+use crate::settings::{JitterPct, Profile, RetrySettings};
 
-/// The `retry` settings group as it travels on the wire (spec §4), decoded
-/// strictly.
+/// The `retry` settings group as it travels on the wire (spec §4, §10.1),
+/// decoded strictly.
 ///
-/// Decoding **replaces the whole group**: a missing key takes its default
-/// (`enabled: true`, `maxRetries: 3`, `baseDelayMs: 2000`). It rejects, with
-/// an error that names the key,
+/// Decoding **replaces the whole group**: a missing key takes the default
+/// of the group's `profile` (`classic` when `profile` is absent; see
+/// [`RetrySettings`] for both columns). It rejects, with an error that
+/// names the key,
 ///
 /// - a wrong type, `null` included (`retry.enabled: expected a boolean, found null`);
 /// - a number that is not a plain JSON integer literal: `3.0`, `1e3` and `-0`
 ///   (serde_json reads all three, and integers beyond `u64`, as floats; every
 ///   float is rejected);
 /// - a negative or out-of-range integer (`maxRetries` must fit `u32`,
-///   `baseDelayMs` must fit `u64`, up to `18446744073709551615` exactly):
-///   `retry.maxRetries: expected a non-negative integer that fits u32, found -1`;
+///   `baseDelayMs`, `maxDelayMs` and `backoffCapMs` must fit `u64`, up to
+///   `18446744073709551615` exactly, `jitterPct` must be at most 100):
+///   `retry.maxRetries: expected a non-negative integer that fits u32, found -1`,
+///   `retry.jitterPct: expected an integer from 0 to 100, found 101`;
+/// - a `profile` or `classifier` other than its strings:
+///   `retry.profile: expected "classic" or "modern", found a string "fast"`;
 /// - an unknown key: `retry: unknown key "retries"`;
 /// - a key given twice: `retry: duplicate key "maxRetries"`;
 /// - a group that is not an object: `retry: expected an object, found an array`.
@@ -31,7 +38,10 @@ use crate::settings::RetrySettings;
 /// gives the bare message; decoding from text appends serde_json's
 /// ` at line L column C`.
 ///
-/// It serializes as `{"enabled":true,"maxRetries":3,"baseDelayMs":2000}`.
+/// It serializes as `{"enabled":true,"maxRetries":3,"baseDelayMs":2000}`
+/// at the defaults: `profile` first when it is `modern`, the keys of §4
+/// always, and each key of §10.1 only where it differs from the profile's
+/// default, so that decoding gives the same settings back.
 ///
 /// ```
 /// use autoretry::{wire::SettingsGroup, RetrySettings};
@@ -39,12 +49,18 @@ use crate::settings::RetrySettings;
 /// let SettingsGroup(s) = serde_json::from_str(r#"{"maxRetries":5}"#).unwrap();
 /// assert_eq!(s, RetrySettings::DEFAULT.with_max_retries(5));
 ///
+/// let SettingsGroup(s) = serde_json::from_str(r#"{"profile":"modern","maxRetries":2}"#).unwrap();
+/// assert_eq!(s, RetrySettings::MODERN.with_max_retries(2));
+///
 /// let bad = serde_json::json!({"maxRetries": 3.0});
 /// let err = serde_json::from_value::<SettingsGroup>(bad).unwrap_err();
 /// assert!(err.to_string().starts_with("retry.maxRetries: expected a non-negative integer"));
 ///
 /// let err = serde_json::from_str::<SettingsGroup>(r#"{"retries":3}"#).unwrap_err();
 /// assert!(err.to_string().starts_with(r#"retry: unknown key "retries""#));
+///
+/// let text = serde_json::to_string(&SettingsGroup(RetrySettings::MODERN.with_jitter_pct(autoretry::JitterPct::ZERO))).unwrap();
+/// assert_eq!(text, r#"{"profile":"modern","enabled":true,"maxRetries":10,"baseDelayMs":500,"jitterPct":0}"#);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SettingsGroup(pub RetrySettings);
@@ -65,11 +81,41 @@ impl From<RetrySettings> for SettingsGroup {
 
 impl Serialize for SettingsGroup {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("retry", 3)?;
-        s.serialize_field("enabled", &self.0.enabled)?;
-        s.serialize_field("maxRetries", &self.0.max_retries)?;
-        s.serialize_field("baseDelayMs", &self.0.base_delay_ms)?;
-        s.end()
+        let s = &self.0;
+        let d = s.profile.defaults();
+        let modern = s.profile != Profile::Classic;
+        let options = [
+            s.max_delay_ms != d.max_delay_ms,
+            s.backoff_cap_ms != d.backoff_cap_ms,
+            s.jitter_pct != d.jitter_pct,
+            s.honor_hints != d.honor_hints,
+            s.classifier != d.classifier,
+        ];
+        let len = 3 + usize::from(modern) + options.iter().filter(|&&b| b).count();
+        let mut out = serializer.serialize_struct("retry", len)?;
+        if modern {
+            out.serialize_field("profile", s.profile.as_str())?;
+        } else {
+            out.skip_field("profile")?;
+        }
+        out.serialize_field("enabled", &s.enabled)?;
+        out.serialize_field("maxRetries", &s.max_retries)?;
+        out.serialize_field("baseDelayMs", &s.base_delay_ms)?;
+        macro_rules! option {
+            ($i:expr, $name:literal, $value:expr) => {
+                if options[$i] {
+                    out.serialize_field($name, &$value)?;
+                } else {
+                    out.skip_field($name)?;
+                }
+            };
+        }
+        option!(0, "maxDelayMs", s.max_delay_ms);
+        option!(1, "backoffCapMs", s.backoff_cap_ms);
+        option!(2, "jitterPct", s.jitter_pct.get());
+        option!(3, "honorHints", s.honor_hints);
+        option!(4, "classifier", s.classifier.as_str());
+        out.end()
     }
 }
 
@@ -120,24 +166,88 @@ impl fmt::Display for Found<'_> {
 /// The keys of the group.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Key {
+    Profile,
     Enabled,
     MaxRetries,
     BaseDelayMs,
+    MaxDelayMs,
+    BackoffCapMs,
+    JitterPct,
+    HonorHints,
+    Classifier,
 }
 
 impl Key {
+    const ALL: [Key; 9] = [
+        Key::Profile,
+        Key::Enabled,
+        Key::MaxRetries,
+        Key::BaseDelayMs,
+        Key::MaxDelayMs,
+        Key::BackoffCapMs,
+        Key::JitterPct,
+        Key::HonorHints,
+        Key::Classifier,
+    ];
+
     const fn name(self) -> &'static str {
         match self {
+            Key::Profile => "profile",
             Key::Enabled => "enabled",
             Key::MaxRetries => "maxRetries",
             Key::BaseDelayMs => "baseDelayMs",
+            Key::MaxDelayMs => "maxDelayMs",
+            Key::BackoffCapMs => "backoffCapMs",
+            Key::JitterPct => "jitterPct",
+            Key::HonorHints => "honorHints",
+            Key::Classifier => "classifier",
         }
     }
 
     fn from_name(name: &str) -> Option<Key> {
-        [Key::Enabled, Key::MaxRetries, Key::BaseDelayMs]
-            .into_iter()
-            .find(|k| k.name() == name)
+        Key::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// A `u64` key of the group.
+    const fn u64_seed(self) -> UintSeed {
+        UintSeed {
+            key: self.name(),
+            max: u64::MAX,
+            expected: "a non-negative integer that fits u64",
+        }
+    }
+}
+
+/// The keys a group gave, before the profile's defaults fill the rest.
+#[derive(Default)]
+struct Given {
+    profile: Option<Profile>,
+    enabled: Option<bool>,
+    max_retries: Option<u32>,
+    base_delay_ms: Option<u64>,
+    max_delay_ms: Option<u64>,
+    backoff_cap_ms: Option<u64>,
+    jitter_pct: Option<JitterPct>,
+    honor_hints: Option<bool>,
+    classifier: Option<Classifier>,
+}
+
+impl Given {
+    /// The settings: each key given, else the default of the profile.
+    fn settings(self) -> RetrySettings {
+        let profile = self.profile.unwrap_or_default();
+        let d = profile.defaults();
+        RetrySettings {
+            profile,
+            enabled: self.enabled.unwrap_or(d.enabled),
+            max_retries: self.max_retries.unwrap_or(d.max_retries),
+            base_delay_ms: self.base_delay_ms.unwrap_or(d.base_delay_ms),
+            max_delay_ms: self.max_delay_ms.unwrap_or(d.max_delay_ms),
+            backoff_cap_ms: self.backoff_cap_ms.unwrap_or(d.backoff_cap_ms),
+            jitter_pct: self.jitter_pct.unwrap_or(d.jitter_pct),
+            honor_hints: self.honor_hints.unwrap_or(d.honor_hints),
+            classifier: self.classifier.unwrap_or(d.classifier),
+        }
     }
 }
 
@@ -157,38 +267,66 @@ impl<'de> Visitor<'de> for GroupVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RetrySettings, A::Error> {
-        let mut settings = RetrySettings::DEFAULT;
-        let mut seen = [false; 3];
+        let mut given = Given::default();
+        let mut seen = [false; Key::ALL.len()];
         while let Some(key) = map.next_key_seed(KeySeed)? {
-            let slot = &mut seen[key as usize];
-            if *slot {
+            let first = seen
+                .get_mut(key as usize)
+                .is_some_and(|slot| !core::mem::replace(slot, true));
+            if !first {
                 return Err(de::Error::custom(format_args!(
                     "retry: duplicate key {:?}",
                     key.name()
                 )));
             }
-            *slot = true;
             match key {
-                Key::Enabled => settings.enabled = map.next_value_seed(BoolSeed(key.name()))?,
+                Key::Profile => {
+                    given.profile = Some(map.next_value_seed(ChoiceSeed {
+                        key: key.name(),
+                        expected: r#""classic" or "modern""#,
+                        parse: Profile::from_wire,
+                    })?);
+                }
+                Key::Enabled => given.enabled = Some(map.next_value_seed(BoolSeed(key.name()))?),
                 Key::MaxRetries => {
                     let v = map.next_value_seed(UintSeed {
                         key: key.name(),
                         max: u64::from(u32::MAX),
-                        ty: "u32",
+                        expected: "a non-negative integer that fits u32",
                     })?;
                     // In range by construction.
-                    settings.max_retries = u32::try_from(v).unwrap_or(u32::MAX);
+                    given.max_retries = Some(u32::try_from(v).unwrap_or(u32::MAX));
                 }
                 Key::BaseDelayMs => {
-                    settings.base_delay_ms = map.next_value_seed(UintSeed {
+                    given.base_delay_ms = Some(map.next_value_seed(key.u64_seed())?);
+                }
+                Key::MaxDelayMs => given.max_delay_ms = Some(map.next_value_seed(key.u64_seed())?),
+                Key::BackoffCapMs => {
+                    given.backoff_cap_ms = Some(map.next_value_seed(key.u64_seed())?);
+                }
+                Key::JitterPct => {
+                    let v = map.next_value_seed(UintSeed {
                         key: key.name(),
-                        max: u64::MAX,
-                        ty: "u64",
+                        max: 100,
+                        expected: "an integer from 0 to 100",
                     })?;
+                    // In range by construction.
+                    given.jitter_pct =
+                        Some(JitterPct::saturating(u8::try_from(v).unwrap_or(u8::MAX)));
+                }
+                Key::HonorHints => {
+                    given.honor_hints = Some(map.next_value_seed(BoolSeed(key.name()))?);
+                }
+                Key::Classifier => {
+                    given.classifier = Some(map.next_value_seed(ChoiceSeed {
+                        key: key.name(),
+                        expected: r#""classic" or "extended""#,
+                        parse: Classifier::from_wire,
+                    })?);
                 }
             }
         }
-        Ok(settings)
+        Ok(given.settings())
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<RetrySettings, E> {
@@ -303,18 +441,89 @@ impl<'de> Visitor<'de> for BoolSeed {
     }
 }
 
+/// Reads one of the strings of a key (`"classic"` or `"modern"`, ...).
+struct ChoiceSeed<T> {
+    key: &'static str,
+    /// The strings, for messages: `"classic" or "modern"`.
+    expected: &'static str,
+    parse: fn(&str) -> Option<T>,
+}
+
+impl<T> ChoiceSeed<T> {
+    fn wrong<E: de::Error>(&self, found: Found<'_>) -> E {
+        E::custom(format_args!(
+            "retry.{}: expected {}, found {found}",
+            self.key, self.expected
+        ))
+    }
+}
+
+impl<'de, T> DeserializeSeed<'de> for ChoiceSeed<T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T> Visitor<'de> for ChoiceSeed<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "retry.{}: {}", self.key, self.expected)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.parse)(v).ok_or_else(|| self.wrong(Found::Str(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        Err(self.wrong(Found::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<T, E> {
+        Err(self.wrong(Found::Null))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
+        Err(self.wrong(Found::Bool(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        Err(self.wrong(Found::Unsigned(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        Err(self.wrong(Found::Negative(v)))
+    }
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<T, E> {
+        Err(self.wrong(Found::WideUnsigned(v)))
+    }
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<T, E> {
+        Err(self.wrong(Found::Wide(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        Err(self.wrong(Found::Float(v)))
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<T, E> {
+        Err(self.wrong(Found::Bytes))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<T, A::Error> {
+        Err(self.wrong(Found::Array))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<T, A::Error> {
+        Err(self.wrong(Found::Object))
+    }
+}
+
 /// Reads a non-negative integer literal up to `max`.
 struct UintSeed {
     key: &'static str,
     max: u64,
-    ty: &'static str,
+    /// What the key takes, for messages: `a non-negative integer that fits u32`.
+    expected: &'static str,
 }
 
 impl UintSeed {
     fn wrong<E: de::Error>(&self, found: Found<'_>) -> E {
         E::custom(format_args!(
-            "retry.{}: expected a non-negative integer that fits {}, found {found}",
-            self.key, self.ty
+            "retry.{}: expected {}, found {found}",
+            self.key, self.expected
         ))
     }
 }
@@ -331,11 +540,7 @@ impl<'de> Visitor<'de> for UintSeed {
     type Value = u64;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "retry.{}: a non-negative integer that fits {}",
-            self.key, self.ty
-        )
+        write!(f, "retry.{}: {}", self.key, self.expected)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
@@ -420,11 +625,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             s,
-            RetrySettings {
-                enabled: false,
-                max_retries: u32::MAX,
-                base_delay_ms: u64::MAX
-            }
+            RetrySettings::DEFAULT
+                .with_enabled(false)
+                .with_max_retries(u32::MAX)
+                .with_base_delay_ms(u64::MAX)
         );
         let SettingsGroup(s) = serde_json::from_str(r#"{"maxRetries":0}"#).unwrap();
         assert_eq!(s, RetrySettings::DEFAULT.with_max_retries(0));

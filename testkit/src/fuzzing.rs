@@ -23,8 +23,8 @@ use std::collections::HashSet;
 
 use autoretry::classify;
 use autoretry::{
-    AssistantMessage, Event, HostOptions, Input, Machine, Output, Outputs, Refused, RetrySettings,
-    StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    AssistantMessage, Event, FinalError, HostOptions, Input, Machine, Output, Outputs, Refused,
+    RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -380,14 +380,14 @@ impl Monitor {
                     }
                     assert_eq!(success, final_error.is_none());
                     if let (Input::AbortRetry | Input::Abort, false) = (input, success) {
-                        assert_eq!(final_error, Some(RETRY_CANCELLED));
+                        assert_eq!(final_error, Some(FinalError::Text(RETRY_CANCELLED)));
                     }
                     if let (Input::AgentEnd { message, .. }, false) = (input, success) {
                         let expected = match message.error_message {
                             Some(t) if !t.is_empty() => t,
                             _ => UNKNOWN_ERROR,
                         };
-                        assert_eq!(final_error, Some(expected));
+                        assert_eq!(final_error, Some(FinalError::Text(expected)));
                     }
                     self.started = 0;
                 }
@@ -557,6 +557,7 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
         enabled: r.byte() % 8 != 0,
         max_retries: r.number(MAX_RETRIES) as u32,
         base_delay_ms: r.number(DELAYS),
+        ..RetrySettings::DEFAULT
     }
 }
 
@@ -573,6 +574,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
     let host = HostOptions {
         context_window: r.number(WINDOWS),
         credential_store: r.byte() % 2 == 1,
+        ..HostOptions::DEFAULT
     };
     let mut mon = Monitor::new(settings, host);
     // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
@@ -653,6 +655,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         0 => Some(Usage {
             input: r.number(WINDOWS),
             cache_read: r.number(&[0, 1, u64::MAX]),
+            cache_write: 0,
         }),
         _ => None,
     };
@@ -660,6 +663,8 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         stop_reason,
         error_message,
         usage,
+        should_retry: None,
+        retry_after_ms: None,
     }
 }
 
@@ -830,6 +835,7 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         enabled: true,
         max_retries: 3,
         base_delay_ms: 2000,
+        ..RetrySettings::DEFAULT
     };
     for (key, v) in obj {
         match key.as_str() {
@@ -863,6 +869,7 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
         HostOptions {
             context_window: 0,
             credential_store: state % 4 == 3,
+            ..HostOptions::DEFAULT
         },
     );
     let text = "usage limit 503";

@@ -13,9 +13,9 @@ use serde_json::Value;
 ///
 /// ```
 /// use autoretry_testkit::vector::ScenarioHeader;
-/// let value = serde_json::json!({"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000}});
+/// let value = serde_json::json!({"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000, "seed": 42}});
 /// let header = ScenarioHeader::from_json(&value).unwrap();
-/// assert_eq!((header.settings.max_retries, header.host.context_window), (1, 1000));
+/// assert_eq!((header.settings.max_retries, header.host.context_window, header.host.seed), (1, 1000, 42));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ScenarioHeader {
@@ -23,7 +23,8 @@ pub struct ScenarioHeader {
     pub name: String,
     /// `settings`, strictly decoded; defaults when absent.
     pub settings: RetrySettings,
-    /// `host`: `contextWindow` (default 0) and `credentialStore` (default false).
+    /// `host`: `contextWindow` (default 0), `credentialStore` (default
+    /// false) and `seed` (default 0).
     pub host: HostOptions,
 }
 
@@ -55,7 +56,7 @@ impl ScenarioHeader {
         if let Some(h) = object(obj, "host")? {
             if let Some(key) = h
                 .keys()
-                .find(|k| !matches!(k.as_str(), "contextWindow" | "credentialStore"))
+                .find(|k| !matches!(k.as_str(), "contextWindow" | "credentialStore" | "seed"))
             {
                 return Err(DecodeError::new(format!(
                     "host: unknown key {}",
@@ -68,6 +69,7 @@ impl ScenarioHeader {
             host.credential_store = boolean(h, "credentialStore")
                 .map_err(|e| e.within("host"))?
                 .unwrap_or(false);
+            host.seed = uint(h, "seed").map_err(|e| e.within("host"))?.unwrap_or(0);
         }
         Ok(ScenarioHeader {
             name,
@@ -118,7 +120,7 @@ impl VectorLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use autoretry::Usage;
+    use autoretry::{HostOptions, Usage};
 
     #[test]
     fn exact_integers() {
@@ -129,19 +131,29 @@ mod tests {
             panic!()
         };
         assert_eq!(now_ms, Some(u64::MAX));
-        assert_eq!(
-            message.usage,
-            Some(Usage {
-                input: u64::MAX,
-                cache_read: u64::MAX
-            })
-        );
+        assert_eq!(message.usage, Some(Usage::new(u64::MAX, u64::MAX)));
         let err =
             VectorLine::parse(r#"{"in":{"type":"timer_fired","timer":18446744073709551616}}"#)
                 .unwrap_err();
         assert!(err
             .to_string()
             .starts_with("in.timer: expected a non-negative integer"));
+        let header = r#"{"scenario":"s","host":{"seed":18446744073709551615}}"#;
+        let Some(VectorLine::Scenario(header)) = VectorLine::parse(header).unwrap() else {
+            panic!()
+        };
+        assert_eq!(header.host, HostOptions::DEFAULT.with_seed(u64::MAX));
+        let err = VectorLine::parse(r#"{"scenario":"s","host":{"seed":-1}}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "host.seed: expected a non-negative integer that fits u64, found -1"
+        );
+        let err =
+            VectorLine::parse(r#"{"scenario":"s","settings":{"jitterPct":101}}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "retry.jitterPct: expected an integer from 0 to 100, found 101"
+        );
     }
 
     #[test]

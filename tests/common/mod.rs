@@ -1,9 +1,12 @@
 //! Shorthands shared by the scenario tests.
 #![allow(dead_code)]
 
+#[cfg(feature = "json")]
+pub mod vectors;
+
 use std::path::PathBuf;
 
-use autoretry::{AssistantMessage, Event, Input, Machine, Output, StopReason, TimerId};
+use autoretry::{AssistantMessage, Event, FinalError, Input, Machine, Output, StopReason, TimerId};
 
 pub fn fail(text: &str) -> Input<'_> {
     Input::AgentEnd {
@@ -42,7 +45,7 @@ pub fn ended(success: bool, attempt: u32, final_error: Option<&str>) -> Output<'
     Output::Emit(Event::End {
         success,
         attempt,
-        final_error,
+        final_error: final_error.map(FinalError::Text),
     })
 }
 
@@ -64,11 +67,16 @@ pub fn timer_of(out: &[Output<'_>]) -> TimerId {
         .expect("a sleep output")
 }
 
-/// The vendored vector files, sorted by name.
+/// The vendored vector files of sections 1–9, sorted by name.
 pub fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .expect("tests/vectors")
+    vector_files_in("tests/vectors")
+}
+
+/// The vendored vector files of `dir` (relative to the crate), sorted by name.
+pub fn vector_files_in(dir: &str) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 use autoretry::wire::json::{InputOwned, MessageOwned};
+use autoretry::RetrySettings;
 use autoretry_testkit::vector::VectorLine;
 use serde_json::Value;
 
@@ -59,9 +60,9 @@ fn main() {
                     let h = header.host;
                     writeln!(
                         code,
-                        "    Scenario {{ name: {:?}, settings: RetrySettings {{ enabled: {}, max_retries: {}, base_delay_ms: {} }}, \
-                         host: HostOptions {{ context_window: {}, credential_store: {} }}, steps: &[",
-                        header.name, s.enabled, s.max_retries, s.base_delay_ms, h.context_window, h.credential_store
+                        "    Scenario {{ name: {:?}, settings: {}, \
+                         host: HostOptions {{ context_window: {}, credential_store: {}, seed: {} }}, steps: &[",
+                        header.name, settings_code(&s), h.context_window, h.credential_store, h.seed
                     )
                     .unwrap();
                 }
@@ -143,16 +144,37 @@ fn opt_u64(n: Option<u64>) -> String {
 fn message_code(m: &MessageOwned) -> String {
     let usage = match m.usage {
         Some(u) => format!(
-            "Some(Usage {{ input: {}, cache_read: {} }})",
-            u.input, u.cache_read
+            "Some(Usage {{ input: {}, cache_read: {}, cache_write: {} }})",
+            u.input, u.cache_read, u.cache_write
         ),
         None => "None".into(),
     };
     format!(
-        "AssistantMessage {{ stop_reason: StopReason::{:?}, error_message: {}, usage: {} }}",
+        "AssistantMessage {{ stop_reason: StopReason::{:?}, error_message: {}, usage: {}, \
+         should_retry: {:?}, retry_after_ms: {} }}",
         m.stop_reason,
         opt_lit(m.error_message.as_deref()),
-        usage
+        usage,
+        m.should_retry,
+        opt_u64(m.retry_after_ms)
+    )
+}
+
+fn settings_code(s: &RetrySettings) -> String {
+    format!(
+        "RetrySettings {{ profile: autoretry::Profile::{:?}, enabled: {}, max_retries: {}, \
+         base_delay_ms: {}, max_delay_ms: {}, backoff_cap_ms: {}, \
+         jitter_pct: autoretry::JitterPct::saturating({}), honor_hints: {}, \
+         classifier: autoretry::classify::Classifier::{:?} }}",
+        s.profile,
+        s.enabled,
+        s.max_retries,
+        s.base_delay_ms,
+        s.max_delay_ms,
+        s.backoff_cap_ms,
+        s.jitter_pct.get(),
+        s.honor_hints,
+        s.classifier
     )
 }
 
@@ -176,10 +198,9 @@ fn input_code(input: &InputOwned) -> String {
         InputOwned::SetAutoRetry { enabled } => {
             format!("In::Machine(Input::SetAutoRetry {{ enabled: {enabled} }})")
         }
-        InputOwned::Settings(s) => format!(
-            "In::Machine(Input::Settings(RetrySettings {{ enabled: {}, max_retries: {}, base_delay_ms: {} }}))",
-            s.enabled, s.max_retries, s.base_delay_ms
-        ),
+        InputOwned::Settings(s) => {
+            format!("In::Machine(Input::Settings({}))", settings_code(s))
+        }
         InputOwned::Invalid { .. } => "In::Invalid".into(),
     }
 }
@@ -230,7 +251,10 @@ fn output(o: &Value) -> Result<String, String> {
                         "Output::Emit(Event::End {{ success: {}, attempt: {}, final_error: {} }})",
                         bool_field(e, "success")?,
                         u32_field(e, "attempt")?,
-                        opt_lit(final_error)
+                        match final_error {
+                            Some(text) => format!("Some(autoretry::FinalError::Text({}))", lit(text)),
+                            None => "None".into(),
+                        }
                     )
                 }
                 other => return Err(format!("unknown event {other:?}")),

@@ -1,4 +1,4 @@
-//! The embassy driver (`autoretry::embassy`) on every vector, in virtual
+//! The embassy driver (`autoretry::host::embassy`) on every vector, in virtual
 //! time: embassy-time's mock driver stands still unless the test advances
 //! it, so a backoff must not end one millisecond before its `sleep` says and
 //! must end exactly then; every other input travels through the channel.
@@ -13,7 +13,8 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use autoretry::embassy::{duration_from_ms, Channel, Driver, Step};
+use autoretry::host::embassy::{duration_from_ms, Channel, EmbassyDriver};
+use autoretry::host::Step;
 use autoretry::wire::json::InputOwned;
 use autoretry::{Input, Machine, Output, TimerId};
 use autoretry_testkit::vector::{ScenarioHeader, VectorLine};
@@ -75,7 +76,7 @@ fn run(scenario: &Scenario) -> usize {
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
     let header = &scenario.header;
-    let mut driver = Driver::new(
+    let mut driver = EmbassyDriver::new(
         Machine::new(header.settings, header.host),
         inputs.receiver(),
     );
@@ -178,7 +179,7 @@ fn run(scenario: &Scenario) -> usize {
 fn send<'a>(
     inputs: &Channel<NoopRawMutex, Input<'a>, 4>,
     input: Input<'a>,
-    driver: &mut Driver<'_, 'a, NoopRawMutex, 4>,
+    driver: &mut EmbassyDriver<'_, 'a, NoopRawMutex, 4>,
     at: &str,
 ) -> Step<'a> {
     inputs.try_send(input).expect("room in the channel");
@@ -204,7 +205,7 @@ fn every_vector_in_virtual_time() {
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
-    let mut driver = Driver::new(Machine::default(), inputs.receiver());
+    let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
     let fail = Input::AgentEnd {
         message: autoretry::AssistantMessage::error("overloaded"),
         now_ms: None,

@@ -1,4 +1,4 @@
-//! The C ABI (`autoretry::ffi`) driven natively: every vector through it,
+//! The C ABI (`autoretry::host::ffi`) driven natively: every vector through it,
 //! its JSON against `wire`'s serde output byte for byte, and every error code.
 //! The pool is shared by the whole process, so the tests here take turns.
 #![cfg(all(feature = "ffi", feature = "json"))]
@@ -8,9 +8,9 @@ use crate::common;
 use std::fs;
 use std::sync::Mutex;
 
-use autoretry::ffi::*;
+use autoretry::host::ffi::*;
 use autoretry::wire::json::InputOwned;
-use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason, TimerId};
+use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
 use autoretry_testkit::vector::VectorLine;
 use autoretry_testkit::VectorHost;
 use serde_json::Value;
@@ -140,14 +140,19 @@ fn every_vector_step_passes_through_the_c_abi() {
     for path in &paths {
         let text = fs::read_to_string(path).unwrap();
         let mut handle: Option<Handle> = None;
-        // The module keeps the usage-limit text itself: the host's is unused.
-        let mut host = VectorHost::<&str>::new();
+        // The same machine natively, whose outputs serde_json writes: the
+        // module's bytes must be those, timer ids included. The vector host
+        // maps its timers (the module's are the same) and keeps the
+        // usage-limit text for it; the module keeps its own copy.
+        let mut native = Machine::default();
+        let mut host = VectorHost::<String>::new();
         for (index, line) in text.split('\n').enumerate() {
             let at = format!("{}:{}", path.display(), index + 1);
             let input = match VectorLine::parse(line).unwrap() {
                 None => continue,
                 Some(VectorLine::Scenario(header)) => {
                     handle = Some(Handle::new(header.settings, header.host));
+                    native = Machine::new(header.settings, header.host);
                     host.reset();
                     continue;
                 }
@@ -172,27 +177,25 @@ fn every_vector_step_passes_through_the_c_abi() {
                 InputOwned::Invalid { .. } => Err(ERR_REFUSED),
                 ref input => h.feed(input),
             };
-            match got {
-                Err(ERR_REFUSED) => assert!(want_refused, "{at}: refused"),
-                Err(code) => panic!("{at}: error {code}"),
-                Ok(json) => {
+            let marked = host.marked_text().to_owned();
+            let native_input = input.as_input(&marked).ok();
+            let outputs = native_input.and_then(|i| native.handle(i).ok());
+            let serde = (outputs.as_ref()).map(|o| serde_json::to_string(o.as_slice()).unwrap());
+            assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
+            match (got, native_input.zip(outputs)) {
+                (Err(ERR_REFUSED), _) => assert!(want_refused, "{at}: refused"),
+                (Err(code), _) => panic!("{at}: error {code}"),
+                (Ok(_), Some((native_input, outputs))) => {
                     assert!(!want_refused, "{at}: accepted");
-                    let mut out: Vec<Value> = serde_json::from_str(&json).unwrap();
-                    for o in &mut out {
-                        let ty = o["type"].as_str().unwrap().to_owned();
-                        let id = o["timer"].as_u64();
-                        match (ty.as_str(), id) {
-                            ("sleep", Some(id)) => {
-                                o["timer"] = host.record_sleep(TimerId(id)).into();
-                            }
-                            ("cancel_timer", Some(id)) => {
-                                o["timer"] = host.ordinal(TimerId(id)).unwrap_or(0).into();
-                            }
-                            _ => {}
-                        }
-                    }
+                    // The module's outputs are the native ones (byte for
+                    // byte, above); in the vectors' form:
+                    let out: Vec<Value> = (outputs.into_iter())
+                        .map(|o| host.vector_output(&native_input, o))
+                        .map(|o| serde_json::to_value(o).unwrap())
+                        .collect();
                     assert_eq!(Value::Array(out), want["out"], "{at}");
                 }
+                (Ok(json), None) => panic!("{at}: the module answered {json}, the machine refused"),
             }
             assert_eq!(h.state(), want["state"], "{at}");
             steps += 1;
@@ -201,7 +204,8 @@ fn every_vector_step_passes_through_the_c_abi() {
     assert!(steps > 100, "only {steps} steps");
 }
 
-/// The hand-written JSON is byte for byte `wire`'s serde output.
+/// The module's JSON is byte for byte serde_json's, for texts that need
+/// every kind of escape.
 #[test]
 fn json_matches_serde_byte_for_byte() {
     let _turn = turn();
@@ -216,11 +220,10 @@ fn json_matches_serde_byte_for_byte() {
         let mut native = Machine::new(settings, HostOptions::default());
         let inputs = [
             InputOwned::AgentEnd {
-                message: autoretry::wire::json::MessageOwned {
-                    stop_reason: StopReason::Error,
-                    error_message: Some(text.into()),
-                    usage: None,
-                },
+                message: autoretry::wire::json::MessageOwned::new(
+                    StopReason::Error,
+                    Some(text.into()),
+                ),
                 now_ms: None,
             },
             InputOwned::AbortRetry,
@@ -251,11 +254,7 @@ fn usage_limit_answer_passes_back_the_kept_text() {
         HostOptions::default().with_credential_store(true),
     );
     let end = InputOwned::AgentEnd {
-        message: autoretry::wire::json::MessageOwned {
-            stop_reason: StopReason::Error,
-            error_message: Some(text.clone()),
-            usage: None,
-        },
+        message: autoretry::wire::json::MessageOwned::new(StopReason::Error, Some(text.clone())),
         now_ms: None,
     };
     let marked = InputOwned::UsageLimitMarked { switched: false };

@@ -1,8 +1,8 @@
 //! The machine against the contract: the retry chain, cancellation, the
 //! messages that start no retry, timers and inputs out of turn, usage
-//! limits, the terminal texts, every conformance vector through the
-//! library, the fuzzers' findings, and the vendored copies of the shared
-//! vectors and corpus.
+//! limits, the policy options of section 10, the terminal texts, every
+//! conformance vector through the library, the fuzzers' findings, and the
+//! vendored copies of the shared spec, vectors and corpus.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -11,6 +11,7 @@ mod cancel;
 mod chain;
 mod fuzz_regressions;
 mod no_retry;
+mod options;
 mod presentation;
 mod shared_copies;
 mod timers;

@@ -36,14 +36,8 @@ fn usage_over_a_known_context_window_is_an_overflow() {
         RetrySettings::DEFAULT,
         HostOptions::default().with_context_window(1000),
     );
-    let over = AssistantMessage::error("overloaded_error").with_usage(Usage {
-        input: 900,
-        cache_read: 101,
-    });
-    let exact = over.with_usage(Usage {
-        input: 900,
-        cache_read: 100,
-    });
+    let over = AssistantMessage::error("overloaded_error").with_usage(Usage::new(900, 101));
+    let exact = over.with_usage(Usage::new(900, 100));
     let input = |message| Input::AgentEnd {
         message,
         now_ms: None,
@@ -54,10 +48,7 @@ fn usage_over_a_known_context_window_is_an_overflow() {
 
 #[test]
 fn huge_usage_does_not_overflow() {
-    let msg = AssistantMessage::error("overloaded").with_usage(Usage {
-        input: u64::MAX,
-        cache_read: u64::MAX,
-    });
+    let msg = AssistantMessage::error("overloaded").with_usage(Usage::new(u64::MAX, u64::MAX));
     assert!(msg.is_context_overflow(u64::MAX));
     assert!(
         !msg.is_context_overflow(0),

@@ -1,6 +1,6 @@
-//! Terminal texts (spec §8).
+//! Terminal texts (spec §8, §10.7).
 
-use autoretry::{Event, FailureLine, LoaderLine};
+use autoretry::{Event, FailureLine, FinalError, LoaderLine};
 
 #[test]
 fn the_loader_line_rounds_seconds_half_up() {
@@ -33,10 +33,10 @@ fn the_loader_line_rounds_seconds_half_up() {
 
 #[test]
 fn the_failure_line_always_says_attempts() {
-    let failed = |attempt, final_error| {
+    let failed = |attempt, final_error: Option<&str>| {
         FailureLine {
             attempt,
-            final_error,
+            final_error: final_error.map(FinalError::Text),
         }
         .to_string()
     };
@@ -59,7 +59,7 @@ fn events_display_as_their_terminal_text() {
     let end = Event::End {
         success: false,
         attempt: 1,
-        final_error: Some("Retry cancelled"),
+        final_error: Some(FinalError::Text("Retry cancelled")),
     };
     assert_eq!(
         end.to_string(),
@@ -71,4 +71,56 @@ fn events_display_as_their_terminal_text() {
         final_error: None,
     };
     assert_eq!(ok.to_string(), "");
+}
+
+#[test]
+fn the_fail_fast_end_shows_its_sentence() {
+    // Spec 10.7's example.
+    let end = Event::End {
+        success: false,
+        attempt: 0,
+        final_error: Some(FinalError::WaitTooLong {
+            requested_ms: 11_180_000,
+            max_delay_ms: 300_000,
+            error: "429 rate_limit_error",
+        }),
+    };
+    assert_eq!(
+        end.to_string(),
+        "Retry failed after 0 attempts: Provider requested 11180000ms wait, exceeds \
+         retry.maxDelayMs (300000ms). Original error: 429 rate_limit_error"
+    );
+    // Even an empty original error keeps the sentence (it is never empty).
+    let empty = FinalError::WaitTooLong {
+        requested_ms: u64::MAX,
+        max_delay_ms: 1,
+        error: "",
+    };
+    assert!(!empty.is_empty());
+    assert_eq!(
+        FailureLine {
+            attempt: 2,
+            final_error: Some(empty)
+        }
+        .to_string(),
+        "Retry failed after 2 attempts: Provider requested 18446744073709551615ms wait, \
+         exceeds retry.maxDelayMs (1ms). Original error: "
+    );
+}
+
+#[test]
+fn final_errors_compare_by_their_text() {
+    let e = FinalError::WaitTooLong {
+        requested_ms: 5,
+        max_delay_ms: 4,
+        error: "x",
+    };
+    let text = "Provider requested 5ms wait, exceeds retry.maxDelayMs (4ms). Original error: x";
+    assert_eq!(e, text);
+    assert_ne!(e, &text[..text.len() - 1]);
+    assert_ne!(e, format!("{text}y").as_str());
+    assert_eq!(FinalError::Text("a"), "a");
+    assert_ne!(FinalError::Text("a"), "");
+    assert_eq!(FinalError::from("a"), FinalError::Text("a"));
+    assert_eq!(e.original(), "x");
 }

@@ -43,6 +43,9 @@ fn refusals_explain_themselves() {
 
 #[test]
 fn the_machine_stays_small() {
-    assert!(core::mem::size_of::<Machine>() <= 64);
+    // 64 bytes for sections 1–9; the options of section 10 (the settings'
+    // new keys, the jitter state, the fail-fast figures kept while the
+    // usage-limit answer is awaited) take it to at most 96.
+    assert!(core::mem::size_of::<Machine>() <= 96);
     let _ = Input::AbortRetry;
 }

@@ -27,6 +27,8 @@ fn main() -> ! {
             stop_reason: black_box(StopReason::Error),
             error_message: Some(text),
             usage: black_box(Some(Usage::default())),
+            should_retry: black_box(None),
+            retry_after_ms: black_box(None),
         };
         let inputs = [
             Input::MessageEnd { message },

@@ -1,6 +1,5 @@
 //! `autoretry simulate` in a pipe (no terminal: plain lines, no spinner),
 //! with a tiny time scale.
-#![cfg(feature = "cli")]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};

@@ -11,7 +11,7 @@
 //!
 //! - `autoretry simulate`: the real machine with real, scalable timers
 //!   against a scripted flaky provider (see `simulate.rs`).
-//! - `autoretry rpc`: the JSON-lines sidecar of `autoretry::wire::sidecar`
+//! - `autoretry rpc`: the JSON-lines sidecar of `autoretry::host::sidecar`
 //!   on stdin and stdout.
 //!
 //! For `replay` and `classify`, input comes from FILE, or stdin when absent. Lines are split on `\n`
@@ -23,31 +23,16 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use autoretry::driver::Driver;
+use autoretry::host::sidecar;
+use autoretry::host::thread::ThreadDriver;
 use autoretry::wire::json::{
     classify_line_text, classify_to_json, settings_from_json, DecodeError,
 };
-use autoretry::wire::sidecar;
 use autoretry::{HostOptions, Machine, RetrySettings};
+use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
 
-use replay::Replayer;
-
 mod simulate;
-
-// `replay` is the test kit's vector replayer (`testkit/`). The test kit
-// depends on this package, so this package's binary cannot depend on the
-// test kit: it compiles the replayer's three files in instead, until the
-// binary is a package of its own that depends on `autoretry-testkit`.
-#[allow(dead_code)]
-#[path = "../../../testkit/src/host.rs"]
-mod host;
-#[allow(dead_code)]
-#[path = "../../../testkit/src/replay.rs"]
-mod replay;
-#[allow(dead_code)]
-#[path = "../../../testkit/src/vector.rs"]
-mod vector;
 
 #[derive(Parser)]
 #[command(
@@ -210,7 +195,7 @@ fn rpc(settings: Option<&str>, context_window: u64, credential_store: bool) -> E
     let host = HostOptions::default()
         .with_context_window(context_window)
         .with_credential_store(credential_store);
-    let driver = Driver::new(Machine::new(settings, host));
+    let driver = ThreadDriver::new(Machine::new(settings, host));
     let input = io::BufReader::new(io::stdin());
     match sidecar::serve(driver, input, io::stdout().lock()) {
         Ok(()) => ExitCode::SUCCESS,

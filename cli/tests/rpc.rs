@@ -1,6 +1,5 @@
 //! `autoretry rpc`, driven as a client would: lines in on stdin, lines out
 //! on stdout, the sidecar owning the timers.
-#![cfg(feature = "cli")]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -2,10 +2,11 @@
 //! backoff timer, on `embassy-time`. Feature `embassy`.
 //!
 //! The host sends its inputs (agent events, commands, settings, the
-//! usage-limit answer) into an `embassy_sync` [`Channel`]; [`Driver::next`]
+//! usage-limit answer) into an `embassy_sync` [`Channel`]; [`EmbassyDriver::next`]
 //! waits for whichever comes first, the next input or the pending backoff
 //! timer (`select` of a [`Timer`] against the channel), feeds it to the
-//! machine and returns the outputs. The driver carries out the timer
+//! machine and returns what it did as a [`Step`], the shape the thread
+//! driver delivers too. The driver carries out the timer
 //! outputs itself: `sleep` arms its timer, `cancel_timer` (or any input that
 //! ends the backoff) disarms it, and a timer that fires becomes
 //! `timer_fired`. Every other output is the host's to carry out, in order.
@@ -15,11 +16,11 @@
 //! ([`duration_from_ms`], [`ms_from_duration`]).
 //!
 //! ```
-//! use autoretry::{embassy::Driver, AssistantMessage, Input, Machine, Output, StopReason};
+//! use autoretry::{host::embassy::EmbassyDriver, AssistantMessage, Input, Machine, Output, StopReason};
 //! use embassy_sync::{blocking_mutex::raw::NoopRawMutex, channel::Channel};
 //!
 //! async fn host(inputs: &Channel<NoopRawMutex, Input<'static>, 4>) {
-//!     let mut driver = Driver::new(Machine::default(), inputs.receiver());
+//!     let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
 //!     inputs.try_send(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
 //!     loop {
 //!         let step = driver.next().await;
@@ -55,13 +56,14 @@ pub use embassy_sync::channel::Channel;
 use embassy_sync::channel::Receiver;
 use embassy_time::{Duration, Instant, Timer};
 
-use crate::{Input, Machine, Output, Outputs, Refused, TimerId};
+use crate::host::Step;
+use crate::{Input, Machine, Output, TimerId};
 
 /// `ms` milliseconds as an embassy [`Duration`], rounded up to whole ticks
 /// (a backoff never ends early); [`Duration::MAX`] when it does not fit.
 ///
 /// ```
-/// use autoretry::embassy::duration_from_ms;
+/// use autoretry::host::embassy::duration_from_ms;
 /// assert_eq!(duration_from_ms(2000).as_millis(), 2000);
 /// assert_eq!(duration_from_ms(u64::MAX), embassy_time::Duration::MAX);
 /// ```
@@ -72,44 +74,34 @@ pub fn duration_from_ms(ms: u64) -> Duration {
 /// A [`Duration`] in whole milliseconds, rounded down.
 ///
 /// ```
-/// use autoretry::embassy::ms_from_duration;
+/// use autoretry::host::embassy::ms_from_duration;
 /// assert_eq!(ms_from_duration(embassy_time::Duration::from_micros(2_999)), 2);
 /// ```
 pub fn ms_from_duration(duration: Duration) -> u64 {
     duration.as_millis()
 }
 
-/// What one [`Driver::next`] did: the input it fed (from the channel, or
-/// `timer_fired` from its own timer) and the machine's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Step<'a> {
-    /// The input fed to the machine.
-    pub input: Input<'a>,
-    /// Its outputs, or why it was refused (spec §6a).
-    pub outputs: Result<Outputs<'a>, Refused>,
-}
-
 /// The machine driven on embassy: inputs from a channel, the backoff on an
 /// embassy-time [`Timer`]. See the [module docs](self) for a whole loop.
-pub struct Driver<'ch, 'a, M: RawMutex, const N: usize> {
+pub struct EmbassyDriver<'ch, 'a, M: RawMutex, const N: usize> {
     machine: Machine,
     inputs: Receiver<'ch, M, Input<'a>, N>,
     /// The pending backoff timer and when it fires.
     timer: Option<(TimerId, Instant)>,
 }
 
-impl<'ch, 'a, M: RawMutex, const N: usize> Driver<'ch, 'a, M, N> {
+impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
     /// A driver for `machine`, reading the host's inputs from `inputs`.
     ///
     /// ```
-    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
     /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
     /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// let driver = Driver::new(Machine::default(), inputs.receiver());
+    /// let driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
     /// assert!(driver.timer_deadline().is_none());
     /// ```
     pub fn new(machine: Machine, inputs: Receiver<'ch, M, Input<'a>, N>) -> Self {
-        Driver {
+        EmbassyDriver {
             machine,
             inputs,
             timer: None,
@@ -119,10 +111,10 @@ impl<'ch, 'a, M: RawMutex, const N: usize> Driver<'ch, 'a, M, N> {
     /// The machine (for its queries).
     ///
     /// ```
-    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
     /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
     /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// assert!(!Driver::new(Machine::default(), inputs.receiver()).machine().is_retrying());
+    /// assert!(!EmbassyDriver::new(Machine::default(), inputs.receiver()).machine().is_retrying());
     /// ```
     pub fn machine(&self) -> &Machine {
         &self.machine
@@ -131,17 +123,18 @@ impl<'ch, 'a, M: RawMutex, const N: usize> Driver<'ch, 'a, M, N> {
     /// When the pending backoff timer fires, if one is pending.
     ///
     /// ```
-    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
     /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
     /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// assert_eq!(Driver::new(Machine::default(), inputs.receiver()).timer_deadline(), None);
+    /// assert_eq!(EmbassyDriver::new(Machine::default(), inputs.receiver()).timer_deadline(), None);
     /// ```
     pub fn timer_deadline(&self) -> Option<Instant> {
         self.timer.map(|(_, at)| at)
     }
 
     /// Waits for the next input or the backoff timer, whichever comes
-    /// first, feeds it to the machine and returns what happened. Timer
+    /// first, feeds it to the machine and returns what happened (a
+    /// [`Step`]). Timer
     /// outputs are already carried out; the host carries out the others, in
     /// order, before it calls `next` again.
     ///
@@ -153,10 +146,10 @@ impl<'ch, 'a, M: RawMutex, const N: usize> Driver<'ch, 'a, M, N> {
     /// with it).
     ///
     /// ```
-    /// use autoretry::{embassy::{Channel, Driver}, Input, Machine};
+    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
     /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
     /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// let mut driver = Driver::new(Machine::default(), inputs.receiver());
+    /// let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
     /// inputs.try_send(Input::Abort).unwrap();
     /// let step = embassy_futures::block_on(driver.next());
     /// assert_eq!(step.input, Input::Abort);

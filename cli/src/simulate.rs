@@ -15,7 +15,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use autoretry::driver::{Driver, Sink, Wake};
+use autoretry::host::thread::{ThreadDriver, Wake};
+use autoretry::host::Step;
 use autoretry::{
     AssistantMessage, Event, HostOptions, Input, LoaderLine, Machine, Output, RetrySettings,
     StopReason,
@@ -99,7 +100,14 @@ impl Sim {
     }
 }
 
-impl Sink for Sim {
+impl Sim {
+    /// Carries out a step's outputs, in order (a refused step has none).
+    fn carry_out(&mut self, step: &Step<'_>) {
+        for output in step.outputs.iter().flatten() {
+            self.output(output);
+        }
+    }
+
     fn output(&mut self, output: &Output<'_>) {
         match *output {
             Output::Emit(event) => {
@@ -177,7 +185,7 @@ pub fn run(options: &Options) -> u8 {
     let settings = RetrySettings::DEFAULT
         .with_max_retries(options.max_retries)
         .with_base_delay_ms(options.base_delay_ms);
-    let mut driver = Driver::new(Machine::new(settings, HostOptions::default()))
+    let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()))
         .with_time_scale(options.time_scale);
     let latency = driver
         .scaled(options.latency_ms)
@@ -226,22 +234,20 @@ pub fn run(options: &Options) -> u8 {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match driver.wait(&rx, until, &mut sim) {
-            Wake::Message(Msg::Escape) => {
-                let _ = driver.handle(Input::AbortRetry, &mut sim);
-            }
+        match driver.wait(&rx, until) {
+            Wake::Message(Msg::Escape) => sim.carry_out(&driver.handle(Input::AbortRetry)),
             Wake::Message(Msg::Interrupt) => {
                 interrupts += 1;
                 if interrupts == 1 {
                     sim.line("^C: abort_retry (Ctrl-C again aborts)");
-                    let _ = driver.handle(Input::AbortRetry, &mut sim);
+                    sim.carry_out(&driver.handle(Input::AbortRetry));
                 } else {
                     sim.line("^C: abort");
-                    let _ = driver.handle(Input::Abort, &mut sim);
+                    sim.carry_out(&driver.handle(Input::Abort));
                 }
             }
-            // `continue_agent` started the next call.
-            Wake::Fired => {}
+            // `continue_agent` starts the next call.
+            Wake::Fired(step) => sim.carry_out(&step),
             Wake::Until => {
                 if sim.call_due.is_some_and(|due| due <= Instant::now()) {
                     sim.call_due = None;
@@ -292,25 +298,24 @@ pub fn run(options: &Options) -> u8 {
 
 /// The provider answers the call in flight; feeds the run's end to the
 /// machine. Returns whether the answer was good.
-fn provider_answers(sim: &mut Sim, driver: &mut Driver, options: &Options) -> bool {
+fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options) -> bool {
     let good = sim.calls > options.failures;
     let message = if good {
         sim.line("agent: the provider answered (stopReason stop)");
         let message = AssistantMessage::new(StopReason::Stop);
-        let _ = driver.handle(Input::MessageEnd { message }, sim);
+        sim.carry_out(&driver.handle(Input::MessageEnd { message }));
         message
     } else {
         sim.line(&format!("agent: the provider failed: {}", options.error));
         AssistantMessage::error(&options.error)
     };
-    if let Err(refused) = driver.handle(
-        Input::AgentEnd {
-            message,
-            now_ms: None,
-        },
-        sim,
-    ) {
-        sim.line(&format!("agent: refused: {refused}"));
+    let step = driver.handle(Input::AgentEnd {
+        message,
+        now_ms: None,
+    });
+    match step.outputs {
+        Ok(_) => sim.carry_out(&step),
+        Err(refused) => sim.line(&format!("agent: refused: {refused}")),
     }
     good
 }

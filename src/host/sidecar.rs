@@ -30,11 +30,11 @@
 //!   sidecar owns the timer). Timer cancellation stays inside the sidecar.
 //!
 //! ```
-//! use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
-//! let mut driver = Driver::new(Machine::default());
+//! use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+//! let mut driver = ThreadDriver::new(Machine::default());
 //! let mut sidecar = Sidecar::new(Vec::new());
-//! sidecar.handle_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error"}}"#).unwrap();
-//! sidecar.handle_line(&mut driver, br#"{"type":"abort_retry","id":"a1"}"#).unwrap();
+//! sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error"}}"#).unwrap();
+//! sidecar.feed_line(&mut driver, br#"{"type":"abort_retry","id":"a1"}"#).unwrap();
 //! let out = String::from_utf8(sidecar.into_inner()).unwrap();
 //! assert_eq!(out.lines().collect::<Vec<_>>(), [
 //!     r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"529 overloaded_error"}"#,
@@ -54,7 +54,8 @@ use std::thread;
 
 use serde_json::Value;
 
-use crate::driver::{Driver, Sink};
+use crate::host::thread::{ThreadDriver, Turn};
+use crate::host::Step;
 use crate::output::Output;
 use crate::wire::json::{to_json, InputOwned};
 use crate::wire::rpc::{Command, Envelope, Response};
@@ -63,7 +64,7 @@ use crate::wire::rpc::{Command, Envelope, Response};
 /// itself (`cancel_timer`).
 ///
 /// ```
-/// use autoretry::{Output, TimerId, wire::sidecar::output_line};
+/// use autoretry::{Output, TimerId, host::sidecar::output_line};
 /// assert_eq!(output_line(&Output::ContinueAgent).unwrap(), r#"{"type":"action","action":"continue_agent"}"#);
 /// assert_eq!(output_line(&Output::MarkUsageLimit { retry_after_ms: None }).unwrap(),
 ///     r#"{"type":"action","action":"mark_usage_limit","retryAfterMs":null}"#);
@@ -93,17 +94,13 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
 }
 
 /// The sidecar's side of the pipe: turns lines into inputs of a
-/// [`Driver`] and its outputs into lines on `W`.
-///
-/// It is the driver's [`Sink`] too (for the outputs of a fired timer).
-/// Write errors are kept and returned by the next
-/// [`Sidecar::handle_line`] or [`Sidecar::take_error`].
+/// [`ThreadDriver`] and the outputs of its [`Step`]s into lines on `W`.
 ///
 /// ```
-/// use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
-/// let mut driver = Driver::new(Machine::default());
+/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+/// let mut driver = ThreadDriver::new(Machine::default());
 /// let mut sidecar = Sidecar::new(Vec::new());
-/// sidecar.handle_line(&mut driver, br#"{"type":"abort","id":"1"}"#).unwrap();
+/// sidecar.feed_line(&mut driver, br#"{"type":"abort","id":"1"}"#).unwrap();
 /// assert_eq!(String::from_utf8(sidecar.into_inner()).unwrap(),
 ///     "{\"id\":\"1\",\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n\
 ///      {\"type\":\"action\",\"action\":\"abort_agent\"}\n");
@@ -113,20 +110,15 @@ pub struct Sidecar<W: Write> {
     out: W,
     /// The error text of the `agent_end` that asked for `mark_usage_limit`.
     marked_error: Option<String>,
-    /// While a line is handled: its output lines, written after the
-    /// response.
-    held: Option<Vec<String>>,
-    error: Option<io::Error>,
 }
 
 impl<W: Write> Sidecar<W> {
-    /// A sidecar writing to `out` (flushed after every batch of lines).
+    /// A sidecar writing to `out` (flushed after every line fed and every
+    /// step written).
     pub fn new(out: W) -> Self {
         Sidecar {
             out,
             marked_error: None,
-            held: None,
-            error: None,
         }
     }
 
@@ -135,43 +127,64 @@ impl<W: Write> Sidecar<W> {
         self.out
     }
 
-    /// The first write error since the last call, if any.
-    pub fn take_error(&mut self) -> Option<io::Error> {
-        self.error.take()
-    }
-
-    /// Handles one input line (without its newline; a trailing `\r` is
-    /// ignored): writes the response, if any, then the lines of the
-    /// outputs, and flushes. Returns the first write error.
+    /// Feeds one input line (without its newline; a trailing `\r` is
+    /// ignored) to the driver: writes the response, if any, then the lines
+    /// of the outputs, and flushes. Returns the first write error.
     ///
     /// ```
-    /// use autoretry::{Machine, driver::Driver, wire::sidecar::Sidecar};
-    /// let mut driver = Driver::new(Machine::default());
+    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+    /// let mut driver = ThreadDriver::new(Machine::default());
     /// let mut sidecar = Sidecar::new(Vec::new());
     /// // An accepted agent event that starts nothing writes nothing but its action.
-    /// sidecar.handle_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"stop"}}"#).unwrap();
+    /// sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"stop"}}"#).unwrap();
     /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"check_compaction\"}\n");
     /// ```
-    pub fn handle_line(&mut self, driver: &mut Driver, line: &[u8]) -> io::Result<()> {
+    pub fn feed_line(&mut self, driver: &mut ThreadDriver, line: &[u8]) -> io::Result<()> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(|b| matches!(b, b' ' | b'\t')) {
-            return self.take_error().map_or(Ok(()), Err);
+            return Ok(());
         }
-        self.held = Some(Vec::new());
-        let response = self.respond(driver, line);
-        let held = self.held.take().unwrap_or_default();
+        let mut held = Vec::new();
+        let response = self.respond(driver, line, &mut held);
         if let Some(response) = response {
-            self.write(&response.to_json_line());
+            writeln!(self.out, "{}", response.to_json_line())?;
         }
         for line in held {
-            self.write(&line);
+            writeln!(self.out, "{line}")?;
         }
-        self.flush();
-        self.take_error().map_or(Ok(()), Err)
+        self.out.flush()
     }
 
-    /// Decodes and runs one line; the response to write, if any.
-    fn respond(&mut self, driver: &mut Driver, line: &[u8]) -> Option<Response> {
+    /// Writes the lines of a step's outputs (a fired timer's, from
+    /// [`ThreadDriver::wait`] or [`ThreadDriver::run`]) and flushes. A
+    /// refused step writes nothing: refusals are answered by
+    /// [`Sidecar::feed_line`], which names the command.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+    /// let mut sidecar = Sidecar::new(Vec::new());
+    /// sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#).unwrap();
+    /// let mut sidecar = Sidecar::new(Vec::new());
+    /// sidecar.write_step(&driver.fire_due(Instant::now()).unwrap()).unwrap();
+    /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"continue_agent\"}\n");
+    /// ```
+    pub fn write_step(&mut self, step: &Step<'_>) -> io::Result<()> {
+        for line in step.outputs.iter().flatten().filter_map(output_line) {
+            writeln!(self.out, "{line}")?;
+        }
+        self.out.flush()
+    }
+
+    /// Decodes and runs one line; the response to write, if any. The lines
+    /// of the outputs go to `held` (they follow the response).
+    fn respond(
+        &mut self,
+        driver: &mut ThreadDriver,
+        line: &[u8],
+        held: &mut Vec<String>,
+    ) -> Option<Response> {
         let text = match std::str::from_utf8(line) {
             Ok(text) => text,
             Err(e) => {
@@ -188,24 +201,36 @@ impl<W: Write> Sidecar<W> {
         };
         match envelope.type_name() {
             "message_end" | "agent_end" | "usage_limit_marked" => {
-                self.agent_event(driver, &envelope)
+                self.agent_event(driver, &envelope, held)
             }
             _ => Some(match Command::from_envelope(&envelope) {
                 None => envelope.unknown(),
                 Some(Err(response)) => response,
-                Some(Ok(command)) => {
-                    let result = command.input().map(|input| driver.handle(input, self));
-                    match result {
-                        Some(Err(refused)) => envelope.error(refused.to_string()),
-                        None | Some(Ok(())) => command.answer(&envelope, driver.machine()),
+                Some(Ok(command)) => match command.input().map(|input| driver.handle(input)) {
+                    Some(Step {
+                        outputs: Err(refused),
+                        ..
+                    }) => envelope.error(refused.to_string()),
+                    Some(Step {
+                        outputs: Ok(outputs),
+                        ..
+                    }) => {
+                        held.extend(outputs.iter().filter_map(output_line));
+                        command.answer(&envelope, driver.machine())
                     }
-                }
+                    None => command.answer(&envelope, driver.machine()),
+                },
             }),
         }
     }
 
     /// An agent event: no response unless it is malformed or refused.
-    fn agent_event(&mut self, driver: &mut Driver, envelope: &Envelope) -> Option<Response> {
+    fn agent_event(
+        &mut self,
+        driver: &mut ThreadDriver,
+        envelope: &Envelope,
+        held: &mut Vec<String>,
+    ) -> Option<Response> {
         let mut object = envelope.fields().clone();
         object.insert("type".into(), Value::String(envelope.type_name().into()));
         let event = match InputOwned::from_json(&Value::Object(object)) {
@@ -222,8 +247,9 @@ impl<W: Write> Sidecar<W> {
             Ok(input) => input,
             Err(error) => return Some(envelope.error(error.to_owned())),
         };
-        if let Err(refused) = driver.handle(input, self) {
-            return Some(envelope.error(refused.to_string()));
+        match driver.handle(input).outputs {
+            Err(refused) => return Some(envelope.error(refused.to_string())),
+            Ok(outputs) => held.extend(outputs.iter().filter_map(output_line)),
         }
         match &event {
             InputOwned::AgentEnd { message, .. }
@@ -236,39 +262,6 @@ impl<W: Write> Sidecar<W> {
         }
         None
     }
-
-    fn write(&mut self, line: &str) {
-        if self.error.is_none() {
-            if let Err(e) = writeln!(self.out, "{line}") {
-                self.error = Some(e);
-            }
-        }
-    }
-
-    fn flush(&mut self) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.flush() {
-                self.error = Some(e);
-            }
-        }
-    }
-}
-
-impl<W: Write> Sink for Sidecar<W> {
-    /// Holds the line while a line is handled (it follows the response);
-    /// otherwise (a fired timer) writes and flushes it at once.
-    fn output(&mut self, output: &Output<'_>) {
-        let Some(line) = output_line(output) else {
-            return;
-        };
-        match &mut self.held {
-            Some(held) => held.push(line),
-            None => {
-                self.write(&line);
-                self.flush();
-            }
-        }
-    }
 }
 
 /// Serves the sidecar until the end of `input`: a thread reads lines from
@@ -279,16 +272,16 @@ impl<W: Write> Sink for Sidecar<W> {
 /// Returns the first read or write error.
 ///
 /// ```
-/// use autoretry::{Machine, driver::Driver, wire::sidecar::serve};
+/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::serve};
 /// let input = b"{\"type\":\"get_retry_state\",\"id\":\"q\"}\nnot json\n";
 /// let mut out = Vec::new();
-/// serve(Driver::new(Machine::default()), &input[..], &mut out).unwrap();
+/// serve(ThreadDriver::new(Machine::default()), &input[..], &mut out).unwrap();
 /// let out = String::from_utf8(out).unwrap();
 /// let lines: Vec<&str> = out.lines().collect();
 /// assert_eq!(lines[0], r#"{"id":"q","type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#);
 /// assert!(lines[1].starts_with(r#"{"type":"response","command":"parse","success":false,"error":"invalid JSON: "#));
 /// ```
-pub fn serve<R, W>(mut driver: Driver, input: R, output: W) -> io::Result<()>
+pub fn serve<R, W>(mut driver: ThreadDriver, input: R, output: W) -> io::Result<()>
 where
     R: BufRead + Send + 'static,
     W: Write,
@@ -297,8 +290,12 @@ where
     let reader = thread::spawn(move || read_lines(input, &tx));
     let mut sidecar = Sidecar::new(output);
     let mut result = Ok(());
-    driver.run(&rx, &mut sidecar, |driver, sidecar, line| {
-        match line.and_then(|line| sidecar.handle_line(driver, &line)) {
+    driver.run(&rx, |driver, turn| {
+        let written = match turn {
+            Turn::Message(line) => line.and_then(|line| sidecar.feed_line(driver, &line)),
+            Turn::Fired(step) => sidecar.write_step(&step),
+        };
+        match written {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 result = Err(e);
@@ -306,18 +303,16 @@ where
             }
         }
     });
-    // A write error after a fired timer.
-    if let Some(e) = sidecar.take_error() {
-        result = result.and(Err(e));
+    if result.is_ok() {
+        result = sidecar.out.flush();
     }
-    sidecar.flush();
     drop(rx);
     // The reader ends at the end of input, or at its next line once the
     // channel is gone; it is not waited for after an error.
     if result.is_ok() {
         let _ = reader.join();
     }
-    result.and(sidecar.take_error().map_or(Ok(()), Err))
+    result
 }
 
 /// Sends every line of `input` (without its `\n`), then an error if reading
@@ -349,9 +344,9 @@ mod tests {
     use super::*;
     use crate::{HostOptions, Machine, RetrySettings};
 
-    fn run(driver: &mut Driver, sidecar: &mut Sidecar<Vec<u8>>, line: &str) -> Vec<String> {
+    fn run(driver: &mut ThreadDriver, sidecar: &mut Sidecar<Vec<u8>>, line: &str) -> Vec<String> {
         let before = sidecar.out.len();
-        sidecar.handle_line(driver, line.as_bytes()).unwrap();
+        sidecar.feed_line(driver, line.as_bytes()).unwrap();
         String::from_utf8(sidecar.out[before..].to_vec())
             .unwrap()
             .lines()
@@ -361,7 +356,7 @@ mod tests {
 
     #[test]
     fn refused_and_malformed_agent_events_answer() {
-        let mut driver = Driver::new(Machine::default());
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut s = Sidecar::new(Vec::new());
         let failed =
             r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#;
@@ -400,7 +395,7 @@ mod tests {
     #[test]
     fn the_usage_limit_answer_carries_the_marked_text() {
         let host = HostOptions::default().with_credential_store(true);
-        let mut driver = Driver::new(Machine::new(RetrySettings::DEFAULT, host));
+        let mut driver = ThreadDriver::new(Machine::new(RetrySettings::DEFAULT, host));
         let mut s = Sidecar::new(Vec::new());
         let limited = r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"usage_limit_reached retry-after-ms: 1500"}}"#;
         assert_eq!(
@@ -430,7 +425,7 @@ mod tests {
 
     #[test]
     fn commands_answer_first() {
-        let mut driver = Driver::new(Machine::default());
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut s = Sidecar::new(Vec::new());
         assert_eq!(
             run(&mut driver, &mut s, r#"{"type":"abort","id":"x"}"#),
@@ -451,7 +446,7 @@ mod tests {
         );
         assert_eq!(driver.machine().settings(), RetrySettings::DEFAULT);
         assert!(run(&mut driver, &mut s, "  \r").is_empty());
-        s.handle_line(&mut driver, b"{\"type\":\"abort\xff\"}")
+        s.feed_line(&mut driver, b"{\"type\":\"abort\xff\"}")
             .unwrap();
         let out = String::from_utf8(s.into_inner()).unwrap();
         let last = out.lines().last().unwrap();

@@ -1,8 +1,5 @@
 //! The `autoretry` binary: `replay` on every vector file, `classify` on the
 //! corpus, and the error paths.
-#![cfg(feature = "cli")]
-
-mod common;
 
 use std::fs;
 use std::io::Write;
@@ -27,13 +24,25 @@ fn run_stdin(args: &[&str], stdin: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// The repository root (this package is `cli/` in it).
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+/// The vendored vector files of the root package, sorted by name.
+fn vector_files() -> Vec<PathBuf> {
+    let mut paths: Vec<_> = fs::read_dir(root().join("tests/vectors"))
+        .expect("tests/vectors")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
 }
 
 #[test]
 fn replay_every_vector_file() {
-    let paths = common::vector_files();
+    let paths = vector_files();
     let (mut files, mut steps) = (0, 0);
     for path in &paths {
         let output = bin().arg("replay").arg(path).output().unwrap();

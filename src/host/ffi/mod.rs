@@ -1,0 +1,110 @@
+//! A C ABI for hosts that drive the machine by hand, with no allocator:
+//! WebAssembly modules (`wasm32-unknown-unknown`, see `tests/wasm/`) and C
+//! programs. Feature `ffi`.
+//!
+//! # Model
+//!
+//! - **Machines** live in a fixed pool of [`POOL_SIZE`] slots in a static;
+//!   a handle is a slot index. [`autoretry_new`] takes a free slot,
+//!   [`autoretry_free`] releases it.
+//! - **Inputs** are one function each, with scalar arguments; texts (an
+//!   `errorMessage`) come as a pointer and a byte length, UTF-8, at most
+//!   [`MAX_TEXT`] bytes; a length of `-1` means "no text".
+//! - **Outputs** of an input are written, as UTF-8 JSON, into the caller's
+//!   buffer `(out, out_cap)`: an array of the output objects exactly as in
+//!   the vectors and on the RPC stream (`[{"type":"sleep","ms":2000,"timer":1}]`,
+//!   event keys in spec order). Timer ids are the machine's own. The return
+//!   value is the JSON's length in bytes, or a negative error code
+//!   (`ERR_*`); on [`ERR_REFUSED`] nothing changed (spec §6a).
+//! - **Usage-limit answer**: when an `agent_end` produces
+//!   `mark_usage_limit`, the slot keeps a copy of the message's error text
+//!   (at most [`MAX_TEXT`] bytes, the limit for every text, so the copy
+//!   always fits), and [`autoretry_usage_limit_marked`] passes it back.
+//! - Settings are validated by the host (they arrive as typed integers).
+//!
+//! A WebAssembly host has no allocator to put texts in the module's memory:
+//! it writes them into [`autoretry_text_buffer`] ([`MAX_TEXT`] bytes) and
+//! passes [`autoretry_out_buffer`] ([`OUT_BUFFER_LEN`] bytes) for outputs.
+//! Those two buffers belong to the host; the module only touches them
+//! through the pointers the host passes back.
+//!
+//! # Rooms and safety
+//!
+//! This is the crate's only module with `unsafe` code. Its three files:
+//!
+//! - `pool.rs`: the pool in a static behind an atomic lock, the two static
+//!   exchange buffers, and the conversion of the host's `(pointer, length)`
+//!   pairs into slices: every `unsafe` operation, each argued where it
+//!   happens;
+//! - `abi.rs`: the exported functions (`#[no_mangle]`; those that take
+//!   pointers are `unsafe extern "C" fn` whose contract, stated on each,
+//!   is forwarded to `pool.rs`): argument checks, inputs, the kept text;
+//! - `out.rs`: the outputs' and the state's JSON, written by `wire`'s
+//!   `Serialize` impls through serde-json-core; safe code.
+//!
+//! ```
+//! use autoretry::host::ffi::*;
+//! let h = autoretry_new(1, 3, 2000, 0, 0);
+//! assert!(h >= 0);
+//! let text = "529 overloaded_error";
+//! let mut out = [0u8; 512];
+//! // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
+//! let n = unsafe {
+//!     autoretry_agent_end(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32)
+//! };
+//! let json = core::str::from_utf8(&out[..n as usize]).unwrap();
+//! assert!(json.ends_with(r#"{"type":"drop_trailing_error"},{"type":"sleep","ms":2000,"timer":1}]"#));
+//! assert_eq!(autoretry_free(h), 0);
+//! ```
+mod abi;
+mod out;
+mod pool;
+
+pub use abi::*;
+
+/// How many machines can be alive at once.
+pub const POOL_SIZE: usize = 8;
+/// The longest text (`errorMessage`) an input may carry, in bytes.
+pub const MAX_TEXT: usize = 4096;
+/// The length of [`autoretry_out_buffer`]: enough for the outputs of any
+/// input whose text is within [`MAX_TEXT`] (a text escapes to at most six
+/// times its length, and an input's outputs carry at most one text).
+pub const OUT_BUFFER_LEN: usize = 6 * MAX_TEXT + 1024;
+
+/// No machine with this handle (never created, freed, or out of range).
+pub const ERR_HANDLE: i32 = -1;
+/// The machine refused the input (spec §6a); nothing changed.
+pub const ERR_REFUSED: i32 = -2;
+/// The text is not UTF-8.
+pub const ERR_UTF8: i32 = -3;
+/// The text is longer than [`MAX_TEXT`], or its length is negative other
+/// than `-1`.
+pub const ERR_TEXT_LEN: i32 = -4;
+/// Every slot of the pool is in use.
+pub const ERR_POOL_FULL: i32 = -5;
+/// An argument is out of range (a stop reason, a null pointer with a
+/// length, a text that overlaps the output buffer).
+pub const ERR_ARG: i32 = -6;
+/// The output buffer is too small. The input **was** handled: the outputs
+/// are lost, so pass at least [`OUT_BUFFER_LEN`] bytes.
+pub const ERR_OUT_TOO_SMALL: i32 = -7;
+
+/// `stopReason` `"stop"`.
+pub const STOP_STOP: u32 = 0;
+/// `stopReason` `"length"`.
+pub const STOP_LENGTH: u32 = 1;
+/// `stopReason` `"toolUse"`.
+pub const STOP_TOOL_USE: u32 = 2;
+/// `stopReason` `"error"`.
+pub const STOP_ERROR: u32 = 3;
+/// `stopReason` `"aborted"`.
+pub const STOP_ABORTED: u32 = 4;
+
+/// The WebAssembly module is a final artifact without `std`: it needs a
+/// panic handler. The core is panic-free, so this is never reached; if it
+/// were, the host sees a trap.
+#[cfg(all(target_arch = "wasm32", not(feature = "std"), not(test)))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}

@@ -1,0 +1,63 @@
+//! The hosts: loops that feed the machine its inputs and carry out its
+//! outputs, with no policy of their own (every decision stays in
+//! [`Machine`](crate::Machine)).
+//!
+//! | host | feature | what it is |
+//! |---|---|---|
+//! | [`thread`] | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
+//! | [`embassy`] | `embassy` | an async driver on `embassy-time`: the backoff on a `Timer`, inputs from a channel |
+//! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`, on top of [`thread`] |
+//! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
+//!
+//! Both drivers deliver what they did in one shape, a [`Step`]: the input
+//! they fed and the machine's answer, with the timer outputs already
+//! carried out by the driver.
+//!
+//! A host that drives the machine by hand (firmware, a test) needs none of
+//! them: [`Machine::handle`](crate::Machine::handle) is the whole protocol.
+
+use crate::{Input, Outputs, Refused};
+
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod thread;
+
+#[cfg(feature = "embassy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embassy")))]
+pub mod embassy;
+
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub mod sidecar;
+
+#[cfg(feature = "ffi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ffi")))]
+pub mod ffi;
+
+/// What one input fed by a driver did: the input (the host's, or
+/// `timer_fired` from the driver's own timer) and the machine's answer.
+///
+/// The driver has already carried out the timer outputs ([`Output::Sleep`]
+/// armed its timer, [`Output::CancelTimer`] disarmed it); they stay in
+/// `outputs`, for the record. Every other output is the host's to carry
+/// out, in order, before it feeds the next input. A refused input changed
+/// nothing.
+///
+/// [`Output::Sleep`]: crate::Output::Sleep
+/// [`Output::CancelTimer`]: crate::Output::CancelTimer
+///
+/// ```
+/// use autoretry::{host::Step, Input, Machine, Output, Refused};
+/// let mut machine = Machine::default();
+/// let step = Step { input: Input::Abort, outputs: machine.handle(Input::Abort) };
+/// assert_eq!(step.outputs.iter().flatten().collect::<Vec<_>>(), [&Output::AbortAgent]);
+/// let refused: Step<'_> = Step { input: Input::Abort, outputs: Err(Refused::AgentRunDuringBackoff) };
+/// assert_eq!(refused.outputs.iter().flatten().count(), 0);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step<'a> {
+    /// The input fed to the machine.
+    pub input: Input<'a>,
+    /// Its outputs, or why it was refused (spec §6a).
+    pub outputs: Result<Outputs<'a>, Refused>,
+}

@@ -1,0 +1,613 @@
+//! A real-time host on std (feature `std`): [`ThreadDriver`] runs the machine on
+//! one thread, with a real backoff timer and inputs from a channel.
+//!
+//! The driver adds no policy: it carries out the two timer outputs itself
+//! ([`Output::Sleep`] sets a deadline, [`Output::CancelTimer`] clears it),
+//! feeds [`Input::TimerFired`] when the deadline passes, and delivers what
+//! every input did as a [`Step`] (the shape of the embassy driver too):
+//! the host carries out the other outputs, in order. Every decision stays
+//! in the [`Machine`].
+//!
+//! One thread owns the driver and an [`mpsc::Receiver`]; other threads (a
+//! stdin reader, a key reader, an agent) send it messages of any type `T`.
+//! [`ThreadDriver::wait`] blocks for a message or the deadline, whichever
+//! comes first; [`ThreadDriver::run`] loops on it and gives each [`Turn`] (a
+//! message, or the step of a fired timer) to a callback. A message becomes
+//! a step with [`ThreadDriver::handle`]:
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//! use std::sync::mpsc;
+//! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
+//! use autoretry::host::thread::{ThreadDriver, Turn};
+//!
+//! // What the agent sends (owned: it crosses threads).
+//! enum Msg { Failed(String), Answered }
+//!
+//! let (tx, rx) = mpsc::channel();
+//! let agent = tx.clone();
+//! tx.send(Msg::Failed("503 Service Unavailable".into())).unwrap();
+//!
+//! let settings = RetrySettings::DEFAULT.with_base_delay_ms(5);
+//! let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()));
+//! let mut log = Vec::new();
+//! driver.run(&rx, |driver, turn| {
+//!     let msg; // outlives the step, which may borrow its text
+//!     let step = match turn {
+//!         // The backoff (5 ms) is over: the driver fed `timer_fired`.
+//!         Turn::Fired(step) => step,
+//!         Turn::Message(m) => {
+//!             msg = m;
+//!             let message = match &msg {
+//!                 Msg::Failed(text) => AssistantMessage::error(text),
+//!                 Msg::Answered => AssistantMessage::new(StopReason::Stop),
+//!             };
+//!             driver.handle(Input::AgentEnd { message, now_ms: None })
+//!         }
+//!     };
+//!     let mut over = false;
+//!     for output in step.outputs.as_deref().expect("in turn") {
+//!         match output {
+//!             // The agent re-runs and answers well.
+//!             Output::ContinueAgent => agent.send(Msg::Answered).unwrap(),
+//!             // The prompt is over.
+//!             Output::CheckCompaction => over = true,
+//!             _ => {}
+//!         }
+//!         log.push(output.type_name());
+//!     }
+//!     if over { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+//! });
+//! assert_eq!(log, ["emit", "drop_trailing_error", "sleep", "continue_agent",
+//!                  "emit", "settled", "check_compaction"]);
+//! ```
+//!
+//! # Cancellation races
+//!
+//! A cancellation and the deadline can meet. The driver never lets that
+//! produce a continue after a cancel, or two continues:
+//!
+//! - messages come first: a message already queued when the deadline passes
+//!   is handed out before the timer fires, so an `abort_retry` sent in time
+//!   cancels the timer (the machine answers `cancel_timer`, which clears the
+//!   deadline);
+//! - the deadline is cleared before [`Input::TimerFired`] is fed, so it
+//!   fires once;
+//! - the machine ignores a `timer_fired` for any timer but the pending one,
+//!   so even a stale id could not continue the agent.
+
+use std::ops::ControlFlow;
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use crate::host::Step;
+use crate::machine::{Input, Machine, RetryState};
+use crate::output::{Output, TimerId};
+
+/// Why [`ThreadDriver::wait`] returned.
+///
+/// ```
+/// use std::sync::mpsc;
+/// use autoretry::{Machine, host::thread::{ThreadDriver, Wake}};
+/// let (tx, rx) = mpsc::channel();
+/// tx.send("hello").unwrap();
+/// let mut driver = ThreadDriver::new(Machine::default());
+/// assert_eq!(driver.wait(&rx, None), Wake::Message("hello"));
+/// drop(tx);
+/// assert_eq!(driver.wait(&rx, None), Wake::Closed);
+/// ```
+// A step is moved out by value, as `handle` returns it; boxing would
+// allocate once per fired timer for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wake<T> {
+    /// A message arrived; the caller feeds it with [`ThreadDriver::handle`].
+    Message(T),
+    /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
+    /// the step's outputs (`continue_agent`) are the caller's to carry out.
+    Fired(Step<'static>),
+    /// The `until` instant passed first (for a caller's own ticks, such as a
+    /// spinner).
+    Until,
+    /// Every sender is gone: no more input will come.
+    Closed,
+}
+
+/// What [`ThreadDriver::run`] hands its callback: a message, or the step of
+/// a fired timer.
+///
+/// ```
+/// use std::ops::ControlFlow;
+/// use std::sync::mpsc;
+/// use autoretry::{Machine, host::thread::{ThreadDriver, Turn}};
+/// let (tx, rx) = mpsc::channel();
+/// tx.send(7).unwrap();
+/// drop(tx);
+/// let mut seen = Vec::new();
+/// ThreadDriver::new(Machine::default()).run(&rx, |_, turn| {
+///     seen.push(turn);
+///     ControlFlow::Continue(())
+/// });
+/// assert_eq!(seen, [Turn::Message(7)]);
+/// ```
+// A step is moved out by value, as `handle` returns it; boxing would
+// allocate once per fired timer for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Turn<T> {
+    /// A message arrived; the callback feeds it with [`ThreadDriver::handle`].
+    Message(T),
+    /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
+    /// the step's outputs (`continue_agent`) are the callback's to carry out.
+    Fired(Step<'static>),
+}
+
+/// The pending backoff timer: its id and deadline (`None`: beyond the
+/// clock's range, it never fires).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pending {
+    timer: TimerId,
+    at: Option<Instant>,
+}
+
+/// A [`Machine`] with a real-time backoff timer.
+///
+/// ```
+/// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
+/// let mut driver = ThreadDriver::new(Machine::default());
+/// let mut outputs = Vec::new();
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None };
+/// outputs.extend(driver.handle(failed).outputs.unwrap().iter().map(|o| o.type_name()));
+/// assert!(driver.deadline().is_some()); // 2 s from now
+/// outputs.extend(driver.handle(Input::AbortRetry).outputs.unwrap().iter().map(|o| o.type_name()));
+/// assert!(driver.deadline().is_none());
+/// assert_eq!(outputs, ["emit", "drop_trailing_error", "sleep",
+///                      "cancel_timer", "emit", "settled", "check_compaction"]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ThreadDriver {
+    machine: Machine,
+    pending: Option<Pending>,
+    time_scale: f64,
+}
+
+impl ThreadDriver {
+    /// A driver for this machine, in real time (time scale 1).
+    pub fn new(machine: Machine) -> Self {
+        ThreadDriver {
+            machine,
+            pending: None,
+            time_scale: 1.0,
+        }
+    }
+
+    /// The same driver with every backoff multiplied by `scale` (0.01 runs
+    /// a 2 s backoff in 20 ms). A negative or NaN scale counts as 0; an
+    /// infinite one (or any backoff beyond the clock's range) never fires.
+    /// The machine's outputs and events keep the unscaled figures.
+    ///
+    /// ```
+    /// use autoretry::{Machine, host::thread::ThreadDriver};
+    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(0.5).time_scale(), 0.5);
+    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(-1.0).time_scale(), 0.0);
+    /// ```
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = if scale > 0.0 { scale } else { 0.0 };
+        self
+    }
+
+    /// The time scale.
+    pub fn time_scale(&self) -> f64 {
+        self.time_scale
+    }
+
+    /// The machine (for its queries: [`Machine::state`], settings, ...).
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The machine's query surface.
+    pub fn state(&self) -> RetryState {
+        self.machine.state()
+    }
+
+    /// When the pending backoff timer fires; `None` when no timer is
+    /// pending (or it never fires).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.pending.and_then(|p| p.at)
+    }
+
+    /// The wall-clock duration of a backoff of `ms` milliseconds at this
+    /// time scale; `None` when it is beyond any clock.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, host::thread::ThreadDriver};
+    /// let d = ThreadDriver::new(Machine::default()).with_time_scale(0.01);
+    /// assert_eq!(d.scaled(2000), Some(Duration::from_millis(20)));
+    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(f64::INFINITY).scaled(1), None);
+    /// ```
+    pub fn scaled(&self, ms: u64) -> Option<Duration> {
+        if self.time_scale == 1.0 {
+            return Some(Duration::from_millis(ms));
+        }
+        Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
+    }
+
+    /// Feeds one input to the machine and carries out its timer outputs,
+    /// in order: a `sleep` starts the deadline, a `cancel_timer` clears it.
+    /// Returns the [`Step`]; every other output in it is the caller's to
+    /// carry out. A refused input changes nothing.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, Refused, StopReason, host::thread::ThreadDriver};
+    /// let mut driver = ThreadDriver::new(Machine::default());
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("429 Too Many Requests"), now_ms: None };
+    /// let step = driver.handle(failed);
+    /// assert_eq!(step.input, failed);
+    /// assert!(matches!(step.outputs.unwrap()[2], Output::Sleep { ms: 2000, .. }));
+    /// let early = Input::MessageEnd { message: AssistantMessage::new(StopReason::Stop) };
+    /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
+    /// ```
+    pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
+        let outputs = self.machine.handle(input);
+        for output in outputs.iter().flatten() {
+            match *output {
+                Output::Sleep { ms, timer } => {
+                    let at = self.scaled(ms).and_then(|d| Instant::now().checked_add(d));
+                    self.pending = Some(Pending { timer, at });
+                }
+                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
+                    self.pending = None;
+                }
+                _ => {}
+            }
+        }
+        Step { input, outputs }
+    }
+
+    /// Fires the pending timer if its deadline is at or before `now`:
+    /// clears it, feeds [`Input::TimerFired`] and returns the step (its
+    /// outputs are the caller's to carry out). `None` when nothing was due.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
+    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let step = driver.fire_due(Instant::now()).unwrap();
+    /// assert!(matches!(step.input, Input::TimerFired { .. }));
+    /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
+    /// assert_eq!(driver.fire_due(Instant::now()), None); // one-shot
+    /// ```
+    pub fn fire_due(&mut self, now: Instant) -> Option<Step<'static>> {
+        match self.pending {
+            Some(Pending {
+                timer,
+                at: Some(at),
+            }) if at <= now => {
+                self.pending = None;
+                // The machine checks the id; `TimerFired` is never refused.
+                Some(self.handle(Input::TimerFired { timer }))
+            }
+            _ => None,
+        }
+    }
+
+    /// Forgets the pending timer without telling the machine (which stays
+    /// in its backoff): for a host that shuts down. Returns its id.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
+    /// let mut driver = ThreadDriver::new(Machine::default());
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
+    pub fn stop_timer(&mut self) -> Option<TimerId> {
+        self.pending.take().map(|p| p.timer)
+    }
+
+    /// Blocks until a message arrives, the backoff deadline passes (then the
+    /// timer is fired, see [`ThreadDriver::fire_due`]), `until` passes, or the
+    /// channel closes. A message already queued comes before a due timer.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::{Duration, Instant};
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::{ThreadDriver, Wake}};
+    /// let (_tx, rx) = mpsc::channel::<()>();
+    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let Wake::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
+    /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
+    /// let soon = Instant::now() + Duration::from_millis(1);
+    /// assert_eq!(driver.wait(&rx, Some(soon)), Wake::Until);
+    /// ```
+    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Instant>) -> Wake<T> {
+        loop {
+            match rx.try_recv() {
+                Ok(message) => return Wake::Message(message),
+                Err(TryRecvError::Disconnected) => return Wake::Closed,
+                Err(TryRecvError::Empty) => {}
+            }
+            let now = Instant::now();
+            if let Some(step) = self.fire_due(now) {
+                return Wake::Fired(step);
+            }
+            if until.is_some_and(|until| until <= now) {
+                return Wake::Until;
+            }
+            let next = match (self.deadline(), until) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let received = match next {
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(next) => rx.recv_timeout(next.saturating_duration_since(now)),
+            };
+            match received {
+                Ok(message) => return Wake::Message(message),
+                Err(RecvTimeoutError::Disconnected) => return Wake::Closed,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Runs until the channel closes or `on_turn` breaks: waits as
+    /// [`ThreadDriver::wait`] does and gives each message, and each fired
+    /// timer's step, to `on_turn` (which feeds a message to the machine
+    /// with [`ThreadDriver::handle`] and carries out the outputs). On
+    /// return, the pending timer is stopped ([`ThreadDriver::stop_timer`]):
+    /// nothing fires after the run. See the [module docs](self) for a
+    /// whole loop.
+    pub fn run<T>(
+        &mut self,
+        rx: &mpsc::Receiver<T>,
+        mut on_turn: impl FnMut(&mut ThreadDriver, Turn<T>) -> ControlFlow<()>,
+    ) {
+        loop {
+            let turn = match self.wait(rx, None) {
+                Wake::Message(message) => Turn::Message(message),
+                Wake::Fired(step) => Turn::Fired(step),
+                Wake::Until => continue,
+                Wake::Closed => break,
+            };
+            if on_turn(self, turn).is_break() {
+                break;
+            }
+        }
+        self.stop_timer();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AssistantMessage, Refused, RetrySettings, StopReason};
+    use std::thread;
+
+    fn failed() -> Input<'static> {
+        Input::AgentEnd {
+            message: AssistantMessage::error("503 Service Unavailable"),
+            now_ms: None,
+        }
+    }
+
+    fn answered() -> Input<'static> {
+        Input::AgentEnd {
+            message: AssistantMessage::new(StopReason::Stop),
+            now_ms: None,
+        }
+    }
+
+    fn names(outputs: &[String], name: &str) -> usize {
+        outputs.iter().filter(|o| *o == name).count()
+    }
+
+    /// No `continue_agent` after a cancellation of the same chain, and at
+    /// most one per backoff.
+    fn check_no_continue_after_cancel(log: &[String]) {
+        let cancel = log.iter().position(|o| o == "cancel_timer" || o == "end");
+        let continues = names(log, "continue_agent");
+        assert!(continues <= 1, "{log:?}");
+        if let (Some(cancel), Some(cont)) = (cancel, log.iter().position(|o| o == "continue_agent"))
+        {
+            assert!(cont < cancel, "continue after cancel: {log:?}");
+        }
+    }
+
+    /// Appends the names of an accepted step's outputs to `log`.
+    fn record(log: &mut Vec<String>, step: &Step<'_>) {
+        let outputs = step.outputs.as_ref().expect("accepted");
+        log.extend(outputs.iter().map(|o| match o {
+            Output::Emit(crate::Event::End { .. }) => "end".into(),
+            other => other.type_name().into(),
+        }));
+    }
+
+    /// A loop that feeds every input it receives and records the outputs.
+    fn record_turns<'l>(
+        log: &'l mut Vec<String>,
+    ) -> impl FnMut(&mut ThreadDriver, Turn<Input<'static>>) -> ControlFlow<()> + 'l {
+        move |driver, turn| {
+            let step = match turn {
+                Turn::Message(input) => driver.handle(input),
+                Turn::Fired(step) => step,
+            };
+            record(log, &step);
+            ControlFlow::Continue(())
+        }
+    }
+
+    #[test]
+    fn a_queued_cancel_beats_a_due_timer() {
+        // Time scale 0: the deadline is already due when the cancel is queued.
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        let (tx, rx) = mpsc::channel();
+        record(&mut log, &driver.handle(failed()));
+        tx.send(Input::AbortRetry).unwrap();
+        drop(tx);
+        driver.run(&rx, record_turns(&mut log));
+        assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
+        assert_eq!(names(&log, "cancel_timer"), 1, "{log:?}");
+        assert!(!driver.state().is_retrying);
+    }
+
+    #[test]
+    fn a_cancel_just_after_the_fire_ends_the_running_chain() {
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        let timer = driver.machine().pending_timer().unwrap();
+        let fired = driver.fire_due(Instant::now()).expect("due");
+        assert_eq!(fired.input, Input::TimerFired { timer });
+        record(&mut log, &fired);
+        record(&mut log, &driver.handle(Input::AbortRetry));
+        // A late, duplicate fire of the same timer changes nothing.
+        record(&mut log, &driver.handle(Input::TimerFired { timer }));
+        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(
+            log,
+            [
+                "emit",
+                "drop_trailing_error",
+                "sleep",
+                "continue_agent",
+                "end",
+                "settled"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stale_timer_never_continues() {
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        let timer = driver.machine().pending_timer().unwrap();
+        record(&mut log, &driver.handle(Input::AbortRetry));
+        assert_eq!(driver.deadline(), None);
+        record(&mut log, &driver.handle(Input::TimerFired { timer }));
+        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
+    }
+
+    #[test]
+    fn racing_cancels_never_continue_after_cancel() {
+        // A sender thread cancels around the deadline; whichever side wins,
+        // the invariants hold.
+        for round in 0..60u64 {
+            let settings = RetrySettings::DEFAULT.with_base_delay_ms(2);
+            let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
+            let mut log = Vec::new();
+            let (tx, rx) = mpsc::channel();
+            record(&mut log, &driver.handle(failed()));
+            let sender = thread::spawn(move || {
+                thread::sleep(Duration::from_micros(round * 70));
+                let _ = tx.send(Input::AbortRetry);
+            });
+            driver.run(&rx, record_turns(&mut log));
+            sender.join().unwrap();
+            check_no_continue_after_cancel(&log);
+            assert_eq!(names(&log, "end"), 1, "{log:?}");
+            assert!(!driver.state().is_retrying, "{log:?}");
+        }
+    }
+
+    #[test]
+    fn the_timer_fires_once_and_in_time() {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(10);
+        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
+        let (tx, rx) = mpsc::channel::<Input<'static>>();
+        let mut log = Vec::new();
+        let start = Instant::now();
+        record(&mut log, &driver.handle(failed()));
+        let timer = driver.machine().pending_timer().unwrap();
+        let Wake::Fired(step) = driver.wait(&rx, None) else {
+            panic!("the timer fires")
+        };
+        assert!(start.elapsed() >= Duration::from_millis(10));
+        assert_eq!(step.input, Input::TimerFired { timer });
+        record(&mut log, &step);
+        // Nothing is pending any more: a bounded wait ends by `until`.
+        let until = Some(Instant::now() + Duration::from_millis(5));
+        assert_eq!(driver.wait(&rx, until), Wake::Until);
+        record(&mut log, &driver.handle(answered()));
+        assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
+        drop(tx);
+        assert_eq!(driver.wait(&rx, None), Wake::Closed);
+    }
+
+    #[test]
+    fn a_fired_timer_reaches_the_run_loop() {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(1);
+        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
+        let (tx, rx) = mpsc::channel::<Input<'static>>();
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        let mut turns = 0;
+        driver.run(&rx, |driver, turn| {
+            turns += 1;
+            let Turn::Fired(step) = turn else {
+                panic!("no message was sent")
+            };
+            record(&mut log, &step);
+            record(&mut log, &driver.handle(answered()));
+            ControlFlow::Break(())
+        });
+        drop(tx);
+        assert_eq!(turns, 1);
+        assert_eq!(
+            log,
+            [
+                "emit",
+                "drop_trailing_error",
+                "sleep",
+                "continue_agent",
+                "end",
+                "settled",
+                "check_compaction"
+            ]
+        );
+    }
+
+    #[test]
+    fn end_of_input_stops_the_timer() {
+        let mut driver = ThreadDriver::new(Machine::default());
+        let (tx, rx) = mpsc::channel::<Input<'static>>();
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        drop(tx);
+        driver.run(&rx, |_, _| ControlFlow::Continue(()));
+        assert_eq!(driver.deadline(), None);
+        assert_eq!(names(&log, "continue_agent"), 0);
+    }
+
+    #[test]
+    fn refused_inputs_leave_the_timer_alone() {
+        let mut driver = ThreadDriver::new(Machine::default());
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        let deadline = driver.deadline();
+        let step = driver.handle(answered());
+        assert_eq!(step.input, answered());
+        assert_eq!(step.outputs, Err(Refused::AgentRunDuringBackoff));
+        assert_eq!(driver.deadline(), deadline);
+        assert_eq!(log.len(), 3);
+    }
+
+    #[test]
+    fn huge_backoffs_never_fire() {
+        let settings = RetrySettings::DEFAULT.with_base_delay_ms(u64::MAX);
+        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()))
+            .with_time_scale(f64::INFINITY);
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        assert!(driver.machine().pending_timer().is_some());
+        assert_eq!(driver.deadline(), None);
+        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
+    }
+}
