@@ -23,12 +23,11 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use autoretry::classify::{classify_with, Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::host::thread::ThreadDriver;
-use autoretry::wire::json::{
-    classify_line_text, classify_to_json, settings_from_json, DecodeError,
-};
-use autoretry::{HostOptions, Machine, RetrySettings};
+use autoretry::wire::json::{classify_line_text, settings_from_json, DecodeError};
+use autoretry::{HostOptions, JitterPct, Machine, Profile, RetrySettings};
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
 
@@ -57,12 +56,11 @@ enum Command {
         /// How many calls fail before the provider answers.
         #[arg(long, default_value_t = 2)]
         failures: u32,
-        /// `retry.maxRetries`.
-        #[arg(long, default_value_t = 3)]
-        max_retries: u32,
-        /// `retry.baseDelayMs`.
-        #[arg(long, default_value_t = 2000)]
-        base_delay_ms: u64,
+        #[command(flatten)]
+        settings: SettingsArgs,
+        /// The jitter generator's seed (spec §10.6).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        seed: u64,
         /// Multiplies every backoff and provider call (0.01: 100 times faster).
         #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
         time_scale: f64,
@@ -84,6 +82,9 @@ enum Command {
         /// the credential (`mark_usage_limit`).
         #[arg(long)]
         credential_store: bool,
+        /// The jitter generator's seed (spec §10.6).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        seed: u64,
     },
     /// Replay vector lines (scenario and step lines) and print each step's
     /// outputs and state as one JSON line.
@@ -96,7 +97,70 @@ enum Command {
     Classify {
         /// The input file (JSON lines); stdin when absent.
         file: Option<PathBuf>,
+        /// The pattern set: `classic` (spec §3) or `extended` (spec §10.5,
+        /// with the hints of §10.4).
+        #[arg(long, value_name = "SET", default_value = "classic", value_parser = parse_classifier)]
+        classifier: Classifier,
     },
+}
+
+/// The `retry` settings group as options: `--profile` gives the defaults
+/// (spec §10.1), each other option overrides its key.
+#[derive(clap::Args)]
+struct SettingsArgs {
+    /// `retry.profile`: `classic` (spec §4) or `modern` (spec §10.1).
+    #[arg(long, value_name = "PROFILE", default_value = "classic", value_parser = parse_profile)]
+    profile: Profile,
+    /// `retry.maxRetries` [default: the profile's, 3 or 10].
+    #[arg(long, value_name = "N")]
+    max_retries: Option<u32>,
+    /// `retry.baseDelayMs` [default: the profile's, 2000 or 500].
+    #[arg(long, value_name = "MS")]
+    base_delay_ms: Option<u64>,
+    /// `retry.maxDelayMs`: the longest wait accepted, 0 = none [default: 0 or 300000].
+    #[arg(long, value_name = "MS")]
+    max_delay_ms: Option<u64>,
+    /// `retry.backoffCapMs`: cap on the backoff, 0 = none [default: 0 or 8000].
+    #[arg(long, value_name = "MS")]
+    backoff_cap_ms: Option<u64>,
+    /// `retry.jitterPct`: 0 to 100 [default: 0 or 25].
+    #[arg(long, value_name = "PCT", value_parser = parse_jitter)]
+    jitter_pct: Option<JitterPct>,
+    /// `retry.honorHints`: `true` or `false` [default: false or true].
+    #[arg(long, value_name = "BOOL")]
+    honor_hints: Option<bool>,
+    /// `retry.classifier`: `classic` or `extended` [default: classic or extended].
+    #[arg(long, value_name = "SET", value_parser = parse_classifier)]
+    classifier: Option<Classifier>,
+}
+
+impl SettingsArgs {
+    /// The profile's settings with every given option applied.
+    fn settings(&self) -> RetrySettings {
+        let mut s = self.profile.defaults();
+        if let Some(n) = self.max_retries {
+            s = s.with_max_retries(n);
+        }
+        if let Some(ms) = self.base_delay_ms {
+            s = s.with_base_delay_ms(ms);
+        }
+        if let Some(ms) = self.max_delay_ms {
+            s = s.with_max_delay_ms(ms);
+        }
+        if let Some(ms) = self.backoff_cap_ms {
+            s = s.with_backoff_cap_ms(ms);
+        }
+        if let Some(pct) = self.jitter_pct {
+            s = s.with_jitter_pct(pct);
+        }
+        if let Some(honor) = self.honor_hints {
+            s = s.with_honor_hints(honor);
+        }
+        if let Some(classifier) = self.classifier {
+            s = s.with_classifier(classifier);
+        }
+        s
+    }
 }
 
 /// Turns one input line into the line to print (or nothing).
@@ -108,16 +172,16 @@ fn main() -> ExitCode {
         Command::Simulate {
             error,
             failures,
-            max_retries,
-            base_delay_ms,
+            settings,
+            seed,
             time_scale,
             latency_ms,
         } => {
             return ExitCode::from(simulate::run(&simulate::Options {
                 error,
                 failures,
-                max_retries,
-                base_delay_ms,
+                settings: settings.settings(),
+                seed,
                 time_scale,
                 latency_ms,
             }))
@@ -126,7 +190,14 @@ fn main() -> ExitCode {
             settings,
             context_window,
             credential_store,
-        } => return rpc(settings.as_deref(), context_window, credential_store),
+            seed,
+        } => {
+            let host = HostOptions::DEFAULT
+                .with_context_window(context_window)
+                .with_credential_store(credential_store)
+                .with_seed(seed);
+            return rpc(settings.as_deref(), host);
+        }
         Command::Replay { file } => {
             let mut replayer = Replayer::new();
             (
@@ -136,13 +207,14 @@ fn main() -> ExitCode {
                 }),
             )
         }
-        Command::Classify { file } => (
+        Command::Classify { file, classifier } => (
             file,
-            Box::new(|line| {
+            Box::new(move |line| {
                 if is_blank(line) {
                     return Ok(None);
                 }
-                Ok(Some(classify_to_json(&classify_line_text(line)?)))
+                let text = classify_line_text(line)?;
+                Ok(Some(classification_json(&classify_with(&text, classifier))))
             }),
         ),
     };
@@ -183,7 +255,7 @@ fn main() -> ExitCode {
 
 /// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
 /// bad option.
-fn rpc(settings: Option<&str>, context_window: u64, credential_store: bool) -> ExitCode {
+fn rpc(settings: Option<&str>, host: HostOptions) -> ExitCode {
     let settings = match settings.map(parse_settings) {
         None => RetrySettings::DEFAULT,
         Some(Ok(settings)) => settings,
@@ -192,9 +264,6 @@ fn rpc(settings: Option<&str>, context_window: u64, credential_store: bool) -> E
             return ExitCode::from(2);
         }
     };
-    let host = HostOptions::default()
-        .with_context_window(context_window)
-        .with_credential_store(credential_store);
     let driver = ThreadDriver::new(Machine::new(settings, host));
     let input = io::BufReader::new(io::stdin());
     match sidecar::serve(driver, input, io::stdout().lock()) {
@@ -209,6 +278,27 @@ fn rpc(settings: Option<&str>, context_window: u64, credential_store: bool) -> E
 fn parse_settings(text: &str) -> Result<RetrySettings, String> {
     let value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     settings_from_json(&value).map_err(|e| e.to_string())
+}
+
+fn parse_profile(text: &str) -> Result<Profile, String> {
+    Profile::from_wire(text).ok_or_else(|| format!("expected classic or modern, found {text:?}"))
+}
+
+fn parse_classifier(text: &str) -> Result<Classifier, String> {
+    Classifier::from_wire(text)
+        .ok_or_else(|| format!("expected classic or extended, found {text:?}"))
+}
+
+fn parse_jitter(text: &str) -> Result<JitterPct, String> {
+    text.parse::<u8>()
+        .ok()
+        .and_then(JitterPct::new)
+        .ok_or_else(|| format!("expected a whole percentage from 0 to 100, found {text:?}"))
+}
+
+/// The corpus form `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}`.
+fn classification_json(c: &Classification) -> String {
+    serde_json::to_string(c).unwrap_or_else(|e| format!("\"serialization failed: {e}\""))
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {

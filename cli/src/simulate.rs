@@ -26,10 +26,52 @@ use autoretry::{
 pub struct Options {
     pub error: String,
     pub failures: u32,
-    pub max_retries: u32,
-    pub base_delay_ms: u64,
+    /// The `retry` group the machine runs with.
+    pub settings: RetrySettings,
+    /// The jitter generator's seed.
+    pub seed: u64,
     pub time_scale: f64,
     pub latency_ms: u64,
+}
+
+/// The settings in one line: the profile, then each key that differs from
+/// the profile's defaults (the §4 keys always).
+fn settings_summary(s: &RetrySettings) -> String {
+    let d = s.profile.defaults();
+    let mut text = format!(
+        "profile {}, maxRetries {}, baseDelayMs {}",
+        s.profile.as_str(),
+        s.max_retries,
+        s.base_delay_ms
+    );
+    let mut extra = |differs: bool, item: String| {
+        if differs {
+            text.push_str(", ");
+            text.push_str(&item);
+        }
+    };
+    extra(!s.enabled, "disabled".into());
+    extra(
+        s.max_delay_ms != d.max_delay_ms,
+        format!("maxDelayMs {}", s.max_delay_ms),
+    );
+    extra(
+        s.backoff_cap_ms != d.backoff_cap_ms,
+        format!("backoffCapMs {}", s.backoff_cap_ms),
+    );
+    extra(
+        s.jitter_pct != d.jitter_pct,
+        format!("jitterPct {}", s.jitter_pct.get()),
+    );
+    extra(
+        s.honor_hints != d.honor_hints,
+        format!("honorHints {}", s.honor_hints),
+    );
+    extra(
+        s.classifier != d.classifier,
+        format!("classifier {}", s.classifier.as_str()),
+    );
+    text
 }
 
 /// What the key and signal threads send.
@@ -182,11 +224,9 @@ pub fn run(options: &Options) -> u8 {
         None
     };
 
-    let settings = RetrySettings::DEFAULT
-        .with_max_retries(options.max_retries)
-        .with_base_delay_ms(options.base_delay_ms);
-    let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()))
-        .with_time_scale(options.time_scale);
+    let host = HostOptions::DEFAULT.with_seed(options.seed);
+    let mut driver =
+        ThreadDriver::new(Machine::new(options.settings, host)).with_time_scale(options.time_scale);
     let latency = driver
         .scaled(options.latency_ms)
         .unwrap_or(Duration::from_secs(3600));
@@ -208,11 +248,10 @@ pub fn run(options: &Options) -> u8 {
     };
     sim.line(&format!(
         "autoretry simulate: the provider fails {} time(s) with {:?}, then answers \
-         (maxRetries {}, baseDelayMs {}, time scale {}){}",
+         ({}, time scale {}){}",
         options.failures,
         options.error,
-        options.max_retries,
-        options.base_delay_ms,
+        settings_summary(&options.settings),
         options.time_scale,
         if raw.is_some() {
             "; Esc cancels the retry, Ctrl-C twice aborts"
