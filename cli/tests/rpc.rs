@@ -400,3 +400,94 @@ fn bad_options_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--settings: retry.maxRetries"), "{stderr}");
 }
+
+#[test]
+fn the_modern_profile_and_the_seed_jitter_the_backoff() {
+    // Modern: 500 ms base, jitter up to 25 %; the SplitMix64 draw of seed 42
+    // takes 92 ms off the first backoff (the vector jitter-seeded.jsonl
+    // shows the same draw on a 2000 ms backoff: 1630).
+    let mut c = Client::start(&["--settings", r#"{"profile":"modern"}"#, "--seed", "42"]);
+    c.send_json(failed("503 Service Unavailable"));
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":10,"delayMs":408,"errorMessage":"503 Service Unavailable"}"#,
+            &action("drop_trailing_error"),
+            r#"{"type":"action","action":"sleep","ms":408}"#,
+        ]
+    );
+    c.send(r#"{"type":"abort_retry"}"#);
+    assert_eq!(
+        c.take(4)[1],
+        r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn a_hint_over_the_ceiling_fails_fast() {
+    let mut c = Client::start(&["--settings", r#"{"profile":"modern"}"#]);
+    c.send_json(failed("429 Too Many Requests, retry-after-ms: 11180000"));
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Provider requested 11180000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: 429 Too Many Requests, retry-after-ms: 11180000"}"#,
+            &action("settled"),
+            &action("check_compaction"),
+        ]
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn the_hosts_own_verdict_and_wait_travel_in_agent_events() {
+    let mut c = Client::start(&["--settings", r#"{"honorHints":true}"#]);
+    // shouldRetry false: a 503 the host knows must not be repeated.
+    c.send_json(json!({"type": "agent_end",
+        "message": {"stopReason": "error", "errorMessage": "503", "shouldRetry": false}}));
+    assert_eq!(c.next_text(), action("check_compaction"));
+    // shouldRetry true on a text no pattern knows, with the host's wait.
+    c.send_json(json!({"type": "agent_end",
+        "message": {"stopReason": "error", "errorMessage": "gateway hiccup", "shouldRetry": true, "retryAfterMs": 7000}}));
+    assert_eq!(
+        c.take(3)[0],
+        r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":7000,"errorMessage":"gateway hiccup"}"#
+    );
+    c.send_json(json!({"type": "agent_end",
+        "message": {"stopReason": "error", "errorMessage": "x", "shouldRetry": "yes"}}));
+    let refused = c.next_text();
+    assert!(
+        refused.starts_with(r#"{"type":"response","command":"agent_end","success":false,"error":"#)
+            && refused.contains("shouldRetry"),
+        "{refused}"
+    );
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn option_settings_are_validated_by_key() {
+    let mut c = Client::start(&[]);
+    for (settings, key) in [
+        (r#"{"jitterPct":101}"#, "retry.jitterPct"),
+        (r#"{"profile":"fast"}"#, "retry.profile"),
+        (r#"{"classifier":null}"#, "retry.classifier"),
+        (r#"{"maxDelayMs":1e3}"#, "retry.maxDelayMs"),
+    ] {
+        c.send(&format!(
+            r#"{{"type":"set_retry_settings","settings":{settings},"id":"s"}}"#
+        ));
+        let answer = c.next_text();
+        assert!(
+            answer.starts_with(&format!(
+                r#"{{"id":"s","type":"response","command":"set_retry_settings","success":false,"error":"{key}: "#
+            )),
+            "{settings}: {answer}"
+        );
+    }
+    c.send(r#"{"type":"get_retry_state"}"#);
+    assert_eq!(
+        c.next()["data"],
+        json!({"autoRetryEnabled": true, "isRetrying": false, "retryAttempt": 0})
+    );
+    assert!(c.finish().is_empty());
+}

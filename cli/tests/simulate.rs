@@ -157,3 +157,75 @@ fn bad_time_scales_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{scale}");
     }
 }
+
+#[test]
+fn a_hint_over_the_modern_ceiling_fails_fast() {
+    let text = "usage_limit_reached retry-after-ms=11180000";
+    let out = simulate(&["--profile", "modern", "--error", text]);
+    assert_eq!(out.status.code(), Some(1));
+    let lines = lines(&out);
+    let sentence = format!(
+        "Provider requested 11180000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: {text}"
+    );
+    assert_eq!(
+        events(&lines),
+        [
+            serde_json::json!({"type":"auto_retry_end","success":false,"attempt":0,"finalError":sentence})
+        ]
+    );
+    assert!(
+        lines.contains(&format!("Retry failed after 0 attempts: {sentence}")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.starts_with("Retrying")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_jittered_delays() {
+    let run = |seed: &str| {
+        let out = simulate(&["--profile", "modern", "--failures", "3", "--seed", seed]);
+        assert_eq!(out.status.code(), Some(0));
+        events(&lines(&out))
+            .iter()
+            .filter_map(|e| e.get("delayMs").and_then(Value::as_u64))
+            .collect::<Vec<_>>()
+    };
+    let delays = run("42");
+    assert_eq!(delays, [408, 961, 1861]);
+    assert_eq!(run("42"), delays);
+    let other = run("7");
+    assert_ne!(other, delays);
+    // Each lies in (backoff * 0.75, backoff] for the backoffs 500, 1000, 2000.
+    for (delay, backoff) in other.iter().zip([500u64, 1000, 2000]) {
+        assert!(*delay * 4 > backoff * 3 && *delay <= backoff, "{other:?}");
+    }
+}
+
+#[test]
+fn options_override_the_profile_and_bad_values_exit_2() {
+    let out = simulate(&[
+        "--profile",
+        "modern",
+        "--jitter-pct",
+        "0",
+        "--failures",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let events = events(&lines(&out));
+    assert_eq!(events[0]["delayMs"], 500, "{events:?}");
+    for (flag, value) in [
+        ("--jitter-pct", "101"),
+        ("--profile", "fast"),
+        ("--classifier", "regex"),
+        ("--honor-hints", "yes"),
+    ] {
+        let out = simulate(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+}
