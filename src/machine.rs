@@ -8,7 +8,7 @@ use crate::message::AssistantMessage;
 use crate::output::{Event, FinalError, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR};
 use crate::settings::{HostOptions, RetrySettings};
 
-/// One thing that happened to the host (vectors README "Inputs").
+/// One thing that happened to the host (spec §5–§7: agent events, timers, commands).
 ///
 /// Inputs borrow their texts; the [`Outputs`] of an input may borrow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

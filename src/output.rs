@@ -194,7 +194,7 @@ impl<'a> Event<'a> {
     }
 }
 
-/// One thing the host must do (spec §5, vectors README "Outputs").
+/// One thing the host must do (spec §5.5: the outputs of one input, in order).
 ///
 /// The outputs of one input come back in order in [`Outputs`]; the host
 /// carries out every one of them, in order, before it feeds the next input.

@@ -350,7 +350,7 @@ impl MessageOwned {
     }
 }
 
-/// One host input (vectors README "Inputs") that owns its texts; borrow it as
+/// One host input (`{"type":"agent_end","message":{...}}`, ...) that owns its texts; borrow it as
 /// an [`Input`] with [`InputOwned::as_input`].
 ///
 /// A `settings` input whose group fails validation, and a `set_auto_retry`

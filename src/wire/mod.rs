@@ -8,7 +8,7 @@
 //! - [`SettingsGroup`]: the `retry` group, decoded strictly (every error
 //!   names the key);
 //! - `Serialize` for [`Event`](crate::Event) (spec §8 key order, `finalError`
-//!   absent on success), [`Output`](crate::Output) (the vectors README form),
+//!   absent on success), [`Output`](crate::Output) (`{"type":"sleep","ms":..,"timer":..}`, ...),
 //!   [`RetryState`](crate::RetryState) (`{"autoRetryEnabled":..,"isRetrying":..,"retryAttempt":..}`),
 //!   [`TimerId`](crate::TimerId) (its number) and
 //!   [`Classification`](crate::classify::Classification) (the corpus form).

@@ -1,5 +1,5 @@
-//! `Serialize` for the machine's values, in the key order of spec §7–§8 and
-//! the vectors README. No allocation.
+//! `Serialize` for the machine's values, in the key order of spec §7–§8 (the
+//! outputs as the conformance vectors write them). No allocation.
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
@@ -67,7 +67,7 @@ impl Serialize for Event<'_> {
     }
 }
 
-/// The vectors README form: `{"type":"emit","event":{...}}`,
+/// As the conformance vectors write outputs: `{"type":"emit","event":{...}}`,
 /// `{"type":"sleep","ms":2000,"timer":1}`, `{"type":"cancel_timer","timer":1}`,
 /// `{"type":"mark_usage_limit","retryAfterMs":null}`, and `{"type":"<name>"}`
 /// for the outputs without fields. Timer ids are written as they are; a host
