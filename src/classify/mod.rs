@@ -3,7 +3,7 @@
 //!
 //! Pure functions of the text: no allocation, no panic, linear time, one
 //! pass. The patterns of [`patterns`] are compiled ahead of time into small
-//! DFAs that read one symbol per character (see `tests/gen/`), with the
+//! DFAs that read one symbol per character (see `tools/dfa-gen/`), with the
 //! matching semantics of spec 3.1: only ASCII letters
 //! fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
 //! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space. The `*_bytes`

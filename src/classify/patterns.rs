@@ -2,7 +2,7 @@
 //! 3.2 to 3.4) writes them, in JavaScript syntax, so they can be diffed
 //! against the spec.
 //!
-//! They are not compiled at run time. The generator crate at `tests/gen/`
+//! They are not compiled at run time. The generator crate at `tools/dfa-gen/`
 //! reads this file, translates each pattern into `regex-automata` syntax with
 //! the matching semantics of section 3.1 (ASCII-only case folding, `.` as one
 //! Unicode scalar value other than `\n`, `\r`, U+2028 and U+2029, `\d` as
@@ -11,7 +11,7 @@
 //! regenerating the tables:
 //!
 //! ```text
-//! cargo run --release --manifest-path tests/gen/Cargo.toml
+//! cargo run --release --manifest-path tools/dfa-gen/Cargo.toml
 //! ```
 //!
 //! ```

@@ -5,7 +5,7 @@
 //! letter, which is exactly the ASCII-only case folding of spec 3.1),
 //! [`OTHER`] for every other scalar value (U+FFFD included), [`LS`] and
 //! [`PS`] for U+2028 and U+2029. Its patterns name only ASCII characters,
-//! so no other distinction matters; the generator (`tests/gen/`) checks that
+//! so no other distinction matters; the generator (`tools/dfa-gen/`) checks that
 //! every non-ASCII scalar value steps exactly like its symbol, from every
 //! state, before it writes a table.
 //!

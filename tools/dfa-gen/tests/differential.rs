@@ -294,7 +294,7 @@ fn generated(rng: &mut Rng) -> String {
 }
 
 fn corpus() -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/errors.jsonl");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/corpus/errors.jsonl");
     std::fs::read_to_string(path)
         .expect("tests/corpus/errors.jsonl")
         .lines()

@@ -23,7 +23,7 @@ use table::Table;
 pub mod patterns;
 
 /// The command that regenerates the files, as written in their header.
-pub const REGENERATE: &str = "cargo run --release --manifest-path tests/gen/Cargo.toml";
+pub const REGENERATE: &str = "cargo run --release --manifest-path tools/dfa-gen/Cargo.toml";
 
 /// `.` of section 3.1: one Unicode scalar value other than the JavaScript
 /// line terminators.
