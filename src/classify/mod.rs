@@ -24,6 +24,7 @@
 mod dfa;
 mod hint;
 pub mod patterns;
+mod symbol;
 mod table;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
@@ -361,7 +362,7 @@ mod tests {
             for s in t.special..=u8::try_from(states - 1).unwrap() {
                 if Some(s) == t.dead {
                     assert_eq!(t.output(s), 0);
-                    assert!((0..table::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
+                    assert!((0..symbol::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
                 } else {
                     assert_ne!(t.output(s), 0, "table {i} state {s}");
                 }
@@ -381,6 +382,20 @@ mod tests {
                 .filter(|p| p.contains(".*"))
                 .count()
         );
+    }
+
+    #[test]
+    fn symbols_are_one_per_character() {
+        for text in [
+            "",
+            "ascii 529 Overloaded",
+            "rate\u{2028}limit\u{2029}x",
+            "é😀\u{FFFD}\u{2027}\u{202A}\u{7F}\u{80}",
+        ] {
+            let by_char: Vec<u8> = text.chars().map(symbol::of_char).collect();
+            assert_eq!(symbols(text).collect::<Vec<u8>>(), by_char, "{text:?}");
+            assert_eq!(lossy_symbols(text.as_bytes()).collect::<Vec<u8>>(), by_char);
+        }
     }
 
     #[test]

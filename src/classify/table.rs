@@ -1,26 +1,13 @@
 //! The classifier's tables and the symbols they step on.
 //!
-//! A table is a minimized DFA over *symbols*, one per character of the text:
-//! an ASCII byte (an upper-case letter has the class of its lower-case
-//! letter, which is exactly the ASCII-only case folding of spec 3.1),
-//! [`OTHER`] for every other scalar value (U+FFFD included), [`LS`] and
-//! [`PS`] for U+2028 and U+2029. Its patterns name only ASCII characters,
-//! so no other distinction matters; the generator (`tools/dfa-gen/`) checks that
-//! every non-ASCII scalar value steps exactly like its symbol, from every
-//! state, before it writes a table.
+//! A table is a minimized DFA over the symbols of [`super::symbol`], one per
+//! character of the text.
 //!
 //! States are bytes. Those at or above `special` are the dead state (no
 //! match can follow) or report the patterns that have a match ending right
 //! after the current character.
 
-/// Any non-ASCII scalar value other than U+2028 and U+2029.
-pub(super) const OTHER: u8 = 128;
-/// U+2028 LINE SEPARATOR.
-pub(super) const LS: u8 = 129;
-/// U+2029 PARAGRAPH SEPARATOR.
-pub(super) const PS: u8 = 130;
-/// Number of symbols.
-pub(super) const SYMBOLS: usize = 131;
+use super::symbol::{LS, OTHER, PS, SYMBOLS};
 
 /// One table; the start state is 0.
 pub(super) struct Table {

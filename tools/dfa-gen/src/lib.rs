@@ -22,6 +22,10 @@ use table::Table;
 #[path = "../../../src/classify/patterns.rs"]
 pub mod patterns;
 
+/// The tables' alphabet, the crate's own definition.
+#[path = "../../../src/classify/symbol.rs"]
+pub mod symbol;
+
 /// The command that regenerates the files, as written in their header.
 pub const REGENERATE: &str = "cargo run --release --manifest-path tools/dfa-gen/Cargo.toml";
 

@@ -28,14 +28,17 @@ use regex_automata::{
     Anchored, MatchKind,
 };
 
+use crate::symbol;
+
+// The alphabet of `src/classify/symbol.rs`, as indexes.
 /// Any non-ASCII scalar value other than U+2028 and U+2029.
-pub const OTHER: usize = 128;
+pub const OTHER: usize = symbol::OTHER as usize;
 /// U+2028 LINE SEPARATOR.
-pub const LS: usize = 129;
+pub const LS: usize = symbol::LS as usize;
 /// U+2029 PARAGRAPH SEPARATOR.
-pub const PS: usize = 130;
+pub const PS: usize = symbol::PS as usize;
 /// Number of symbols.
-pub const SYMBOLS: usize = 131;
+pub const SYMBOLS: usize = symbol::SYMBOLS;
 
 /// The UTF-8 bytes that stand for a symbol when walking the byte DFA.
 fn symbol_bytes(sym: usize) -> Vec<u8> {
@@ -101,12 +104,7 @@ impl Table {
     pub fn is_match(&self, text: &str) -> bool {
         let mut state = self.start;
         for c in text.chars() {
-            let sym = match c {
-                '\u{2028}' => LS,
-                '\u{2029}' => PS,
-                c if c.is_ascii() => usize::from(c as u8),
-                _ => OTHER,
-            };
+            let sym = usize::from(symbol::of_char(c));
             state = self.step(state, sym);
             if self.output(state) != 0 {
                 return true;
@@ -190,11 +188,7 @@ pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table,
             .bytes()
             .map(|b| classes.get(b))
             .collect();
-        let sym = match c {
-            '\u{2028}' => LS,
-            '\u{2029}' => PS,
-            _ => OTHER,
-        };
+        let sym = usize::from(symbol::of_char(c));
         reps.entry(seq).or_insert((c, sym));
     }
 
