@@ -22,12 +22,15 @@
 // Generated: its byte arrays are laid out by the generator, not by rustfmt.
 #[rustfmt::skip]
 mod dfa;
+mod decimal;
 mod hint;
 pub mod patterns;
 mod symbol;
 mod table;
+mod wait_hint;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
+pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
 use dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
 use table::{lossy_symbols, symbols};
