@@ -1,5 +1,6 @@
-//! The copies in `tests/vectors` and `tests/corpus` equal the shared
-//! originals byte for byte, with no file missing on either side. The
+//! The copies in `tests/vectors`, `tests/corpus` and `tests/corpus/extended`
+//! equal the shared originals byte for byte, with no file missing on either
+//! side. The
 //! originals live in `../shared` beside the clone (CI checks it out there);
 //! without it, the test prints a note and passes.
 
@@ -25,7 +26,7 @@ fn copies_equal_the_shared_originals() {
         return;
     };
     let mut checked = 0;
-    for kind in ["vectors", "corpus"] {
+    for kind in ["vectors", "corpus", "corpus/extended"] {
         let original = shared.join(kind);
         let copy = root.join("tests").join(kind);
         let (a, b) = (files(&original), files(&copy));
