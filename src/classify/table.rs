@@ -47,6 +47,34 @@ impl Table {
     }
 }
 
+/// A table whose patterns look at the next character (`\b`, spec 10.5):
+/// its matches are reported one character late. A special state's `out`
+/// gives the patterns with a match ending right *before* the character
+/// just read, and `eoi` those with a match ending where the text ends, if
+/// it ends there.
+#[cfg(feature = "extended")]
+pub(super) struct Delayed {
+    /// The transitions; `out` as above.
+    pub(super) table: Table,
+    /// End-of-text outputs of the special states, from `special` on.
+    pub(super) eoi: &'static [u8],
+    /// The labels the table can report (its window words count as the
+    /// usage limit): a scan that wants none of them skips the table.
+    pub(super) labels: u8,
+}
+
+#[cfg(feature = "extended")]
+impl Delayed {
+    /// The end-of-text output bits of a state.
+    #[inline(always)]
+    pub(super) fn eoi(&self, state: u8) -> u8 {
+        state
+            .checked_sub(self.table.special)
+            .and_then(|i| self.eoi.get(usize::from(i)))
+            .map_or(0, |&o| o)
+    }
+}
+
 /// The symbol of every character of `text`, in order.
 #[inline(always)]
 pub(super) fn symbols(text: &str) -> Symbols<'_> {

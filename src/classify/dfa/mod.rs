@@ -5,24 +5,37 @@
 // from src/classify/patterns.rs; `-- --check` verifies it.
 
 //! The classifier's tables, built ahead of time: minimized DFAs that step
-//! on one symbol per character (see `super::table`), one byte per
+//! on one symbol per character (see `super::symbol`), one byte per
 //! transition. The `.bin` files hold the transitions, column by column;
-//! being bytes, they read the same on every endianness.
+//! being bytes, they read the same on every endianness. The `EXT_*`
+//! tables and the window words are the extended classifier's (spec
+//! 10.5, feature `extended`).
 
 use super::table::Table;
+#[cfg(feature = "extended")]
+use super::table::Delayed;
+#[cfg(feature = "extended")]
+use super::window::{Window, WindowWord};
 
 /// Number of `words_*` tables.
 pub(super) const WORDS_LEN: usize = 2;
 /// Number of tails (overflow patterns with `.*`).
 pub(super) const TAILS_LEN: usize = 5;
-/// Output bit: the retryable pattern (spec 3.2) ends here.
+/// Output bit: the retryable pattern (spec 3.2, or 10.5 in `EXTENDED`) ends
+/// here.
 pub(super) const RETRYABLE: u8 = 1;
-/// Output bit: the usage-limit pattern (spec 3.4) ends here.
+/// Output bit: the usage-limit pattern (spec 3.4, or the alternatives of 10.5
+/// without a window in `EXTENDED`) ends here.
 pub(super) const USAGE_LIMIT: u8 = 2;
-/// Output bit of `LABELS`: a retry-hint name (spec 3.5) ends here.
+/// Output bit of `LABELS` and `EXTENDED`: the name of a retry hint (spec 3.5,
+/// or 10.4 in `EXTENDED`) ends here.
 pub(super) const HINT: u8 = 8;
-/// Output bit: an overflow pattern (spec 3.3) without `.*` ends here.
+/// Output bit: an overflow pattern (spec 3.3, or one that 10.5 adds in
+/// `EXTENDED`) without `.*` ends here.
 pub(super) const OVERFLOW: u8 = 4;
+/// Output bit of `WORDS`: the overflow pattern anchored at the start of the
+/// text (spec 3.3) ends here; the extended classifier leaves it out.
+pub(super) const OVERFLOW_AT_START: u8 = 1;
 /// Output bit of `WORDS`: the head of `TAILS[0]` ends here; `TAILS[k]` has
 /// this bit shifted left by `k`.
 pub(super) const HEAD: u8 = 8;
@@ -32,6 +45,42 @@ pub(super) static WORDS: [&Table; WORDS_LEN] = [&WORDS_0, &WORDS_1];
 
 /// The tails of the overflow patterns with `.*`, in head-bit order.
 pub(super) static TAILS: [&Table; TAILS_LEN] = [&TAIL_0, &TAIL_1, &TAIL_2, &TAIL_3, &TAIL_4];
+
+/// Number of `ext_*` tables.
+#[cfg(feature = "extended")]
+pub(super) const EXTENDED_LEN: usize = 6;
+
+/// The extended classifier's tables (spec 10.5); its overflow test also
+/// steps `WORDS` and `TAILS`.
+#[cfg(feature = "extended")]
+pub(super) static EXTENDED: [&Delayed; EXTENDED_LEN] = [&EXT_0, &EXT_1, &EXT_2, &EXT_3, &EXT_4, &EXT_5];
+
+/// Output bits of `EXTENDED` that report a window word.
+#[cfg(feature = "extended")]
+pub(super) const WINDOW_WORD_BITS: u8 = 240;
+
+/// The window words' variants, as `EXTENDED` reports them (the words: 0 `account(?:'s)?`, 1 `rate.?limit`, 2 `account`).
+#[cfg(feature = "extended")]
+pub(super) static WINDOW_WORDS: [WindowWord; 5] = [
+    WindowWord { bit: 16, word: 0, len: 7 },
+    WindowWord { bit: 32, word: 0, len: 9 },
+    WindowWord { bit: 64, word: 1, len: 9 },
+    WindowWord { bit: 128, word: 1, len: 10 },
+    WindowWord { bit: 16, word: 2, len: 7 },
+];
+
+/// Number of window alternatives.
+#[cfg(feature = "extended")]
+pub(super) const WINDOWS_LEN: usize = 2;
+
+/// The window alternatives of the usage-limit pattern (spec 10.5).
+#[cfg(feature = "extended")]
+pub(super) static WINDOWS: [Window; WINDOWS_LEN] = [
+    // `\baccount(?:'s)?\b[^\n]{0,80}\brate.?limit\b`
+    Window { first: 0, second: 1, gap: 80 },
+    // `\brate.?limit\b[^\n]{0,80}\baccount\b`
+    Window { first: 1, second: 2, gap: 80 },
+];
 
 /// 206 states, 32 classes, 6733 bytes:
 /// - bit 1: `overloaded|rate.?limit|usage.?limit|too many requests|429|500|502|503|504|service.?unavailable|server error|internal error|connection.?error|fetch failed|retry delay` as `overloaded|rate[^\n\r\x{2028}\x{2029}]?limit|usage[^\n\r\x{2028}\x{2029}]?limit|too many requests|429|500|502|503|504|service[^\n\r\x{2028}\x{2029}]?unavailable|server error|internal error|connection[^\n\r\x{2028}\x{2029}]?error|fetch failed|retry delay`
@@ -69,7 +118,7 @@ pub(super) static WORDS_0: Table = Table {
     out: &[64, 64, 32, 32, 64, 144, 144, 8, 4, 4, 32, 36, 36,],
 };
 
-/// 168 states, 31 classes, 5345 bytes:
+/// 169 states, 31 classes, 5377 bytes:
 /// - bit 4: `/greater than the context length/i` as `greater than the context length`
 /// - bit 4: `/context window exceeds limit/i` as `context window exceeds limit`
 /// - bit 4: `/exceeded model token limit/i` as `exceeded model token limit`
@@ -77,14 +126,14 @@ pub(super) static WORDS_0: Table = Table {
 /// - bit 4: `/too many tokens/i` as `too many tokens`
 /// - bit 4: `/token limit exceeded/i` as `token limit exceeded`
 /// - bit 4: `/request_too_large/i` as `request_too_large`
-/// - bit 4: `/^4(00|13)\s*(status code)?\s*\(no body\)/i` as `^4(00|13)[\t\n\x0B\x0C\r ]*(status code)?[\t\n\x0B\x0C\r ]*\(no body\)`
+/// - bit 1: `/^4(00|13)\s*(status code)?\s*\(no body\)/i` as `^4(00|13)[\t\n\x0B\x0C\r ]*(status code)?[\t\n\x0B\x0C\r ]*\(no body\)`
 pub(super) static WORDS_1: Table = Table {
     classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 5, 6, 0, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 11, 12, 13, 14, 0, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 0, 28, 29, 30, 0, 0, 0, 0, 0, 9, 0, 10, 11, 12, 13, 14, 0, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 24, 25, 26, 27, 0, 28, 29, 30, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
-    states: 168,
+    states: 169,
     special: 162,
     dead: None,
     trans: include_bytes!("words_1.bin"),
-    out: &[4, 4, 4, 4, 4, 4,],
+    out: &[1, 4, 4, 4, 4, 4, 4,],
 };
 
 /// 22 states, 15 classes, 463 bytes, searched anchored where the head ended:
@@ -140,4 +189,137 @@ pub(super) static TAIL_4: Table = Table {
     dead: Some(29),
     trans: include_bytes!("tail_4.bin"),
     out: &[0, 1,],
+};
+
+/// 251 states, 36 classes, 9207 bytes, matches reported one character late:
+/// - bit 1: `\b(?:no[_ -]?capacity|(?:high|peak)[ _-]?demand|(?:at|over|insufficient)[ _-]?capacity|capacity[ _-]?(?:exceeded|exhausted)|peak[ _-]?load)\b` as `(?-u:\b)(?:no[\x{5F}\x{20}\x{2D}]?capacity|(?:high|peak)[\x{20}\x{5F}\x{2D}]?demand|(?:at|over|insufficient)[\x{20}\x{5F}\x{2D}]?capacity|capacity[\x{20}\x{5F}\x{2D}]?(?:exceeded|exhausted)|peak[\x{20}\x{5F}\x{2D}]?load)(?-u:\b)`
+/// - bit 1: `overloaded` as `overloaded`
+/// - bit 1: `provider.?returned.?error` as `provider[^\n\r\x{2028}\x{2029}]?returned[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `rate.?limit` as `rate[^\n\r\x{2028}\x{2029}]?limit`
+/// - bit 1: `too many requests` as `too many requests`
+/// - bit 1: `\b(?:429|500|502|503|504)\b` as `(?-u:\b)(?:429|500|502|503|504)(?-u:\b)`
+/// - bit 1: `service.?unavailable` as `service[^\n\r\x{2028}\x{2029}]?unavailable`
+/// - bit 1: `server.?error` as `server[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `internal.?error` as `internal[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `retry your request` as `retry your request`
+/// - bit 1: `network.?error` as `network[^\n\r\x{2028}\x{2029}]?error`
+#[cfg(feature = "extended")]
+pub(super) static EXT_0: Delayed = Delayed {
+    table: Table {
+        classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 5, 6, 7, 8, 9, 5, 5, 5, 10, 0, 0, 0, 0, 0, 0, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 5, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 5, 0, 0, 0, 0, 11, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 5, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 5, 0, 0, 0, 0, 0, 0, 1, 1,],
+        states: 251,
+        special: 231,
+        dead: None,
+        trans: include_bytes!("ext_0.bin"),
+        out: &[0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 1,],
+    },
+    eoi: &[1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0,],
+    labels: 1,
+};
+
+/// 256 states, 28 classes, 7341 bytes, matches reported one character late:
+/// - bit 1: `connection.?error` as `connection[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `connection.?refused` as `connection[^\n\r\x{2028}\x{2029}]?refused`
+/// - bit 1: `unable.?to.?connect\.\s*is the computer able to access the url\?` as `unable[^\n\r\x{2028}\x{2029}]?to[^\n\r\x{2028}\x{2029}]?connect\.[\t\n\x0B\x0C\r ]*is the computer able to access the url\?`
+/// - bit 1: `other side closed` as `other side closed`
+/// - bit 1: `fetch failed` as `fetch failed`
+/// - bit 1: `upstream.?connect` as `upstream[^\n\r\x{2028}\x{2029}]?connect`
+/// - bit 1: `upstream.?request.?failed` as `upstream[^\n\r\x{2028}\x{2029}]?request[^\n\r\x{2028}\x{2029}]?failed`
+/// - bit 1: `reset before headers` as `reset before headers`
+/// - bit 1: `socket hang up` as `socket hang up`
+/// - bit 1: `timed? out` as `timed? out`
+/// - bit 1: `timeout` as `timeout`
+/// - bit 1: `terminated` as `terminated`
+/// - bit 1: `retry delay` as `retry delay`
+/// - bit 1: `stream stall` as `stream stall`
+#[cfg(feature = "extended")]
+pub(super) static EXT_1: Delayed = Delayed {
+    table: Table {
+        classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 0, 0, 26, 0, 0, 0, 0, 0, 0, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 0, 0, 26, 0, 0, 0, 0, 0, 0, 0, 27, 27,],
+        states: 256,
+        special: 235,
+        dead: None,
+        trans: include_bytes!("ext_1.bin"),
+        out: &[0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0, 1, 1,],
+    },
+    eoi: &[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 0, 0, 1, 0, 0,],
+    labels: 1,
+};
+
+/// 134 states, 23 classes, 3227 bytes, matches reported one character late:
+/// - bit 1: `no error details in response` as `no error details in response`
+/// - bit 1: `HTTP2(?:StreamReset|RefusedStream|EnhanceYourCalm)` as `http2(?:streamreset|refusedstream|enhanceyourcalm)`
+/// - bit 1: `nghttp2_(?:internal_error|refused_stream)` as `nghttp2_(?:internal_error|refused_stream)`
+/// - bit 1: `stream closed with error code nghttp2_(?:internal_error|refused_stream)` as `stream closed with error code nghttp2_(?:internal_error|refused_stream)`
+/// - bit 1: `malformed.?function.?call` as `malformed[^\n\r\x{2028}\x{2029}]?function[^\n\r\x{2028}\x{2029}]?call`
+#[cfg(feature = "extended")]
+pub(super) static EXT_2: Delayed = Delayed {
+    table: Table {
+        classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 6, 7, 8, 9, 10, 11, 12, 0, 0, 13, 14, 15, 16, 17, 0, 18, 19, 20, 21, 0, 0, 0, 22, 0, 0, 0, 0, 0, 4, 0, 5, 0, 6, 7, 8, 9, 10, 11, 12, 0, 0, 13, 14, 15, 16, 17, 0, 18, 19, 20, 21, 0, 0, 0, 22, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+        states: 134,
+        special: 127,
+        dead: None,
+        trans: include_bytes!("ext_2.bin"),
+        out: &[0, 1, 1, 1, 1, 0, 1,],
+    },
+    eoi: &[1, 0, 0, 0, 0, 1, 0,],
+    labels: 1,
+};
+
+/// 229 states, 27 classes, 6380 bytes, matches reported one character late:
+/// - bit 2: `usage.?limit|usage_limit_reached|usage_not_included|limit_reached|quota.?exceeded|resource.?exhausted|exhausted your capacity|quota will reset` as `usage[^\n\r\x{2028}\x{2029}]?limit|usage_limit_reached|usage_not_included|limit_reached|quota[^\n\r\x{2028}\x{2029}]?exceeded|resource[^\n\r\x{2028}\x{2029}]?exhausted|exhausted your capacity|quota will reset`
+/// - bit 16: `\baccount\b` as `(?-u:\b)account(?-u:\b)`
+/// - bit 32: `\baccount(?:'s)\b` as `(?-u:\b)account(?:\x{27}s)(?-u:\b)`
+/// - bit 64: `\bratelimit\b` as `(?-u:\b)ratelimit(?-u:\b)`
+/// - bit 128: `\brate.limit\b` as `(?-u:\b)rate[^\n\r\x{2028}\x{2029}]limit(?-u:\b)`
+/// - bit 4: `/request exceeds the maximum size/i` as `request exceeds the maximum size`
+/// - bit 4: `/payload too large/i` as `payload too large`
+/// - bit 4: `/entity too large/i` as `entity too large`
+#[cfg(feature = "extended")]
+pub(super) static EXT_3: Delayed = Delayed {
+    table: Table {
+        classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 6, 4, 7, 8, 9, 4, 10, 11, 12, 4, 4, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 4, 23, 24, 25, 26, 0, 0, 0, 0, 5, 0, 6, 4, 7, 8, 9, 4, 10, 11, 12, 4, 4, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 4, 23, 24, 25, 26, 0, 0, 0, 0, 0, 0, 1, 1,],
+        states: 229,
+        special: 196,
+        dead: None,
+        trans: include_bytes!("ext_3.bin"),
+        out: &[0, 16, 16, 0, 0, 32, 0, 64, 0, 128, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 0, 2,],
+    },
+    eoi: &[16, 0, 0, 32, 64, 0, 128, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0,],
+    labels: 6,
+};
+
+/// 38 states, 22 classes, 973 bytes, matches reported one character late:
+/// - bit 4: `/\b413\b.*\b(request|payload|entity)\b.*\btoo large\b/i` as `(?-u:\b)413(?-u:\b)[^\n\r\x{2028}\x{2029}]*(?-u:\b)(request|payload|entity)(?-u:\b)[^\n\r\x{2028}\x{2029}]*(?-u:\b)too large(?-u:\b)`
+#[cfg(feature = "extended")]
+pub(super) static EXT_4: Delayed = Delayed {
+    table: Table {
+        classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 3, 5, 6, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 7, 3, 3, 8, 9, 3, 10, 3, 11, 3, 3, 12, 3, 13, 14, 15, 16, 17, 18, 19, 20, 3, 3, 3, 21, 3, 0, 0, 0, 0, 3, 0, 7, 3, 3, 8, 9, 3, 10, 3, 11, 3, 3, 12, 3, 13, 14, 15, 16, 17, 18, 19, 20, 3, 3, 3, 21, 3, 0, 0, 0, 0, 0, 0, 1, 1,],
+        states: 38,
+        special: 35,
+        dead: None,
+        trans: include_bytes!("ext_4.bin"),
+        out: &[0, 4, 4,],
+    },
+    eoi: &[4, 0, 0,],
+    labels: 4,
+};
+
+/// 185 states, 35 classes, 6660 bytes, matches reported one character late:
+/// - bit 4: `/model_context_window_exceeded/i` as `model_context_window_exceeded`
+/// - bit 4: `/prompt filled the context window/i` as `prompt filled the context window`
+/// - bit 4: `/\b4(00|13)\s*(status code)?\s*\(no body\)/i` as `(?-u:\b)4(00|13)[\t\n\x0B\x0C\r ]*(status code)?[\t\n\x0B\x0C\r ]*\(no body\)`
+/// - bit 8: `retry-after|x-ratelimit-reset|reset after |please retry in |"retryDelay":|try again in` as `retry-after|x-ratelimit-reset|reset after |please retry in |\x{22}retrydelay\x{22}\x{3A}|try again in`
+#[cfg(feature = "extended")]
+pub(super) static EXT_5: Delayed = Delayed {
+    table: Table {
+        classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 3, 0, 0, 0, 0, 0, 4, 5, 0, 0, 0, 6, 0, 0, 7, 8, 9, 10, 11, 9, 9, 9, 9, 9, 12, 0, 0, 0, 0, 0, 0, 14, 15, 16, 17, 18, 19, 20, 21, 22, 9, 9, 23, 24, 25, 26, 27, 9, 28, 29, 30, 31, 9, 32, 33, 34, 9, 0, 0, 0, 0, 13, 0, 14, 15, 16, 17, 18, 19, 20, 21, 22, 9, 9, 23, 24, 25, 26, 27, 9, 28, 29, 30, 31, 9, 32, 33, 34, 9, 0, 0, 0, 0, 0, 0, 0, 0,],
+        states: 185,
+        special: 158,
+        dead: None,
+        trans: include_bytes!("ext_5.bin"),
+        out: &[0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 8, 0, 8, 8, 0,],
+    },
+    eoi: &[8, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 4,],
+    labels: 12,
 };

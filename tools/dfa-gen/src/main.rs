@@ -32,7 +32,13 @@ fn main() -> ExitCode {
     println!("{:<10} {:>6}  {:>7}  {total:>5}", "total", "", "");
 
     let dir = autoretry_gen::out_dir();
-    let files = autoretry_gen::files(&built);
+    let files = match autoretry_gen::files(&built) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if check {
         let stale = autoretry_gen::drift(&dir, &files);
         if stale.is_empty() {

@@ -19,6 +19,14 @@
 //! into `u8` state numbers. Each state carries an output: the bit set of the
 //! patterns that have a match ending exactly there (read from the byte DFA's
 //! end-of-input transition, so no match is reported late).
+//!
+//! Patterns with `\b` cannot be read that way: whether a match ends after
+//! a character depends on the next one. Their tables are built with
+//! [`Report::Delayed`]: a state's output is the set of patterns with a
+//! match ending right *before* the character just read (the byte DFA's own
+//! one-byte match delay, read after the character's first byte), and a
+//! second output, `eoi`, gives those with a match ending at the end of the
+//! text.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -77,6 +85,19 @@ pub struct Table {
     pub trans: Vec<u8>,
     /// Output bits of the special states, from `special` on (0 for dead).
     pub out: Vec<u8>,
+    /// [`Report::Delayed`] only: the end-of-text outputs of the special
+    /// states, from `special` on (empty otherwise).
+    pub eoi: Vec<u8>,
+}
+
+/// When a table reports a match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// Right after its last character: `out` of the state reached.
+    AtEnd,
+    /// One character later (`out`), or at the end of the text (`eoi`):
+    /// for patterns that look at the next character (`\b`).
+    Delayed,
 }
 
 impl Table {
@@ -87,7 +108,19 @@ impl Table {
 
     /// Bytes the table takes: classes, transitions, outputs.
     pub fn size(&self) -> usize {
-        self.classes.len() + self.trans.len() + self.out.len()
+        self.classes.len() + self.trans.len() + self.out.len() + self.eoi.len()
+    }
+
+    /// End-of-text output of a state (always 0 for [`Report::AtEnd`]).
+    pub fn eoi_output(&self, state: u8) -> u8 {
+        if state >= self.special {
+            self.eoi
+                .get(usize::from(state - self.special))
+                .copied()
+                .unwrap_or(0)
+        } else {
+            0
+        }
     }
 
     /// Output of a state.
@@ -113,7 +146,7 @@ impl Table {
                 return false;
             }
         }
-        false
+        self.eoi_output(state) != 0
     }
 
     /// Steps on one symbol.
@@ -124,6 +157,7 @@ impl Table {
 
 /// Builds the byte DFA of translated patterns (no case folding by the
 /// engine: the translation lower-cased every letter), all patterns reported.
+/// `\b` is `(?-u:\b)`, which dense DFAs support.
 pub fn build_bytes(regexes: &[String], anchored: bool) -> Result<dense::DFA<Vec<u32>>, String> {
     dense::Builder::new()
         .configure(
@@ -148,22 +182,48 @@ pub fn build_bytes(regexes: &[String], anchored: bool) -> Result<dense::DFA<Vec<
 
 /// Walks whole characters over a byte DFA, then minimizes and packs.
 /// `bits[i]` is the output bit of pattern `i`.
-pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table, String> {
+pub fn compile(
+    regexes: &[String],
+    bits: &[u8],
+    anchored: bool,
+    report: Report,
+) -> Result<Table, String> {
+    if report == Report::AtEnd && regexes.iter().any(|r| r.contains(r"\b")) {
+        return Err(format!("{regexes:?}: `\\b` needs Report::Delayed"));
+    }
     let dfa = build_bytes(regexes, anchored)?;
-    let walk = |mut sid: StateID, bytes: &[u8]| {
-        for &b in bytes {
-            sid = dfa.next_state(sid, b);
-        }
-        sid
-    };
-    let output = |sid: StateID| -> u8 {
-        let eoi = dfa.next_eoi_state(sid);
-        if !dfa.is_match_state(eoi) {
-            return 0;
-        }
-        (0..dfa.match_len(eoi))
-            .map(|i| bits[dfa.match_pattern(eoi, i).as_usize()])
+    let pattern_bits = |sid: StateID| -> u8 {
+        (0..dfa.match_len(sid))
+            .map(|i| bits[dfa.match_pattern(sid, i).as_usize()])
             .fold(0, |a, b| a | b)
+    };
+    // The state after a whole character, and the patterns with a match
+    // ending right before it (the DFA's match delay shows them after the
+    // first byte; a match state later in the character would be a match
+    // ending inside it, which these patterns cannot have).
+    let walk = |mut sid: StateID, bytes: &[u8]| -> Result<(StateID, u8), String> {
+        let mut before = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            sid = dfa.next_state(sid, b);
+            if dfa.is_quit_state(sid) {
+                return Err("quit state".into());
+            }
+            if dfa.is_match_state(sid) {
+                if i > 0 {
+                    return Err(format!("{regexes:?}: a match ends inside {bytes:?}"));
+                }
+                before = pattern_bits(sid);
+            }
+        }
+        Ok((sid, before))
+    };
+    let eoi = |sid: StateID| -> u8 {
+        let eoi = dfa.next_eoi_state(sid);
+        if dfa.is_match_state(eoi) {
+            pattern_bits(eoi)
+        } else {
+            0
+        }
     };
     let mode = if anchored {
         Anchored::Yes
@@ -173,7 +233,7 @@ pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table,
     let start = dfa
         .start_state(&start::Config::new().anchored(mode))
         .map_err(|e| e.to_string())?;
-    if output(start) != 0 {
+    if eoi(start) != 0 {
         return Err(format!("{regexes:?} matches the empty string"));
     }
 
@@ -192,19 +252,26 @@ pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table,
         reps.entry(seq).or_insert((c, sym));
     }
 
-    // Breadth-first over whole characters.
-    let mut ids: HashMap<StateID, usize> = HashMap::new();
+    // Breadth-first over whole characters. A character-level state is the
+    // byte DFA's state with the patterns that matched right before the
+    // character that led there (always none for `AtEnd`).
+    type Node = (StateID, u8);
+    let node = |(sid, before): (StateID, u8)| -> Node {
+        match report {
+            Report::AtEnd => (sid, 0),
+            Report::Delayed => (sid, before),
+        }
+    };
+    let start = (start, 0);
+    let mut ids: HashMap<Node, usize> = HashMap::new();
     let mut order = vec![start];
     ids.insert(start, 0);
     let mut queue = VecDeque::from([start]);
     let mut rows: Vec<Vec<usize>> = Vec::new();
-    while let Some(sid) = queue.pop_front() {
+    while let Some((sid, _)) = queue.pop_front() {
         let mut row = vec![usize::MAX; SYMBOLS];
         for (sym, slot) in row.iter_mut().enumerate().filter(|(s, _)| stepped(*s)) {
-            let next = walk(sid, &symbol_bytes(sym));
-            if dfa.is_quit_state(next) {
-                return Err("quit state".into());
-            }
+            let next = node(walk(sid, &symbol_bytes(sym))?);
             let id = *ids.entry(next).or_insert_with(|| {
                 order.push(next);
                 queue.push_back(next);
@@ -214,8 +281,8 @@ pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table,
         }
         for (seq, &(c, sym)) in &reps {
             let mut buf = [0; 4];
-            let next = walk(sid, c.encode_utf8(&mut buf).as_bytes());
-            if next != walk(sid, &symbol_bytes(sym)) {
+            let next = node(walk(sid, c.encode_utf8(&mut buf).as_bytes())?);
+            if next != node(walk(sid, &symbol_bytes(sym))?) {
                 return Err(format!(
                     "{regexes:?}: {c:?} (classes {seq:?}) does not behave as symbol {sym}"
                 ));
@@ -223,32 +290,58 @@ pub fn compile(regexes: &[String], bits: &[u8], anchored: bool) -> Result<Table,
         }
         rows.push(row);
     }
-    let outs: Vec<u8> = order.iter().map(|&s| output(s)).collect();
-    let dead: Vec<bool> = order.iter().map(|&s| dfa.is_dead_state(s)).collect();
-    pack(minimize(&rows, &outs, &dead))
+    let keys: Vec<Key> = order
+        .iter()
+        .map(|&(sid, before)| match report {
+            Report::AtEnd => Key {
+                out: eoi(sid),
+                eoi: 0,
+                dead: dfa.is_dead_state(sid),
+            },
+            Report::Delayed => Key {
+                out: before,
+                eoi: eoi(sid),
+                dead: dfa.is_dead_state(sid) && before == 0,
+            },
+        })
+        .collect();
+    pack(minimize(&rows, &keys), report)
 }
 
-/// The states after Moore minimization: (rows, outputs, dead flags, start).
+/// What minimization must keep apart: the outputs and deadness of a state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Key {
+    out: u8,
+    eoi: u8,
+    dead: bool,
+}
+
+impl Key {
+    fn special(&self) -> bool {
+        self.dead || self.out != 0 || self.eoi != 0
+    }
+}
+
+/// The states after Moore minimization: (rows, keys, start).
 struct Minimal {
     rows: Vec<Vec<usize>>,
-    outs: Vec<u8>,
-    dead: Vec<bool>,
+    keys: Vec<Key>,
     start: usize,
 }
 
-fn minimize(rows: &[Vec<usize>], outs: &[u8], dead: &[bool]) -> Minimal {
+fn minimize(rows: &[Vec<usize>], keys: &[Key]) -> Minimal {
     let n = rows.len();
     let mut block: Vec<usize> = {
-        let mut keys: BTreeMap<(u8, bool), usize> = BTreeMap::new();
+        let mut initial: BTreeMap<Key, usize> = BTreeMap::new();
         (0..n)
             .map(|s| {
-                let len = keys.len();
-                *keys.entry((outs[s], dead[s])).or_insert(len)
+                let len = initial.len();
+                *initial.entry(keys[s]).or_insert(len)
             })
             .collect()
     };
     loop {
-        let mut keys: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
+        let mut sigs: HashMap<(usize, Vec<usize>), usize> = HashMap::new();
         let next: Vec<usize> = (0..n)
             .map(|s| {
                 let sig: Vec<usize> = rows[s]
@@ -261,11 +354,11 @@ fn minimize(rows: &[Vec<usize>], outs: &[u8], dead: &[bool]) -> Minimal {
                         }
                     })
                     .collect();
-                let len = keys.len();
-                *keys.entry((block[s], sig)).or_insert(len)
+                let len = sigs.len();
+                *sigs.entry((block[s], sig)).or_insert(len)
             })
             .collect();
-        let stable = keys.len() == block.iter().collect::<std::collections::HashSet<_>>().len();
+        let stable = sigs.len() == block.iter().collect::<std::collections::HashSet<_>>().len();
         block = next;
         if stable {
             break;
@@ -274,8 +367,7 @@ fn minimize(rows: &[Vec<usize>], outs: &[u8], dead: &[bool]) -> Minimal {
     let count = block.iter().max().map_or(0, |m| m + 1);
     let mut m = Minimal {
         rows: vec![Vec::new(); count],
-        outs: vec![0; count],
-        dead: vec![false; count],
+        keys: vec![Key::default(); count],
         start: block[0],
     };
     for s in 0..n {
@@ -291,14 +383,13 @@ fn minimize(rows: &[Vec<usize>], outs: &[u8], dead: &[bool]) -> Minimal {
                     }
                 })
                 .collect();
-            m.outs[b] = outs[s];
-            m.dead[b] = dead[s];
+            m.keys[b] = keys[s];
         }
     }
     m
 }
 
-fn pack(m: Minimal) -> Result<Table, String> {
+fn pack(m: Minimal, report: Report) -> Result<Table, String> {
     let n = m.rows.len();
     // Classes: symbols whose columns are equal.
     let mut class_of = vec![0u8; SYMBOLS];
@@ -319,19 +410,19 @@ fn pack(m: Minimal) -> Result<Table, String> {
     }
     // Numbering: ordinary states (start first), then the dead state, then
     // the states with an output.
-    let special = |s: usize| m.dead[s] || m.outs[s] != 0;
+    let special = |s: usize| m.keys[s].special();
     let mut order: Vec<usize> = vec![m.start];
     order.extend((0..n).filter(|&s| s != m.start && !special(s)));
     let first_special = order.len();
-    order.extend((0..n).filter(|&s| m.dead[s]));
-    order.extend((0..n).filter(|&s| !m.dead[s] && m.outs[s] != 0));
+    order.extend((0..n).filter(|&s| m.keys[s].dead));
+    order.extend((0..n).filter(|&s| !m.keys[s].dead && special(s)));
     if special(m.start) {
         return Err("the start state is special".into());
     }
     if order.len() > 256 {
         return Err(format!("{} states do not fit in u8", order.len()));
     }
-    if m.dead.iter().filter(|&&d| d).count() > 1 {
+    if m.keys.iter().filter(|k| k.dead).count() > 1 {
         return Err("more than one dead state after minimization".into());
     }
     let mut number = vec![0u8; n];
@@ -346,13 +437,18 @@ fn pack(m: Minimal) -> Result<Table, String> {
         }
     }
     let special_at = u8::try_from(first_special).map_err(|_| "too many states")?;
+    let specials = &order[first_special..];
     Ok(Table {
         classes: class_of,
         stride,
         start: 0,
         special: special_at,
-        dead: (0..n).find(|&s| m.dead[s]).map(|s| number[s]),
+        dead: (0..n).find(|&s| m.keys[s].dead).map(|s| number[s]),
         trans,
-        out: order[first_special..].iter().map(|&s| m.outs[s]).collect(),
+        out: specials.iter().map(|&s| m.keys[s].out).collect(),
+        eoi: match report {
+            Report::AtEnd => Vec::new(),
+            Report::Delayed => specials.iter().map(|&s| m.keys[s].eoi).collect(),
+        },
     })
 }
