@@ -25,10 +25,9 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
         let mut out = 0;
         for (state, table) in states.iter_mut().zip(EXTENDED) {
             if table.labels & want != 0 {
-                let t = &table.table;
-                *state = t.next(*state, sym);
-                if *state >= t.special {
-                    out |= t.output(*state);
+                *state = table.next(*state, sym);
+                if *state >= table.special {
+                    out |= table.output(*state);
                 }
             }
         }

@@ -548,8 +548,6 @@ mod tests {
             .chain(dfa::WORDS)
             .chain(dfa::TAILS)
             .collect();
-        #[cfg(feature = "extended")]
-        all.extend(dfa::EXTENDED.iter().map(|d| &d.table));
         all
     }
 
@@ -557,10 +555,32 @@ mod tests {
     #[test]
     fn extended_tables_are_well_formed() {
         for (i, d) in dfa::EXTENDED.iter().enumerate() {
-            let t = &d.table;
-            assert_eq!(d.eoi.len(), t.out.len(), "table {i}");
+            let states = d.base.len();
+            let classes = d.default.len();
+            assert!(states > 0 && states < 256, "table {i}");
+            assert!(usize::from(d.special) <= states, "table {i}");
+            assert!(d.classes.iter().all(|&c| usize::from(c) < classes));
+            assert!(d.default.iter().all(|&s| usize::from(s) < states));
+            assert_eq!(d.slots.len() % 2, 0);
+            for slot in d.slots.chunks(2) {
+                // Free (255), or a state's, to a state.
+                assert!(
+                    slot[0] == 255
+                        || usize::from(slot[0]) < states && usize::from(slot[1]) < states
+                );
+            }
+            for (s, &base) in d.base.iter().enumerate() {
+                for class in 0..classes {
+                    let at = (usize::from(base) + class) * 2;
+                    if d.slots.get(at) == Some(&(s as u8)) {
+                        assert!(d.slots.get(at + 1).is_some());
+                    }
+                }
+            }
+            assert_eq!(d.out.len(), states - usize::from(d.special), "table {i}");
+            assert_eq!(d.eoi.len(), d.out.len(), "table {i}");
             // The labels it can give are those its outputs show.
-            let shown = t.out.iter().chain(d.eoi).fold(0, |a, &o| a | o);
+            let shown = d.out.iter().chain(d.eoi).fold(0, |a, &o| a | o);
             let labels = (shown & !dfa::WINDOW_WORD_BITS)
                 | if shown & dfa::WINDOW_WORD_BITS != 0 {
                     USAGE_LIMIT
@@ -568,12 +588,19 @@ mod tests {
                     0
                 };
             assert_eq!(d.labels, labels, "table {i}");
-            // Every special state but the dead one reports something at
-            // once or at the end of the text.
-            for s in t.special..=u8::try_from(t.states - 1).unwrap() {
-                if Some(s) != t.dead {
-                    assert_ne!(t.output(s) | d.eoi(s), 0, "table {i} state {s}");
-                }
+            // The start state is ordinary; every special state reports
+            // something at once or at the end of the text (these unanchored
+            // tables have no dead state).
+            assert!(d.special > 0, "table {i}");
+            for s in d.special..=u8::try_from(states - 1).unwrap() {
+                assert_ne!(d.output(s) | d.eoi(s), 0, "table {i} state {s}");
+            }
+            // ASCII-only folding.
+            for upper in b'A'..=b'Z' {
+                assert_eq!(
+                    d.classes[usize::from(upper)],
+                    d.classes[usize::from(upper.to_ascii_lowercase())]
+                );
             }
         }
         for w in &dfa::WINDOW_WORDS {
@@ -607,9 +634,7 @@ mod tests {
                 if Some(s) == t.dead {
                     assert_eq!(t.output(s), 0);
                     assert!((0..symbol::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
-                } else if i < 1 + dfa::WORDS_LEN + dfa::TAILS_LEN {
-                    // (An extended table's state may report at the end of
-                    // the text only; see below.)
+                } else {
                     assert_ne!(t.output(s), 0, "table {i} state {s}");
                 }
             }

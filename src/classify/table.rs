@@ -47,15 +47,33 @@ impl Table {
     }
 }
 
-/// A table whose patterns look at the next character (`\b`, spec 10.5):
-/// its matches are reported one character late. A special state's `out`
+/// A compressed table whose patterns look at the next character (`\b`,
+/// spec 10.5): the extended classifier's.
+///
+/// Its matches are reported one character late: a special state's `out`
 /// gives the patterns with a match ending right *before* the character
 /// just read, and `eoi` those with a match ending where the text ends, if
 /// it ends there.
+///
+/// Its transitions are compressed: per class a default target, and the
+/// transitions that differ from it in a "double array". The one of
+/// `(state, class)` is in slot `base[state] + class` when that slot
+/// belongs to `state`; a slot is two bytes, its owner and its target, and
+/// a free slot's owner is 255 (no state: these tables have at most 255).
 #[cfg(feature = "extended")]
 pub(super) struct Delayed {
-    /// The transitions; `out` as above.
-    pub(super) table: Table,
+    /// Symbol to class.
+    pub(super) classes: &'static [u8; SYMBOLS],
+    /// Per class, the target of the transitions that are not in a slot.
+    pub(super) default: &'static [u8],
+    /// Per state, where its slots start.
+    pub(super) base: &'static [u16],
+    /// (owner, target) pairs, flattened.
+    pub(super) slots: &'static [u8],
+    /// First special state.
+    pub(super) special: u8,
+    /// Outputs of the special states, from `special` on.
+    pub(super) out: &'static [u8],
     /// End-of-text outputs of the special states, from `special` on.
     pub(super) eoi: &'static [u8],
     /// The labels the table can report (its window words count as the
@@ -65,11 +83,35 @@ pub(super) struct Delayed {
 
 #[cfg(feature = "extended")]
 impl Delayed {
+    /// The state after `state` reads `sym`. (Out-of-range indexes cannot
+    /// come from the generated tables; they would read as the start state.)
+    #[inline(always)]
+    pub(super) fn next(&self, state: u8, sym: u8) -> u8 {
+        let class = self.classes.get(usize::from(sym)).map_or(0, |&c| c);
+        let default = self.default.get(usize::from(class)).map_or(0, |&d| d);
+        let base = self.base.get(usize::from(state)).map_or(0, |&b| b);
+        let slot = (usize::from(base) + usize::from(class)) * 2;
+        match self.slots.get(slot..slot + 2) {
+            Some(&[owner, target]) if owner == state => target,
+            _ => default,
+        }
+    }
+
+    /// The output bits of a state (matches that ended before the character
+    /// just read).
+    #[inline(always)]
+    pub(super) fn output(&self, state: u8) -> u8 {
+        state
+            .checked_sub(self.special)
+            .and_then(|i| self.out.get(usize::from(i)))
+            .map_or(0, |&o| o)
+    }
+
     /// The end-of-text output bits of a state.
     #[inline(always)]
     pub(super) fn eoi(&self, state: u8) -> u8 {
         state
-            .checked_sub(self.table.special)
+            .checked_sub(self.special)
             .and_then(|i| self.eoi.get(usize::from(i)))
             .map_or(0, |&o| o)
     }

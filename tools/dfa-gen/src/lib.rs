@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub mod table;
 
-use table::{Report, Table};
+use table::{Compressed, Report, Table};
 
 #[path = "../../../src/classify/patterns.rs"]
 pub mod patterns;
@@ -533,6 +533,27 @@ pub struct Built {
     pub extended: bool,
     /// The table.
     pub table: Table,
+    /// Its compressed form, which the extended classifier's tables take.
+    pub compressed: Option<Compressed>,
+}
+
+impl Built {
+    /// Bytes the table takes in flash.
+    pub fn size(&self) -> usize {
+        match &self.compressed {
+            Some(c) => c.size(&self.table),
+            None => self.table.size(),
+        }
+    }
+
+    /// The contents of its `.bin` file: the transitions, or the slots of
+    /// the compressed form.
+    pub fn bin(&self) -> Vec<u8> {
+        match &self.compressed {
+            Some(c) => c.slots.concat(),
+            None => self.table.trans.clone(),
+        }
+    }
 }
 
 /// Packs `parts` into as few tables of at most 256 states as a greedy
@@ -541,7 +562,12 @@ fn pack_greedy(stem: &str, parts: &[Part], report: Report) -> Result<Vec<Built>,
     let compile_parts = |group: &[Part]| {
         let regexes: Vec<String> = group.iter().map(|p| p.1.clone()).collect();
         let bits: Vec<u8> = group.iter().map(|p| p.2).collect();
-        table::compile(&regexes, &bits, false, report)
+        let table = table::compile(&regexes, &bits, false, report)?;
+        if report == Report::Delayed {
+            // A compressed table has at most 255 states.
+            table.compress()?;
+        }
+        Ok::<Table, String>(table)
     };
     // A `.*` multiplies the states of whatever shares its table: such a
     // part gets a table of its own.
@@ -557,24 +583,30 @@ fn pack_greedy(stem: &str, parts: &[Part], report: Report) -> Result<Vec<Built>,
                     best = t;
                     to += 1;
                 }
-                Err(e) if e.contains("do not fit") => break,
+                Err(e) if e.contains("do not fit") || e.contains("at most 255") => break,
                 Err(e) => return Err(e),
             }
         }
         groups.push((from, to, best));
         from = to;
     }
-    Ok(groups
+    groups
         .into_iter()
         .enumerate()
-        .map(|(i, (from, to, table))| Built {
-            name: format!("{stem}_{i}"),
-            parts: parts[from..to].to_vec(),
-            anchored: false,
-            extended: report == Report::Delayed,
-            table,
+        .map(|(i, (from, to, table))| {
+            Ok(Built {
+                name: format!("{stem}_{i}"),
+                parts: parts[from..to].to_vec(),
+                anchored: false,
+                extended: report == Report::Delayed,
+                compressed: match report {
+                    Report::AtEnd => None,
+                    Report::Delayed => Some(table.compress()?),
+                },
+                table,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Every table: `labels`, then `words_*`, then `tail_*`, then the extended
@@ -589,6 +621,7 @@ pub fn build_all() -> Result<Vec<Built>, String> {
         parts: plan.labels.clone(),
         anchored: false,
         extended: false,
+        compressed: None,
     }];
     built.extend(pack_greedy("words", &plan.words, Report::AtEnd)?);
     for (k, star) in plan.stars.iter().enumerate() {
@@ -598,6 +631,7 @@ pub fn build_all() -> Result<Vec<Built>, String> {
             parts: vec![(star.js.to_string(), star.tail.clone(), 1)],
             anchored: true,
             extended: false,
+            compressed: None,
         });
     }
     built.extend(pack_greedy("ext", &plan.extended.parts, Report::Delayed)?);
@@ -638,11 +672,11 @@ fn render_table(s: &mut String, b: &Built) {
         "\n/// {} states, {} classes, {} bytes{}:",
         t.states(),
         t.stride,
-        t.size(),
+        b.size(),
         if b.anchored {
             ", searched anchored where the head ended"
         } else if b.extended {
-            ", matches reported one character late"
+            ", compressed, matches reported one character late"
         } else {
             ""
         }
@@ -651,28 +685,44 @@ fn render_table(s: &mut String, b: &Built) {
         let _ = writeln!(s, "/// - bit {bit}: `{js}` as `{regex}`");
     }
     let name = b.name.to_ascii_uppercase();
-    if b.extended {
-        let _ = write!(
-            s,
-            "#[cfg(feature = \"extended\")]\npub(super) static {name}: Delayed = Delayed {{\n    table: "
-        );
-        render_table_literal(s, b, "    ");
-        s.push_str(",\n    eoi: &[");
-        render_bytes(s, &t.eoi);
-        // The labels the table can give (a window word counts for the
-        // usage limit).
-        let labels = b.parts.iter().fold(0u8, |a, p| {
-            a | if p.2 >= BIT_WINDOW_WORD {
-                BIT_USAGE_LIMIT
-            } else {
-                p.2
+    match &b.compressed {
+        Some(c) => {
+            // The labels the table can give (a window word counts for the
+            // usage limit).
+            let labels = b.parts.iter().fold(0u8, |a, p| {
+                a | if p.2 >= BIT_WINDOW_WORD {
+                    BIT_USAGE_LIMIT
+                } else {
+                    p.2
+                }
+            });
+            let _ = writeln!(
+                s,
+                "#[cfg(feature = \"extended\")]\npub(super) static {name}: Delayed = Delayed {{"
+            );
+            s.push_str("    classes: &[");
+            render_bytes(s, &t.classes);
+            s.push_str("],\n    default: &[");
+            render_bytes(s, &c.default);
+            s.push_str("],\n    base: &[");
+            let base: Vec<String> = c.base.iter().map(|b| b.to_string()).collect();
+            for (i, chunk) in base.chunks(16).enumerate() {
+                let _ = write!(s, "{}{},", if i == 0 { "" } else { " " }, chunk.join(", "));
             }
-        });
-        let _ = write!(s, "],\n    labels: {labels},\n}};\n");
-    } else {
-        let _ = write!(s, "pub(super) static {name}: Table = ");
-        render_table_literal(s, b, "");
-        s.push_str(";\n");
+            s.push_str("],\n");
+            let _ = writeln!(s, "    slots: include_bytes!(\"{}.bin\"),", b.name);
+            let _ = writeln!(s, "    special: {},", t.special);
+            s.push_str("    out: &[");
+            render_bytes(s, &t.out);
+            s.push_str("],\n    eoi: &[");
+            render_bytes(s, &t.eoi);
+            let _ = write!(s, "],\n    labels: {labels},\n}};\n");
+        }
+        None => {
+            let _ = write!(s, "pub(super) static {name}: Table = ");
+            render_table_literal(s, b, "");
+            s.push_str(";\n");
+        }
     }
 }
 
@@ -687,10 +737,10 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
     s.push_str(
         "//! The classifier's tables, built ahead of time: minimized DFAs that step\n\
          //! on one symbol per character (see `super::symbol`), one byte per\n\
-         //! transition. The `.bin` files hold the transitions, column by column;\n\
-         //! being bytes, they read the same on every endianness. The `EXT_*`\n\
-         //! tables and the window words are the extended classifier's (spec\n\
-         //! 10.5, feature `extended`).\n\n",
+         //! transition. The `.bin` files hold the transitions, column by column\n\
+         //! (for the compressed `EXT_*` tables: their slots); being bytes, they\n\
+         //! read the same on every endianness. The `EXT_*` tables and the window\n\
+         //! words are the extended classifier's (spec 10.5, feature `extended`).\n\n",
     );
     s.push_str("use super::table::Table;\n");
     s.push_str("#[cfg(feature = \"extended\")]\nuse super::table::Delayed;\n");
@@ -796,7 +846,7 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
 pub fn files(built: &[Built]) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut files: Vec<(String, Vec<u8>)> = built
         .iter()
-        .map(|b| (format!("{}.bin", b.name), b.table.trans.clone()))
+        .map(|b| (format!("{}.bin", b.name), b.bin()))
         .collect();
     files.push(("mod.rs".to_string(), render_mod(built)?.into_bytes()));
     Ok(files)

@@ -25,10 +25,10 @@ fn main() -> ExitCode {
             b.name,
             b.table.states(),
             b.table.stride,
-            b.table.size()
+            b.size()
         );
     }
-    let total: usize = built.iter().map(|b| b.table.size()).sum();
+    let total: usize = built.iter().map(|b| b.size()).sum();
     println!("{:<10} {:>6}  {:>7}  {total:>5}", "total", "", "");
 
     let dir = autoretry_gen::out_dir();

@@ -452,3 +452,113 @@ fn pack(m: Minimal, report: Report) -> Result<Table, String> {
         },
     })
 }
+
+/// The state number that marks a free slot of a [`Compressed`] table: such
+/// tables have at most 255 states.
+pub const FREE: u8 = 255;
+
+/// A table with its transitions compressed (the extended classifier's
+/// form): per class a default target (the most common one in that class's
+/// column), and the transitions that differ from it (a few per state) in a
+/// "double array": the exception of `(state, class)` is in slot
+/// `base[state] + class` when that slot's first byte is `state`; its second
+/// byte is the target. Slots of different states interleave; a free slot
+/// holds [`FREE`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Compressed {
+    /// Per class, the default target.
+    pub default: Vec<u8>,
+    /// Per state, where its slots start.
+    pub base: Vec<u16>,
+    /// (state, target) pairs.
+    pub slots: Vec<[u8; 2]>,
+}
+
+impl Compressed {
+    /// The state after `state` reads a symbol of class `class`.
+    pub fn next(&self, state: u8, class: u8) -> u8 {
+        let slot = usize::from(self.base[usize::from(state)]) + usize::from(class);
+        match self.slots.get(slot) {
+            Some(&[owner, target]) if owner == state => target,
+            _ => self.default[usize::from(class)],
+        }
+    }
+
+    /// Bytes it takes, with the table's classes and outputs.
+    pub fn size(&self, table: &Table) -> usize {
+        table.classes.len()
+            + self.default.len()
+            + 2 * self.base.len()
+            + 2 * self.slots.len()
+            + table.out.len()
+            + table.eoi.len()
+    }
+}
+
+impl Table {
+    /// The compressed form, checked against every transition.
+    pub fn compress(&self) -> Result<Compressed, String> {
+        let n = self.states();
+        if n > usize::from(FREE) {
+            return Err(format!("{n} states: a compressed table has at most 255"));
+        }
+        let column = |c: usize| &self.trans[c * n..(c + 1) * n];
+        let default: Vec<u8> = (0..self.stride)
+            .map(|c| {
+                let mut counts = [0usize; 256];
+                for &t in column(c) {
+                    counts[usize::from(t)] += 1;
+                }
+                // The most common target; the smallest on a tie.
+                (0..=255u8)
+                    .max_by_key(|&t| (counts[usize::from(t)], std::cmp::Reverse(t)))
+                    .unwrap_or(0)
+            })
+            .collect();
+        let exceptions: Vec<Vec<(usize, u8)>> = (0..n)
+            .map(|s| {
+                (0..self.stride)
+                    .filter(|&c| column(c)[s] != default[c])
+                    .map(|c| (c, column(c)[s]))
+                    .collect()
+            })
+            .collect();
+        // First fit, the states with the most exceptions first.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&s| (std::cmp::Reverse(exceptions[s].len()), s));
+        let mut slots: Vec<[u8; 2]> = Vec::new();
+        let mut base = vec![0u16; n];
+        for s in order {
+            let ex = &exceptions[s];
+            if ex.is_empty() {
+                continue;
+            }
+            let fits = |b: usize| {
+                ex.iter()
+                    .all(|&(c, _)| slots.get(b + c).is_none_or(|slot| slot[0] == FREE))
+            };
+            let b = (0..).find(|&b| fits(b)).unwrap_or(0);
+            base[s] = u16::try_from(b).map_err(|_| "slots beyond u16")?;
+            for &(c, t) in ex {
+                if slots.len() <= b + c {
+                    slots.resize(b + c + 1, [FREE, 0]);
+                }
+                slots[b + c] = [u8::try_from(s).map_err(|_| "a state beyond u8")?, t];
+            }
+        }
+        let compressed = Compressed {
+            default,
+            base,
+            slots,
+        };
+        for s in 0..n {
+            for c in 0..self.stride {
+                let (state, class) = (s as u8, c as u8);
+                if compressed.next(state, class) != column(c)[s] {
+                    return Err(format!("compression changed state {s} class {c}"));
+                }
+            }
+        }
+        Ok(compressed)
+    }
+}
