@@ -80,18 +80,6 @@ pub fn patterns() -> (String, Vec<String>, String) {
     )
 }
 
-/// [`patterns`] as the JSON object `js/classify.mjs` reads
-/// (`{"retryable", "overflow", "usageLimit"}`).
-pub fn patterns_json() -> String {
-    let (retryable, overflow, usage_limit) = patterns();
-    serde_json::json!({
-        "retryable": retryable,
-        "overflow": overflow,
-        "usageLimit": usage_limit,
-    })
-    .to_string()
-}
-
 /// `PARAGRAPH` repeated to `len` bytes, cut back to a character boundary.
 pub fn body(len: usize) -> String {
     let mut s = PARAGRAPH.repeat(len / PARAGRAPH.len() + 1);

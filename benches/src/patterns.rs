@@ -1,5 +1,6 @@
 //! Prints the spec's patterns as `autoretry::classify::patterns` holds them,
-//! as the JSON object that `js/classify.mjs` reads:
+//! as the JSON object that `js/classify.mjs` reads
+//! (`{"retryable", "overflow", "usageLimit"}`):
 //!
 //!     cargo run -q --bin patterns > patterns.json
 //!     node js/classify.mjs patterns.json
@@ -8,5 +9,11 @@
 mod common;
 
 fn main() {
-    println!("{}", common::patterns_json());
+    let (retryable, overflow, usage_limit) = common::patterns();
+    let json = serde_json::json!({
+        "retryable": retryable,
+        "overflow": overflow,
+        "usageLimit": usage_limit,
+    });
+    println!("{json}");
 }

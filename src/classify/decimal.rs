@@ -630,6 +630,39 @@ mod tests {
         }
     }
 
+    /// Every numeral-looking run of the error corpora and of the fuzz
+    /// seeds of the hint target, and each of its suffixes, that the grammar
+    /// accepts.
+    #[test]
+    fn agrees_with_the_float_parser_on_the_corpora_and_fuzz_seeds() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut texts: Vec<Vec<u8>> = Vec::new();
+        for file in [
+            "tests/corpus/errors.jsonl",
+            "tests/corpus/extended/errors.jsonl",
+        ] {
+            texts.push(std::fs::read(root.join(file)).unwrap());
+        }
+        let seeds = std::fs::read_dir(root.join("fuzz/corpus/hint")).unwrap();
+        for seed in seeds {
+            texts.push(std::fs::read(seed.unwrap().path()).unwrap());
+        }
+        assert!(texts.len() > 10, "the hint seeds are missing");
+        let mut checked = 0;
+        for text in &texts {
+            for run in text.split(|b| !b"+-.0123456789eE".contains(b)) {
+                for start in 0..run.len() {
+                    let token = &run[start..];
+                    if token.len() <= 400 && seconds_ms(token).is_some() {
+                        check(core::str::from_utf8(token).unwrap());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 1_000, "{checked}");
+    }
+
     #[test]
     fn long_mantissas_are_exact_and_linear() {
         // 10^655360 × 10^-655360 seconds. (`str::parse::<f64>` says `inf`

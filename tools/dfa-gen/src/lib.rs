@@ -11,6 +11,16 @@
 //! the first `.*`) of the five that have one; each of those five keeps its
 //! *tail* (`.*` and the rest) in a small anchored table that runs only from
 //! where its head ended on the current line (see [`split_star`]).
+//!
+//! The extended classifier (section 10.5) adds the `ext_*` tables: its
+//! retryable alternatives, its usage-limit alternatives without a window,
+//! the whole-word variants of the window words (see [`window`]), the
+//! overflow patterns it adds (a `.*` one alone in its table) and the hint
+//! names of 10.4, packed greedily into tables of at most 255 states. Its
+//! patterns use `\b`, so these tables report matches one character late
+//! ([`Report::Delayed`]), and they are stored compressed ([`Compressed`]).
+//! Its overflow test reuses `words_*` and the tails, without the one
+//! anchored pattern.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
