@@ -85,6 +85,7 @@ retry = {
     "js": statistics.median(js["corpus_retryable"]),
 }
 classify_full = corpus_median("corpus_classify", "ours")
+classify_extended = corpus_median("corpus_classify", "extended")
 
 header = ["task", "ours", "regex, one per rule", "RegexSet", "aho-corasick", "naive lowercase + contains", "JS RegExp (Node)"]
 say(f"### Corpus: median over the {n_texts} texts of the per-text median time")
@@ -93,6 +94,7 @@ say(table(header, [
     ["labels (retryable, overflow, usage limit)"] + [fmt_cell(labels[k], labels["ours"]) for k in ("ours", "regex", "regexset")]
     + ["–"] + [fmt_cell(labels[k], labels["ours"]) for k in ("naive", "js")],
     ["`classify` (labels + hint)", fmt_cell(classify_full, None), "–", "–", "–", "–", "–"],
+    ["`classify_with(.., Extended)` (spec 10.5 labels + 10.4 hint)", fmt_cell(classify_extended, None), "–", "–", "–", "–", "–"],
     ["retryable pattern alone"] + [fmt_cell(retry["ours"], retry["ours"]), fmt_cell(retry["regex"], retry["ours"]), "–"]
     + [fmt_cell(retry[k], retry["ours"]) for k in ("aho-corasick", "naive", "js")],
 ]))
@@ -121,6 +123,9 @@ say("")
 full = {b: median_ns("body_labels", "ours_classify", b) for b in BODIES}
 say("`classify` (labels + hint) on the bodies: "
     + ", ".join(f"{b} {fmt_cell(full[b], None, js['bytes'][b])}" for b in BODIES) + ".")
+extended = {b: median_ns("body_labels", "ours_extended", b) for b in BODIES}
+say("`classify_with(.., Extended)` on the bodies: "
+    + ", ".join(f"{b} {fmt_cell(extended[b], None, js['bytes'][b])}" for b in BODIES) + ".")
 say("")
 
 # Machine.

@@ -30,7 +30,8 @@ log "size_of"
 cargo run -q --bin sizes > "$out/sizes.json"
 
 log "JavaScript RegExp reference ($(node --version))"
-node js/classify.mjs > "$out/js.json"
+cargo run -q --bin patterns > "$out/patterns.json"
+node js/classify.mjs "$out/patterns.json" > "$out/js.json"
 
 log "tests/no_alloc.rs"
 if (cd .. && cargo test -q --test no_alloc) > "$out/no_alloc.log" 2>&1; then

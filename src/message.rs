@@ -126,11 +126,14 @@ impl Usage {
     /// ```
     /// use autoretry::{classify::Classifier, Usage};
     /// let u = Usage::new(u64::MAX, u64::MAX).with_cache_write(u64::MAX);
+    /// assert_eq!(u.prompt_tokens_with(Classifier::Classic), 2 * u64::MAX as u128);
+    /// # #[cfg(feature = "extended")]
     /// assert_eq!(u.prompt_tokens_with(Classifier::Extended), 3 * u64::MAX as u128);
     /// ```
     pub const fn prompt_tokens_with(self, classifier: Classifier) -> u128 {
         match classifier {
             Classifier::Classic => self.prompt_tokens(),
+            #[cfg(feature = "extended")]
             Classifier::Extended => self.prompt_tokens() + self.cache_write as u128,
         }
     }

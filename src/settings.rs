@@ -11,15 +11,23 @@ use crate::classify::Classifier;
 /// ```
 /// use autoretry::{Profile, RetrySettings};
 /// assert_eq!(Profile::default(), Profile::Classic);
+/// # #[cfg(feature = "extended")] {
 /// assert_eq!(Profile::from_wire("modern"), Some(Profile::Modern));
 /// assert_eq!(Profile::Modern.defaults(), RetrySettings::MODERN);
+/// # }
 /// ```
+///
+/// `Modern` exists only with feature `extended` (on with `std`): its
+/// classifier is the extended one, so a build without those tables has no
+/// modern profile to ask for, and a decoder refuses `"modern"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Profile {
     /// `"classic"`: the reference policy (the defaults of spec §4).
     #[default]
     Classic,
-    /// `"modern"`: the `modern` column of spec §10.1.
+    /// `"modern"`: the `modern` column of spec §10.1 (feature `extended`).
+    #[cfg(feature = "extended")]
     Modern,
 }
 
@@ -28,11 +36,12 @@ impl Profile {
     ///
     /// ```
     /// use autoretry::Profile;
-    /// assert_eq!(Profile::Modern.as_str(), "modern");
+    /// assert_eq!(Profile::Classic.as_str(), "classic");
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
             Profile::Classic => "classic",
+            #[cfg(feature = "extended")]
             Profile::Modern => "modern",
         }
     }
@@ -45,10 +54,15 @@ impl Profile {
     /// assert_eq!(Profile::from_wire("Modern"), None);
     /// ```
     pub fn from_wire(name: &str) -> Option<Profile> {
-        [Profile::Classic, Profile::Modern]
-            .into_iter()
-            .find(|p| p.as_str() == name)
+        Profile::ALL.iter().copied().find(|p| p.as_str() == name)
     }
+
+    /// Every profile this build has (`Modern` needs feature `extended`).
+    pub const ALL: &'static [Profile] = &[
+        Profile::Classic,
+        #[cfg(feature = "extended")]
+        Profile::Modern,
+    ];
 
     /// The settings of this profile's column: [`RetrySettings::CLASSIC`] or
     /// [`RetrySettings::MODERN`].
@@ -60,6 +74,7 @@ impl Profile {
     pub const fn defaults(self) -> RetrySettings {
         match self {
             Profile::Classic => RetrySettings::CLASSIC,
+            #[cfg(feature = "extended")]
             Profile::Modern => RetrySettings::MODERN,
         }
     }
@@ -222,7 +237,8 @@ impl RetrySettings {
 
     /// The `modern` profile of spec §10.1: 10 retries from 500 ms, capped
     /// at 8 s, jittered down by up to 25 %, waits over 300 s refused, hints
-    /// honoured, the extended classifier.
+    /// honoured, the extended classifier (feature `extended`).
+    #[cfg(feature = "extended")]
     pub const MODERN: RetrySettings = RetrySettings {
         profile: Profile::Modern,
         enabled: true,

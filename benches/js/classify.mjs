@@ -2,7 +2,11 @@
 // (as the reference agent compiles them), timed on the same corpus and
 // bodies as the Rust benches. Node 20, no packages.
 //
-//     node benches/js/classify.mjs > js.json
+//     cargo run -q --manifest-path benches/Cargo.toml --bin patterns > patterns.json
+//     node benches/js/classify.mjs patterns.json > js.json
+//
+// The patterns come from the crate (`autoretry::classify::patterns`, printed
+// as JSON by the `patterns` binary), so there is no second copy to drift.
 //
 // Prints one JSON object: per-text median ns for the corpus, median ns per
 // body, the body sizes in UTF-8 bytes, and how often these RegExps disagree
@@ -12,7 +16,11 @@
 import { readFileSync } from "node:fs";
 
 const here = (p) => new URL(p, import.meta.url);
-const patterns = JSON.parse(readFileSync(here("../data/patterns.json"), "utf8"));
+if (process.argv.length !== 3) {
+  console.error("usage: node classify.mjs PATTERNS_JSON (from `cargo run --bin patterns`)");
+  process.exit(2);
+}
+const patterns = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const corpus = readFileSync(here("../../tests/corpus/errors.jsonl"), "utf8")
   .split("\n")
   .filter((l) => l.trim() !== "")

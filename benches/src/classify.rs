@@ -2,7 +2,9 @@
 //!
 //! - `corpus_labels/{impl}/{NNN}`: the three labels (retryable, overflow,
 //!   usage limit) of corpus text NNN; `corpus_classify/ours/NNN`: the full
-//!   `classify` (labels and hint); `corpus_retryable/{impl}/{NNN}`: the
+//!   `classify` (labels and hint), `corpus_classify/extended/NNN` the same
+//!   text through `classify_with(.., Classifier::Extended)` (spec 10.5 and
+//!   the hints of 10.4); `corpus_retryable/{impl}/{NNN}`: the
 //!   retryable pattern alone (where `aho-corasick` can take part).
 //! - `body_labels/{impl}/{size}` and `body_retryable/{impl}/{size}`:
 //!   throughput on long bodies that match nothing, and on 1 MB that matches
@@ -17,7 +19,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use autoretry::classify::{classify, matches_retryable};
+use autoretry::classify::{classify, classify_with, matches_retryable, Classifier};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 use alt::{naive_labels, naive_retryable, Literals, PerRule, Set, EDGE_CASES};
@@ -115,6 +117,9 @@ fn corpus_benches(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::new("ours", &n), t, |b, t| {
             b.iter(|| classify(black_box(t)))
         });
+        g.bench_with_input(BenchmarkId::new("extended", &n), t, |b, t| {
+            b.iter(|| classify_with(black_box(t), Classifier::Extended))
+        });
     }
     g.finish();
 
@@ -153,6 +158,9 @@ fn body_benches(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("ours_classify", name), t, |b, t| {
             b.iter(|| classify(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("ours_extended", name), t, |b, t| {
+            b.iter(|| classify_with(black_box(t), Classifier::Extended))
         });
         g.bench_with_input(BenchmarkId::new("regex", name), t, |b, t| {
             b.iter(|| per_rule.labels(black_box(t)))

@@ -1,14 +1,13 @@
 //! Inputs shared by the benches and `js/classify.mjs`: the corpus, the
-//! spec's patterns and the long bodies, built the same way in both.
+//! spec's patterns (read from the crate, and handed to the JavaScript side
+//! by the `patterns` binary) and the long bodies, built the same way in
+//! both.
 
-use autoretry::classify::{matches_overflow, matches_retryable, matches_usage_limit};
+use autoretry::classify::{matches_overflow, matches_retryable, matches_usage_limit, patterns};
 use serde_json::Value;
 
 /// The error-text corpus (spec-labelled), one JSON object a line.
 const CORPUS: &str = include_str!("../../tests/corpus/errors.jsonl");
-
-/// The spec's patterns in JavaScript syntax (§3.2, §3.3, §3.4).
-const PATTERNS: &str = include_str!("../data/patterns.json");
 
 /// A proxy error page that matches no pattern; bodies repeat it.
 const PARAGRAPH: &str = include_str!("../data/body.html");
@@ -60,17 +59,25 @@ pub fn corpus() -> Vec<Entry> {
         .collect()
 }
 
-/// The spec's patterns: (retryable, overflow, usage limit).
+/// The spec's patterns (§3.2, §3.3, §3.4) in JavaScript syntax, as the crate
+/// itself holds them in `autoretry::classify::patterns`: (retryable,
+/// overflow, usage limit), the overflow literals without their `/.../i`.
 pub fn patterns() -> (String, Vec<String>, String) {
-    let v: Value = serde_json::from_str(PATTERNS).expect("patterns.json");
-    let s = |v: &Value| v.as_str().expect("a pattern").to_owned();
-    let overflow = v["overflow"]
-        .as_array()
-        .expect("overflow patterns")
+    let overflow = patterns::OVERFLOW
         .iter()
-        .map(s)
+        .map(|literal| {
+            literal
+                .strip_prefix('/')
+                .and_then(|l| l.strip_suffix("/i"))
+                .expect("a /.../i literal")
+                .to_owned()
+        })
         .collect();
-    (s(&v["retryable"]), overflow, s(&v["usageLimit"]))
+    (
+        patterns::RETRYABLE.to_owned(),
+        overflow,
+        patterns::USAGE_LIMIT.to_owned(),
+    )
 }
 
 /// `PARAGRAPH` repeated to `len` bytes, cut back to a character boundary.

@@ -6,7 +6,11 @@
 //! name, white space and digits, and belongs to a rule 2 token, which then
 //! matches neither grammar).
 //!
-//! Every function is linear in the length of the text and never panics.
+//! Numbers are read in integers only (`super::decimal`), rule 2's double
+//! included. Every function is linear in the length of the text and never
+//! panics.
+
+use super::decimal;
 
 /// Rule 1: a delay in milliseconds.
 const RETRY_AFTER_MS: &[u8] = b"retry-after-ms";
@@ -25,11 +29,14 @@ const S_CUTOFF: u64 = 1_000_000_000;
 /// milliseconds.
 ///
 /// The rules are tried in order (`retry-after-ms`, `retry-after`,
-/// `x-ratelimit-reset-ms`, `x-ratelimit-reset`); each one looks only at the
-/// first place where its name (ASCII case-insensitively, even inside a longer
-/// word) is followed by optional white space, `:` or `=`, and optional white
-/// space. `now_ms` is the host's wall clock in Unix milliseconds; without it,
-/// timestamps and epochs yield nothing. All arithmetic saturates.
+/// `x-ratelimit-reset-ms`, `x-ratelimit-reset`); a rule that finds nothing,
+/// or yields nothing, passes on to the next. Each one takes the first place
+/// where its whole form matches: its name (ASCII case-insensitively, even
+/// inside a longer word), optional ASCII white space, `:` or `=`, optional
+/// white space, then a digit (or, for `retry-after`, a token character: not
+/// white space, `,` or `;`). `now_ms` is the host's wall clock in Unix
+/// milliseconds; without it, timestamps and epochs yield nothing. All
+/// arithmetic saturates.
 ///
 /// ```
 /// use autoretry::classify::retry_hint_ms;
@@ -41,6 +48,9 @@ const S_CUTOFF: u64 = 1_000_000_000;
 ///     Some(45_000),
 /// );
 /// assert_eq!(retry_hint_ms("x-ratelimit-reset: 60", None), Some(60_000));
+/// // The first place where the whole form matches: a name without digits
+/// // after it does not count.
+/// assert_eq!(retry_hint_ms("retry-after-ms: soon, retry-after-ms: 5", None), Some(5));
 /// assert_eq!(retry_hint_ms("try again later", None), None);
 /// ```
 pub fn retry_hint_ms(text: &str, now_ms: Option<u64>) -> Option<u64> {
@@ -64,30 +74,30 @@ pub fn retry_hint_ms_bytes(bytes: &[u8], now_ms: Option<u64>) -> Option<u64> {
         .or_else(|| rule_reset_s(bytes, now_ms))
 }
 
-fn rule_retry_after_ms(text: &[u8]) -> Option<u64> {
-    digits(value_after(text, RETRY_AFTER_MS)?)
+/// Rule 1 of spec 3.5.
+pub(super) fn rule_retry_after_ms(text: &[u8]) -> Option<u64> {
+    value_after(text, RETRY_AFTER_MS, is_digit).map(leading_digits)
 }
 
-fn rule_retry_after(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
-    let value = value_after(text, RETRY_AFTER)?;
+/// Rule 2 of spec 3.5.
+pub(super) fn rule_retry_after(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    let value = value_after(text, RETRY_AFTER, is_token)?;
     let end = value
         .iter()
-        .position(|&b| is_ws(b) || b == b',' || b == b';')
+        .position(|&b| !is_token(b))
         .unwrap_or(value.len());
     let token = value.get(..end)?;
-    if is_decimal(token) {
-        let seconds: f64 = core::str::from_utf8(token).ok()?.parse().ok()?;
-        // `as` saturates: NaN and negatives give 0, 2^64 and above u64::MAX,
-        // which is floor-then-clamp for these values.
-        return Some((seconds * 1000.0) as u64);
+    if let Some(ms) = decimal::seconds_ms(token) {
+        return Some(ms);
     }
     let at = rfc3339_ms(token)?;
     let diff = i128::from(at).saturating_sub(i128::from(now_ms?));
     Some(u64::try_from(diff.max(0)).unwrap_or(u64::MAX))
 }
 
-fn rule_reset_ms(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
-    let v = digits(value_after(text, RESET_MS)?)?;
+/// Rule 3 of spec 3.5.
+pub(super) fn rule_reset_ms(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    let v = leading_digits(value_after(text, RESET_MS, is_digit)?);
     if v <= MS_CUTOFF {
         Some(v)
     } else {
@@ -95,13 +105,24 @@ fn rule_reset_ms(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
     }
 }
 
-fn rule_reset_s(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
-    let v = digits(value_after(text, RESET_S)?)?;
+/// Rule 4 of spec 3.5.
+pub(super) fn rule_reset_s(text: &[u8], now_ms: Option<u64>) -> Option<u64> {
+    let v = leading_digits(value_after(text, RESET_S, is_digit)?);
     if v <= S_CUTOFF {
         Some(v.saturating_mul(1000))
     } else {
         Some(v.saturating_mul(1000).saturating_sub(now_ms?))
     }
+}
+
+fn is_digit(b: u8) -> bool {
+    b.is_ascii_digit()
+}
+
+/// A character of a rule 2 token: anything but ASCII white space, `,` and
+/// `;` (a byte of a non-ASCII character, or of an invalid sequence, is one).
+fn is_token(b: u8) -> bool {
+    !is_ws(b) && b != b',' && b != b';'
 }
 
 /// ASCII white space, as `\s` of spec 3.1.
@@ -114,14 +135,19 @@ fn skip_ws(s: &[u8]) -> &[u8] {
     s.get(n..).unwrap_or_default()
 }
 
-/// The text after the first `name WS [:=] WS` (name ASCII
-/// case-insensitive; `name` is lowercase).
+/// The text after the first `name WS [:=] WS` whose next byte passes
+/// `starts` (name ASCII case-insensitive; `name` is lowercase), from that
+/// byte on.
 ///
-/// Linear: an occurrence of `name` starting inside the white space that
-/// follows an earlier occurrence is impossible (names contain no white
-/// space and cannot end inside it), so each run of white space is skipped
-/// for at most one occurrence.
-fn value_after<'t>(text: &'t [u8], name: &[u8]) -> Option<&'t [u8]> {
+/// Linear: names start with a letter and contain no white space, so no
+/// occurrence of `name` starts inside the white space and separator that
+/// follow an earlier one, and each byte is read for at most one
+/// occurrence (besides the name comparisons, bounded by the name's length).
+pub(super) fn value_after<'t>(
+    text: &'t [u8],
+    name: &[u8],
+    starts: fn(u8) -> bool,
+) -> Option<&'t [u8]> {
     let first = name.first()?;
     let mut rest = text;
     while let Some(at) = rest.iter().position(|b| b.to_ascii_lowercase() == *first) {
@@ -132,7 +158,10 @@ fn value_after<'t>(text: &'t [u8], name: &[u8]) -> Option<&'t [u8]> {
         let (candidate, after) = rest.split_at(name.len());
         if candidate.eq_ignore_ascii_case(name) {
             if let [b':' | b'=', value @ ..] = skip_ws(after) {
-                return Some(skip_ws(value));
+                let value = skip_ws(value);
+                if value.first().is_some_and(|&b| starts(b)) {
+                    return Some(value);
+                }
             }
         }
         rest = rest.get(1..)?;
@@ -140,35 +169,10 @@ fn value_after<'t>(text: &'t [u8], name: &[u8]) -> Option<&'t [u8]> {
     None
 }
 
-/// Leading ASCII digits (at least one), saturating at `u64::MAX`.
-fn digits(s: &[u8]) -> Option<u64> {
-    let mut cur = Cursor(s);
-    let run = cur.digits();
-    if run.is_empty() {
-        return None;
-    }
-    Some(run.iter().fold(0u64, |v, &d| {
-        v.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-    }))
-}
-
-/// The rule 2 number grammar: `[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?`
-/// over the whole token.
-fn is_decimal(token: &[u8]) -> bool {
-    let mut cur = Cursor(token);
-    cur.eat_any(b"+-");
-    let int = cur.digits().len();
-    let frac = if cur.eat(b'.') { cur.digits().len() } else { 0 };
-    if int == 0 && frac == 0 {
-        return false;
-    }
-    if cur.eat_any(b"eE") {
-        cur.eat_any(b"+-");
-        if cur.digits().is_empty() {
-            return false;
-        }
-    }
-    cur.0.is_empty()
+/// Leading ASCII digits, saturating at `u64::MAX` (0 for none).
+fn leading_digits(s: &[u8]) -> u64 {
+    let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    decimal::saturating_digits(s.get(..n).unwrap_or_default())
 }
 
 /// The instant of an RFC 3339 timestamp (spec 3.5, rule 2) in Unix ms, or
@@ -455,17 +459,44 @@ mod tests {
     }
 
     #[test]
-    fn first_position_is_the_first_name_with_a_separator() {
+    fn first_position_is_where_the_whole_form_matches() {
         // Occurrences without `:`/`=` are skipped.
         assert_eq!(hint("retry-after soon, retry-after: 3"), Some(3_000));
         assert_eq!(hint("retry-after-ms 5 retry-after-ms = 6"), Some(6));
-        // The first occurrence with a separator decides; a later one is not
-        // looked at.
+        // Spec 3.5: the value must start with a digit (rules 1, 3, 4) or a
+        // token character (rule 2) for the position to count.
+        assert_eq!(hint("retry-after-ms: soon, retry-after-ms: 5"), Some(5));
+        assert_eq!(hint("retry-after-ms: x retry-after-ms: 6"), Some(6));
+        assert_eq!(hint("retry-after-ms:, retry-after-ms=7"), Some(7));
+        assert_eq!(
+            hint("x-ratelimit-reset-ms: -1 x-ratelimit-reset-ms: 8"),
+            Some(8)
+        );
+        assert_eq!(
+            hint("x-ratelimit-reset: ; x-ratelimit-reset: 9"),
+            Some(9_000)
+        );
+        assert_eq!(hint("retry-after: , retry-after: 4"), Some(4_000));
+        assert_eq!(hint("retry-after: ;retry-after: 4"), Some(4_000));
+        // A token that is there but no number passes on to rule 3; a later
+        // `retry-after` is not looked at.
+        assert_eq!(hint("retry-after: soon, retry-after: 5"), None);
+        assert_eq!(
+            hint("retry-after: soon, retry-after: 5 x-ratelimit-reset-ms: 6"),
+            Some(6)
+        );
         assert_eq!(hint("retry-after: soon retry-after: 3"), None);
-        assert_eq!(hint("retry-after-ms: x retry-after-ms: 6"), None);
-        // White space on both sides of the separator, of any kind.
-        assert_eq!(hint("retry-after \u{b}\u{c}\r\n:\t 3"), Some(3_000));
+        // White space on both sides of the separator, of any ASCII kind,
+        // `\v` included, or none.
+        assert_eq!(hint("retry-after \u{b}\u{c}\r\n:\t\u{b} 3"), Some(3_000));
+        assert_eq!(hint("retry-after-ms\u{b}=\u{b}3"), Some(3));
+        assert_eq!(hint("retry-after-ms=3"), Some(3));
         assert_eq!(hint("retry-after\u{a0}: 3"), None);
+        assert_eq!(hint("retry-after:\u{a0}3"), None);
+        assert_eq!(hint("retry-after-ms:\u{a0}3 retry-after-ms: 4"), Some(4));
+        // The name inside a longer word.
+        assert_eq!(hint("x-retry-after: 5"), Some(5_000));
+        assert_eq!(hint("xretry-after-msx: 5 retry-after-ms: 6"), Some(6));
         // Overlapping candidates.
         assert_eq!(hint("retry-afretry-after: 1"), Some(1_000));
         assert_eq!(hint("rretry-after=1"), Some(1_000));

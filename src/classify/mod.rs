@@ -3,12 +3,18 @@
 //!
 //! Pure functions of the text: no allocation, no panic, linear time, one
 //! pass. The patterns of [`patterns`] are compiled ahead of time into small
-//! DFAs that read one symbol per character (see `tests/gen/`), with the
+//! DFAs that read one symbol per character (see `tools/dfa-gen/`), with the
 //! matching semantics of spec 3.1: only ASCII letters
 //! fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
-//! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space. The `*_bytes`
+//! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space (and `\b`, in the
+//! extended patterns, an ASCII word boundary). The `*_bytes`
 //! functions read raw bytes exactly as `String::from_utf8_lossy` would (one
 //! U+FFFD per maximal invalid subpart), without allocating.
+//!
+//! Two pattern sets exist ([`Classifier`]): the classic one of sections
+//! 3.2 to 3.5 ([`classify`], [`matches_retryable`], ...) and, with feature
+//! `extended`, the extended one of section 10.5 ([`classify_with`] and the
+//! other `*_with` functions).
 //!
 //! ```
 //! use autoretry::classify::{classify, Classification};
@@ -22,20 +28,87 @@
 // Generated: its byte arrays are laid out by the generator, not by rustfmt.
 #[rustfmt::skip]
 mod dfa;
+mod decimal;
+#[cfg(feature = "extended")]
+mod extended;
 mod hint;
 pub mod patterns;
+mod symbol;
 mod table;
+mod wait_hint;
+#[cfg(feature = "extended")]
+mod window;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
+pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
-mod placeholder;
-pub use placeholder::{
-    classify_with, matches_overflow_with, matches_retryable_with, matches_usage_limit_with,
-    wait_hint_ms, Classifier,
-};
-
-use dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use dfa::{HINT, OVERFLOW, OVERFLOW_AT_START, RETRYABLE, USAGE_LIMIT};
 use table::{lossy_symbols, symbols};
+
+/// Which pattern set classifies texts (spec §10.1 `classifier`, §10.5).
+///
+/// `Classic` is sections 3.2 to 3.5, the reference's patterns. `Extended`
+/// is section 10.5 (word-bounded status codes, more transient errors, more
+/// usage-limit and overflow texts) with the wait hints of 10.4; it exists
+/// only with feature `extended` (on with `std`), because it adds about
+/// 16 KB to a firmware's flash (10 KB of tables). Without the feature
+/// there is no way to ask for it, so nothing is ever classified by a set
+/// it did not ask for: [`Classifier::from_wire`] knows only `"classic"`
+/// then, and a settings decoder built on it refuses `"extended"`.
+///
+/// ```
+/// use autoretry::classify::Classifier;
+///
+/// assert_eq!(Classifier::default(), Classifier::Classic);
+/// assert_eq!(Classifier::from_wire("classic"), Some(Classifier::Classic));
+/// assert_eq!(Classifier::Classic.as_str(), "classic");
+/// assert_eq!(Classifier::from_wire("Classic"), None);
+/// # #[cfg(feature = "extended")]
+/// assert_eq!(Classifier::from_wire("extended").map(Classifier::as_str), Some("extended"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Classifier {
+    /// Sections 3.2 to 3.5 (the reference's patterns).
+    #[default]
+    Classic,
+    /// Section 10.5 and the hints of 10.4 (feature `extended`).
+    #[cfg(feature = "extended")]
+    Extended,
+}
+
+impl Classifier {
+    /// The wire name: `"classic"` or `"extended"`.
+    ///
+    /// ```
+    /// assert_eq!(autoretry::classify::Classifier::Classic.as_str(), "classic");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Classifier::Classic => "classic",
+            #[cfg(feature = "extended")]
+            Classifier::Extended => "extended",
+        }
+    }
+
+    /// The classifier of a wire name (exactly `"classic"` or, with feature
+    /// `extended`, `"extended"`); `None` for anything else.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert_eq!(Classifier::from_wire("classic"), Some(Classifier::Classic));
+    /// assert_eq!(Classifier::from_wire("modern"), None);
+    /// ```
+    pub fn from_wire(s: &str) -> Option<Self> {
+        match s {
+            "classic" => Some(Classifier::Classic),
+            #[cfg(feature = "extended")]
+            "extended" => Some(Classifier::Extended),
+            _ => None,
+        }
+    }
+}
 
 /// Labels of one error text, as the corpus README defines them.
 ///
@@ -106,6 +179,131 @@ pub fn classify_bytes(bytes: &[u8]) -> Classification {
         None
     };
     labels(found, bytes.is_empty(), hint_ms)
+}
+
+/// Classifies an error text with the chosen pattern set: [`classify`] for
+/// `Classic`; for `Extended`, the labels of spec 10.5 (a usage-limit text is
+/// retryable too) and `hint_ms` from [`wait_hint_ms`] (spec 10.4) with no
+/// clock.
+///
+/// ```
+/// use autoretry::classify::{classify_with, Classifier};
+///
+/// let classic = classify_with("exceeds 5000 tokens", Classifier::Classic);
+/// assert!(classic.retryable); // `500` as a bare substring
+/// # #[cfg(feature = "extended")] {
+/// let extended = classify_with("exceeds 5000 tokens", Classifier::Extended);
+/// assert!(!extended.retryable); // `\b500\b` only
+/// let c = classify_with("Quota exceeded. Please retry in 41.820516331s.", Classifier::Extended);
+/// assert!(c.retryable && c.usage_limit && !c.overflow);
+/// assert_eq!(c.hint_ms, Some(41_821));
+/// assert!(classify_with("413 Request Entity Too Large", Classifier::Extended).overflow);
+/// # }
+/// ```
+pub fn classify_with(text: &str, classifier: Classifier) -> Classification {
+    match classifier {
+        Classifier::Classic => classify(text),
+        #[cfg(feature = "extended")]
+        Classifier::Extended => {
+            let found = extended::scan(ALL | HINT, symbols(text));
+            let hint_ms = if found & HINT != 0 {
+                wait_hint_ms(text, None)
+            } else {
+                None
+            };
+            extended::labels(found, text.is_empty(), hint_ms)
+        }
+    }
+}
+
+/// [`classify_with`] on raw bytes, read as `String::from_utf8_lossy` would
+/// read them, without allocating.
+///
+/// ```
+/// use autoretry::classify::{classify_bytes, classify_bytes_with, Classifier};
+///
+/// assert_eq!(classify_bytes_with(b"rate\xFFlimit", Classifier::Classic), classify_bytes(b"rate\xFFlimit"));
+/// # #[cfg(feature = "extended")]
+/// assert!(classify_bytes_with(b"socket hang up\xFF", Classifier::Extended).retryable);
+/// ```
+pub fn classify_bytes_with(bytes: &[u8], classifier: Classifier) -> Classification {
+    match classifier {
+        Classifier::Classic => classify_bytes(bytes),
+        #[cfg(feature = "extended")]
+        Classifier::Extended => {
+            let found = extended::scan(ALL | HINT, lossy_symbols(bytes));
+            let hint_ms = if found & HINT != 0 {
+                wait_hint_ms_bytes(bytes, None)
+            } else {
+                None
+            };
+            extended::labels(found, bytes.is_empty(), hint_ms)
+        }
+    }
+}
+
+/// The pattern test of rule 4 of spec section 3 with the chosen pattern
+/// set: [`matches_retryable`] for `Classic`; for `Extended`, the retryable
+/// pattern of 10.5 or its usage-limit pattern (alone: no overflow or
+/// emptiness check).
+///
+/// ```
+/// use autoretry::classify::{matches_retryable_with, Classifier};
+///
+/// assert!(matches_retryable_with("502 Bad Gateway", Classifier::Classic));
+/// # #[cfg(feature = "extended")] {
+/// assert!(matches_retryable_with("socket hang up", Classifier::Extended));
+/// assert!(matches_retryable_with("quota exceeded", Classifier::Extended));
+/// assert!(!matches_retryable_with("req_5029", Classifier::Extended));
+/// # }
+/// ```
+pub fn matches_retryable_with(text: &str, classifier: Classifier) -> bool {
+    match classifier {
+        Classifier::Classic => matches_retryable(text),
+        #[cfg(feature = "extended")]
+        Classifier::Extended => extended::scan(RETRYABLE | USAGE_LIMIT, symbols(text)) != 0,
+    }
+}
+
+/// Whether the text matches one of the context-overflow text patterns of
+/// the chosen set: [`matches_overflow`] for `Classic`; for `Extended`, the
+/// unanchored patterns of 3.3 and those that 10.5 adds (no stop-reason or
+/// token-usage check).
+///
+/// ```
+/// use autoretry::classify::{matches_overflow_with, Classifier};
+///
+/// assert!(!matches_overflow_with("proxy: 413 status code (no body)", Classifier::Classic));
+/// # #[cfg(feature = "extended")]
+/// assert!(matches_overflow_with("proxy: 413 status code (no body)", Classifier::Extended));
+/// ```
+pub fn matches_overflow_with(text: &str, classifier: Classifier) -> bool {
+    match classifier {
+        Classifier::Classic => matches_overflow(text),
+        #[cfg(feature = "extended")]
+        Classifier::Extended => extended::scan(OVERFLOW, symbols(text)) != 0,
+    }
+}
+
+/// Whether the text matches the usage-limit pattern of the chosen set
+/// (3.4, or 10.5 for `Extended`), alone.
+///
+/// ```
+/// use autoretry::classify::{matches_usage_limit_with, Classifier};
+///
+/// assert!(matches_usage_limit_with("usage limit reached", Classifier::Classic));
+/// # #[cfg(feature = "extended")] {
+/// let text = "This request would exceed your account's rate limit.";
+/// assert!(matches_usage_limit_with(text, Classifier::Extended));
+/// assert!(!matches_usage_limit_with(text, Classifier::Classic));
+/// # }
+/// ```
+pub fn matches_usage_limit_with(text: &str, classifier: Classifier) -> bool {
+    match classifier {
+        Classifier::Classic => matches_usage_limit(text),
+        #[cfg(feature = "extended")]
+        Classifier::Extended => extended::scan(USAGE_LIMIT, symbols(text)) != 0,
+    }
 }
 
 /// The [`Classification`] of a scan's findings.
@@ -253,30 +451,39 @@ fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
                 want &= !new;
             }
         }
-        if want & OVERFLOW != 0 {
-            // Tails first: a tail reads the characters after its head.
-            let mut overflow = tails.active != 0 && tails.step(sym);
-            let mut heads = 0;
-            for (state, table) in words.iter_mut().zip(dfa::WORDS) {
-                *state = table.next(*state, sym);
-                if *state >= table.special {
-                    heads |= table.output(*state);
-                }
-            }
-            if heads != 0 {
-                overflow |= heads & OVERFLOW != 0;
-                tails.start(heads / dfa::HEAD);
-            }
-            if overflow {
-                found |= OVERFLOW;
-                want &= !OVERFLOW;
-            }
+        if want & OVERFLOW != 0
+            && overflow_step(&mut words, &mut tails, sym, OVERFLOW | OVERFLOW_AT_START)
+        {
+            found |= OVERFLOW;
+            want &= !OVERFLOW;
         }
         if want == 0 {
             break;
         }
     }
     found
+}
+
+/// Steps the overflow tables (`words` and the running tails) on one
+/// symbol; whether an overflow pattern matched. `counts` are the output
+/// bits of `words` that count as an overflow: with or without the pattern
+/// anchored at the start.
+#[inline(always)]
+fn overflow_step(words: &mut [u8; dfa::WORDS_LEN], tails: &mut Tails, sym: u8, counts: u8) -> bool {
+    // Tails first: a tail reads the characters after its head.
+    let mut overflow = tails.active != 0 && tails.step(sym);
+    let mut heads = 0;
+    for (state, table) in words.iter_mut().zip(dfa::WORDS) {
+        *state = table.next(*state, sym);
+        if *state >= table.special {
+            heads |= table.output(*state);
+        }
+    }
+    if heads != 0 {
+        overflow |= heads & counts != 0;
+        tails.start(heads / dfa::HEAD);
+    }
+    overflow
 }
 
 /// The running tails.
@@ -335,16 +542,76 @@ mod tests {
     use super::*;
     use std::{string::String, vec::Vec};
 
-    fn tables() -> impl Iterator<Item = &'static table::Table> {
-        [&dfa::LABELS]
+    fn tables() -> Vec<&'static table::Table> {
+        #[allow(unused_mut)]
+        let mut all: Vec<&table::Table> = [&dfa::LABELS]
             .into_iter()
             .chain(dfa::WORDS)
             .chain(dfa::TAILS)
+            .collect();
+        all
+    }
+
+    #[cfg(feature = "extended")]
+    #[test]
+    fn extended_tables_are_well_formed() {
+        for (i, d) in dfa::EXTENDED.iter().enumerate() {
+            let states = d.base.len();
+            let classes = d.default.len();
+            assert!(states > 0 && states < 256, "table {i}");
+            assert!(usize::from(d.special) <= states, "table {i}");
+            assert!(d.classes.iter().all(|&c| usize::from(c) < classes));
+            assert!(d.default.iter().all(|&s| usize::from(s) < states));
+            assert_eq!(d.slots.len() % 2, 0);
+            for slot in d.slots.chunks(2) {
+                // Free (255), or a state's, to a state.
+                assert!(
+                    slot[0] == 255
+                        || usize::from(slot[0]) < states && usize::from(slot[1]) < states
+                );
+            }
+            for (s, &base) in d.base.iter().enumerate() {
+                for class in 0..classes {
+                    let at = (usize::from(base) + class) * 2;
+                    if d.slots.get(at) == Some(&(s as u8)) {
+                        assert!(d.slots.get(at + 1).is_some());
+                    }
+                }
+            }
+            assert_eq!(d.out.len(), states - usize::from(d.special), "table {i}");
+            assert_eq!(d.eoi.len(), d.out.len(), "table {i}");
+            // The labels it can give are those its outputs show.
+            let shown = d.out.iter().chain(d.eoi).fold(0, |a, &o| a | o);
+            let labels = (shown & !dfa::WINDOW_WORD_BITS)
+                | if shown & dfa::WINDOW_WORD_BITS != 0 {
+                    USAGE_LIMIT
+                } else {
+                    0
+                };
+            assert_eq!(d.labels, labels, "table {i}");
+            // The start state is ordinary; every special state reports
+            // something at once or at the end of the text (these unanchored
+            // tables have no dead state).
+            assert!(d.special > 0, "table {i}");
+            for s in d.special..=u8::try_from(states - 1).unwrap() {
+                assert_ne!(d.output(s) | d.eoi(s), 0, "table {i} state {s}");
+            }
+            // ASCII-only folding.
+            for upper in b'A'..=b'Z' {
+                assert_eq!(
+                    d.classes[usize::from(upper)],
+                    d.classes[usize::from(upper.to_ascii_lowercase())]
+                );
+            }
+        }
+        for w in &dfa::WINDOW_WORDS {
+            assert_eq!(w.bit & dfa::WINDOW_WORD_BITS, w.bit);
+        }
     }
 
     #[test]
     fn every_table_is_well_formed() {
-        for (i, t) in tables().enumerate() {
+        for (i, t) in tables().into_iter().enumerate() {
             let states = t.states;
             assert!(states > 0 && t.trans.len() % states == 0, "table {i}");
             let stride = t.trans.len() / states;
@@ -367,7 +634,7 @@ mod tests {
             for s in t.special..=u8::try_from(states - 1).unwrap() {
                 if Some(s) == t.dead {
                     assert_eq!(t.output(s), 0);
-                    assert!((0..table::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
+                    assert!((0..symbol::SYMBOLS as u8).all(|sym| t.next(s, sym) == s));
                 } else {
                     assert_ne!(t.output(s), 0, "table {i} state {s}");
                 }
@@ -387,6 +654,20 @@ mod tests {
                 .filter(|p| p.contains(".*"))
                 .count()
         );
+    }
+
+    #[test]
+    fn symbols_are_one_per_character() {
+        for text in [
+            "",
+            "ascii 529 Overloaded",
+            "rate\u{2028}limit\u{2029}x",
+            "é😀\u{FFFD}\u{2027}\u{202A}\u{7F}\u{80}",
+        ] {
+            let by_char: Vec<u8> = text.chars().map(symbol::of_char).collect();
+            assert_eq!(symbols(text).collect::<Vec<u8>>(), by_char, "{text:?}");
+            assert_eq!(lossy_symbols(text.as_bytes()).collect::<Vec<u8>>(), by_char);
+        }
     }
 
     #[test]

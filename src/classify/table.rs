@@ -1,26 +1,13 @@
 //! The classifier's tables and the symbols they step on.
 //!
-//! A table is a minimized DFA over *symbols*, one per character of the text:
-//! an ASCII byte (an upper-case letter has the class of its lower-case
-//! letter, which is exactly the ASCII-only case folding of spec 3.1),
-//! [`OTHER`] for every other scalar value (U+FFFD included), [`LS`] and
-//! [`PS`] for U+2028 and U+2029. Its patterns name only ASCII characters,
-//! so no other distinction matters; the generator (`tests/gen/`) checks that
-//! every non-ASCII scalar value steps exactly like its symbol, from every
-//! state, before it writes a table.
+//! A table is a minimized DFA over the symbols of [`super::symbol`], one per
+//! character of the text.
 //!
 //! States are bytes. Those at or above `special` are the dead state (no
 //! match can follow) or report the patterns that have a match ending right
 //! after the current character.
 
-/// Any non-ASCII scalar value other than U+2028 and U+2029.
-pub(super) const OTHER: u8 = 128;
-/// U+2028 LINE SEPARATOR.
-pub(super) const LS: u8 = 129;
-/// U+2029 PARAGRAPH SEPARATOR.
-pub(super) const PS: u8 = 130;
-/// Number of symbols.
-pub(super) const SYMBOLS: usize = 131;
+use super::symbol::{LS, OTHER, PS, SYMBOLS};
 
 /// One table; the start state is 0.
 pub(super) struct Table {
@@ -56,6 +43,76 @@ impl Table {
         state
             .checked_sub(self.special)
             .and_then(|i| self.out.get(usize::from(i)))
+            .map_or(0, |&o| o)
+    }
+}
+
+/// A compressed table whose patterns look at the next character (`\b`,
+/// spec 10.5): the extended classifier's.
+///
+/// Its matches are reported one character late: a special state's `out`
+/// gives the patterns with a match ending right *before* the character
+/// just read, and `eoi` those with a match ending where the text ends, if
+/// it ends there.
+///
+/// Its transitions are compressed: per class a default target, and the
+/// transitions that differ from it in a "double array". The one of
+/// `(state, class)` is in slot `base[state] + class` when that slot
+/// belongs to `state`; a slot is two bytes, its owner and its target, and
+/// a free slot's owner is 255 (no state: these tables have at most 255).
+#[cfg(feature = "extended")]
+pub(super) struct Delayed {
+    /// Symbol to class.
+    pub(super) classes: &'static [u8; SYMBOLS],
+    /// Per class, the target of the transitions that are not in a slot.
+    pub(super) default: &'static [u8],
+    /// Per state, where its slots start.
+    pub(super) base: &'static [u16],
+    /// (owner, target) pairs, flattened.
+    pub(super) slots: &'static [u8],
+    /// First special state.
+    pub(super) special: u8,
+    /// Outputs of the special states, from `special` on.
+    pub(super) out: &'static [u8],
+    /// End-of-text outputs of the special states, from `special` on.
+    pub(super) eoi: &'static [u8],
+    /// The labels the table can report (its window words count as the
+    /// usage limit): a scan that wants none of them skips the table.
+    pub(super) labels: u8,
+}
+
+#[cfg(feature = "extended")]
+impl Delayed {
+    /// The state after `state` reads `sym`. (Out-of-range indexes cannot
+    /// come from the generated tables; they would read as the start state.)
+    #[inline(always)]
+    pub(super) fn next(&self, state: u8, sym: u8) -> u8 {
+        let class = self.classes.get(usize::from(sym)).map_or(0, |&c| c);
+        let default = self.default.get(usize::from(class)).map_or(0, |&d| d);
+        let base = self.base.get(usize::from(state)).map_or(0, |&b| b);
+        let slot = (usize::from(base) + usize::from(class)) * 2;
+        match self.slots.get(slot..slot + 2) {
+            Some(&[owner, target]) if owner == state => target,
+            _ => default,
+        }
+    }
+
+    /// The output bits of a state (matches that ended before the character
+    /// just read).
+    #[inline(always)]
+    pub(super) fn output(&self, state: u8) -> u8 {
+        state
+            .checked_sub(self.special)
+            .and_then(|i| self.out.get(usize::from(i)))
+            .map_or(0, |&o| o)
+    }
+
+    /// The end-of-text output bits of a state.
+    #[inline(always)]
+    pub(super) fn eoi(&self, state: u8) -> u8 {
+        state
+            .checked_sub(self.special)
+            .and_then(|i| self.eoi.get(usize::from(i)))
             .map_or(0, |&o| o)
     }
 }

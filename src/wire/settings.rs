@@ -283,7 +283,7 @@ impl<'de> Visitor<'de> for GroupVisitor {
                 Key::Profile => {
                     given.profile = Some(map.next_value_seed(ChoiceSeed {
                         key: key.name(),
-                        expected: r#""classic" or "modern""#,
+                        expected: PROFILES,
                         parse: Profile::from_wire,
                     })?);
                 }
@@ -320,7 +320,7 @@ impl<'de> Visitor<'de> for GroupVisitor {
                 Key::Classifier => {
                     given.classifier = Some(map.next_value_seed(ChoiceSeed {
                         key: key.name(),
-                        expected: r#""classic" or "extended""#,
+                        expected: CLASSIFIERS,
                         parse: Classifier::from_wire,
                     })?);
                 }
@@ -442,6 +442,16 @@ impl<'de> Visitor<'de> for BoolSeed {
 }
 
 /// Reads one of the strings of a key (`"classic"` or `"modern"`, ...).
+/// The profiles and classifiers this build can decode, for error messages.
+#[cfg(feature = "extended")]
+const PROFILES: &str = r#""classic" or "modern""#;
+#[cfg(not(feature = "extended"))]
+const PROFILES: &str = r#""classic" (this build has no "modern": cargo feature `extended`)"#;
+#[cfg(feature = "extended")]
+const CLASSIFIERS: &str = r#""classic" or "extended""#;
+#[cfg(not(feature = "extended"))]
+const CLASSIFIERS: &str = r#""classic" (this build has no "extended": cargo feature `extended`)"#;
+
 struct ChoiceSeed<T> {
     key: &'static str,
     /// The strings, for messages: `"classic" or "modern"`.

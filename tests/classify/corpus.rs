@@ -1,8 +1,12 @@
-//! Every row of the labelled corpus (`tests/corpus/errors.jsonl`, a copy of
-//! `shared/corpus/`) through `classify` and `classify_bytes`: all four
-//! labels must agree.
+//! Every row of the labelled corpora (`tests/corpus/errors.jsonl` and
+//! `tests/corpus/extended/errors.jsonl`, copies of `shared/corpus/`) through
+//! `classify` and `classify_bytes` (classic) or `classify_with` and
+//! `classify_bytes_with` (extended): all four labels must agree.
 
-use autoretry::classify::{classify, classify_bytes, retry_hint_ms, Classification};
+use autoretry::classify::{
+    classify, classify_bytes, classify_bytes_with, classify_with, matches_overflow_with,
+    matches_retryable_with, matches_usage_limit_with, retry_hint_ms, Classification, Classifier,
+};
 use serde_json::Value;
 
 struct Row {
@@ -12,8 +16,12 @@ struct Row {
 }
 
 fn rows() -> Vec<Row> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus/errors.jsonl");
-    let corpus = std::fs::read_to_string(path).expect("tests/corpus/errors.jsonl");
+    read_rows("tests/corpus/errors.jsonl")
+}
+
+fn read_rows(file: &str) -> Vec<Row> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let corpus = std::fs::read_to_string(path).expect(file);
     corpus
         .lines()
         .enumerate()
@@ -89,5 +97,73 @@ fn hints_with_a_clock_equal_hints_without_for_the_corpus() {
             "line {}",
             row.line
         );
+    }
+}
+
+#[test]
+fn the_classic_with_forms_equal_the_classic_functions() {
+    for row in rows() {
+        let text = &row.text;
+        assert_eq!(classify_with(text, Classifier::Classic), classify(text));
+        assert_eq!(
+            classify_bytes_with(text.as_bytes(), Classifier::Classic),
+            classify_bytes(text.as_bytes())
+        );
+    }
+}
+
+#[cfg(feature = "extended")]
+#[test]
+fn every_extended_row_matches_its_labels() {
+    let rows = read_rows("tests/corpus/extended/errors.jsonl");
+    assert!(rows.len() >= 195, "extended corpus has {} rows", rows.len());
+    let mut failures = Vec::new();
+    for row in &rows {
+        let by_text = classify_with(&row.text, Classifier::Extended);
+        let by_bytes = classify_bytes_with(row.text.as_bytes(), Classifier::Extended);
+        if by_text != row.expected || by_bytes != row.expected {
+            failures.push(format!(
+                "line {}: {:?}\n  expected {:?}\n  classify_with {:?}\n  bytes         {:?}",
+                row.line, row.text, row.expected, by_text, by_bytes
+            ));
+        }
+        // The single predicates agree with the classification.
+        let e = Classifier::Extended;
+        assert_eq!(matches_overflow_with(&row.text, e), row.expected.overflow);
+        assert_eq!(
+            matches_usage_limit_with(&row.text, e),
+            row.expected.usage_limit
+        );
+        assert_eq!(
+            !row.text.is_empty() && !row.expected.overflow && matches_retryable_with(&row.text, e),
+            row.expected.retryable,
+            "line {}",
+            row.line
+        );
+    }
+    println!(
+        "{} of {} extended corpus rows pass",
+        rows.len() - failures.len(),
+        rows.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[cfg(feature = "extended")]
+#[test]
+fn extended_rows_with_invalid_bytes_read_like_lossy() {
+    for row in read_rows("tests/corpus/extended/errors.jsonl") {
+        for invalid in [&b"\xFF"[..], b"\xE2\x80", b"\xF0\x9F\x98", b"\xED\xA0\x80"] {
+            let mut bytes = row.text.as_bytes().to_vec();
+            bytes.extend_from_slice(invalid);
+            bytes.extend_from_slice(row.text.as_bytes());
+            let lossy = String::from_utf8_lossy(&bytes);
+            assert_eq!(
+                classify_bytes_with(&bytes, Classifier::Extended),
+                classify_with(&lossy, Classifier::Extended),
+                "line {}",
+                row.line
+            );
+        }
     }
 }

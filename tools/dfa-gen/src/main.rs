@@ -25,14 +25,20 @@ fn main() -> ExitCode {
             b.name,
             b.table.states(),
             b.table.stride,
-            b.table.size()
+            b.size()
         );
     }
-    let total: usize = built.iter().map(|b| b.table.size()).sum();
+    let total: usize = built.iter().map(|b| b.size()).sum();
     println!("{:<10} {:>6}  {:>7}  {total:>5}", "total", "", "");
 
     let dir = autoretry_gen::out_dir();
-    let files = autoretry_gen::files(&built);
+    let files = match autoretry_gen::files(&built) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if check {
         let stale = autoretry_gen::drift(&dir, &files);
         if stale.is_empty() {

@@ -13,10 +13,14 @@ use autoretry::classify::{
 use autoretry_gen::{literal_body, patterns, translate, Letters};
 use regex::Regex;
 
+mod common;
+use common::{corpus, generated, Hints, Rng, INVALID};
+
 struct Reference {
     retryable: Regex,
     usage_limit: Regex,
     overflow: Vec<Regex>,
+    hints: Hints,
 }
 
 impl Reference {
@@ -29,6 +33,7 @@ impl Reference {
                 .iter()
                 .map(|l| re(literal_body(l).unwrap()))
                 .collect(),
+            hints: Hints::new(),
         }
     }
 
@@ -69,6 +74,9 @@ impl Counts {
             "classify {text:?}"
         );
         assert_eq!(c.hint_ms, retry_hint_ms(text, None), "hint {text:?}");
+        if let Some(want) = reference.hints.retry_hint(text) {
+            assert_eq!(c.hint_ms, want, "hint by the spec's expressions {text:?}");
+        }
         self.hint += usize::from(c.hint_ms.is_some());
         assert_eq!(
             classify_bytes(text.as_bytes()),
@@ -96,24 +104,6 @@ impl Counts {
             "hint {bytes:?}"
         );
         assert_eq!(c.hint_ms, retry_hint_ms(&lossy, None), "hint {bytes:?}");
-    }
-}
-
-/// xorshift64*: deterministic, so a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
     }
 }
 
@@ -224,133 +214,11 @@ const FRAGMENTS: &[&str] = &[
     "t",
 ];
 
-/// Separators: ASCII and Unicode white space, line terminators, letters
-/// that fold only under Unicode rules, other scalar values.
-const SEPARATORS: &[&str] = &[
-    " ", " ", " ", "", "", "", "\n", "\r", "\r\n", "\u{2028}", "\u{2029}", "\t", "\u{0B}",
-    "\u{0C}", "\u{A0}", "\u{2003}", "\u{2027}", "\u{202A}", "\u{85}", "İ", "ı", "ſ", "\u{212A}",
-    "é", "😀", "\u{FFFD}", "—", "٥", ": ", "x", "  ",
-];
-
-/// Invalid UTF-8: truncated, overlong, surrogates, stray continuations, and
-/// the first bytes of U+2028.
-const INVALID: &[&[u8]] = &[
-    b"\xFF",
-    b"\xC0\xAF",
-    b"\xE0\x80\xAF",
-    b"\xED\xA0\x80",
-    b"\xF0\x9F\x98",
-    b"\xE2\x80",
-    b"\x80\x80",
-    b"\xF4\x90\x80\x80",
-    b"\xC3",
-    b"\xE2",
-    b"\xE2\x80\xE2\x80\xA8",
-    b"\xBF",
-];
-
-/// Changes the case of some ASCII letters (and maps some to look-alikes
-/// that must not fold: `k` to the Kelvin sign, `s` to long s, `i` to dotless
-/// or dotted capital I).
-fn mangle(rng: &mut Rng, text: &str) -> String {
-    let mode = rng.below(4);
-    text.chars()
-        .map(|c| match mode {
-            0 => c.to_string(),
-            1 => c.to_ascii_uppercase().to_string(),
-            _ if rng.below(40) == 0 => match c {
-                'k' => "\u{212A}".into(),
-                's' => "ſ".into(),
-                'i' => (if rng.below(2) == 0 { "ı" } else { "İ" }).into(),
-                c => c.to_ascii_uppercase().to_string(),
-            },
-            _ if rng.below(3) == 0 => c.to_ascii_uppercase().to_string(),
-            _ => c.to_string(),
-        })
-        .collect()
-}
-
-fn generated(rng: &mut Rng) -> String {
-    let mut text = String::new();
-    for _ in 0..1 + rng.below(10) {
-        let word = rng.pick(FRAGMENTS);
-        let fragment = mangle(rng, word);
-        text.push_str(&fragment);
-        text.push_str(rng.pick(SEPARATORS));
-    }
-    if rng.below(4) == 0 {
-        // Cut anywhere (on a character boundary).
-        let cuts: Vec<usize> = (0..=text.len())
-            .filter(|&i| text.is_char_boundary(i))
-            .collect();
-        let at = cuts[rng.below(cuts.len())];
-        text = if rng.below(2) == 0 {
-            text[at..].into()
-        } else {
-            text[..at].into()
-        };
-    }
-    text
-}
-
-fn corpus() -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../corpus/errors.jsonl");
-    std::fs::read_to_string(path)
-        .expect("tests/corpus/errors.jsonl")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            // The rows are JSON objects whose first key is "text".
-            let start = l.find("\"text\":").expect("a text") + 7;
-            let end = l.find(",\"retryable\"").expect("labels after the text");
-            decode_json_string(&l[start..end])
-        })
-        .collect()
-}
-
-/// Decodes one JSON string literal (the corpus only needs the common escapes
-/// and `\uXXXX`, with surrogate pairs).
-fn decode_json_string(lit: &str) -> String {
-    let inner = &lit[1..lit.len() - 1];
-    let mut out = String::new();
-    let mut chars = inner.chars();
-    let mut pending: Option<u32> = None;
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next().expect("an escape") {
-            'n' => out.push('\n'),
-            'r' => out.push('\r'),
-            't' => out.push('\t'),
-            'b' => out.push('\u{8}'),
-            'f' => out.push('\u{C}'),
-            'u' => {
-                let hex: String = chars.by_ref().take(4).collect();
-                let unit = u32::from_str_radix(&hex, 16).expect("hex");
-                if (0xD800..0xDC00).contains(&unit) {
-                    pending = Some(unit);
-                } else if let (Some(hi), true) = (pending.take(), (0xDC00..0xE000).contains(&unit))
-                {
-                    out.push(
-                        char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (unit - 0xDC00)).unwrap(),
-                    );
-                } else {
-                    out.push(char::from_u32(unit).expect("a scalar value"));
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 #[test]
 fn the_corpus_agrees_with_regex() {
     let reference = Reference::new();
     let mut counts = Counts::default();
-    let rows = corpus();
+    let rows = corpus("tests/corpus/errors.jsonl");
     assert!(rows.len() >= 126);
     for text in &rows {
         counts.check(&reference, text);
@@ -374,7 +242,7 @@ fn generated_texts_agree_with_regex() {
     let mut counts = Counts::default();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for _ in 0..200_000 {
-        let text = generated(&mut rng);
+        let text = generated(&mut rng, FRAGMENTS);
         counts.check(&reference, &text);
         // The same text with invalid bytes spliced in at a few places.
         let mut bytes = text.into_bytes();

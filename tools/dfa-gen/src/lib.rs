@@ -1,0 +1,1001 @@
+//! Ahead-of-time DFA generator for `autoretry::classify`.
+//!
+//! Reads the JavaScript patterns of `src/classify/patterns.rs`, translates
+//! them into `regex-automata` syntax with the semantics of section 3.1 of the
+//! spec, builds DFAs, turns them into the compact character-level tables of
+//! [`table`] and renders the files of `src/classify/dfa/`.
+//!
+//! The tables are grouped so that no `.*` multiplies the states of another
+//! pattern: retryable and usage limit share `labels`; the overflow patterns
+//! without `.*` share the `words_*` tables with the *heads* (the part before
+//! the first `.*`) of the five that have one; each of those five keeps its
+//! *tail* (`.*` and the rest) in a small anchored table that runs only from
+//! where its head ended on the current line (see [`split_star`]).
+//!
+//! The extended classifier (section 10.5) adds the `ext_*` tables: its
+//! retryable alternatives, its usage-limit alternatives without a window,
+//! the whole-word variants of the window words (see [`window`]), the
+//! overflow patterns it adds (a `.*` one alone in its table) and the hint
+//! names of 10.4, packed greedily into tables of at most 255 states. Its
+//! patterns use `\b`, so these tables report matches one character late
+//! ([`Report::Delayed`]), and they are stored compressed ([`Compressed`]).
+//! Its overflow test reuses `words_*` and the tails, without the one
+//! anchored pattern.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub mod table;
+
+use table::{Compressed, Report, Table};
+
+#[path = "../../../src/classify/patterns.rs"]
+pub mod patterns;
+
+/// The tables' alphabet, the crate's own definition.
+#[path = "../../../src/classify/symbol.rs"]
+pub mod symbol;
+
+/// The command that regenerates the files, as written in their header.
+pub const REGENERATE: &str = "cargo run --release --manifest-path tools/dfa-gen/Cargo.toml";
+
+/// `.` of section 3.1: one Unicode scalar value other than the JavaScript
+/// line terminators.
+const DOT: &str = r"[^\n\r\x{2028}\x{2029}]";
+/// `\s` of section 3.1: ASCII white space.
+const SPACE: &str = r"[\t\n\x0B\x0C\r ]";
+/// `\s` inside a class.
+const SPACE_IN_CLASS: &str = r"\t\n\x0B\x0C\r ";
+/// `\b` of section 10.5: an ASCII word boundary (`[A-Za-z0-9_]` against
+/// any other scalar value or an end of the text).
+const WORD_BOUNDARY: &str = r"(?-u:\b)";
+
+/// Strips the delimiters of a JavaScript regex literal `/body/i`. Only the
+/// `i` flag is accepted: section 3.1 pins down exactly that flag set.
+pub fn literal_body(literal: &str) -> Result<&str, String> {
+    literal
+        .strip_prefix('/')
+        .and_then(|rest| rest.strip_suffix("/i"))
+        .ok_or_else(|| format!("not a /.../i literal: {literal}"))
+}
+
+/// How [`translate`] writes an ASCII letter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Letters {
+    /// `[xX]`: the pattern itself folds case (the reference form).
+    Both,
+    /// `x`: the input is lower-cased before matching (the tables' form).
+    Lower,
+}
+
+/// Translates a JavaScript pattern (compiled with `i` and without `u`) into
+/// `regex-automata` syntax (Unicode mode, no `(?i)`), following section 3.1:
+/// ASCII letters become `[xX]` or `x` (see [`Letters`]), `.` becomes `[^\n\r\x{2028}\x{2029}]`, `\d`
+/// becomes `[0-9]`, `\s` becomes ASCII white space, `\b` an ASCII word
+/// boundary (section 10.5), `^` stays start of text. Constructs whose
+/// meaning would differ (back-references, look-around, `\w`, ranges of
+/// letters, ...) are refused rather than guessed.
+pub fn translate(js: &str, letters: Letters) -> Result<String, String> {
+    let letter = |out: &mut String, c: char, in_class: bool| match letters {
+        Letters::Lower => out.push(c.to_ascii_lowercase()),
+        Letters::Both => {
+            if !in_class {
+                out.push('[');
+            }
+            out.push(c.to_ascii_lowercase());
+            out.push(c.to_ascii_uppercase());
+            if !in_class {
+                out.push(']');
+            }
+        }
+    };
+    let mut out = String::with_capacity(js.len() * 4);
+    let mut chars = js.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        if in_class {
+            match c {
+                ']' => {
+                    in_class = false;
+                    out.push(']');
+                }
+                '\\' => match chars.next() {
+                    Some('d') => out.push_str("0-9"),
+                    Some('s') => out.push_str(SPACE_IN_CLASS),
+                    Some('n') => out.push_str(r"\n"),
+                    Some(e) if e.is_ascii_punctuation() => push_hex(&mut out, e),
+                    other => return Err(format!("unsupported escape in class: {other:?}")),
+                },
+                '-' if !out.ends_with('[') && chars.peek() != Some(&']') => {
+                    return Err("ranges in classes are not supported".into());
+                }
+                c if c.is_ascii_alphabetic() => letter(&mut out, c, true),
+                c if c.is_ascii_digit() => out.push(c),
+                c if c.is_ascii() => push_hex(&mut out, c),
+                c => out.push(c),
+            }
+            continue;
+        }
+        match c {
+            '\\' => match chars.next() {
+                Some('d') => out.push_str("[0-9]"),
+                Some('s') => out.push_str(SPACE),
+                // Section 10.5: an ASCII word boundary.
+                Some('b') => out.push_str(WORD_BOUNDARY),
+                Some(e) if e.is_ascii_punctuation() => {
+                    out.push('\\');
+                    out.push(e);
+                }
+                other => return Err(format!("unsupported escape: {other:?}")),
+            },
+            '.' => out.push_str(DOT),
+            '[' => {
+                in_class = true;
+                out.push('[');
+                if chars.peek() == Some(&'^') {
+                    chars.next();
+                    out.push('^');
+                }
+                if chars.peek() == Some(&']') {
+                    return Err("empty class".into());
+                }
+            }
+            '(' => {
+                out.push('(');
+                if chars.peek() == Some(&'?') {
+                    chars.next();
+                    if chars.next() != Some(':') {
+                        return Err("only (?: groups are supported".into());
+                    }
+                    out.push_str("?:");
+                }
+            }
+            '^' | '$' | '|' | ')' | '*' | '+' | '?' | '{' | '}' | ',' => out.push(c),
+            c if c.is_ascii_alphabetic() => letter(&mut out, c, false),
+            c if c.is_ascii_alphanumeric() || c == ' ' || c == '_' || c == '-' => out.push(c),
+            c if c.is_ascii() => push_hex(&mut out, c),
+            c => out.push(c),
+        }
+    }
+    if in_class {
+        return Err("unterminated class".into());
+    }
+    Ok(out)
+}
+
+fn push_hex(out: &mut String, c: char) {
+    let _ = write!(out, r"\x{{{:02X}}}", u32::from(c));
+}
+
+/// Output bit of the retryable pattern (3.2, or 10.5 in the extended
+/// tables).
+pub const BIT_RETRYABLE: u8 = 1;
+/// Output bit of the usage-limit pattern (3.4, or the alternatives of 10.5
+/// without a window).
+pub const BIT_USAGE_LIMIT: u8 = 2;
+/// Output bit (of `labels` and the extended tables) of the names of the
+/// retry hints: every rule needs one of them somewhere in the text.
+pub const BIT_HINT: u8 = 8;
+/// The names of [`BIT_HINT`] for the hints of 3.5 (the `-ms` names
+/// contain them).
+pub const HINT_NAMES: &str = "retry-after|x-ratelimit-reset";
+/// The names of [`BIT_HINT`] for the hints of 10.4: those of 3.5 and the
+/// leading literals of rules 3 to 6.
+pub const HINT_NAMES_EXTENDED: &str =
+    r#"retry-after|x-ratelimit-reset|reset after |please retry in |"retryDelay":|try again in"#;
+/// Output bit of an overflow pattern without `.*` (3.3, and the extended
+/// ones of 10.5).
+pub const BIT_OVERFLOW: u8 = 4;
+/// Output bit (of `words_*`) of the one overflow pattern anchored at the
+/// start of the text (3.3), which the extended classifier leaves out.
+pub const BIT_OVERFLOW_AT_START: u8 = 1;
+/// Output bit of the head of the first `.*` overflow pattern; the next
+/// ones follow.
+pub const BIT_HEAD: u8 = 8;
+/// Output bit (of the extended tables) of the first window word variant;
+/// the next ones follow, up to bit 128.
+pub const BIT_WINDOW_WORD: u8 = 16;
+
+/// One pattern of a table: (JavaScript, translated, output bit).
+pub type Part = (String, String, u8);
+
+/// An overflow pattern `head.*rest`, split at its first top-level `.*`.
+pub struct Star {
+    /// The JavaScript literal.
+    pub js: &'static str,
+    /// `head`, translated.
+    pub head: String,
+    /// `.*rest`, translated (searched anchored where the head ended).
+    pub tail: String,
+}
+
+/// Splits a pattern body at its first `.*`, when that is outside every group
+/// and class and the pattern has no top-level alternation (then `head.*rest`
+/// matches exactly when `head` matches and `.*rest` matches, anchored, where
+/// the earliest `head` of that line ends).
+pub fn split_star(body: &str) -> Result<Option<(&str, &str)>, String> {
+    let (mut depth, mut in_class, mut escaped) = (0usize, false, false);
+    let mut split = None;
+    for (i, c) in body.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => return Err(format!("top-level `|` in {body}")),
+            '^' if !in_class && i > 0 => return Err(format!("`^` inside {body}")),
+            '.' if !in_class && depth == 0 && split.is_none() && body[i..].starts_with(".*") => {
+                split = Some(i)
+            }
+            _ => {}
+        }
+    }
+    Ok(split.map(|i| (&body[..i], &body[i + 2..])))
+}
+
+/// The top-level alternatives of a pattern (outside every group and class).
+pub fn alternatives(pattern: &str) -> Vec<&str> {
+    let (mut depth, mut in_class, mut escaped) = (0usize, false, false);
+    let mut parts = Vec::new();
+    let mut from = 0;
+    for (i, c) in pattern.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => depth = depth.saturating_sub(1),
+            '|' if !in_class && depth == 0 => {
+                parts.push(&pattern[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&pattern[from..]);
+    parts
+}
+
+/// A usage-limit alternative `\bFIRST\b[^\n]{0,GAP}\bSECOND\b` (10.5): two
+/// whole words with at most `gap` characters other than `\n` between them.
+/// The classifier matches it with a small scanner (`classify/window.rs`)
+/// over the word ends that the extended tables report, not with a DFA
+/// (which would need a state per distance).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The alternative as written.
+    pub js: String,
+    /// The first word, as written (without its `\b`s).
+    pub first: String,
+    /// The second word.
+    pub second: String,
+    /// The most characters between them.
+    pub gap: u8,
+}
+
+/// Reads a window alternative; `None` when the alternative has no
+/// `[^\n]{0,` (it is then an ordinary pattern), an error when it has one
+/// in another form.
+pub fn window(alternative: &str) -> Result<Option<Window>, String> {
+    const GAP: &str = r"\b[^\n]{0,";
+    let Some(at) = alternative.find(GAP) else {
+        return Ok(None);
+    };
+    let bad = || format!(r"not of the form \bWORD\b[^\n]{{0,N}}\bWORD\b: {alternative}");
+    let first = alternative[..at].strip_prefix(r"\b").ok_or_else(bad)?;
+    let rest = &alternative[at + GAP.len()..];
+    let close = rest.find('}').ok_or_else(bad)?;
+    let gap: u8 = rest[..close].parse().map_err(|_| bad())?;
+    let second = rest[close + 1..]
+        .strip_prefix(r"\b")
+        .and_then(|w| w.strip_suffix(r"\b"))
+        .ok_or_else(bad)?;
+    if first == second || first.contains(r"\b") || second.contains(r"\b") {
+        return Err(bad());
+    }
+    Ok(Some(Window {
+        js: alternative.to_string(),
+        first: first.to_string(),
+        second: second.to_string(),
+        gap,
+    }))
+}
+
+/// The fixed-length variants of a window word, with their lengths in
+/// characters: the word is literal characters and `.`, each optionally
+/// followed by `?`, and groups `(?:literal)?`. (`rate.?limit`: `ratelimit`
+/// of 9, `rate.limit` of 10.)
+pub fn word_variants(word: &str) -> Result<Vec<(String, u8)>, String> {
+    // Atoms: (text, length).
+    let mut atoms: Vec<(String, usize, bool)> = Vec::new();
+    let mut chars = word.chars().peekable();
+    while let Some(c) = chars.next() {
+        let (text, len) = match c {
+            '(' => {
+                let mut group = String::new();
+                if chars.next() != Some('?') || chars.next() != Some(':') {
+                    return Err(format!("only (?:...) groups in window words: {word}"));
+                }
+                loop {
+                    match chars.next() {
+                        Some(')') => break,
+                        Some(c) if c.is_ascii_alphanumeric() || "'_ -".contains(c) => group.push(c),
+                        other => return Err(format!("{other:?} in a group of {word}")),
+                    }
+                }
+                let len = group.chars().count();
+                (format!("(?:{group})"), len)
+            }
+            '.' => (".".to_string(), 1),
+            c if c.is_ascii_alphanumeric() || "'_ -".contains(c) => (c.to_string(), 1),
+            c => return Err(format!("{c:?} in window word {word}")),
+        };
+        let optional = chars.peek() == Some(&'?');
+        if optional {
+            chars.next();
+        }
+        atoms.push((text, len, optional));
+    }
+    let mut variants = vec![(String::new(), 0usize)];
+    for (text, len, optional) in atoms {
+        let with: Vec<(String, usize)> = variants
+            .iter()
+            .map(|(v, n)| (format!("{v}{text}"), n + len))
+            .collect();
+        if optional {
+            variants.extend(with);
+        } else {
+            variants = with;
+        }
+    }
+    variants.sort_by_key(|(_, n)| *n);
+    variants
+        .into_iter()
+        .map(|(v, n)| Ok((v, u8::try_from(n).map_err(|_| "a long word")?)))
+        .collect()
+}
+
+/// A window word variant the extended tables report: `\bVARIANT\b` ends
+/// where its bit shows (one character late). Two words may share a
+/// variant, and then its bit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WindowWord {
+    /// The output bit.
+    pub bit: u8,
+    /// The word it is a variant of, as an index of [`Extended::words`].
+    pub word: u8,
+    /// Its length in characters.
+    pub len: u8,
+}
+
+/// The classifier's patterns, translated and grouped.
+pub struct Plan {
+    /// Retryable (3.2), usage limit (3.4) and the hint names (3.5).
+    pub labels: Vec<Part>,
+    /// Overflow patterns without `.*`, and the heads of the others.
+    pub words: Vec<Part>,
+    /// Overflow patterns with `.*`.
+    pub stars: Vec<Star>,
+    /// The extended classifier (10.5).
+    pub extended: Extended,
+}
+
+/// The extended classifier's own tables (its overflow test also uses the
+/// classic `words` and tails, without their anchored pattern).
+pub struct Extended {
+    /// Retryable, the usage-limit alternatives without a window, the window
+    /// words, the added overflow patterns and the hint names of 10.4.
+    pub parts: Vec<Part>,
+    /// The window alternatives of the usage-limit pattern.
+    pub windows: Vec<Window>,
+    /// The distinct words of the windows.
+    pub words: Vec<String>,
+    /// Their variants, as the tables report them.
+    pub variants: Vec<WindowWord>,
+}
+
+fn part(js: &str, bit: u8) -> Result<Part, String> {
+    Ok((js.to_string(), translate(js, Letters::Lower)?, bit))
+}
+
+/// Translates and groups every pattern of `patterns.rs`.
+pub fn plan() -> Result<Plan, String> {
+    let mut plan = Plan {
+        labels: vec![
+            part(patterns::RETRYABLE, BIT_RETRYABLE)?,
+            part(patterns::USAGE_LIMIT, BIT_USAGE_LIMIT)?,
+            part(HINT_NAMES, BIT_HINT)?,
+        ],
+        words: Vec::new(),
+        stars: Vec::new(),
+        extended: extended()?,
+    };
+    for literal in patterns::OVERFLOW {
+        let body = literal_body(literal)?;
+        match split_star(body)? {
+            None if body.starts_with('^') => {
+                plan.words.push((
+                    literal.to_string(),
+                    translate(body, Letters::Lower)?,
+                    BIT_OVERFLOW_AT_START,
+                ));
+            }
+            None => plan.words.push((
+                literal.to_string(),
+                translate(body, Letters::Lower)?,
+                BIT_OVERFLOW,
+            )),
+            Some((head, rest)) => {
+                let bit = u32::try_from(plan.stars.len())
+                    .ok()
+                    .and_then(|k| BIT_HEAD.checked_shl(k))
+                    .filter(|&b| b != 0)
+                    .ok_or("too many `.*` patterns for a u8 of heads")?;
+                let head = translate(head, Letters::Lower)?;
+                plan.words.push((literal.to_string(), head.clone(), bit));
+                plan.stars.push(Star {
+                    js: literal,
+                    head,
+                    tail: translate(&format!(".*{rest}"), Letters::Lower)?,
+                });
+            }
+        }
+    }
+    if plan
+        .words
+        .iter()
+        .filter(|w| w.2 == BIT_OVERFLOW_AT_START)
+        .count()
+        > 1
+    {
+        return Err("more than one anchored overflow pattern".into());
+    }
+    Ok(plan)
+}
+
+/// The extended classifier's parts (10.5).
+fn extended() -> Result<Extended, String> {
+    // The retryable pattern is too large for one table of 256 states: each
+    // top-level alternative is a part of its own (with the same bit), and
+    // the packing spreads them over as few tables as it can.
+    let mut ext = Extended {
+        parts: alternatives(patterns::RETRYABLE_EXTENDED)
+            .into_iter()
+            .map(|alternative| part(alternative, BIT_RETRYABLE))
+            .collect::<Result<_, _>>()?,
+        windows: Vec::new(),
+        words: Vec::new(),
+        variants: Vec::new(),
+    };
+    let mut plain = Vec::new();
+    for alternative in alternatives(patterns::USAGE_LIMIT_EXTENDED) {
+        match window(alternative)? {
+            None => plain.push(alternative),
+            Some(w) => ext.windows.push(w),
+        }
+    }
+    ext.parts.push(part(&plain.join("|"), BIT_USAGE_LIMIT)?);
+    let mut bit = BIT_WINDOW_WORD;
+    for w in ext.windows.clone() {
+        for word in [&w.first, &w.second] {
+            if ext.words.contains(word) {
+                continue;
+            }
+            let index = u8::try_from(ext.words.len()).map_err(|_| "too many words")?;
+            ext.words.push(word.clone());
+            for (variant, len) in word_variants(word)? {
+                // One bit per distinct variant (`account` is a variant of
+                // `account(?:'s)?` and of `account`).
+                let js = format!(r"\b{variant}\b");
+                let variant_bit = match ext.parts.iter().find(|p| p.0 == js) {
+                    Some(p) => p.2,
+                    None => {
+                        if bit == 0 {
+                            return Err("too many window word variants for a u8".into());
+                        }
+                        ext.parts.push(part(&js, bit)?);
+                        let b = bit;
+                        bit = bit.wrapping_shl(1);
+                        b
+                    }
+                };
+                ext.variants.push(WindowWord {
+                    bit: variant_bit,
+                    word: index,
+                    len,
+                });
+            }
+        }
+    }
+    for literal in patterns::OVERFLOW_EXTENDED {
+        let body = literal_body(literal)?;
+        if body.starts_with('^') {
+            return Err(format!("anchored extended overflow pattern {literal}"));
+        }
+        ext.parts.push((
+            literal.to_string(),
+            translate(body, Letters::Lower)?,
+            BIT_OVERFLOW,
+        ));
+    }
+    ext.parts.push(part(HINT_NAMES_EXTENDED, BIT_HINT)?);
+    Ok(ext)
+}
+
+/// One generated table.
+pub struct Built {
+    /// Name of the static (upper case) and file stem (lower case).
+    pub name: String,
+    /// What it matches, for the doc comment.
+    pub parts: Vec<Part>,
+    /// Whether it is searched anchored.
+    pub anchored: bool,
+    /// Whether it belongs to the extended classifier (feature `extended`).
+    pub extended: bool,
+    /// The table.
+    pub table: Table,
+    /// Its compressed form, which the extended classifier's tables take.
+    pub compressed: Option<Compressed>,
+}
+
+impl Built {
+    /// Bytes the table takes in flash.
+    pub fn size(&self) -> usize {
+        match &self.compressed {
+            Some(c) => c.size(&self.table),
+            None => self.table.size(),
+        }
+    }
+
+    /// The contents of its `.bin` file: the transitions, or the slots of
+    /// the compressed form.
+    pub fn bin(&self) -> Vec<u8> {
+        match &self.compressed {
+            Some(c) => c.slots.concat(),
+            None => self.table.trans.clone(),
+        }
+    }
+}
+
+/// Packs `parts` into as few tables of at most 256 states as a greedy
+/// left-to-right split gives.
+fn pack_greedy(stem: &str, parts: &[Part], report: Report) -> Result<Vec<Built>, String> {
+    let compile_parts = |group: &[Part]| {
+        let regexes: Vec<String> = group.iter().map(|p| p.1.clone()).collect();
+        let bits: Vec<u8> = group.iter().map(|p| p.2).collect();
+        let table = table::compile(&regexes, &bits, false, report)?;
+        if report == Report::Delayed {
+            // A compressed table has at most 255 states.
+            table.compress()?;
+        }
+        Ok::<Table, String>(table)
+    };
+    // A `.*` multiplies the states of whatever shares its table: such a
+    // part gets a table of its own.
+    let star = |p: &Part| p.1.contains(&format!("{DOT}*"));
+    let mut groups: Vec<(usize, usize, Table)> = Vec::new();
+    let mut from = 0;
+    while from < parts.len() {
+        let mut to = from + 1;
+        let mut best = compile_parts(&parts[from..to])?;
+        while to < parts.len() && !star(&parts[from]) && !star(&parts[to]) {
+            match compile_parts(&parts[from..=to]) {
+                Ok(t) => {
+                    best = t;
+                    to += 1;
+                }
+                Err(e) if e.contains("do not fit") || e.contains("at most 255") => break,
+                Err(e) => return Err(e),
+            }
+        }
+        groups.push((from, to, best));
+        from = to;
+    }
+    groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, (from, to, table))| {
+            Ok(Built {
+                name: format!("{stem}_{i}"),
+                parts: parts[from..to].to_vec(),
+                anchored: false,
+                extended: report == Report::Delayed,
+                compressed: match report {
+                    Report::AtEnd => None,
+                    Report::Delayed => Some(table.compress()?),
+                },
+                table,
+            })
+        })
+        .collect()
+}
+
+/// Every table: `labels`, then `words_*`, then `tail_*`, then the extended
+/// `ext_*`.
+pub fn build_all() -> Result<Vec<Built>, String> {
+    let plan = plan()?;
+    let regexes: Vec<String> = plan.labels.iter().map(|p| p.1.clone()).collect();
+    let bits: Vec<u8> = plan.labels.iter().map(|p| p.2).collect();
+    let mut built = vec![Built {
+        name: "labels".into(),
+        table: table::compile(&regexes, &bits, false, Report::AtEnd)?,
+        parts: plan.labels.clone(),
+        anchored: false,
+        extended: false,
+        compressed: None,
+    }];
+    built.extend(pack_greedy("words", &plan.words, Report::AtEnd)?);
+    for (k, star) in plan.stars.iter().enumerate() {
+        built.push(Built {
+            name: format!("tail_{k}"),
+            table: table::compile(std::slice::from_ref(&star.tail), &[1], true, Report::AtEnd)?,
+            parts: vec![(star.js.to_string(), star.tail.clone(), 1)],
+            anchored: true,
+            extended: false,
+            compressed: None,
+        });
+    }
+    built.extend(pack_greedy("ext", &plan.extended.parts, Report::Delayed)?);
+    Ok(built)
+}
+
+fn render_bytes(s: &mut String, bytes: &[u8]) {
+    for (i, chunk) in bytes.chunks(16).enumerate() {
+        let line: Vec<String> = chunk.iter().map(|b| b.to_string()).collect();
+        let _ = write!(s, "{}{},", if i == 0 { "" } else { " " }, line.join(", "));
+    }
+}
+
+/// The `Table { .. }` literal of a table, its fields indented by `indent`.
+fn render_table_literal(s: &mut String, b: &Built, indent: &str) {
+    let t = &b.table;
+    s.push_str("Table {\n");
+    let _ = write!(s, "{indent}    classes: &[");
+    render_bytes(s, &t.classes);
+    s.push_str("],\n");
+    let _ = writeln!(s, "{indent}    states: {},", t.states());
+    let _ = writeln!(s, "{indent}    special: {},", t.special);
+    let _ = writeln!(
+        s,
+        "{indent}    dead: {},",
+        t.dead.map_or("None".to_string(), |d| format!("Some({d})"))
+    );
+    let _ = writeln!(s, "{indent}    trans: include_bytes!(\"{}.bin\"),", b.name);
+    let _ = write!(s, "{indent}    out: &[");
+    render_bytes(s, &t.out);
+    let _ = write!(s, "],\n{indent}}}");
+}
+
+fn render_table(s: &mut String, b: &Built) {
+    let t = &b.table;
+    let _ = writeln!(
+        s,
+        "\n/// {} states, {} classes, {} bytes{}:",
+        t.states(),
+        t.stride,
+        b.size(),
+        if b.anchored {
+            ", searched anchored where the head ended"
+        } else if b.extended {
+            ", compressed, matches reported one character late"
+        } else {
+            ""
+        }
+    );
+    for (js, regex, bit) in &b.parts {
+        let _ = writeln!(s, "/// - bit {bit}: `{js}` as `{regex}`");
+    }
+    let name = b.name.to_ascii_uppercase();
+    match &b.compressed {
+        Some(c) => {
+            // The labels the table can give (a window word counts for the
+            // usage limit).
+            let labels = b.parts.iter().fold(0u8, |a, p| {
+                a | if p.2 >= BIT_WINDOW_WORD {
+                    BIT_USAGE_LIMIT
+                } else {
+                    p.2
+                }
+            });
+            let _ = writeln!(
+                s,
+                "#[cfg(feature = \"extended\")]\npub(super) static {name}: Delayed = Delayed {{"
+            );
+            s.push_str("    classes: &[");
+            render_bytes(s, &t.classes);
+            s.push_str("],\n    default: &[");
+            render_bytes(s, &c.default);
+            s.push_str("],\n    base: &[");
+            let base: Vec<String> = c.base.iter().map(|b| b.to_string()).collect();
+            for (i, chunk) in base.chunks(16).enumerate() {
+                let _ = write!(s, "{}{},", if i == 0 { "" } else { " " }, chunk.join(", "));
+            }
+            s.push_str("],\n");
+            let _ = writeln!(s, "    slots: include_bytes!(\"{}.bin\"),", b.name);
+            let _ = writeln!(s, "    special: {},", t.special);
+            s.push_str("    out: &[");
+            render_bytes(s, &t.out);
+            s.push_str("],\n    eoi: &[");
+            render_bytes(s, &t.eoi);
+            let _ = write!(s, "],\n    labels: {labels},\n}};\n");
+        }
+        None => {
+            let _ = write!(s, "pub(super) static {name}: Table = ");
+            render_table_literal(s, b, "");
+            s.push_str(";\n");
+        }
+    }
+}
+
+/// Renders the generated `mod.rs`.
+pub fn render_mod(built: &[Built]) -> Result<String, String> {
+    let plan = plan()?;
+    let ext = &plan.extended;
+    let mut s = String::new();
+    s.push_str("// DO NOT EDIT THIS FILE. IT WAS AUTOMATICALLY GENERATED BY:\n//\n");
+    let _ = writeln!(s, "//     {REGENERATE}\n//");
+    s.push_str("// from src/classify/patterns.rs; `-- --check` verifies it.\n\n");
+    s.push_str(
+        "//! The classifier's tables, built ahead of time: minimized DFAs that step\n\
+         //! on one symbol per character (see `super::symbol`), one byte per\n\
+         //! transition. The `.bin` files hold the transitions, column by column\n\
+         //! (for the compressed `EXT_*` tables: their slots); being bytes, they\n\
+         //! read the same on every endianness. The `EXT_*` tables and the window\n\
+         //! words are the extended classifier's (spec 10.5, feature `extended`).\n\n",
+    );
+    s.push_str("use super::table::Table;\n");
+    s.push_str("#[cfg(feature = \"extended\")]\nuse super::table::Delayed;\n");
+    s.push_str("#[cfg(feature = \"extended\")]\nuse super::window::{Window, WindowWord};\n\n");
+    let count = |prefix: &str| built.iter().filter(|b| b.name.starts_with(prefix)).count();
+    let names = |prefix: &str| {
+        built
+            .iter()
+            .filter(|b| b.name.starts_with(prefix))
+            .map(|b| format!("&{}", b.name.to_ascii_uppercase()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        s,
+        "/// Number of `words_*` tables.\npub(super) const WORDS_LEN: usize = {};",
+        count("words_")
+    );
+    let _ = writeln!(s, "/// Number of tails (overflow patterns with `.*`).\npub(super) const TAILS_LEN: usize = {};", count("tail_"));
+    let _ = writeln!(s, "/// Output bit: the retryable pattern (spec 3.2, or 10.5 in `EXTENDED`) ends\n/// here.\npub(super) const RETRYABLE: u8 = {BIT_RETRYABLE};");
+    let _ = writeln!(s, "/// Output bit: the usage-limit pattern (spec 3.4, or the alternatives of 10.5\n/// without a window in `EXTENDED`) ends here.\npub(super) const USAGE_LIMIT: u8 = {BIT_USAGE_LIMIT};");
+    let _ = writeln!(s, "/// Output bit of `LABELS` and `EXTENDED`: the name of a retry hint (spec 3.5,\n/// or 10.4 in `EXTENDED`) ends here.\npub(super) const HINT: u8 = {BIT_HINT};");
+    let _ = writeln!(s, "/// Output bit: an overflow pattern (spec 3.3, or one that 10.5 adds in\n/// `EXTENDED`) without `.*` ends here.\npub(super) const OVERFLOW: u8 = {BIT_OVERFLOW};");
+    let _ = writeln!(s, "/// Output bit of `WORDS`: the overflow pattern anchored at the start of the\n/// text (spec 3.3) ends here; the extended classifier leaves it out.\npub(super) const OVERFLOW_AT_START: u8 = {BIT_OVERFLOW_AT_START};");
+    let _ = writeln!(s, "/// Output bit of `WORDS`: the head of `TAILS[0]` ends here; `TAILS[k]` has\n/// this bit shifted left by `k`.\npub(super) const HEAD: u8 = {BIT_HEAD};");
+    let _ = writeln!(
+        s,
+        "\n/// The tables of the overflow patterns without `.*` and of the heads.\n\
+         pub(super) static WORDS: [&Table; WORDS_LEN] = [{}];",
+        names("words_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The tails of the overflow patterns with `.*`, in head-bit order.\n\
+         pub(super) static TAILS: [&Table; TAILS_LEN] = [{}];",
+        names("tail_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// Number of `ext_*` tables.\n#[cfg(feature = \"extended\")]\npub(super) const EXTENDED_LEN: usize = {};",
+        count("ext_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The extended classifier's tables (spec 10.5); its overflow test also\n\
+         /// steps `WORDS` and `TAILS`.\n#[cfg(feature = \"extended\")]\n\
+         pub(super) static EXTENDED: [&Delayed; EXTENDED_LEN] = [{}];",
+        names("ext_")
+    );
+    let window_bits = ext.variants.iter().fold(0u8, |a, v| a | v.bit);
+    let _ = writeln!(
+        s,
+        "\n/// Output bits of `EXTENDED` that report a window word.\n#[cfg(feature = \"extended\")]\npub(super) const WINDOW_WORD_BITS: u8 = {window_bits};"
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The window words' variants, as `EXTENDED` reports them (the words: {}).\n\
+         #[cfg(feature = \"extended\")]\npub(super) static WINDOW_WORDS: [WindowWord; {}] = [",
+        ext.words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("{i} `{w}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ext.variants.len()
+    );
+    for v in &ext.variants {
+        let _ = writeln!(
+            s,
+            "    WindowWord {{ bit: {}, word: {}, len: {} }},",
+            v.bit, v.word, v.len
+        );
+    }
+    s.push_str("];\n");
+    let _ = writeln!(
+        s,
+        "\n/// Number of window alternatives.\n#[cfg(feature = \"extended\")]\npub(super) const WINDOWS_LEN: usize = {};",
+        ext.windows.len()
+    );
+    s.push_str(
+        "\n/// The window alternatives of the usage-limit pattern (spec 10.5).\n\
+         #[cfg(feature = \"extended\")]\npub(super) static WINDOWS: [Window; WINDOWS_LEN] = [\n",
+    );
+    let index = |w: &str| ext.words.iter().position(|x| x == w).unwrap_or(0);
+    for w in &ext.windows {
+        let _ = writeln!(s, "    // `{}`", w.js);
+        let _ = writeln!(
+            s,
+            "    Window {{ first: {}, second: {}, gap: {} }},",
+            index(&w.first),
+            index(&w.second),
+            w.gap
+        );
+    }
+    s.push_str("];\n");
+    for b in built {
+        render_table(&mut s, b);
+    }
+    Ok(s)
+}
+
+/// Every generated file: (file name, contents).
+pub fn files(built: &[Built]) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let mut files: Vec<(String, Vec<u8>)> = built
+        .iter()
+        .map(|b| (format!("{}.bin", b.name), b.bin()))
+        .collect();
+    files.push(("mod.rs".to_string(), render_mod(built)?.into_bytes()));
+    Ok(files)
+}
+
+/// `src/classify/dfa/` of the main crate.
+pub fn out_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src/classify/dfa")
+}
+
+/// The names of the generated files that differ from (or are missing in)
+/// `dir`, and of the files in `dir` that the generator would not write.
+pub fn drift(dir: &Path, files: &[(String, Vec<u8>)]) -> Vec<String> {
+    let mut stale: Vec<String> = files
+        .iter()
+        .filter(|(name, bytes)| std::fs::read(dir.join(name)).ok().as_deref() != Some(bytes))
+        .map(|(name, _)| name.clone())
+        .collect();
+    stale.extend(strays(dir, files));
+    stale
+}
+
+/// Files in `dir` that the generator would not write.
+pub fn strays(dir: &Path, files: &[(String, Vec<u8>)]) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut strays: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| !files.iter().any(|(f, _)| f == name))
+        .collect();
+    strays.sort();
+    strays
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    fn is_match(regex: &str, text: &str) -> bool {
+        let report = if regex.contains(r"\b") {
+            Report::Delayed
+        } else {
+            Report::AtEnd
+        };
+        table::compile(&[regex.to_string()], &[1], false, report)
+            .unwrap()
+            .is_match(text)
+    }
+
+    #[test]
+    fn translates_letters_dot_and_classes() {
+        let both = |js| translate(js, Letters::Both).unwrap();
+        assert_eq!(both("ab"), "[aA][bB]");
+        assert_eq!(translate("aB", Letters::Lower).unwrap(), "ab");
+        assert_eq!(both("a.?b"), r"[aA][^\n\r\x{2028}\x{2029}]?[bB]");
+        assert_eq!(both(r"\d+\s*"), r"[0-9]+[\t\n\x0B\x0C\r ]*");
+        assert_eq!(both("[_ ]"), r"[\x{5F}\x{20}]");
+        assert_eq!(both("[a_]"), r"[aA\x{5F}]");
+        assert_eq!(translate("[A_]", Letters::Lower).unwrap(), r"[a\x{5F}]");
+        assert_eq!(both(r"^4(00|13)\(x\)"), r"^4(00|13)\([xX]\)");
+        assert_eq!(both("429|500"), "429|500");
+        assert_eq!(both("x_y-z"), "[xX]_[yY]-[zZ]");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_translate() {
+        for bad in [r"\w", r"\B", r"\1", "(?=a)", "[a-z]", "[", "[]", r"\u0041"] {
+            assert!(translate(bad, Letters::Lower).is_err(), "{bad}");
+        }
+        assert!(literal_body("/a/g").is_err());
+        assert!(literal_body("a").is_err());
+        assert_eq!(literal_body("/a/i").unwrap(), "a");
+    }
+
+    #[test]
+    fn semantics_of_section_3_1() {
+        let re = translate("rate.?limit", Letters::Lower).unwrap();
+        assert!(is_match(&re, "RATE LIMIT"));
+        assert!(is_match(&re, "rate😀limit"));
+        assert!(is_match(&re, "rate—limit"));
+        assert!(is_match(&re, "ratelimit"));
+        assert!(!is_match(&re, "rate\u{2028}limit"));
+        assert!(!is_match(&re, "rate\u{2029}limit"));
+        assert!(!is_match(&re, "rate\nlimit"));
+        assert!(!is_match(&re, "rate\rlimit"));
+        assert!(!is_match(&re, "rate\u{212A}imit"));
+        assert!(!is_match(&re, "rate lımit"));
+        let re = translate("service", Letters::Lower).unwrap();
+        assert!(!is_match(&re, "ſervice"));
+        assert!(is_match(&re, "SeRvIcE"));
+        let re = translate(r"a\sb\d", Letters::Lower).unwrap();
+        assert!(is_match(&re, "a\u{0B}b1"));
+        assert!(!is_match(&re, "a\u{A0}b1"));
+        assert!(!is_match(&re, "a b١"));
+    }
+
+    #[test]
+    fn anchored_alternative_stays_anchored() {
+        let plan = plan().unwrap();
+        let anchored = &plan.words.iter().find(|w| w.0.contains('^')).unwrap().1;
+        assert!(is_match(anchored, "400 (no body)"));
+        assert!(is_match(anchored, "413\u{0B}status code\u{0C}(no body)"));
+        assert!(is_match(anchored, "400 STATUS CODE(NO BODY) trailing"));
+        assert!(!is_match(anchored, "x 400 (no body)"));
+        assert!(!is_match(anchored, "\n400 (no body)"));
+        assert!(!is_match(anchored, "413 \u{A0}(no body)"));
+    }
+
+    #[test]
+    fn splits_at_the_first_top_level_star() {
+        assert_eq!(split_star("a.*b.*c").unwrap(), Some(("a", "b.*c")));
+        assert_eq!(split_star("(a|b).*c").unwrap(), Some(("(a|b)", "c")));
+        assert_eq!(split_star("ab").unwrap(), None);
+        assert_eq!(split_star(r"a\.*b").unwrap(), None);
+        assert_eq!(split_star("[.]*b").unwrap(), None);
+        assert!(split_star("a|b.*c").is_err());
+        assert!(split_star("a.*^b").is_err());
+        let plan = plan().unwrap();
+        assert_eq!(plan.stars.len(), 5);
+        let tail = table::compile(
+            std::slice::from_ref(&plan.stars[0].tail),
+            &[1],
+            true,
+            Report::AtEnd,
+        )
+        .unwrap();
+        assert!(tail.is_match(" 1 — 😀 exceeds the maximum"));
+        assert!(!tail.is_match(" 1\u{2028}exceeds the maximum"));
+    }
+
+    /// Rebuilds every DFA from the pattern source and fails if the committed
+    /// files under `src/classify/dfa/` differ.
+    #[test]
+    fn committed_dfas_do_not_drift() {
+        let built = build_all().unwrap();
+        let stale = drift(&out_dir(), &files(&built).unwrap());
+        assert!(
+            stale.is_empty(),
+            "stale generated files {stale:?}: run `{REGENERATE}`"
+        );
+    }
+}
