@@ -29,10 +29,11 @@ fn root() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
-/// The vendored vector files of the root package, sorted by name.
-fn vector_files() -> Vec<PathBuf> {
-    let mut paths: Vec<_> = fs::read_dir(root().join("tests/vectors"))
-        .expect("tests/vectors")
+/// The vendored vector files of one folder of the root package
+/// (`tests/vectors`, `tests/vectors/options`), sorted by name.
+fn vector_files(folder: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<_> = fs::read_dir(root().join(folder))
+        .expect(folder)
         .map(|e| e.expect("a directory entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
@@ -42,7 +43,22 @@ fn vector_files() -> Vec<PathBuf> {
 
 #[test]
 fn replay_every_vector_file() {
-    let paths = vector_files();
+    let (files, steps) = replay_folder("tests/vectors");
+    println!("cli replay: {files} files, {steps} steps");
+    assert!(files >= 26 && steps >= 118, "{files} files, {steps} steps");
+}
+
+#[test]
+fn replay_every_option_vector_file() {
+    let (files, steps) = replay_folder("tests/vectors/options");
+    println!("cli replay, options: {files} files, {steps} steps");
+    assert!(files >= 16 && steps >= 126, "{files} files, {steps} steps");
+}
+
+/// Replays each vector file of `folder` through `autoretry replay` and
+/// checks every step's line; returns the files and steps checked.
+fn replay_folder(folder: &str) -> (usize, usize) {
+    let paths = vector_files(folder);
     let (mut files, mut steps) = (0, 0);
     for path in &paths {
         let output = bin().arg("replay").arg(path).output().unwrap();
@@ -88,14 +104,34 @@ fn replay_every_vector_file() {
         }
         files += 1;
     }
-    println!("cli replay: {files} files, {steps} steps");
-    assert!(files >= 26 && steps >= 118, "{files} files, {steps} steps");
+    (files, steps)
 }
 
 #[test]
 fn classify_the_corpus() {
-    let path = root().join("tests/corpus/errors.jsonl");
-    let output = bin().arg("classify").arg(&path).output().unwrap();
+    let rows = classify_corpus("tests/corpus/errors.jsonl", &[]);
+    assert!(rows >= 126, "corpus rows: {rows}");
+}
+
+#[test]
+fn classify_the_extended_corpus() {
+    let rows = classify_corpus(
+        "tests/corpus/extended/errors.jsonl",
+        &["--classifier", "extended"],
+    );
+    assert!(rows >= 195, "corpus rows: {rows}");
+}
+
+/// Runs `autoretry classify ARGS` on a corpus file and checks every line
+/// against its labels; returns the number of rows.
+fn classify_corpus(file: &str, args: &[&str]) -> usize {
+    let path = root().join(file);
+    let output = bin()
+        .arg("classify")
+        .args(args)
+        .arg(&path)
+        .output()
+        .unwrap();
     assert!(
         output.status.success(),
         "{}",
@@ -121,12 +157,12 @@ fn classify_the_corpus() {
         }
     }
     println!(
-        "cli classify: {} of {} corpus rows passed",
+        "cli classify {file}: {} of {} corpus rows passed",
         rows.len() - failures.len(),
         rows.len()
     );
-    assert!(rows.len() >= 126, "corpus rows: {}", rows.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    rows.len()
 }
 
 #[test]
