@@ -1,18 +1,25 @@
-//! The C ABI (`autoretry::host::ffi`) driven natively: every vector through it,
-//! its JSON against `wire`'s serde output byte for byte, and every error code.
-//! The pool is shared by the whole process, so the tests here take turns.
+//! The C ABI (`autoretry::host::ffi`) driven natively: every vector through it
+//! (sections 1–9 through both the §4 entry points and the `_ex` ones, the
+//! options of §10 through the `_ex` ones), its JSON against `wire`'s serde
+//! output byte for byte, random scripts against the library, and every error
+//! code. The pool is shared by the whole process, so the tests here take turns.
 #![cfg(all(feature = "ffi", feature = "json"))]
 
 use crate::common;
 
 use std::fs;
+use std::path::Path;
 use std::sync::Mutex;
 
+use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
-use autoretry::wire::json::InputOwned;
-use autoretry::{HostOptions, Input, Machine, RetrySettings, StopReason};
+use autoretry::wire::json::{InputOwned, MessageOwned};
+use autoretry::{
+    HostOptions, Input, JitterPct, Machine, Profile, RetrySettings, StopReason, Usage,
+};
 use autoretry_testkit::vector::VectorLine;
 use autoretry_testkit::VectorHost;
+use proptest::prelude::*;
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -31,20 +38,86 @@ fn stop_code(reason: StopReason) -> u32 {
     }
 }
 
+fn profile_code(profile: Profile) -> u32 {
+    match profile {
+        Profile::Classic => PROFILE_CLASSIC,
+        Profile::Modern => PROFILE_MODERN,
+        other => panic!("no C ABI code for {other:?}"),
+    }
+}
+
+fn classifier_code(classifier: Classifier) -> u32 {
+    match classifier {
+        Classifier::Classic => CLASSIFIER_CLASSIC,
+        Classifier::Extended => CLASSIFIER_EXTENDED,
+        other => panic!("no C ABI code for {other:?}"),
+    }
+}
+
+fn should_retry_code(verdict: Option<bool>) -> i32 {
+    match verdict {
+        None => SHOULD_RETRY_ABSENT,
+        Some(false) => SHOULD_RETRY_NO,
+        Some(true) => SHOULD_RETRY_YES,
+    }
+}
+
+/// Which entry points a host uses for machines, settings and messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Api {
+    /// `autoretry_new`, `autoretry_settings`, `autoretry_message_end`,
+    /// `autoretry_agent_end`: the §4 settings and the §2 message only.
+    Classic,
+    /// The `_ex` forms: every option of §10.
+    Ex,
+}
+
+/// The settings the §4 entry points give: the three keys, the rest classic.
+fn classic_form(s: RetrySettings) -> RetrySettings {
+    RetrySettings::DEFAULT
+        .with_enabled(s.enabled)
+        .with_max_retries(s.max_retries)
+        .with_base_delay_ms(s.base_delay_ms)
+}
+
 /// A machine in the pool, freed on drop.
-struct Handle(i32);
+struct Handle(i32, Api);
 
 impl Handle {
-    fn new(settings: RetrySettings, host: HostOptions) -> Self {
-        let h = autoretry_new(
-            u32::from(settings.enabled),
-            settings.max_retries,
-            settings.base_delay_ms,
-            host.context_window,
-            u32::from(host.credential_store),
-        );
+    fn new(api: Api, settings: RetrySettings, host: HostOptions) -> Self {
+        let h = match api {
+            Api::Classic => {
+                assert_eq!(
+                    settings,
+                    classic_form(settings),
+                    "beyond the §4 entry point"
+                );
+                assert_eq!(host.seed, 0, "beyond the §4 entry point");
+                autoretry_new(
+                    u32::from(settings.enabled),
+                    settings.max_retries,
+                    settings.base_delay_ms,
+                    host.context_window,
+                    u32::from(host.credential_store),
+                )
+            }
+            Api::Ex => autoretry_new_ex(
+                profile_code(settings.profile),
+                u32::from(settings.enabled),
+                settings.max_retries,
+                settings.base_delay_ms,
+                settings.max_delay_ms,
+                settings.backoff_cap_ms,
+                u32::from(settings.jitter_pct.get()),
+                u32::from(settings.honor_hints),
+                classifier_code(settings.classifier),
+                host.context_window,
+                u32::from(host.credential_store),
+                host.seed,
+            ),
+        };
         assert!(h >= 0, "autoretry_new: {h}");
-        Handle(h)
+        Handle(h, api)
     }
 
     /// Feeds one input; `Ok(json)` or the error code.
@@ -56,40 +129,7 @@ impl Handle {
         let n = unsafe {
             match input {
                 InputOwned::MessageEnd { message } | InputOwned::AgentEnd { message, .. } => {
-                    let (ptr, len) = match &message.error_message {
-                        Some(t) => (t.as_ptr(), t.len() as i32),
-                        None => (std::ptr::null(), -1),
-                    };
-                    let usage = message.usage.unwrap_or_default();
-                    let has_usage = u32::from(message.usage.is_some());
-                    let stop = stop_code(message.stop_reason);
-                    if let InputOwned::AgentEnd { now_ms, .. } = input {
-                        autoretry_agent_end(
-                            h,
-                            stop,
-                            ptr,
-                            len,
-                            has_usage,
-                            usage.input,
-                            usage.cache_read,
-                            u32::from(now_ms.is_some()),
-                            now_ms.unwrap_or(0),
-                            o,
-                            cap,
-                        )
-                    } else {
-                        autoretry_message_end(
-                            h,
-                            stop,
-                            ptr,
-                            len,
-                            has_usage,
-                            usage.input,
-                            usage.cache_read,
-                            o,
-                            cap,
-                        )
-                    }
+                    self.feed_message(input, message, o, cap)
                 }
                 InputOwned::TimerFired { timer } => autoretry_timer_fired(h, *timer, o, cap),
                 InputOwned::UsageLimitMarked { switched } => {
@@ -100,14 +140,33 @@ impl Handle {
                 InputOwned::SetAutoRetry { enabled } => {
                     autoretry_set_auto_retry(h, u32::from(*enabled), o, cap)
                 }
-                InputOwned::Settings(s) => autoretry_settings(
-                    h,
-                    u32::from(s.enabled),
-                    s.max_retries,
-                    s.base_delay_ms,
-                    o,
-                    cap,
-                ),
+                InputOwned::Settings(s) => match self.1 {
+                    Api::Classic => {
+                        assert_eq!(*s, classic_form(*s), "beyond the §4 entry point");
+                        autoretry_settings(
+                            h,
+                            u32::from(s.enabled),
+                            s.max_retries,
+                            s.base_delay_ms,
+                            o,
+                            cap,
+                        )
+                    }
+                    Api::Ex => autoretry_settings_ex(
+                        h,
+                        profile_code(s.profile),
+                        u32::from(s.enabled),
+                        s.max_retries,
+                        s.base_delay_ms,
+                        s.max_delay_ms,
+                        s.backoff_cap_ms,
+                        u32::from(s.jitter_pct.get()),
+                        u32::from(s.honor_hints),
+                        classifier_code(s.classifier),
+                        o,
+                        cap,
+                    ),
+                },
                 InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
             }
         };
@@ -115,6 +174,111 @@ impl Handle {
             return Err(n);
         }
         Ok(String::from_utf8(out[..n as usize].to_vec()).expect("UTF-8"))
+    }
+
+    /// A `message_end` or `agent_end` through this handle's entry points.
+    ///
+    /// # Safety
+    ///
+    /// `o` valid for writes of `cap` bytes.
+    unsafe fn feed_message(
+        &self,
+        input: &InputOwned,
+        message: &MessageOwned,
+        o: *mut u8,
+        cap: u32,
+    ) -> i32 {
+        let h = self.0;
+        let (ptr, len) = match &message.error_message {
+            Some(t) => (t.as_ptr(), t.len() as i32),
+            None => (std::ptr::null(), -1),
+        };
+        let usage = message.usage.unwrap_or_default();
+        let has_usage = u32::from(message.usage.is_some());
+        let stop = stop_code(message.stop_reason);
+        let now = match input {
+            InputOwned::AgentEnd { now_ms, .. } => Some(*now_ms),
+            _ => None,
+        };
+        let has_now = |now: Option<u64>| u32::from(now.is_some());
+        // SAFETY: the text is live for `len` bytes, `o` by the contract.
+        unsafe {
+            match self.1 {
+                Api::Classic => {
+                    let extra = (
+                        usage.cache_write,
+                        message.should_retry,
+                        message.retry_after_ms,
+                    );
+                    assert_eq!(extra, (0, None, None), "beyond the §4 entry point");
+                    match now {
+                        Some(now) => autoretry_agent_end(
+                            h,
+                            stop,
+                            ptr,
+                            len,
+                            has_usage,
+                            usage.input,
+                            usage.cache_read,
+                            has_now(now),
+                            now.unwrap_or(0),
+                            o,
+                            cap,
+                        ),
+                        None => autoretry_message_end(
+                            h,
+                            stop,
+                            ptr,
+                            len,
+                            has_usage,
+                            usage.input,
+                            usage.cache_read,
+                            o,
+                            cap,
+                        ),
+                    }
+                }
+                Api::Ex => {
+                    let verdict = should_retry_code(message.should_retry);
+                    let has_after = u32::from(message.retry_after_ms.is_some());
+                    let after = message.retry_after_ms.unwrap_or(0);
+                    match now {
+                        Some(now) => autoretry_agent_end_ex(
+                            h,
+                            stop,
+                            ptr,
+                            len,
+                            has_usage,
+                            usage.input,
+                            usage.cache_read,
+                            usage.cache_write,
+                            verdict,
+                            has_after,
+                            after,
+                            has_now(now),
+                            now.unwrap_or(0),
+                            o,
+                            cap,
+                        ),
+                        None => autoretry_message_end_ex(
+                            h,
+                            stop,
+                            ptr,
+                            len,
+                            has_usage,
+                            usage.input,
+                            usage.cache_read,
+                            usage.cache_write,
+                            verdict,
+                            has_after,
+                            after,
+                            o,
+                            cap,
+                        ),
+                    }
+                }
+            }
+        }
     }
 
     fn state(&self) -> Value {
@@ -132,76 +296,164 @@ impl Drop for Handle {
     }
 }
 
+/// What one vector file gave through the ABI.
+#[derive(Debug, Default)]
+struct FileRun {
+    name: String,
+    scenarios: usize,
+    steps: usize,
+    passed: usize,
+    /// One message per step that differs from the vector.
+    failures: Vec<String>,
+}
+
+/// Replays a vector file through the ABI with `api`'s entry points. On every
+/// step the module's bytes must be those serde_json writes for the library's
+/// own machine fed the same input (else this panics: the ABI is wrong); a
+/// step whose outputs, state or refusal differ from the vector is a failure.
+fn replay_through_abi(path: &Path, api: Api) -> FileRun {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let text = fs::read_to_string(path).unwrap();
+    let mut run = FileRun {
+        name,
+        ..FileRun::default()
+    };
+    let mut handle: Option<Handle> = None;
+    // The same machine natively, whose outputs serde_json writes: the
+    // module's bytes must be those, timer ids included. The vector host
+    // maps its timers (the module's are the same) and keeps the
+    // usage-limit text for it; the module keeps its own copy.
+    let mut native = Machine::default();
+    let mut host = VectorHost::<String>::new();
+    let mut scenario = String::new();
+    for (index, line) in text.split('\n').enumerate() {
+        let at = format!("{}:{} [{scenario}] ({api:?})", run.name, index + 1);
+        let input = match VectorLine::parse(line).unwrap() {
+            None => continue,
+            Some(VectorLine::Scenario(header)) => {
+                // The old machine is freed before the new one is made.
+                drop(handle.take());
+                handle = Some(Handle::new(api, header.settings, header.host));
+                native = Machine::new(header.settings, header.host);
+                host.reset();
+                scenario = header.name;
+                run.scenarios += 1;
+                continue;
+            }
+            Some(VectorLine::Step(input)) => input,
+        };
+        let h = handle.as_ref().expect("a scenario line first");
+        run.steps += 1;
+        let want: Value = serde_json::from_str(line).unwrap();
+        let want_refused = want.get("refused") == Some(&Value::Bool(true));
+        // Timer ordinals to the module's ids; one never produced is skipped.
+        let input = match input {
+            InputOwned::TimerFired { timer } => match host.machine_timer(timer) {
+                Some(id) => InputOwned::TimerFired { timer: id.get() },
+                None => {
+                    if want["out"] == Value::Array(vec![]) && !want_refused {
+                        run.passed += 1;
+                    } else {
+                        run.failures
+                            .push(format!("{at}: timer {timer} was never produced"));
+                    }
+                    continue;
+                }
+            },
+            other => other,
+        };
+        let got = match input {
+            InputOwned::Invalid { .. } => Err(ERR_REFUSED),
+            ref input => h.feed(input),
+        };
+        let marked = host.marked_text().to_owned();
+        let native_input = input.as_input(&marked).ok();
+        let outputs = native_input.and_then(|i| native.handle(i).ok());
+        let serde = (outputs.as_ref()).map(|o| serde_json::to_string(o.as_slice()).unwrap());
+        assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
+        let mut problems = Vec::new();
+        match (got, native_input.zip(outputs)) {
+            (Err(ERR_REFUSED), _) if !want_refused => problems.push("refused".to_owned()),
+            (Err(ERR_REFUSED), _) => {}
+            (Err(code), _) => panic!("{at}: error {code}"),
+            (Ok(_), Some((native_input, outputs))) => {
+                if want_refused {
+                    problems.push("accepted".to_owned());
+                }
+                // The module's outputs are the native ones (byte for
+                // byte, above); in the vectors' form:
+                let out: Vec<Value> = (outputs.into_iter())
+                    .map(|o| host.vector_output(&native_input, o))
+                    .map(|o| serde_json::to_value(o).unwrap())
+                    .collect();
+                if Value::Array(out.clone()) != want["out"] {
+                    problems.push(format!("out {}, want {}", Value::Array(out), want["out"]));
+                }
+            }
+            (Ok(json), None) => panic!("{at}: the module answered {json}, the machine refused"),
+        }
+        let state = h.state();
+        if state != want["state"] {
+            problems.push(format!("state {state}, want {}", want["state"]));
+        }
+        if problems.is_empty() {
+            run.passed += 1;
+        } else {
+            run.failures.push(format!("{at}: {}", problems.join("; ")));
+        }
+    }
+    run
+}
+
 #[test]
 fn every_vector_step_passes_through_the_c_abi() {
     let _turn = turn();
     let paths = common::vector_files();
-    let mut steps = 0;
-    for path in &paths {
-        let text = fs::read_to_string(path).unwrap();
-        let mut handle: Option<Handle> = None;
-        // The same machine natively, whose outputs serde_json writes: the
-        // module's bytes must be those, timer ids included. The vector host
-        // maps its timers (the module's are the same) and keeps the
-        // usage-limit text for it; the module keeps its own copy.
-        let mut native = Machine::default();
-        let mut host = VectorHost::<String>::new();
-        for (index, line) in text.split('\n').enumerate() {
-            let at = format!("{}:{}", path.display(), index + 1);
-            let input = match VectorLine::parse(line).unwrap() {
-                None => continue,
-                Some(VectorLine::Scenario(header)) => {
-                    handle = Some(Handle::new(header.settings, header.host));
-                    native = Machine::new(header.settings, header.host);
-                    host.reset();
-                    continue;
-                }
-                Some(VectorLine::Step(input)) => input,
-            };
-            let h = handle.as_ref().expect("a scenario line first");
-            let want: Value = serde_json::from_str(line).unwrap();
-            let want_refused = want.get("refused") == Some(&Value::Bool(true));
-            // Timer ordinals to the module's ids; one never produced is skipped.
-            let input = match input {
-                InputOwned::TimerFired { timer } => match host.machine_timer(timer) {
-                    Some(id) => InputOwned::TimerFired { timer: id.get() },
-                    None => {
-                        assert_eq!(want["out"], Value::Array(vec![]), "{at}");
-                        steps += 1;
-                        continue;
-                    }
-                },
-                other => other,
-            };
-            let got = match input {
-                InputOwned::Invalid { .. } => Err(ERR_REFUSED),
-                ref input => h.feed(input),
-            };
-            let marked = host.marked_text().to_owned();
-            let native_input = input.as_input(&marked).ok();
-            let outputs = native_input.and_then(|i| native.handle(i).ok());
-            let serde = (outputs.as_ref()).map(|o| serde_json::to_string(o.as_slice()).unwrap());
-            assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
-            match (got, native_input.zip(outputs)) {
-                (Err(ERR_REFUSED), _) => assert!(want_refused, "{at}: refused"),
-                (Err(code), _) => panic!("{at}: error {code}"),
-                (Ok(_), Some((native_input, outputs))) => {
-                    assert!(!want_refused, "{at}: accepted");
-                    // The module's outputs are the native ones (byte for
-                    // byte, above); in the vectors' form:
-                    let out: Vec<Value> = (outputs.into_iter())
-                        .map(|o| host.vector_output(&native_input, o))
-                        .map(|o| serde_json::to_value(o).unwrap())
-                        .collect();
-                    assert_eq!(Value::Array(out), want["out"], "{at}");
-                }
-                (Ok(json), None) => panic!("{at}: the module answered {json}, the machine refused"),
-            }
-            assert_eq!(h.state(), want["state"], "{at}");
-            steps += 1;
+    for api in [Api::Classic, Api::Ex] {
+        let (mut scenarios, mut steps) = (0, 0);
+        let mut failures = Vec::new();
+        for path in &paths {
+            let run = replay_through_abi(path, api);
+            assert_eq!(run.passed + run.failures.len(), run.steps);
+            scenarios += run.scenarios;
+            steps += run.steps;
+            failures.extend(run.failures);
         }
+        println!(
+            "C ABI ({api:?} entry points), tests/vectors: {} files, {scenarios} scenarios, \
+             {} of {steps} steps passed",
+            paths.len(),
+            steps - failures.len()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(steps > 100, "only {steps} steps");
     }
-    assert!(steps > 100, "only {steps} steps");
+}
+
+#[test]
+fn every_option_vector_step_passes_through_the_c_abi() {
+    let _turn = turn();
+    let paths = common::vector_files_in("tests/vectors/options");
+    let (mut scenarios, mut steps, mut passed) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for path in &paths {
+        let run = replay_through_abi(path, Api::Ex);
+        assert_eq!(run.passed + run.failures.len(), run.steps);
+        scenarios += run.scenarios;
+        steps += run.steps;
+        passed += run.passed;
+        failures.extend(run.failures);
+    }
+    println!(
+        "C ABI (Ex entry points), tests/vectors/options: {} files, {scenarios} scenarios, \
+         {passed} of {steps} steps passed",
+        paths.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        paths.len() >= 16 && scenarios >= 16 && steps >= 126,
+        "too few option vectors ran"
+    );
 }
 
 /// The module's JSON is byte for byte serde_json's, for texts that need
@@ -216,7 +468,7 @@ fn json_matches_serde_byte_for_byte() {
     ];
     for text in texts {
         let settings = RetrySettings::DEFAULT.with_base_delay_ms(u64::MAX);
-        let h = Handle::new(settings, HostOptions::default());
+        let h = Handle::new(Api::Classic, settings, HostOptions::default());
         let mut native = Machine::new(settings, HostOptions::default());
         let inputs = [
             InputOwned::AgentEnd {
@@ -245,6 +497,7 @@ fn json_matches_serde_byte_for_byte() {
 fn usage_limit_answer_passes_back_the_kept_text() {
     let _turn = turn();
     let h = Handle::new(
+        Api::Classic,
         RetrySettings::DEFAULT,
         HostOptions::default().with_credential_store(true),
     );
@@ -289,12 +542,12 @@ fn error_codes() {
     }
     // A full pool, then a freed slot is reused.
     let handles: Vec<Handle> = (0..POOL_SIZE)
-        .map(|_| Handle::new(RetrySettings::DEFAULT, HostOptions::default()))
+        .map(|_| Handle::new(Api::Classic, RetrySettings::DEFAULT, HostOptions::default()))
         .collect();
     assert_eq!(autoretry_new(1, 3, 2000, 0, 0), ERR_POOL_FULL);
     let freed = handles[3].0;
     drop(handles);
-    let h = Handle::new(RetrySettings::DEFAULT, HostOptions::default());
+    let h = Handle::new(Api::Classic, RetrySettings::DEFAULT, HostOptions::default());
     assert!(h.0 <= freed);
     // SAFETY: `out` is live and `cap` bytes long; texts are live and of the
     // given lengths (the overlap case points into `out` on purpose).
@@ -370,6 +623,90 @@ fn error_codes() {
         let n = autoretry_timer_fired(h.0, 1, o, cap);
         assert_eq!(&out[..n as usize], br#"[{"type":"continue_agent"}]"#);
     }
+    // Settings the module refuses: no machine is made, the settings in
+    // force stay. A `jitterPct` is never truncated (356 is not 100).
+    drop(h);
+    let bad = [
+        (PROFILE_CLASSIC, 101, CLASSIFIER_CLASSIC),
+        (PROFILE_CLASSIC, 356, CLASSIFIER_CLASSIC),
+        (PROFILE_MODERN, u32::MAX, CLASSIFIER_EXTENDED),
+        (2, 0, CLASSIFIER_CLASSIC),
+        (u32::MAX, 0, CLASSIFIER_CLASSIC),
+        (PROFILE_CLASSIC, 0, 2),
+        (PROFILE_MODERN, 25, u32::MAX),
+    ];
+    let handles: Vec<Handle> = (0..POOL_SIZE - 1)
+        .map(|_| Handle::new(Api::Classic, RetrySettings::DEFAULT, HostOptions::default()))
+        .collect();
+    for (profile, jitter, classifier) in bad {
+        let made = autoretry_new_ex(profile, 1, 3, 1, 0, 0, jitter, 0, classifier, 0, 0, 0);
+        assert_eq!(made, ERR_SETTINGS, "{profile} {jitter} {classifier}");
+    }
+    // The last slot is still free; then the pool is full, and validation
+    // comes first.
+    let last = Handle::new(Api::Ex, RetrySettings::MODERN, HostOptions::default());
+    assert_eq!(
+        autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 1, 0, 0, 0, 0, 0, 0, 0, 0),
+        ERR_POOL_FULL
+    );
+    assert_eq!(
+        autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 1, 0, 0, 101, 0, 0, 0, 0, 0),
+        ERR_SETTINGS
+    );
+    drop(handles);
+    let h = last;
+    let mut big = vec![0u8; OUT_BUFFER_LEN];
+    let (o, cap) = (big.as_mut_ptr(), big.len() as u32);
+    // SAFETY: `big` is live and `cap` bytes long; texts are live and of
+    // the given lengths.
+    unsafe {
+        for (profile, jitter, classifier) in bad {
+            let n =
+                autoretry_settings_ex(h.0, profile, 1, 3, 1, 0, 0, jitter, 0, classifier, o, cap);
+            assert_eq!(n, ERR_SETTINGS, "{profile} {jitter} {classifier}");
+        }
+        assert_eq!(
+            autoretry_settings_ex(-1, PROFILE_CLASSIC, 1, 3, 1, 0, 0, 0, 0, 0, o, cap),
+            ERR_HANDLE
+        );
+        // A shouldRetry that is not one of the codes.
+        let text = "overloaded";
+        for verdict in [2, -2, i32::MIN, i32::MAX] {
+            let (t, len) = (text.as_ptr(), text.len() as i32);
+            let n = autoretry_agent_end_ex(
+                h.0, STOP_ERROR, t, len, 0, 0, 0, 0, verdict, 0, 0, 0, 0, o, cap,
+            );
+            assert_eq!(n, ERR_ARG, "{verdict}");
+            let n = autoretry_message_end_ex(
+                h.0, STOP_ERROR, t, len, 0, 0, 0, 0, verdict, 0, 0, o, cap,
+            );
+            assert_eq!(n, ERR_ARG, "{verdict}");
+        }
+        assert_eq!(h.state()["isRetrying"], false);
+        // The modern settings are still in force: 10 attempts, 500 ms
+        // jittered down by at most 25 %.
+        let n = autoretry_agent_end_ex(
+            h.0,
+            STOP_ERROR,
+            text.as_ptr(),
+            text.len() as i32,
+            0,
+            0,
+            0,
+            0,
+            SHOULD_RETRY_ABSENT,
+            0,
+            0,
+            0,
+            0,
+            o,
+            cap,
+        );
+        let outputs: Value = serde_json::from_slice(&big[..n as usize]).unwrap();
+        assert_eq!(outputs[0]["event"]["maxAttempts"], 10);
+        let delay = outputs[0]["event"]["delayMs"].as_u64().unwrap();
+        assert!((376..=500).contains(&delay), "{delay}");
+    }
     // The exchange buffers are distinct and of the stated sizes.
     let (t, b) = (
         autoretry_text_buffer() as usize,
@@ -430,4 +767,356 @@ fn every_entry_point_once() {
         );
     }
     assert_eq!(autoretry_free(h), 0);
+    // The `_ex` forms: a 60 s ceiling, hints honoured, half-jittered, seed 7.
+    let h = autoretry_new_ex(
+        PROFILE_CLASSIC,
+        1,
+        3,
+        2000,
+        60_000,
+        0,
+        50,
+        1,
+        CLASSIFIER_CLASSIC,
+        1000,
+        0,
+        7,
+    );
+    assert!(h >= 0);
+    let error = b"503 overloaded";
+    // SAFETY: as above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(error.as_ptr(), text, error.len());
+        let len = error.len() as i32;
+        let n = autoretry_message_end_ex(
+            h,
+            STOP_STOP,
+            text,
+            -1,
+            1,
+            10,
+            20,
+            30,
+            SHOULD_RETRY_YES,
+            1,
+            5,
+            out,
+            cap,
+        );
+        assert_eq!(read(n), "[]");
+        // The host's retryAfterMs is over the ceiling: the chain fails fast.
+        let n = autoretry_agent_end_ex(
+            h,
+            STOP_ERROR,
+            text,
+            len,
+            0,
+            0,
+            0,
+            0,
+            SHOULD_RETRY_ABSENT,
+            1,
+            90_000,
+            1,
+            0,
+            out,
+            cap,
+        );
+        assert_eq!(
+            read(n),
+            concat!(
+                r#"[{"type":"emit","event":{"type":"auto_retry_end","success":false,"attempt":0,"#,
+                r#""finalError":"Provider requested 90000ms wait, exceeds retry.maxDelayMs (60000ms). Original error: 503 overloaded"}},"#,
+                r#"{"type":"settled"},{"type":"check_compaction"}]"#
+            )
+        );
+        let n = autoretry_settings_ex(
+            h,
+            PROFILE_MODERN,
+            1,
+            10,
+            500,
+            300_000,
+            8000,
+            25,
+            1,
+            CLASSIFIER_EXTENDED,
+            out,
+            cap,
+        );
+        assert_eq!(read(n), "[]");
+        // Under the extended classifier cacheWrite counts: 1 + 2 + 998 is
+        // over the 1000-token window, and an overflow is never retried,
+        // whatever the host's verdict.
+        let n = autoretry_agent_end_ex(
+            h,
+            STOP_ERROR,
+            text,
+            len,
+            1,
+            1,
+            2,
+            998,
+            SHOULD_RETRY_YES,
+            0,
+            0,
+            0,
+            0,
+            out,
+            cap,
+        );
+        assert_eq!(read(n), r#"[{"type":"check_compaction"}]"#);
+    }
+    assert_eq!(autoretry_free(h), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Random scripts: the `_ex` entry points against the library
+// ---------------------------------------------------------------------------
+
+/// The scalar arguments of a settings group, possibly out of range.
+#[derive(Clone, Debug)]
+struct SettingsArgs {
+    profile: u32,
+    enabled: bool,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u32,
+    honor_hints: bool,
+    classifier: u32,
+}
+
+impl SettingsArgs {
+    /// The settings the arguments stand for; `None` when the module must
+    /// refuse them.
+    fn settings(&self) -> Option<RetrySettings> {
+        let profile = [Profile::Classic, Profile::Modern].get(self.profile as usize)?;
+        let classifier =
+            [Classifier::Classic, Classifier::Extended].get(self.classifier as usize)?;
+        let jitter = JitterPct::new(u8::try_from(self.jitter_pct).ok()?)?;
+        Some(
+            RetrySettings::DEFAULT
+                .with_profile(*profile)
+                .with_enabled(self.enabled)
+                .with_max_retries(self.max_retries)
+                .with_base_delay_ms(self.base_delay_ms)
+                .with_max_delay_ms(self.max_delay_ms)
+                .with_backoff_cap_ms(self.backoff_cap_ms)
+                .with_jitter_pct(jitter)
+                .with_honor_hints(self.honor_hints)
+                .with_classifier(*classifier),
+        )
+    }
+}
+
+fn settings_args() -> impl Strategy<Value = SettingsArgs> {
+    let ms = prop_oneof![Just(0u64), 1u64..100_000, any::<u64>()];
+    (
+        prop_oneof![8 => 0u32..2, 1 => 2u32..5, 1 => Just(u32::MAX)],
+        any::<bool>(),
+        0u32..5,
+        prop_oneof![0u64..5000, any::<u64>()],
+        ms.clone(),
+        ms,
+        prop_oneof![8 => 0u32..=100, 1 => 101u32..400, 1 => Just(u32::MAX)],
+        any::<bool>(),
+        prop_oneof![8 => 0u32..2, 1 => 2u32..5],
+    )
+        .prop_map(
+            |(profile, enabled, max_retries, base, max_delay, cap, jitter, honor, classifier)| {
+                SettingsArgs {
+                    profile,
+                    enabled,
+                    max_retries,
+                    base_delay_ms: base,
+                    max_delay_ms: max_delay,
+                    backoff_cap_ms: cap,
+                    jitter_pct: jitter,
+                    honor_hints: honor,
+                    classifier,
+                }
+            },
+        )
+}
+
+const TEXTS: &[&str] = &[
+    "529 overloaded_error",
+    "503 retry-after-ms=90000",
+    "usage limit retry-after: 30",
+    "limit_reached",
+    "prompt is too long",
+    "upstream hiccup",
+    "rate limit retry-after-ms=400000",
+    "",
+];
+
+#[derive(Clone, Debug)]
+enum Step {
+    Message {
+        agent_end: bool,
+        stop: StopReason,
+        text: Option<usize>,
+        usage: Option<Usage>,
+        should_retry: Option<bool>,
+        retry_after_ms: Option<u64>,
+        now_ms: Option<u64>,
+    },
+    FirePending,
+    Marked(bool),
+    AbortRetry,
+    Abort,
+    SetAutoRetry(bool),
+    Settings(SettingsArgs),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let stop = prop_oneof![
+        6 => Just(StopReason::Error),
+        1 => Just(StopReason::Stop),
+        1 => Just(StopReason::Aborted),
+        1 => Just(StopReason::Length),
+        1 => Just(StopReason::ToolUse),
+    ];
+    let usage = (0u64..800, 0u64..300, 0u64..300)
+        .prop_map(|(i, r, w)| Usage::new(i, r).with_cache_write(w));
+    let message = (
+        prop_oneof![4 => Just(true), 1 => Just(false)],
+        stop,
+        proptest::option::weighted(0.9, 0..TEXTS.len()),
+        proptest::option::of(usage),
+        proptest::option::of(any::<bool>()),
+        proptest::option::of(prop_oneof![0u64..1000, 50_000u64..500_000, any::<u64>()]),
+        proptest::option::of(0u64..100_000),
+    )
+        .prop_map(
+            |(agent_end, stop, text, usage, should_retry, retry_after_ms, now_ms)| Step::Message {
+                agent_end,
+                stop,
+                text,
+                usage,
+                should_retry,
+                retry_after_ms,
+                now_ms,
+            },
+        );
+    prop_oneof![
+        8 => message,
+        4 => Just(Step::FirePending),
+        2 => any::<bool>().prop_map(Step::Marked),
+        1 => Just(Step::AbortRetry),
+        1 => Just(Step::Abort),
+        1 => any::<bool>().prop_map(Step::SetAutoRetry),
+        1 => settings_args().prop_map(Step::Settings),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Random settings, host options and inputs through the `_ex` entry
+    /// points give byte for byte the JSON of the library's machine made and
+    /// fed the same; out-of-range settings are refused and change nothing.
+    #[test]
+    fn ex_entry_points_answer_as_the_library(
+        create in settings_args(),
+        context_window in prop_oneof![Just(0u64), Just(1000)],
+        credential_store in any::<bool>(),
+        seed in any::<u64>(),
+        steps in proptest::collection::vec(step(), 1..24),
+    ) {
+        let _turn = turn();
+        let h = autoretry_new_ex(
+            create.profile,
+            u32::from(create.enabled),
+            create.max_retries,
+            create.base_delay_ms,
+            create.max_delay_ms,
+            create.backoff_cap_ms,
+            create.jitter_pct,
+            u32::from(create.honor_hints),
+            create.classifier,
+            context_window,
+            u32::from(credential_store),
+            seed,
+        );
+        let Some(settings) = create.settings() else {
+            prop_assert_eq!(h, ERR_SETTINGS);
+            return Ok(());
+        };
+        prop_assert!(h >= 0, "autoretry_new_ex: {}", h);
+        let handle = Handle(h, Api::Ex);
+        let host = HostOptions::DEFAULT
+            .with_context_window(context_window)
+            .with_credential_store(credential_store)
+            .with_seed(seed);
+        let mut native = Machine::new(settings, host);
+        let mut marked = String::new();
+        let mut out = vec![0u8; OUT_BUFFER_LEN];
+        let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
+        for (k, step) in steps.iter().enumerate() {
+            let owned = match step {
+                Step::Message { agent_end, stop, text, usage, should_retry, retry_after_ms, now_ms } => {
+                    let message = MessageOwned {
+                        stop_reason: *stop,
+                        error_message: text.map(|t| TEXTS[t].to_owned()),
+                        usage: *usage,
+                        should_retry: *should_retry,
+                        retry_after_ms: *retry_after_ms,
+                    };
+                    if *agent_end {
+                        InputOwned::AgentEnd { message, now_ms: *now_ms }
+                    } else {
+                        InputOwned::MessageEnd { message }
+                    }
+                }
+                Step::FirePending => InputOwned::TimerFired {
+                    timer: native.pending_timer().map_or(1, |t| t.get()),
+                },
+                Step::Marked(switched) => InputOwned::UsageLimitMarked { switched: *switched },
+                Step::AbortRetry => InputOwned::AbortRetry,
+                Step::Abort => InputOwned::Abort,
+                Step::SetAutoRetry(enabled) => InputOwned::SetAutoRetry { enabled: *enabled },
+                Step::Settings(args) => {
+                    let Some(s) = args.settings() else {
+                        let before = native.state();
+                        // SAFETY: `out` is live and `cap` bytes long.
+                        let n = unsafe {
+                            autoretry_settings_ex(
+                                h, args.profile, u32::from(args.enabled), args.max_retries,
+                                args.base_delay_ms, args.max_delay_ms, args.backoff_cap_ms,
+                                args.jitter_pct, u32::from(args.honor_hints), args.classifier, o, cap,
+                            )
+                        };
+                        prop_assert_eq!(n, ERR_SETTINGS, "step {}", k);
+                        prop_assert_eq!(handle.state(), serde_json::to_value(before).unwrap());
+                        continue;
+                    };
+                    InputOwned::Settings(s)
+                }
+            };
+            let got = handle.feed(&owned);
+            let input = owned.as_input(&marked).unwrap();
+            let mut kept = None;
+            let want = native.handle(input).map(|outputs| {
+                let marks = outputs
+                    .iter()
+                    .any(|o| matches!(o, autoretry::Output::MarkUsageLimit { .. }));
+                if let (Input::AgentEnd { message, .. }, true) = (input, marks) {
+                    kept = Some(message.error_message.unwrap_or("").to_owned());
+                }
+                serde_json::to_string(outputs.as_slice()).unwrap()
+            });
+            if let Some(text) = kept {
+                marked = text;
+            }
+            match (&got, &want) {
+                (Ok(got), Ok(want)) => prop_assert_eq!(got, want, "step {}: {:?}", k, step),
+                (Err(code), Err(_)) => prop_assert_eq!(*code, ERR_REFUSED, "step {}", k),
+                _ => prop_assert!(false, "step {} {:?}: module {:?}, library {:?}", k, step, got, want),
+            }
+            prop_assert_eq!(handle.state(), serde_json::to_value(native.state()).unwrap(), "step {}", k);
+        }
+    }
 }

@@ -14,5 +14,5 @@ CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
 CARGO_PROFILE_RELEASE_PANIC=abort \
 CARGO_PROFILE_RELEASE_STRIP=symbols \
     cargo rustc --quiet --lib --crate-type cdylib --release \
-        --target wasm32-unknown-unknown --no-default-features --features ffi >&2
+        --target wasm32-unknown-unknown --no-default-features --features ffi,extended >&2
 echo "target/wasm32-unknown-unknown/release/autoretry.wasm"

@@ -2,15 +2,26 @@
 // with `--features ffi` for wasm32-unknown-unknown), driving it by hand
 // through its C ABI, the way a host with no allocator would:
 //
-//     node tests/wasm/run-vectors.mjs autoretry.wasm tests/vectors/*.jsonl
+//     node tests/wasm/run-vectors.mjs [--api ex|old] autoretry.wasm VECTOR_FILE...
+//
+// e.g. `tests/vectors/*.jsonl` (sections 1-9) or
+// `tests/vectors/options/*.jsonl` (the policy options of section 10).
+// `--api ex` (the default) uses the entry points that take every option
+// (`autoretry_new_ex`, `autoretry_settings_ex`, `autoretry_message_end_ex`,
+// `autoretry_agent_end_ex`); `--api old` the ones of the first hosts, which
+// know only the section 4 settings and the section 2 message (a vector that
+// needs more is an error).
 //
 // Exits 0 only when every step's outputs, state and refusal match, and every
-// emitted event has the spec's key order. Node 20, no packages.
+// emitted event has the spec's key order. Before the vectors
+// it checks that the module refuses out-of-range settings and codes and
+// changes nothing then. Node 20, no packages.
 //
 // The host side: texts go through the module's text buffer, outputs come back
 // as JSON in its output buffer; timer ids are mapped to the vectors' ordinals;
-// the settings group is validated here (the module takes typed integers).
-// Numbers are read exactly (integers as BigInt): vectors reach u64::MAX.
+// the settings group is decoded here as spec sections 4 and 10.1 say (the
+// module takes typed scalars). Numbers are read exactly (integers as BigInt):
+// vectors reach u64::MAX.
 
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
@@ -161,25 +172,62 @@ function show(v) {
 const U32_MAX = 0xffffffffn;
 const U64_MAX = 0xffffffffffffffffn;
 const STOP = { stop: 0, length: 1, toolUse: 2, error: 3, aborted: 4 };
+// The module's codes (`autoretry::host::ffi`).
+const PROFILE = { classic: 0, modern: 1 };
+const CLASSIFIER = { classic: 0, extended: 1 };
+const SHOULD_RETRY = { absent: -1, false: 0, true: 1 };
+const ERR_ARG = -6;
+const ERR_SETTINGS = -8;
 
-// The `retry` settings group, strictly (spec §4): missing keys default; a
-// wrong type, a non-integer, a negative or out-of-range number, an unknown
-// or repeated key is an error (a string), else the settings.
+// The columns of spec 10.1: the defaults of the keys a group leaves out.
+const PROFILES = {
+  classic: { profile: "classic", enabled: true, maxRetries: 3n, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0n, honorHints: false, classifier: "classic" },
+  modern: { profile: "modern", enabled: true, maxRetries: 10n, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25n, honorHints: true, classifier: "extended" },
+};
+
+// The `retry` settings group, strictly (spec 4 and 10.1): missing keys take
+// the default of the group's profile (classic when absent); a wrong type, a
+// non-integer, a negative or out-of-range number, a string other than the
+// listed ones, an unknown or repeated key is an error (a string), else the
+// settings.
 function decodeSettings(group) {
-  if (!group || typeof group !== "object" || Array.isArray(group)) return "retry: expected an object";
+  if (!group || typeof group !== "object" || Array.isArray(group) || group instanceof Num) return "retry: expected an object";
   if (group[DUPLICATE] !== undefined) return `retry: duplicate key ${group[DUPLICATE]}`;
-  const s = { enabled: true, maxRetries: 3n, baseDelayMs: 2000n };
+  const name = group.profile === undefined ? "classic" : group.profile;
+  if (typeof name !== "string" || !Object.hasOwn(PROFILES, name)) return 'retry.profile: expected "classic" or "modern"';
+  const s = { ...PROFILES[name] };
+  const ints = { maxRetries: U32_MAX, baseDelayMs: U64_MAX, maxDelayMs: U64_MAX, backoffCapMs: U64_MAX, jitterPct: 100n };
   for (const [key, v] of Object.entries(group)) {
-    if (key === "enabled") {
-      if (typeof v !== "boolean") return "retry.enabled: expected a boolean";
-      s.enabled = v;
-    } else if (key === "maxRetries" || key === "baseDelayMs") {
-      const max = key === "maxRetries" ? U32_MAX : U64_MAX;
-      if (!(v instanceof Num) || !v.isUint() || v.big() > max) return `retry.${key}: expected a non-negative integer`;
+    if (key === "profile") continue;
+    if (key === "enabled" || key === "honorHints") {
+      if (typeof v !== "boolean") return `retry.${key}: expected a boolean`;
+      s[key] = v;
+    } else if (Object.hasOwn(ints, key)) {
+      if (!(v instanceof Num) || !v.isUint() || v.big() > ints[key]) return `retry.${key}: expected an integer from 0 to ${ints[key]}`;
       s[key] = v.big();
+    } else if (key === "classifier") {
+      if (typeof v !== "string" || !Object.hasOwn(CLASSIFIER, v)) return 'retry.classifier: expected "classic" or "extended"';
+      s.classifier = v;
     } else return `retry: unknown key ${key}`;
   }
   return s;
+}
+
+// The settings as the scalar arguments of `autoretry_new_ex` and
+// `autoretry_settings_ex`, in the spec's order.
+function settingsArgs(s) {
+  return [PROFILE[s.profile], s.enabled ? 1 : 0, Number(s.maxRetries), s.baseDelayMs, s.maxDelayMs, s.backoffCapMs, Number(s.jitterPct), s.honorHints ? 1 : 0, CLASSIFIER[s.classifier]];
+}
+
+// The settings as the arguments of `autoretry_new` and `autoretry_settings`,
+// which know only the keys of section 4; the others must be at their classic
+// defaults.
+function oldSettingsArgs(s) {
+  const c = PROFILES.classic;
+  for (const key of ["profile", "maxDelayMs", "backoffCapMs", "jitterPct", "honorHints", "classifier"]) {
+    if (s[key] !== c[key]) throw new Error(`retry.${key} needs --api ex`);
+  }
+  return [s.enabled ? 1 : 0, Number(s.maxRetries), s.baseDelayMs];
 }
 
 function uint(v, what) {
@@ -187,8 +235,23 @@ function uint(v, what) {
   return v.big();
 }
 
+// The host options of a scenario line (spec 2 and 10.1), strictly.
+function decodeHost(host) {
+  if (!host || typeof host !== "object" || Array.isArray(host) || host instanceof Num) throw new Error("host: expected an object");
+  const h = { contextWindow: 0n, credentialStore: false, seed: 0n };
+  for (const [key, v] of Object.entries(host)) {
+    if (key === "contextWindow" || key === "seed") h[key] = uint(v, `host.${key}`);
+    else if (key === "credentialStore") {
+      if (typeof v !== "boolean") throw new Error("host.credentialStore: expected a boolean");
+      h.credentialStore = v;
+    } else throw new Error(`host: unknown key ${key}`);
+  }
+  return h;
+}
+
 class Host {
-  constructor(instance) {
+  constructor(instance, api) {
+    this.api = api;
     this.x = instance.exports;
     this.memory = this.x.memory;
     this.textPtr = this.x.autoretry_text_buffer();
@@ -202,11 +265,15 @@ class Host {
     if (this.handle >= 0) this.x.autoretry_free(this.handle);
     const settings = decodeSettings(header.settings ?? {});
     if (typeof settings === "string") throw new Error(`scenario settings: ${settings}`);
-    const host = header.host ?? {};
-    const window = host.contextWindow === undefined ? 0n : uint(host.contextWindow, "host.contextWindow");
-    const store = host.credentialStore === true;
-    this.handle = this.x.autoretry_new(settings.enabled ? 1 : 0, Number(settings.maxRetries), settings.baseDelayMs, window, store ? 1 : 0);
-    if (this.handle < 0) throw new Error(`autoretry_new failed: ${this.handle}`);
+    const host = decodeHost(header.host ?? {});
+    const store = host.credentialStore ? 1 : 0;
+    if (this.api === "ex") {
+      this.handle = this.x.autoretry_new_ex(...settingsArgs(settings), host.contextWindow, store, host.seed);
+    } else {
+      if (host.seed !== 0n) throw new Error("host.seed needs --api ex");
+      this.handle = this.x.autoretry_new(...oldSettingsArgs(settings), host.contextWindow, store);
+    }
+    if (this.handle < 0) throw new Error(`creating the machine failed: ${this.handle}`);
     this.timers = []; // timers[n - 1] is the module's id of ordinal n
   }
 
@@ -233,11 +300,22 @@ class Host {
         if (stop === undefined) throw new Error(`stopReason ${m.stopReason}`);
         const len = this.text(m);
         const u = m.usage;
-        const usage = u === undefined ? [0, 0n, 0n] : [1, u.input === undefined ? 0n : uint(u.input, "usage.input"), u.cacheRead === undefined ? 0n : uint(u.cacheRead, "usage.cacheRead")];
-        if (input.type === "message_end") n = x.autoretry_message_end(h, stop, this.textPtr, len, ...usage, ...out);
-        else {
-          const now = input.nowMs === undefined ? [0, 0n] : [1, uint(input.nowMs, "nowMs")];
-          n = x.autoretry_agent_end(h, stop, this.textPtr, len, ...usage, ...now, ...out);
+        const count = (key) => (u[key] === undefined ? 0n : uint(u[key], `usage.${key}`));
+        const usage = u === undefined ? [0, 0n, 0n, 0n] : [1, count("input"), count("cacheRead"), count("cacheWrite")];
+        const now = input.nowMs === undefined ? [0, 0n] : [1, uint(input.nowMs, "nowMs")];
+        if (this.api === "ex") {
+          if (m.shouldRetry !== undefined && typeof m.shouldRetry !== "boolean") throw new Error("shouldRetry: expected a boolean");
+          const verdict = SHOULD_RETRY[m.shouldRetry === undefined ? "absent" : String(m.shouldRetry)];
+          const after = m.retryAfterMs === undefined ? [0, 0n] : [1, uint(m.retryAfterMs, "retryAfterMs")];
+          const fields = [...usage, verdict, ...after];
+          if (input.type === "message_end") n = x.autoretry_message_end_ex(h, stop, this.textPtr, len, ...fields, ...out);
+          else n = x.autoretry_agent_end_ex(h, stop, this.textPtr, len, ...fields, ...now, ...out);
+        } else {
+          for (const key of ["shouldRetry", "retryAfterMs"]) if (m[key] !== undefined) throw new Error(`message.${key} needs --api ex`);
+          if (usage[3] !== 0n) throw new Error("usage.cacheWrite needs --api ex");
+          const fields = usage.slice(0, 3);
+          if (input.type === "message_end") n = x.autoretry_message_end(h, stop, this.textPtr, len, ...fields, ...out);
+          else n = x.autoretry_agent_end(h, stop, this.textPtr, len, ...fields, ...now, ...out);
         }
         break;
       }
@@ -265,7 +343,8 @@ class Host {
       case "settings": {
         const s = decodeSettings(input.settings);
         if (typeof s === "string") return { out: [], refused: true };
-        n = x.autoretry_settings(h, s.enabled ? 1 : 0, Number(s.maxRetries), s.baseDelayMs, ...out);
+        if (this.api === "ex") n = x.autoretry_settings_ex(h, ...settingsArgs(s), ...out);
+        else n = x.autoretry_settings(h, ...oldSettingsArgs(s), ...out);
         break;
       }
       default:
@@ -294,10 +373,49 @@ class Host {
   }
 }
 
+// ---------------------------------------------------------------- checks
+// The module refuses what the scalars can still get wrong, and then changes
+// nothing: returns a list of problems.
+function checkRefusals(x, out) {
+  const problems = [];
+  const expect = (what, got, want) => {
+    if (got !== want) problems.push(`${what}: got ${got}, want ${want}`);
+  };
+  const classic = settingsArgs(PROFILES.classic);
+  const bad = {
+    "jitterPct 101": [0, 1, 3, 2000n, 0n, 0n, 101, 0, 0],
+    "jitterPct 356": [0, 1, 3, 2000n, 0n, 0n, 356, 0, 0],
+    "profile 2": [2, 1, 3, 2000n, 0n, 0n, 0, 0, 0],
+    "classifier 2": [0, 1, 3, 2000n, 0n, 0n, 0, 0, 2],
+  };
+  for (const [what, args] of Object.entries(bad)) expect(`autoretry_new_ex with ${what}`, x.autoretry_new_ex(...args, 0n, 0, 0n), ERR_SETTINGS);
+  const h = x.autoretry_new_ex(...classic, 0n, 0, 0n);
+  if (h < 0) return [...problems, `autoretry_new_ex: ${h}`];
+  for (const [what, args] of Object.entries(bad)) expect(`autoretry_settings_ex with ${what}`, x.autoretry_settings_ex(h, ...args, ...out), ERR_SETTINGS);
+  for (const code of [2, -2]) {
+    expect(`autoretry_agent_end_ex with shouldRetry code ${code}`, x.autoretry_agent_end_ex(h, STOP.error, 0, -1, 0, 0n, 0n, 0n, code, 0, 0n, 0, 0n, ...out), ERR_ARG);
+  }
+  // The classic settings are still in force: a 2000 ms backoff of 3.
+  const text = new TextEncoder().encode("overloaded");
+  const [textPtr, outPtr] = [x.autoretry_text_buffer(), out[0]];
+  new Uint8Array(x.memory.buffer, textPtr, text.length).set(text);
+  const n = x.autoretry_agent_end_ex(h, STOP.error, textPtr, text.length, 0, 0n, 0n, 0n, SHOULD_RETRY.absent, 0, 0n, 0, 0n, ...out);
+  const json = n < 0 ? `error ${n}` : new TextDecoder().decode(new Uint8Array(x.memory.buffer, outPtr, n));
+  if (!json.includes('"maxAttempts":3,"delayMs":2000,')) problems.push(`after the refusals: ${json}`);
+  x.autoretry_free(h);
+  return problems;
+}
+
 // ---------------------------------------------------------------- main
-const [wasmFile, ...vectorFiles] = process.argv.slice(2);
-if (!wasmFile || vectorFiles.length === 0) {
-  console.error("usage: node run-vectors.mjs WASM_FILE VECTOR_FILE...");
+const args = process.argv.slice(2);
+let api = "ex";
+if (args[0] === "--api") {
+  api = args[1];
+  args.splice(0, 2);
+}
+const [wasmFile, ...vectorFiles] = args;
+if (!["ex", "old"].includes(api) || !wasmFile || vectorFiles.length === 0) {
+  console.error("usage: node run-vectors.mjs [--api ex|old] WASM_FILE VECTOR_FILE...");
   process.exit(2);
 }
 const module = new WebAssembly.Module(readFileSync(wasmFile));
@@ -308,14 +426,15 @@ if (imports.length > 0) {
   process.exit(1);
 }
 const instance = await WebAssembly.instantiate(module, {});
-const host = new Host(instance);
+const host = new Host(instance, api);
 
+const failures = checkRefusals(host.x, [host.outPtr, host.outLen]).map((p) => `refusals: ${p}`);
 let scenarios = 0;
 let scenariosPassed = 0;
 let steps = 0;
 let stepsPassed = 0;
-const failures = [];
 for (const file of vectorFiles) {
+  const fileFailures = [];
   const lines = readFileSync(file, "utf8").split("\n");
   let scenario = null;
   let scenarioOk = true;
@@ -323,7 +442,7 @@ for (const file of vectorFiles) {
     if (scenario !== null && scenarioOk) scenariosPassed++;
   };
   lines.forEach((line, index) => {
-    if (line.trim() === "") return;
+    if (line === "") return;
     const where = `${basename(file)}:${index + 1}`;
     const obj = parseJson(line);
     if (obj.scenario !== undefined) {
@@ -352,12 +471,13 @@ for (const file of vectorFiles) {
     if (problems.length === 0) stepsPassed++;
     else {
       scenarioOk = false;
-      failures.push(`${where} (${scenario}): ${problems.join("; ")}`);
+      fileFailures.push(`${where} (${scenario}): ${problems.join("; ")}`);
     }
   });
   closeScenario();
+  failures.push(...fileFailures);
 }
 
 for (const f of failures) console.error(`FAIL ${f}`);
-console.log(`autoretry on wasm32: ${scenariosPassed}/${scenarios} scenarios, ${stepsPassed}/${steps} steps passed (${vectorFiles.length} files)`);
-process.exit(failures.length === 0 && steps > 0 && scenariosPassed === scenarios ? 0 : 1);
+console.log(`autoretry on wasm32 (--api ${api}): ${scenariosPassed}/${scenarios} scenarios, ${stepsPassed}/${steps} steps passed (${vectorFiles.length} files)`);
+process.exit(failures.length === 0 && steps > 0 ? 0 : 1);

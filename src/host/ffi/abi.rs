@@ -1,4 +1,6 @@
-//! The exported functions: one per input, plus the pool's `new`/`free`,
+//! The exported functions: one per input (two for the inputs that carry
+//! settings or a message: the §4 form of the first hosts and the `_ex`
+//! form with every option of §10), plus the pool's `new`/`new_ex`/`free`,
 //! the state and the exchange buffers' addresses. Each checks its
 //! arguments, builds the input, feeds the machine under the pool's lock,
 //! keeps the usage-limit text, and has `out.rs` write the outputs.
@@ -8,13 +10,19 @@
 #![allow(unsafe_code)]
 
 use super::pool::{self, with_slots};
+// The modern profile and the extended classifier exist with feature
+// `extended`; without it their codes are refused like any unknown one.
 use super::{
-    out, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_UTF8, MAX_TEXT, OUT_BUFFER_LEN,
-    STOP_ABORTED, STOP_ERROR, STOP_LENGTH, STOP_STOP, STOP_TOOL_USE,
+    out, CLASSIFIER_CLASSIC, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS,
+    ERR_UTF8, MAX_TEXT, OUT_BUFFER_LEN, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT, SHOULD_RETRY_NO,
+    SHOULD_RETRY_YES, STOP_ABORTED, STOP_ERROR, STOP_LENGTH, STOP_STOP, STOP_TOOL_USE,
 };
+#[cfg(feature = "extended")]
+use super::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
+use crate::classify::Classifier;
 use crate::{
-    AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason, TimerId,
-    Usage,
+    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
+    StopReason, TimerId, Usage,
 };
 
 /// The address of a [`MAX_TEXT`]-byte buffer for a host with no allocator
@@ -59,9 +67,10 @@ pub extern "C" fn autoretry_out_buffer_len() -> u32 {
     OUT_BUFFER_LEN as u32
 }
 
-/// Creates a machine: settings (`enabled` is 0 or not), host options
-/// (`credential_store` is 0 or not). Returns its handle (`>= 0`) or
-/// [`ERR_POOL_FULL`].
+/// Creates a machine with the settings of spec §4 (`enabled` is 0 or
+/// not; the §10.1 keys take their `classic` defaults) and the host options
+/// of §2 (`credential_store` is 0 or not; seed 0). Returns its handle
+/// (`>= 0`) or [`ERR_POOL_FULL`]. [`autoretry_new_ex`] takes every option.
 ///
 /// ```
 /// use autoretry::host::ffi::*;
@@ -77,15 +86,126 @@ pub extern "C" fn autoretry_new(
     context_window: u64,
     credential_store: u32,
 ) -> i32 {
-    let machine = Machine::new(
-        RetrySettings::DEFAULT
-            .with_enabled(enabled != 0)
-            .with_max_retries(max_retries)
-            .with_base_delay_ms(base_delay_ms),
-        HostOptions::DEFAULT
-            .with_context_window(context_window)
-            .with_credential_store(credential_store != 0),
-    );
+    let settings = RetrySettings::DEFAULT
+        .with_enabled(enabled != 0)
+        .with_max_retries(max_retries)
+        .with_base_delay_ms(base_delay_ms);
+    create(settings, host_options(context_window, credential_store, 0))
+}
+
+/// Creates a machine with every key of the `retry` group (spec §4 and
+/// §10.1, in the spec's order) and every host option (§2 and the jitter
+/// `seed` of §10.1):
+///
+/// - `profile`: [`PROFILE_CLASSIC`] or [`PROFILE_MODERN`] (it only records
+///   which column the host took the defaults from: every key is given);
+/// - `enabled`, `honor_hints`, `credential_store`: 0 is false, anything
+///   else true;
+/// - `jitter_pct`: 0 to 100;
+/// - `classifier`: [`CLASSIFIER_CLASSIC`] or [`CLASSIFIER_EXTENDED`];
+/// - `max_delay_ms`, `backoff_cap_ms`, `context_window`: 0 means none.
+///
+/// Returns its handle (`>= 0`), [`ERR_SETTINGS`] for a `jitter_pct` above
+/// 100 or an unknown `profile` or `classifier` code (no machine is made),
+/// or [`ERR_POOL_FULL`].
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// // The `modern` profile of spec §10.1, seed 42.
+/// let h = autoretry_new_ex(PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, CLASSIFIER_EXTENDED, 0, 0, 42);
+/// assert!(h >= 0);
+/// autoretry_free(h);
+/// assert_eq!(autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 2000, 0, 0, 101, 0, CLASSIFIER_CLASSIC, 0, 0, 0), ERR_SETTINGS);
+/// assert_eq!(autoretry_new_ex(2, 1, 3, 2000, 0, 0, 0, 0, CLASSIFIER_CLASSIC, 0, 0, 0), ERR_SETTINGS);
+/// ```
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn autoretry_new_ex(
+    profile: u32,
+    enabled: u32,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u32,
+    honor_hints: u32,
+    classifier: u32,
+    context_window: u64,
+    credential_store: u32,
+    seed: u64,
+) -> i32 {
+    let settings = match retry_settings(
+        profile,
+        enabled,
+        max_retries,
+        base_delay_ms,
+        max_delay_ms,
+        backoff_cap_ms,
+        jitter_pct,
+        honor_hints,
+        classifier,
+    ) {
+        Ok(settings) => settings,
+        Err(code) => return code,
+    };
+    create(
+        settings,
+        host_options(context_window, credential_store, seed),
+    )
+}
+
+/// The host options from their scalar form.
+fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOptions {
+    HostOptions::DEFAULT
+        .with_context_window(context_window)
+        .with_credential_store(credential_store != 0)
+        .with_seed(seed)
+}
+
+/// The whole `retry` group from its scalar form (see [`autoretry_new_ex`]),
+/// or [`ERR_SETTINGS`].
+#[allow(clippy::too_many_arguments)]
+fn retry_settings(
+    profile: u32,
+    enabled: u32,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u32,
+    honor_hints: u32,
+    classifier: u32,
+) -> Result<RetrySettings, i32> {
+    let profile = match profile {
+        PROFILE_CLASSIC => Profile::Classic,
+        #[cfg(feature = "extended")]
+        PROFILE_MODERN => Profile::Modern,
+        _ => return Err(ERR_SETTINGS),
+    };
+    let classifier = match classifier {
+        CLASSIFIER_CLASSIC => Classifier::Classic,
+        #[cfg(feature = "extended")]
+        CLASSIFIER_EXTENDED => Classifier::Extended,
+        _ => return Err(ERR_SETTINGS),
+    };
+    let Some(jitter_pct) = u8::try_from(jitter_pct).ok().and_then(JitterPct::new) else {
+        return Err(ERR_SETTINGS);
+    };
+    Ok(RetrySettings::DEFAULT
+        .with_profile(profile)
+        .with_enabled(enabled != 0)
+        .with_max_retries(max_retries)
+        .with_base_delay_ms(base_delay_ms)
+        .with_max_delay_ms(max_delay_ms)
+        .with_backoff_cap_ms(backoff_cap_ms)
+        .with_jitter_pct(jitter_pct)
+        .with_honor_hints(honor_hints != 0)
+        .with_classifier(classifier))
+}
+
+/// Puts a new machine in a free slot: its handle, or [`ERR_POOL_FULL`].
+fn create(settings: RetrySettings, host: HostOptions) -> i32 {
+    let machine = Machine::new(settings, host);
     with_slots(
         |slots, _| match slots.machines.iter().position(Option::is_none) {
             Some(i) => {
@@ -120,7 +240,9 @@ pub extern "C" fn autoretry_free(handle: i32) -> i32 {
 
 /// The machine's state as JSON,
 /// `{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}`, written
-/// to `out`; returns its length or an error code.
+/// to `out`; returns its length or an error code: [`ERR_HANDLE`],
+/// [`ERR_ARG`] (a null `out` with a length),
+/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -169,10 +291,18 @@ pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
     })
 }
 
-/// `message_end`: `stop_reason` is a `STOP_*` code, `(text, text_len)` the
-/// `errorMessage` (`text_len == -1`: none), `has_usage != 0` gives the
-/// message `usage` with the two counts. Writes the outputs' JSON to `out`;
-/// returns its length or an error code.
+/// `message_end` with the message fields of spec §2: `stop_reason` is a
+/// `STOP_*` code, `(text, text_len)` the `errorMessage` (`text_len == -1`:
+/// none), `has_usage != 0` gives the message `usage` with the two counts
+/// (`cacheWrite` 0); `shouldRetry` and `retryAfterMs` are absent.
+/// [`autoretry_message_end_ex`] takes every field. Writes the outputs'
+/// JSON to `out`; returns its length or an error code: [`ERR_HANDLE`],
+/// [`ERR_REFUSED`], [`ERR_UTF8`], [`ERR_TEXT_LEN`], [`ERR_ARG`] (an
+/// unknown stop reason, a null pointer with a length, overlapping
+/// buffers), [`ERR_OUT_TOO_SMALL`].
+///
+/// [`ERR_TEXT_LEN`]: super::ERR_TEXT_LEN
+/// [`ERR_OUT_TOO_SMALL`]: super::ERR_OUT_TOO_SMALL
 ///
 /// # Safety
 ///
@@ -202,22 +332,80 @@ pub unsafe extern "C" fn autoretry_message_end(
     out: *mut u8,
     out_cap: u32,
 ) -> i32 {
+    let fields = Fields {
+        stop_reason,
+        usage: (has_usage != 0).then_some(Usage::new(usage_input, usage_cache_read)),
+        should_retry: SHOULD_RETRY_ABSENT,
+        retry_after_ms: None,
+    };
     // SAFETY: the caller's contract, forwarded.
-    unsafe {
-        feed_message(
-            handle,
-            stop_reason,
-            (text, text_len),
-            (has_usage, usage_input, usage_cache_read),
-            None,
-            (out, out_cap),
-        )
-    }
+    unsafe { feed_message(handle, fields, (text, text_len), None, (out, out_cap)) }
+}
+
+/// `message_end` with every message field (spec §2 and §10.2):
+///
+/// - `stop_reason`: a `STOP_*` code; `(text, text_len)`: the
+///   `errorMessage` (`text_len == -1`: none);
+/// - `has_usage != 0`: the message has `usage`, with the three counts
+///   `input`, `cacheRead` and `cacheWrite`;
+/// - `should_retry`: [`SHOULD_RETRY_ABSENT`], [`SHOULD_RETRY_NO`] or
+///   [`SHOULD_RETRY_YES`] (the host's verdict);
+/// - `has_retry_after != 0`: the message has `retryAfterMs`.
+///
+/// Writes the outputs' JSON to `out`; returns its length or an error code
+/// as [`autoretry_message_end`] ([`ERR_ARG`] also for an unknown
+/// `should_retry` code).
+///
+/// # Safety
+///
+/// As [`autoretry_message_end`].
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// let h = autoretry_new(1, 3, 2000, 0, 0);
+/// let mut out = [0u8; 64];
+/// // SAFETY: no text; `out` is live and `out.len()` bytes long.
+/// unsafe {
+///     let n = autoretry_message_end_ex(h, STOP_STOP, core::ptr::null(), -1, 1, 10, 20, 30, SHOULD_RETRY_NO, 1, 500, out.as_mut_ptr(), out.len() as u32);
+///     assert_eq!(&out[..n as usize], b"[]");
+///     let bad = autoretry_message_end_ex(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, 0, 2, 0, 0, out.as_mut_ptr(), out.len() as u32);
+///     assert_eq!(bad, ERR_ARG);
+/// }
+/// autoretry_free(h);
+/// ```
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn autoretry_message_end_ex(
+    handle: i32,
+    stop_reason: u32,
+    text: *const u8,
+    text_len: i32,
+    has_usage: u32,
+    usage_input: u64,
+    usage_cache_read: u64,
+    usage_cache_write: u64,
+    should_retry: i32,
+    has_retry_after: u32,
+    retry_after_ms: u64,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    let usage = Usage::new(usage_input, usage_cache_read).with_cache_write(usage_cache_write);
+    let fields = Fields {
+        stop_reason,
+        usage: (has_usage != 0).then_some(usage),
+        should_retry,
+        retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
+    };
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { feed_message(handle, fields, (text, text_len), None, (out, out_cap)) }
 }
 
 /// `agent_end`: as [`autoretry_message_end`], plus `nowMs` (`has_now != 0`:
 /// the host's wall clock in Unix ms). When the outputs ask to mark a usage
 /// limit, the slot keeps the error text for [`autoretry_usage_limit_marked`].
+/// [`autoretry_agent_end_ex`] takes every message field. Error codes as
+/// [`autoretry_message_end`].
 ///
 /// # Safety
 ///
@@ -247,20 +435,78 @@ pub unsafe extern "C" fn autoretry_agent_end(
     out: *mut u8,
     out_cap: u32,
 ) -> i32 {
+    let fields = Fields {
+        stop_reason,
+        usage: (has_usage != 0).then_some(Usage::new(usage_input, usage_cache_read)),
+        should_retry: SHOULD_RETRY_ABSENT,
+        retry_after_ms: None,
+    };
+    let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
-    unsafe {
-        feed_message(
-            handle,
-            stop_reason,
-            (text, text_len),
-            (has_usage, usage_input, usage_cache_read),
-            Some((has_now != 0).then_some(now_ms)),
-            (out, out_cap),
-        )
-    }
+    unsafe { feed_message(handle, fields, (text, text_len), now, (out, out_cap)) }
 }
 
-/// `timer_fired` with the machine's timer id. Writes the outputs' JSON.
+/// `agent_end` with every message field: the arguments of
+/// [`autoretry_message_end_ex`], plus `nowMs` (`has_now != 0`: the host's
+/// wall clock in Unix ms) before `out`. When the outputs ask to mark a
+/// usage limit, the slot keeps the error text for
+/// [`autoretry_usage_limit_marked`]. Error codes as
+/// [`autoretry_message_end_ex`].
+///
+/// # Safety
+///
+/// As [`autoretry_message_end`].
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// // Hints honoured, waits over 300 s refused.
+/// let h = autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 2000, 300_000, 0, 0, 1, CLASSIFIER_CLASSIC, 0, 0, 0);
+/// let text = "503 Service Unavailable";
+/// let mut out = [0u8; 512];
+/// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
+/// let n = unsafe {
+///     autoretry_agent_end_ex(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, SHOULD_RETRY_ABSENT, 1, 7_200_000, 0, 0, out.as_mut_ptr(), out.len() as u32)
+/// };
+/// // The host's `retryAfterMs` of two hours is over the ceiling: fail fast.
+/// let json = core::str::from_utf8(&out[..n as usize]).unwrap();
+/// assert!(json.starts_with(r#"[{"type":"emit","event":{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: 503 Service Unavailable"}}"#));
+/// autoretry_free(h);
+/// ```
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn autoretry_agent_end_ex(
+    handle: i32,
+    stop_reason: u32,
+    text: *const u8,
+    text_len: i32,
+    has_usage: u32,
+    usage_input: u64,
+    usage_cache_read: u64,
+    usage_cache_write: u64,
+    should_retry: i32,
+    has_retry_after: u32,
+    retry_after_ms: u64,
+    has_now: u32,
+    now_ms: u64,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    let usage = Usage::new(usage_input, usage_cache_read).with_cache_write(usage_cache_write);
+    let fields = Fields {
+        stop_reason,
+        usage: (has_usage != 0).then_some(usage),
+        should_retry,
+        retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
+    };
+    let now = Some((has_now != 0).then_some(now_ms));
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { feed_message(handle, fields, (text, text_len), now, (out, out_cap)) }
+}
+
+/// `timer_fired` with the machine's timer id (a stale or unknown id is
+/// ignored: no outputs, spec §6). Writes the outputs' JSON; returns its
+/// length or an error code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with
+/// a length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -295,8 +541,11 @@ pub unsafe extern "C" fn autoretry_timer_fired(
     }
 }
 
-/// `usage_limit_marked`: the host's answer to `mark_usage_limit`; the error
-/// text is the one the slot kept. Writes the outputs' JSON.
+/// `usage_limit_marked`: the host's answer to `mark_usage_limit`
+/// (`switched` is 0 or not); the error text is the one the slot kept.
+/// Writes the outputs' JSON; returns its length or an error code:
+/// [`ERR_HANDLE`], [`ERR_REFUSED`], [`ERR_ARG`] (a null `out` with a
+/// length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -349,7 +598,9 @@ pub unsafe extern "C" fn autoretry_usage_limit_marked(
     })
 }
 
-/// `abort_retry`. Writes the outputs' JSON.
+/// `abort_retry`. Writes the outputs' JSON; returns its length or an error
+/// code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a length),
+/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -370,7 +621,9 @@ pub unsafe extern "C" fn autoretry_abort_retry(handle: i32, out: *mut u8, out_ca
     unsafe { feed_simple(handle, Input::AbortRetry, out, out_cap) }
 }
 
-/// `abort`, the global abort. Writes the outputs' JSON.
+/// `abort`, the global abort. Writes the outputs' JSON; returns its length
+/// or an error code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a
+/// length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -391,7 +644,10 @@ pub unsafe extern "C" fn autoretry_abort(handle: i32, out: *mut u8, out_cap: u32
     unsafe { feed_simple(handle, Input::Abort, out, out_cap) }
 }
 
-/// `set_auto_retry` (`enabled` is 0 or not). Writes the outputs' JSON.
+/// `set_auto_retry` (`enabled` is 0 or not): writes `enabled` alone.
+/// Writes the outputs' JSON; returns its length or an error code:
+/// [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a length),
+/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -423,8 +679,11 @@ pub unsafe extern "C" fn autoretry_set_auto_retry(
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
 
-/// `settings`: replaces the whole `retry` group (the host validated it).
-/// Writes the outputs' JSON.
+/// `settings` with the keys of spec §4: replaces the whole `retry` group,
+/// the §10.1 keys at their `classic` defaults (as a JSON group of those
+/// three keys decodes). [`autoretry_settings_ex`] takes every key. Writes
+/// the outputs' JSON; returns its length, [`ERR_HANDLE`], [`ERR_ARG`] or
+/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
 ///
 /// # Safety
 ///
@@ -458,6 +717,65 @@ pub unsafe extern "C" fn autoretry_settings(
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
 
+/// `settings` with every key of the `retry` group: replaces the whole
+/// group. The keys are the arguments of [`autoretry_new_ex`], in its order.
+/// Writes the outputs' JSON; returns its length or an error code:
+/// [`ERR_SETTINGS`] for a `jitter_pct` above 100 or an unknown `profile` or
+/// `classifier` code (the settings in force stay; the machine sees no
+/// input), [`ERR_HANDLE`], [`ERR_ARG`],
+/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+///
+/// # Safety
+///
+/// `out` must be valid for writes of `out_cap` bytes.
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// let h = autoretry_new(1, 3, 2000, 0, 0);
+/// let mut out = [0u8; 64];
+/// let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
+/// // SAFETY: `out` is live and `out.len()` bytes long.
+/// unsafe {
+///     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, CLASSIFIER_EXTENDED, o, cap), 2);
+///     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 250, 1, CLASSIFIER_EXTENDED, o, cap), ERR_SETTINGS);
+///     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, 9, o, cap), ERR_SETTINGS);
+/// }
+/// autoretry_free(h);
+/// ```
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn autoretry_settings_ex(
+    handle: i32,
+    profile: u32,
+    enabled: u32,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u32,
+    honor_hints: u32,
+    classifier: u32,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    let settings = match retry_settings(
+        profile,
+        enabled,
+        max_retries,
+        base_delay_ms,
+        max_delay_ms,
+        backoff_cap_ms,
+        jitter_pct,
+        honor_hints,
+        classifier,
+    ) {
+        Ok(settings) => settings,
+        Err(code) => return code,
+    };
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { feed_simple(handle, Input::Settings(settings), out, out_cap) }
+}
+
 /// Feeds an input that carries no text.
 ///
 /// # Safety
@@ -479,6 +797,16 @@ unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap:
     })
 }
 
+/// A message's fields other than its text, as the exports received them.
+struct Fields {
+    /// A `STOP_*` code.
+    stop_reason: u32,
+    usage: Option<Usage>,
+    /// A `SHOULD_RETRY_*` code.
+    should_retry: i32,
+    retry_after_ms: Option<u64>,
+}
+
 /// Feeds a `message_end` (`now == None`) or an `agent_end`.
 ///
 /// # Safety
@@ -487,18 +815,23 @@ unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap:
 /// checked before any slice is made.
 unsafe fn feed_message(
     handle: i32,
-    stop_reason: u32,
+    fields: Fields,
     (text, text_len): (*const u8, i32),
-    (has_usage, input, cache_read): (u32, u64, u64),
     now: Option<Option<u64>>,
     (out, out_cap): (*mut u8, u32),
 ) -> i32 {
-    let stop_reason = match stop_reason {
+    let stop_reason = match fields.stop_reason {
         STOP_STOP => StopReason::Stop,
         STOP_LENGTH => StopReason::Length,
         STOP_TOOL_USE => StopReason::ToolUse,
         STOP_ERROR => StopReason::Error,
         STOP_ABORTED => StopReason::Aborted,
+        _ => return ERR_ARG,
+    };
+    let should_retry = match fields.should_retry {
+        SHOULD_RETRY_ABSENT => None,
+        SHOULD_RETRY_NO => Some(false),
+        SHOULD_RETRY_YES => Some(true),
         _ => return ERR_ARG,
     };
     // SAFETY: the caller's contract, forwarded; `out` is only compared.
@@ -517,9 +850,9 @@ unsafe fn feed_message(
     let message = AssistantMessage {
         stop_reason,
         error_message: bytes.map(|_| text),
-        usage: (has_usage != 0).then_some(Usage::new(input, cache_read)),
-        should_retry: None,
-        retry_after_ms: None,
+        usage: fields.usage,
+        should_retry,
+        retry_after_ms: fields.retry_after_ms,
     };
     let input = match now {
         None => Input::MessageEnd { message },

@@ -5,11 +5,14 @@
 //! # Model
 //!
 //! - **Machines** live in a fixed pool of [`POOL_SIZE`] slots in a static;
-//!   a handle is a slot index. [`autoretry_new`] takes a free slot,
-//!   [`autoretry_free`] releases it.
+//!   a handle is a slot index. [`autoretry_new_ex`] (every setting and host
+//!   option) or [`autoretry_new`] (the settings of spec §4 alone) takes a
+//!   free slot, [`autoretry_free`] releases it.
 //! - **Inputs** are one function each, with scalar arguments; texts (an
 //!   `errorMessage`) come as a pointer and a byte length, UTF-8, at most
-//!   [`MAX_TEXT`] bytes; a length of `-1` means "no text".
+//!   [`MAX_TEXT`] bytes; a length of `-1` means "no text". An optional
+//!   number comes as a pair `(has_x, x)` (`has_x == 0`: absent), the
+//!   tri-state `shouldRetry` as one of the `SHOULD_RETRY_*` codes.
 //! - **Outputs** of an input are written, as UTF-8 JSON, into the caller's
 //!   buffer `(out, out_cap)`: an array of the output objects exactly as in
 //!   the vectors and on the RPC stream (`[{"type":"sleep","ms":2000,"timer":1}]`,
@@ -20,7 +23,29 @@
 //!   `mark_usage_limit`, the slot keeps a copy of the message's error text
 //!   (at most [`MAX_TEXT`] bytes, the limit for every text, so the copy
 //!   always fits), and [`autoretry_usage_limit_marked`] passes it back.
-//! - Settings are validated by the host (they arrive as typed integers).
+//! - **Settings** arrive as typed scalars, one argument per key of the
+//!   `retry` group (spec §4, §10.1), in the spec's order: `profile` and
+//!   `classifier` as `PROFILE_*` / `CLASSIFIER_*` codes, booleans as
+//!   integers (0 is false, anything else true), `jitterPct` as an integer.
+//!   The JSON rules (types, literals, duplicate keys, which profile fills
+//!   a missing key) are the host's; the module refuses what the scalars
+//!   can still get wrong, a `jitterPct` above 100 or an unknown code, with
+//!   [`ERR_SETTINGS`], and then changes nothing.
+//!
+//! # Entry points
+//!
+//! | spec | every option (§10) | the §4 settings and §2 message only |
+//! |---|---|---|
+//! | a new machine (settings, host options) | [`autoretry_new_ex`] | [`autoretry_new`] |
+//! | `settings` | [`autoretry_settings_ex`] | [`autoretry_settings`] |
+//! | `message_end` | [`autoretry_message_end_ex`] | [`autoretry_message_end`] |
+//! | `agent_end` | [`autoretry_agent_end_ex`] | [`autoretry_agent_end`] |
+//! | `timer_fired`, `usage_limit_marked`, `abort_retry`, `abort`, `set_auto_retry` | [`autoretry_timer_fired`], [`autoretry_usage_limit_marked`], [`autoretry_abort_retry`], [`autoretry_abort`], [`autoretry_set_auto_retry`] | the same |
+//!
+//! The functions of the right column are those of the first hosts and
+//! stay as they were: the keys and fields they leave out take their
+//! `classic` defaults (the §10 settings keys) or are absent (the §10.2
+//! message fields; `usage.cacheWrite` is 0), and the seed is 0.
 //!
 //! A WebAssembly host has no allocator to put texts in the module's memory:
 //! it writes them into [`autoretry_text_buffer`] ([`MAX_TEXT`] bytes) and
@@ -82,12 +107,35 @@ pub const ERR_UTF8: i32 = -3;
 pub const ERR_TEXT_LEN: i32 = -4;
 /// Every slot of the pool is in use.
 pub const ERR_POOL_FULL: i32 = -5;
-/// An argument is out of range (a stop reason, a null pointer with a
-/// length, a text that overlaps the output buffer).
+/// An argument is out of range (a stop reason, a `shouldRetry` code, a
+/// null pointer with a length, a text that overlaps the output buffer).
 pub const ERR_ARG: i32 = -6;
 /// The output buffer is too small. The input **was** handled: the outputs
 /// are lost, so pass at least [`OUT_BUFFER_LEN`] bytes.
 pub const ERR_OUT_TOO_SMALL: i32 = -7;
+/// A settings value is out of range: a `jitterPct` above 100, or a
+/// `profile` or `classifier` that is not one of the `PROFILE_*` /
+/// `CLASSIFIER_*` codes (or, in a build without feature `extended`,
+/// `PROFILE_MODERN` or `CLASSIFIER_EXTENDED`). Nothing changed: no machine was made, or the
+/// settings in force stay (spec §4: bad settings are rejected).
+pub const ERR_SETTINGS: i32 = -8;
+
+/// `retry.profile` `"classic"`.
+pub const PROFILE_CLASSIC: u32 = 0;
+/// `retry.profile` `"modern"`.
+pub const PROFILE_MODERN: u32 = 1;
+/// `retry.classifier` `"classic"`: the patterns of spec §3.
+pub const CLASSIFIER_CLASSIC: u32 = 0;
+/// `retry.classifier` `"extended"`: the patterns of spec §10.5.
+pub const CLASSIFIER_EXTENDED: u32 = 1;
+
+/// `shouldRetry` absent: the patterns decide (spec §3, rule 4).
+pub const SHOULD_RETRY_ABSENT: i32 = -1;
+/// `shouldRetry: false`: the host's verdict is "do not retry".
+pub const SHOULD_RETRY_NO: i32 = 0;
+/// `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
+/// still hold).
+pub const SHOULD_RETRY_YES: i32 = 1;
 
 /// `stopReason` `"stop"`.
 pub const STOP_STOP: u32 = 0;

@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn too_small_a_buffer_is_an_error_at_every_length() {
-        let value = [
+        let start = [
             start("overloaded \u{1}"),
             Output::DropTrailingError,
             Output::Sleep {
@@ -126,14 +126,30 @@ mod tests {
                 timer: TimerId(1),
             },
         ];
-        let want = serde_json::to_vec(&value[..]).unwrap();
-        for cap in 0..want.len() {
-            let mut out = vec![0; cap];
-            assert_eq!(outputs(&mut out, &value), ERR_OUT_TOO_SMALL, "{cap}");
+        // The fail-fast sentence is written piece by piece (`collect_str`).
+        let fail_fast = [
+            Output::Emit(Event::End {
+                success: false,
+                attempt: 2,
+                final_error: Some(FinalError::WaitTooLong {
+                    requested_ms: 11_180_000,
+                    max_delay_ms: 300_000,
+                    error: "usage limit \u{1f} \"quoted\"",
+                }),
+            }),
+            Output::Settled,
+            Output::CheckCompaction,
+        ];
+        for value in [&start[..], &fail_fast[..]] {
+            let want = serde_json::to_vec(value).unwrap();
+            for cap in 0..want.len() {
+                let mut out = vec![0; cap];
+                assert_eq!(outputs(&mut out, value), ERR_OUT_TOO_SMALL, "{cap}");
+            }
+            let mut out = vec![0; want.len()];
+            assert_eq!(outputs(&mut out, value), want.len() as i32);
+            assert_eq!(out, want);
         }
-        let mut out = vec![0; want.len()];
-        assert_eq!(outputs(&mut out, &value), want.len() as i32);
-        assert_eq!(out, want);
     }
 
     /// A text biased to what escaping treats specially.
@@ -159,6 +175,7 @@ mod tests {
     enum Shape {
         Start(u32, u32, u64, String),
         End(bool, u32, Option<String>),
+        FailFast(u32, u64, u64, String),
         Sleep(u64, u64),
         Cancel(u64),
         Mark(Option<u64>),
@@ -172,6 +189,8 @@ mod tests {
                 .prop_map(|(a, m, d, t)| Shape::Start(a, m, d, t)),
             (any::<bool>(), any::<u32>(), proptest::option::of(text()))
                 .prop_map(|(s, a, f)| Shape::End(s, a, f)),
+            (any::<u32>(), num.clone(), num.clone(), text())
+                .prop_map(|(a, r, m, t)| Shape::FailFast(a, r, m, t)),
             (num.clone(), num.clone()).prop_map(|(ms, t)| Shape::Sleep(ms, t)),
             num.clone().prop_map(Shape::Cancel),
             proptest::option::of(num).prop_map(Shape::Mark),
@@ -192,6 +211,17 @@ mod tests {
                 attempt: *attempt,
                 final_error: final_error.as_deref().map(FinalError::from),
             }),
+            Shape::FailFast(attempt, requested_ms, max_delay_ms, error) => {
+                Output::Emit(Event::End {
+                    success: false,
+                    attempt: *attempt,
+                    final_error: Some(FinalError::WaitTooLong {
+                        requested_ms: *requested_ms,
+                        max_delay_ms: *max_delay_ms,
+                        error,
+                    }),
+                })
+            }
             Shape::Sleep(ms, timer) => Output::Sleep {
                 ms: *ms,
                 timer: TimerId(*timer),
