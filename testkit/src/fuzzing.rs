@@ -23,8 +23,9 @@ use std::collections::HashSet;
 
 use autoretry::classify::{self, Classifier};
 use autoretry::{
-    AssistantMessage, Event, FinalError, HostOptions, Input, Machine, Output, Outputs, Refused,
-    RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Outputs,
+    Profile, Refused, RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED,
+    UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -47,6 +48,25 @@ pub const TEXTS: &[&str] = &[
     "Usage Limit x-ratelimit-reset-ms: 99999999999999999999999",
     "usage\u{2028}limit 503",
     "rate lımit",
+];
+
+/// Texts the machine fuzzer draws from for messages that carry the host's
+/// fields (spec §10.2): the hint forms of §10.3–10.4, waits around the
+/// modern ceiling, and texts the extended classifier reads differently.
+pub const OPTION_TEXTS: &[&str] = &[
+    "usage_limit_reached retry-after-ms=11180000",
+    "usage_limit_reached retry-after-ms=120000",
+    "503 Service Unavailable retry-after-ms: 0",
+    "429 Too Many Requests. Please retry in 41.820516331s.",
+    "rate limit exceeded: reset after 1h30m10s",
+    "You have hit your usage limit. Try again in ~158 min.",
+    "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"retryDelay\": \"38s\"}]}}",
+    "This request would exceed your account's rate limit. Please try again later.",
+    "quota exceeded",
+    "socket hang up",
+    "413 Request Entity Too Large",
+    "request exceeds 5000 tokens per minute",
+    "overloaded retry-after: 400",
 ];
 
 /// Whether one of the **unanchored** overflow patterns of spec 3.3 (all but
@@ -824,30 +844,83 @@ impl<'a> Reader<'a> {
 const DELAYS: &[u64] = &[0, 1, 2000, 1 << 62, u64::MAX / 3, u64::MAX];
 const MAX_RETRIES: &[u64] = &[0, 1, 2, 3, 5, 64, u32::MAX as u64];
 const WINDOWS: &[u64] = &[0, 1000, 200_000, u64::MAX];
+/// Ceilings and caps (spec §10.1): none, small, the modern values, huge.
+const LIMITS: &[u64] = &[0, 1, 1000, 8000, 300_000, u64::MAX];
+/// The host's `retryAfterMs` (spec §10.2): around the modern ceiling.
+const RETRY_AFTERS: &[u64] = &[
+    0,
+    1,
+    41_821,
+    299_999,
+    300_000,
+    300_001,
+    11_180_000,
+    u64::MAX,
+];
 
+/// A settings group. The first byte gives `enabled` (its low three bits)
+/// and, with its high bit set, the keys of spec §10.1 follow (profile,
+/// ceiling, cap, jitter, hints, classifier); else they keep their
+/// `classic` values, as the seeds written before them expect.
 fn settings(r: &mut Reader<'_>) -> RetrySettings {
+    let first = r.byte();
+    let mut s = RetrySettings::DEFAULT;
+    if first & 0x80 != 0 {
+        s.profile = if r.byte() % 2 == 0 {
+            Profile::Classic
+        } else {
+            Profile::Modern
+        };
+        s.max_delay_ms = r.number(LIMITS);
+        s.backoff_cap_ms = r.number(LIMITS);
+        let pct = match r.byte() % 4 {
+            0 => 0,
+            1 => 25,
+            2 => 100,
+            _ => r.byte() % 101,
+        };
+        s.jitter_pct = JitterPct::saturating(pct);
+        s.honor_hints = r.byte() % 2 == 1;
+        s.classifier = if r.byte() % 2 == 0 {
+            Classifier::Classic
+        } else {
+            Classifier::Extended
+        };
+    }
     RetrySettings {
-        enabled: r.byte() % 8 != 0,
+        enabled: first % 8 != 0,
         max_retries: r.number(MAX_RETRIES) as u32,
         base_delay_ms: r.number(DELAYS),
-        ..RetrySettings::DEFAULT
+        ..s
     }
 }
 
 /// Decodes the bytes into a host (settings, context window, credential
-/// store) and a sequence of up to 512 inputs, runs them through a
-/// [`Monitor`], and panics on any violated invariant.
+/// store, jitter seed) and a sequence of up to 512 inputs, runs them
+/// through a [`Monitor`], and panics on any violated invariant. Settings
+/// and messages may carry the policy options of spec §10 (see the byte
+/// format in the source: a set high bit of a settings group's first byte,
+/// and bits 3–6 of a message's first byte).
 ///
 /// ```
 /// autoretry_testkit::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
+/// // Options on: the modern profile with a 300,000 ms ceiling, 25 % jitter,
+/// // hints honoured; 5 retries from 2000 ms; seed 7. Then an `agent_end`
+/// // whose host's retryAfterMs (300,001 ms) is over the ceiling: fail fast.
+/// autoretry_testkit::fuzzing::fuzz_machine(&[
+///     0x81, 1, 4, 3, 1, 1, 0, 4, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, // settings, host
+///     0, 0x24, 5, 1, 1, 1, 0, // agent_end
+/// ]);
 /// ```
 pub fn fuzz_machine(bytes: &[u8]) {
     let mut r = Reader { data: bytes };
     let settings = settings(&mut r);
+    let context_window = r.number(WINDOWS);
+    let store = r.byte();
     let host = HostOptions {
-        context_window: r.number(WINDOWS),
-        credential_store: r.byte() % 2 == 1,
-        ..HostOptions::DEFAULT
+        context_window,
+        credential_store: store % 2 == 1,
+        seed: if store & 2 != 0 { r.u64() } else { 0 },
     };
     let mut mon = Monitor::new(settings, host);
     // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
@@ -912,23 +985,45 @@ pub fn fuzz_machine(bytes: &[u8]) {
     }
 }
 
+/// A message. Its first byte gives the stop reason (bits 0–2) and the
+/// host's fields of spec §10.2: `shouldRetry` (bits 3–4: none, true,
+/// false, none), `retryAfterMs` (bit 5: a number follows), and a text
+/// from [`OPTION_TEXTS`] (bit 6). With bit 2 of the usage byte set, the
+/// usage has cache writes.
 fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
-    let stop_reason = match r.byte() % 8 {
+    let first = r.byte();
+    let stop_reason = match first % 8 {
         0 => StopReason::Stop,
         1 => StopReason::Length,
         2 => StopReason::ToolUse,
         3 => StopReason::Aborted,
         _ => StopReason::Error,
     };
+    let should_retry = match (first >> 3) & 3 {
+        1 => Some(true),
+        2 => Some(false),
+        _ => None,
+    };
+    let retry_after_ms = if first & 0x20 != 0 {
+        Some(r.number(RETRY_AFTERS))
+    } else {
+        None
+    };
     let error_message = match r.byte() % 8 {
         0 => None,
+        _ if first & 0x40 != 0 => Some(OPTION_TEXTS[usize::from(r.byte()) % OPTION_TEXTS.len()]),
         _ => Some(r.text()),
     };
-    let usage = match r.byte() % 4 {
+    let usage_byte = r.byte();
+    let usage = match usage_byte % 4 {
         0 => Some(Usage {
             input: r.number(WINDOWS),
             cache_read: r.number(&[0, 1, u64::MAX]),
-            cache_write: 0,
+            cache_write: if usage_byte & 4 != 0 {
+                r.number(&[0, 1, 600, u64::MAX])
+            } else {
+                0
+            },
         }),
         _ => None,
     };
@@ -936,8 +1031,8 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         stop_reason,
         error_message,
         usage,
-        should_retry: None,
-        retry_after_ms: None,
+        should_retry,
+        retry_after_ms,
     }
 }
 
@@ -1058,14 +1153,16 @@ pub fn fuzz_hint(bytes: &[u8]) {
     }
 }
 
-/// Decodes the bytes as a `retry` settings group (spec §4) both ways the
-/// crate offers, compares them with an independent reading of §4 on the
-/// parsed JSON value, and checks that accepted settings round-trip and that
+/// Decodes the bytes as a `retry` settings group (spec §4, §10.1) both
+/// ways the crate offers, compares them with an independent reading of §4
+/// and §10.1 on the parsed JSON value, and checks that accepted settings round-trip and that
 /// the machine takes them without outputs.
 ///
 /// ```
 /// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"maxRetries":5,"baseDelayMs":18446744073709551615}"#);
 /// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"maxRetries":-0}"#);
+/// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"profile":"modern","jitterPct":100,"classifier":"classic"}"#);
+/// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"jitterPct":101}"#);
 /// ```
 pub fn fuzz_settings_json(bytes: &[u8]) {
     use autoretry::wire::{json::settings_from_json, SettingsGroup};
@@ -1101,20 +1198,61 @@ pub fn fuzz_settings_json(bytes: &[u8]) {
     }
 }
 
-/// Spec §4 read on a JSON value, independently of `wire`.
+/// Spec §4 and §10.1 read on a JSON value, independently of `wire`: the
+/// group's `profile` (`classic` when absent) picks the column of the
+/// table of §10.1 that gives the missing keys; every key is strict.
 fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
     let obj = value.as_object()?;
-    let mut s = RetrySettings {
-        enabled: true,
-        max_retries: 3,
-        base_delay_ms: 2000,
-        ..RetrySettings::DEFAULT
+    let profile = match obj.get("profile") {
+        None => Profile::Classic,
+        Some(v) => match v.as_str()? {
+            "classic" => Profile::Classic,
+            "modern" => Profile::Modern,
+            _ => return None,
+        },
+    };
+    // The columns of the table of §10.1.
+    let mut s = match profile {
+        Profile::Classic => RetrySettings {
+            profile,
+            enabled: true,
+            max_retries: 3,
+            base_delay_ms: 2000,
+            max_delay_ms: 0,
+            backoff_cap_ms: 0,
+            jitter_pct: JitterPct::new(0)?,
+            honor_hints: false,
+            classifier: Classifier::Classic,
+        },
+        Profile::Modern => RetrySettings {
+            profile,
+            enabled: true,
+            max_retries: 10,
+            base_delay_ms: 500,
+            max_delay_ms: 300_000,
+            backoff_cap_ms: 8000,
+            jitter_pct: JitterPct::new(25)?,
+            honor_hints: true,
+            classifier: Classifier::Extended,
+        },
     };
     for (key, v) in obj {
         match key.as_str() {
+            "profile" => {}
             "enabled" => s.enabled = v.as_bool()?,
             "maxRetries" => s.max_retries = u32::try_from(v.as_u64()?).ok()?,
             "baseDelayMs" => s.base_delay_ms = v.as_u64()?,
+            "maxDelayMs" => s.max_delay_ms = v.as_u64()?,
+            "backoffCapMs" => s.backoff_cap_ms = v.as_u64()?,
+            "jitterPct" => s.jitter_pct = JitterPct::new(u8::try_from(v.as_u64()?).ok()?)?,
+            "honorHints" => s.honor_hints = v.as_bool()?,
+            "classifier" => {
+                s.classifier = match v.as_str()? {
+                    "classic" => Classifier::Classic,
+                    "extended" => Classifier::Extended,
+                    _ => return None,
+                }
+            }
             _ => return None,
         }
     }
