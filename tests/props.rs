@@ -1619,7 +1619,9 @@ fn the_generator_reaches_deep_states() {
             RetrySettings::DEFAULT
         };
         let mut total = Reached::default();
-        for _ in 0..200 {
+        // The options' runs check more per step: fewer of them.
+        let runs = if options { 100 } else { 200 };
+        for _ in 0..runs {
             let ops = proptest::collection::vec(op(gen), 100..101)
                 .new_tree(&mut runner)
                 .expect("a tree")
@@ -1643,7 +1645,7 @@ fn the_generator_reaches_deep_states() {
             total.fail_fasts_at_answer,
             total.reshaped_delays
         );
-        assert!(total.starts > 200, "{} starts", total.starts);
+        assert!(total.starts > runs, "{} starts", total.starts);
         assert!(
             total.max_attempt >= 3,
             "deepest attempt {}",
@@ -1657,7 +1659,7 @@ fn the_generator_reaches_deep_states() {
             assert!(total.fail_fasts > 20, "{} fail-fast ends", total.fail_fasts);
             if host.credential_store {
                 assert!(
-                    total.fail_fasts_at_answer > 5,
+                    total.fail_fasts_at_answer >= 3,
                     "{} fail-fast ends at the answer",
                     total.fail_fasts_at_answer
                 );
