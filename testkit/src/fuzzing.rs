@@ -1203,37 +1203,35 @@ pub fn fuzz_settings_json(bytes: &[u8]) {
 /// table of §10.1 that gives the missing keys; every key is strict.
 fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
     let obj = value.as_object()?;
-    let profile = match obj.get("profile") {
-        None => Profile::Classic,
-        Some(v) => match v.as_str()? {
-            "classic" => Profile::Classic,
-            "modern" => Profile::Modern,
-            _ => return None,
-        },
+    let classic = RetrySettings {
+        profile: Profile::Classic,
+        enabled: true,
+        max_retries: 3,
+        base_delay_ms: 2000,
+        max_delay_ms: 0,
+        backoff_cap_ms: 0,
+        jitter_pct: JitterPct::new(0)?,
+        honor_hints: false,
+        classifier: Classifier::Classic,
     };
-    // The columns of the table of §10.1.
-    let mut s = match profile {
-        Profile::Classic => RetrySettings {
-            profile,
-            enabled: true,
-            max_retries: 3,
-            base_delay_ms: 2000,
-            max_delay_ms: 0,
-            backoff_cap_ms: 0,
-            jitter_pct: JitterPct::new(0)?,
-            honor_hints: false,
-            classifier: Classifier::Classic,
-        },
-        Profile::Modern => RetrySettings {
-            profile,
-            enabled: true,
-            max_retries: 10,
-            base_delay_ms: 500,
-            max_delay_ms: 300_000,
-            backoff_cap_ms: 8000,
-            jitter_pct: JitterPct::new(25)?,
-            honor_hints: true,
-            classifier: Classifier::Extended,
+    let modern = RetrySettings {
+        profile: Profile::Modern,
+        enabled: true,
+        max_retries: 10,
+        base_delay_ms: 500,
+        max_delay_ms: 300_000,
+        backoff_cap_ms: 8000,
+        jitter_pct: JitterPct::new(25)?,
+        honor_hints: true,
+        classifier: Classifier::Extended,
+    };
+    // The columns of the table of §10.1, picked by the group's profile.
+    let mut s = match obj.get("profile") {
+        None => classic,
+        Some(v) => match v.as_str()? {
+            "classic" => classic,
+            "modern" => modern,
+            _ => return None,
         },
     };
     for (key, v) in obj {
