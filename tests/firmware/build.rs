@@ -74,10 +74,11 @@ fn main() {
                     let h = header.host;
                     writeln!(
                         code,
-                        "    Scenario {{ name: {:?}, file: {:?}, folder: {folder}, settings: {}, \
+                        "    Scenario {{ name: {:?}, file: {:?}, folder: {folder}, line: {}, settings: {}, \
                          host: HostOptions {{ context_window: {}, credential_store: {}, seed: {} }}, steps: &[",
                         header.name,
                         file_name(path),
+                        index + 1,
                         settings_code(&s),
                         h.context_window,
                         h.credential_store,
@@ -179,13 +180,14 @@ fn message_code(m: &MessageOwned) -> String {
     )
 }
 
+/// A settings group as a `Settings` literal: the profile and the
+/// classifier by their wire names, resolved by the firmware at run time, so
+/// that the generated code compiles whichever variants the core has.
 fn settings_code(s: &RetrySettings) -> String {
     format!(
-        "RetrySettings {{ profile: autoretry::Profile::{:?}, enabled: {}, max_retries: {}, \
-         base_delay_ms: {}, max_delay_ms: {}, backoff_cap_ms: {}, \
-         jitter_pct: autoretry::JitterPct::saturating({}), honor_hints: {}, \
-         classifier: autoretry::classify::Classifier::{:?} }}",
-        s.profile,
+        "Settings {{ profile: {:?}, enabled: {}, max_retries: {}, base_delay_ms: {}, \
+         max_delay_ms: {}, backoff_cap_ms: {}, jitter_pct: {}, honor_hints: {}, classifier: {:?} }}",
+        s.profile.as_str(),
         s.enabled,
         s.max_retries,
         s.base_delay_ms,
@@ -193,7 +195,7 @@ fn settings_code(s: &RetrySettings) -> String {
         s.backoff_cap_ms,
         s.jitter_pct.get(),
         s.honor_hints,
-        s.classifier
+        s.classifier.as_str()
     )
 }
 
@@ -218,7 +220,7 @@ fn input_code(input: &InputOwned) -> String {
             format!("In::Machine(Input::SetAutoRetry {{ enabled: {enabled} }})")
         }
         InputOwned::Settings(s) => {
-            format!("In::Machine(Input::Settings({}))", settings_code(s))
+            format!("In::Settings({})", settings_code(s))
         }
         InputOwned::Invalid { .. } => "In::Invalid".into(),
     }

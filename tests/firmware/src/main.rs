@@ -15,9 +15,10 @@
 
 use core::panic::PanicInfo;
 
+use autoretry::classify::Classifier;
 use autoretry::{
-    AssistantMessage, Event, FinalError, HostOptions, Input, Machine, Output, RetrySettings,
-    RetryState, StopReason, TimerId, Usage,
+    AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Profile,
+    RetrySettings, RetryState, StopReason, TimerId, Usage,
 };
 use autoretry_testkit::VectorHost;
 use cortex_m_rt::entry;
@@ -44,7 +45,9 @@ struct Scenario {
     file: &'static str,
     /// Its folder, an index into `vectors::FOLDERS`.
     folder: usize,
-    settings: RetrySettings,
+    /// The line of its scenario header.
+    line: usize,
+    settings: Settings,
     host: HostOptions,
     steps: &'static [Step],
 }
@@ -60,11 +63,48 @@ struct Step {
     refused: bool,
 }
 
+/// A settings group as the vectors give it. The profile and the classifier
+/// are wire names, resolved at run time (`from_wire`), so the generated
+/// statics compile whichever variants the core has; a group that this
+/// build's core cannot represent fails its scenario.
+#[derive(Debug)]
+struct Settings {
+    profile: &'static str,
+    enabled: bool,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u8,
+    honor_hints: bool,
+    classifier: &'static str,
+}
+
+impl Settings {
+    fn get(&self) -> Result<RetrySettings, &'static str> {
+        Ok(RetrySettings {
+            profile: Profile::from_wire(self.profile)
+                .ok_or("the core of this build lacks the settings' profile")?,
+            enabled: self.enabled,
+            max_retries: self.max_retries,
+            base_delay_ms: self.base_delay_ms,
+            max_delay_ms: self.max_delay_ms,
+            backoff_cap_ms: self.backoff_cap_ms,
+            jitter_pct: JitterPct::new(self.jitter_pct).ok_or("jitterPct above 100")?,
+            honor_hints: self.honor_hints,
+            classifier: Classifier::from_wire(self.classifier)
+                .ok_or("the core of this build lacks the settings' classifier")?,
+        })
+    }
+}
+
 /// An input as the vectors state it.
 #[derive(Debug)]
 enum In {
     /// Fed as is.
     Machine(Input<'static>),
+    /// `settings`, built at run time.
+    Settings(Settings),
     /// `timer_fired` with the vectors' ordinal.
     TimerFired { ordinal: u64 },
     /// `usage_limit_marked`: the host passes back the text it marked.
@@ -91,20 +131,21 @@ struct Host {
 }
 
 impl Host {
-    fn new(scenario: &Scenario) -> Self {
-        Host {
-            machine: Machine::new(scenario.settings, scenario.host),
+    fn new(scenario: &Scenario) -> Result<Self, &'static str> {
+        Ok(Host {
+            machine: Machine::new(scenario.settings.get()?, scenario.host),
             vectors: VectorHost::new(),
             pending: None,
             now_ms: 0,
-        }
+        })
     }
 
     /// Runs one step; `Err` describes the first mismatch.
     fn step(&mut self, step: &Step) -> Result<(), &'static str> {
-        let input = match step.input {
-            In::Machine(input) => input,
-            In::TimerFired { ordinal } => {
+        let input = match &step.input {
+            In::Machine(input) => *input,
+            In::Settings(settings) => Input::Settings(settings.get()?),
+            &In::TimerFired { ordinal } => {
                 let id = self
                     .vectors
                     .machine_timer(ordinal)
@@ -119,7 +160,7 @@ impl Host {
                 }
                 Input::TimerFired { timer: id }
             }
-            In::UsageLimitMarked { switched } => Input::UsageLimitMarked {
+            &In::UsageLimitMarked { switched } => Input::UsageLimitMarked {
                 switched,
                 error_message: self.vectors.marked().copied().unwrap_or(""),
             },
@@ -217,20 +258,25 @@ fn main() -> ! {
     let mut all = true;
     for scenario in vectors::SCENARIOS {
         let listed = EXPECTED_TO_FAIL.contains(&scenario.file);
-        let mut host = Host::new(scenario);
         let mut passed = 0;
-        let mut failure = None;
-        for step in scenario.steps {
-            steps_run += 1;
-            match host.step(step) {
-                Ok(()) => passed += 1,
-                Err(why) => {
-                    failure = Some((step, why));
-                    break;
+        // The line and the input of the first mismatch, and why.
+        let mut failure: Option<(usize, Option<&In>, &str)> = None;
+        match Host::new(scenario) {
+            Ok(mut host) => {
+                for step in scenario.steps {
+                    steps_run += 1;
+                    match host.step(step) {
+                        Ok(()) => passed += 1,
+                        Err(why) => {
+                            failure = Some((step.line, Some(&step.input), why));
+                            break;
+                        }
+                    }
                 }
+                virtual_ms = virtual_ms.saturating_add(host.now_ms);
             }
+            Err(why) => failure = Some((scenario.line, None, why)),
         }
-        virtual_ms = virtual_ms.saturating_add(host.now_ms);
         let Some(tally) = tallies.get_mut(scenario.folder) else {
             hprintln!("FAIL {}: no folder {}", scenario.name, scenario.folder);
             all = false;
@@ -254,23 +300,23 @@ fn main() -> ! {
                 );
                 all = false;
             }
-            (Some((step, why)), true) => {
+            (Some((line, _, why)), true) => {
                 hprintln!(
                     "expected to fail: {} ({} line {}): {}",
                     scenario.name,
                     scenario.file,
-                    step.line,
+                    line,
                     why
                 );
                 tally.failed_as_expected += 1;
             }
-            (Some((step, why)), false) => {
+            (Some((line, input, why)), false) => {
                 hprintln!(
                     "FAIL {} ({} line {}, {:?}): {}",
                     scenario.name,
                     scenario.file,
-                    step.line,
-                    step.input,
+                    line,
+                    input,
                     why
                 );
                 all = false;
