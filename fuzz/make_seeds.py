@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
 
-The seeds come from the committed vectors (tests/vectors/) and the error-text
-corpus (tests/corpus/errors.jsonl), plus machine inputs encoded in the byte
-format that `autoretry_testkit::fuzzing::fuzz_machine` reads. Deterministic: running
+The seeds come from the committed vectors (tests/vectors/ and
+tests/vectors/options/) and the error-text corpus (tests/corpus/errors.jsonl),
+plus machine inputs encoded in the byte format that
+`autoretry_testkit::fuzzing::fuzz_machine` reads (the policy options of spec
+section 10 included). Deterministic: running
 it again writes the same files.
 """
 import hashlib
@@ -28,7 +30,9 @@ def corpus_texts():
 
 
 def vector_lines():
-    for path in sorted((ROOT / "tests" / "vectors").glob("*.jsonl")):
+    paths = sorted((ROOT / "tests" / "vectors").glob("*.jsonl"))
+    paths += sorted((ROOT / "tests" / "vectors" / "options").glob("*.jsonl"))
+    for path in paths:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 if line.strip():
@@ -66,7 +70,11 @@ for v in lines:
     if inp.get("type") == "settings":
         write("settings_json", json.dumps(inp["settings"]).encode())
 for raw in ['{"maxRetries":-0}', '{"maxRetries":3.0}', '{"baseDelayMs":18446744073709551616}',
-            '{"enabled":null}', '[]', '{"maxRetries":1,"maxRetries":2}']:
+            '{"enabled":null}', '[]', '{"maxRetries":1,"maxRetries":2}',
+            # Spec 10.1: the profile's defaults and the new keys' validation.
+            '{"profile":"modern"}', '{"profile":"modern","maxRetries":2,"classifier":"classic"}',
+            '{"jitterPct":101}', '{"jitterPct":100,"honorHints":true}', '{"profile":null}',
+            '{"classifier":"Extended"}', '{"maxDelayMs":18446744073709551615,"backoffCapMs":0}']:
     write("settings_json", raw.encode())
 
 # rpc_line: the commands of spec 7 on each of the four machine states.
@@ -74,6 +82,9 @@ for state in range(4):
     for raw in ['{"type":"set_auto_retry","enabled":true,"id":"r1"}',
                 '{"type":"abort_retry","id":"r2"}', '{"type":"get_retry_state"}',
                 '{"type":"set_auto_retry","id":5}', '{"type":"reboot"}', 'not json']:
+        write("rpc_line", bytes([state]) + raw.encode())
+    for raw in ['{"type":"set_retry_settings","settings":{"profile":"modern"},"id":"s1"}',
+                '{"type":"set_retry_settings","settings":{"jitterPct":101}}']:
         write("rpc_line", bytes([state]) + raw.encode())
 
 # machine: hand-written chains, then random op sequences.
@@ -99,6 +110,42 @@ seeds = [
     bytes([1, 4, 5, 1, 0]) + bytes([0, 4, 1, 1, 0, 3, 6, 0]),
 ]
 for s in seeds:
+    write("machine", s)
+
+# machine, spec section 10: settings with the options (a set high bit of the
+# group's first byte), seeded hosts, messages with the host's fields.
+def options(profile=1, ceiling=4, cap=3, jitter=1, honor=1, classifier=1, retries=4, base=2):
+    """ceiling and cap pick from LIMITS (4: 300000, 3: 8000), jitter 1 is 25 %,
+    retries 4 is 5, base 2 is 2000 ms."""
+    return bytes([0x81, profile, ceiling, cap, jitter, honor, classifier, retries, base])
+
+def host(window=0, store=False, seed=42):
+    return bytes([window, 2 | int(store)]) + struct.pack(">Q", seed)
+
+def message(first, text=1, usage=b"\x01"):
+    """An agent_end: `first` is the stop reason and the field bits, then the
+    text pick, the usage, no clock."""
+    return bytes([0, first]) + bytes([1, text]) + usage + b"\x00"
+
+MODERN = options() + host()
+MODERN_STORE = options() + host(store=True)
+FAIL_HINTED = bytes([0, 0x24, 6, 1, 1, 1, 0])        # retryAfterMs 11180000
+OPTION_TEXT = lambda i: message(0x44, i)              # a text of OPTION_TEXTS
+VERDICT = lambda verdict, text: message(4 | (8 if verdict else 16), text)
+CACHE_WRITE = message(4, 1, bytes([4, 1, 0, 2]))      # 1000 input + 600 written
+option_seeds = [
+    MODERN + (FAIL + FIRE) * 3 + OK,
+    MODERN + FAIL_HINTED,
+    MODERN + FAIL + FIRE + FAIL_HINTED,
+    MODERN_STORE + OPTION_TEXT(0) + ANSWER(False),
+    MODERN_STORE + OPTION_TEXT(0) + ANSWER(True) + FIRE + OK,
+    MODERN + OPTION_TEXT(3) + FIRE + OPTION_TEXT(4) + FIRE + OPTION_TEXT(6),
+    MODERN + VERDICT(True, 13) + VERDICT(False, 1),
+    options() + host(window=1) + CACHE_WRITE,
+    options(classifier=0, honor=0, jitter=2, ceiling=2) + host(seed=7) + (FAIL + FIRE) * 4,
+    DEFAULT + FAIL + bytes([13]) + options(ceiling=1) + FIRE + FAIL,
+]
+for s in option_seeds:
     write("machine", s)
 rng = random.Random(5)
 for _ in range(30):

@@ -158,3 +158,14 @@ fn classification_allocates_nothing() {
     assert!(labels > 0);
     assert_eq!(allocs, 0, "classification allocated");
 }
+
+/// The counter is live: an allocation inside a counted window is seen, so
+/// the zero counts above cannot pass by accident.
+#[test]
+fn the_counter_sees_an_allocation() {
+    let (boxed, allocs) = counted(|| std::hint::black_box(Box::new(7u64)));
+    assert_eq!(*boxed, 7);
+    assert!(allocs >= 1, "the counting allocator saw nothing");
+    let (_, none) = counted(|| std::hint::black_box(7u64));
+    assert_eq!(none, 0);
+}

@@ -21,10 +21,11 @@
 
 use std::collections::HashSet;
 
-use autoretry::classify;
+use autoretry::classify::{self, Classifier};
 use autoretry::{
-    AssistantMessage, Event, FinalError, HostOptions, Input, Machine, Output, Outputs, Refused,
-    RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Outputs,
+    Profile, Refused, RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED,
+    UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -47,6 +48,25 @@ pub const TEXTS: &[&str] = &[
     "Usage Limit x-ratelimit-reset-ms: 99999999999999999999999",
     "usage\u{2028}limit 503",
     "rate lımit",
+];
+
+/// Texts the machine fuzzer draws from for messages that carry the host's
+/// fields (spec §10.2): the hint forms of §10.3–10.4, waits around the
+/// modern ceiling, and texts the extended classifier reads differently.
+pub const OPTION_TEXTS: &[&str] = &[
+    "usage_limit_reached retry-after-ms=11180000",
+    "usage_limit_reached retry-after-ms=120000",
+    "503 Service Unavailable retry-after-ms: 0",
+    "429 Too Many Requests. Please retry in 41.820516331s.",
+    "rate limit exceeded: reset after 1h30m10s",
+    "You have hit your usage limit. Try again in ~158 min.",
+    "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"retryDelay\": \"38s\"}]}}",
+    "This request would exceed your account's rate limit. Please try again later.",
+    "quota exceeded",
+    "socket hang up",
+    "413 Request Entity Too Large",
+    "request exceeds 5000 tokens per minute",
+    "overloaded retry-after: 400",
 ];
 
 /// Whether one of the **unanchored** overflow patterns of spec 3.3 (all but
@@ -87,9 +107,109 @@ pub fn expected_delay(base: u64, attempt: u32) -> u64 {
     u64::try_from(wide).unwrap_or(u64::MAX)
 }
 
+/// The wait of spec §10.3 steps 1–3, computed independently: the delay of
+/// §5.1.3, then at most `backoffCapMs` and at most `maxDelayMs` (each only
+/// when non-zero).
+///
+/// ```
+/// use autoretry::RetrySettings;
+/// use autoretry_testkit::fuzzing::expected_backoff;
+/// assert_eq!(expected_backoff(&RetrySettings::CLASSIC, 3), 8000);
+/// assert_eq!(expected_backoff(&RetrySettings::MODERN, 6), 8000); // 16000, capped
+/// let ceiling = RetrySettings::CLASSIC.with_max_delay_ms(5000);
+/// assert_eq!(expected_backoff(&ceiling, 40), 5000);
+/// ```
+pub fn expected_backoff(settings: &RetrySettings, attempt: u32) -> u64 {
+    let mut backoff = expected_delay(settings.base_delay_ms, attempt);
+    for limit in [settings.backoff_cap_ms, settings.max_delay_ms] {
+        if limit > 0 {
+            backoff = backoff.min(limit);
+        }
+    }
+    backoff
+}
+
+/// One draw of the jitter generator of spec §10.6 (SplitMix64's output,
+/// high half), advancing `state`.
+///
+/// ```
+/// use autoretry_testkit::fuzzing::jitter_draw;
+/// let mut state = 42;
+/// let (a, b) = (jitter_draw(&mut state), jitter_draw(&mut state));
+/// assert_ne!(a, b);
+/// assert_eq!(state, 42u64.wrapping_add(2u64.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+/// ```
+pub fn jitter_draw(state: &mut u64) -> u32 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    u32::try_from(z >> 32).expect("the high half fits u32")
+}
+
+/// Step 4 of spec §10.3: `backoff − floor(backoff × pct × r / (100 × 2^32))`,
+/// computed exactly in 128 bits. For a non-zero backoff the result lies in
+/// `(backoff × (1 − pct/100), backoff]`.
+///
+/// ```
+/// use autoretry_testkit::fuzzing::expected_jitter;
+/// assert_eq!(expected_jitter(1000, 25, 0), 1000);
+/// assert_eq!(expected_jitter(1000, 25, u32::MAX), 751);
+/// assert_eq!(expected_jitter(u64::MAX, 100, u32::MAX), 1 << 32);
+/// ```
+pub fn expected_jitter(backoff: u64, pct: u8, r: u32) -> u64 {
+    let share = u128::from(backoff) * u128::from(pct) * u128::from(r) / (100u128 << 32);
+    u64::try_from(u128::from(backoff) - share).expect("the share is at most the backoff")
+}
+
+/// What the spec says an input must do, as the [`Monitor`] reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// Not a decision (any input but `agent_end` and an awaited answer).
+    Nothing,
+    /// An `agent_end` that starts no retry: no start, no mark, no
+    /// fail-fast end (an open chain ends with the message's error, §9).
+    NoRetry,
+    /// §5.1.2: the end with the message's error, the retries made.
+    MaxExceeded,
+    /// §5.1.4 / §10.3 step 7: ask the host, with this hint.
+    Mark { hint: Option<u64> },
+    /// §10.3 step 8: the end with the sentence, the retries made.
+    FailFast {
+        requested_ms: u64,
+        max_delay_ms: u64,
+    },
+    /// §5.1.5–7: the start with these figures, then drop and sleep.
+    Start {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+    },
+}
+
+/// The usage-limit answer the machine waits for, with the figures fixed at
+/// the `agent_end` (spec §5.1.4, §10.3 step 7).
+#[derive(Clone, Debug)]
+struct Awaiting {
+    text: String,
+    attempt: u32,
+    max_attempts: u32,
+    delay_ms: u64,
+    /// The `maxDelayMs` the delay exceeds (the answer "not switched" fails
+    /// fast), else 0.
+    exceeded_ceiling_ms: u64,
+}
+
 /// The invariant checker of the machine (see the module docs).
 ///
 /// Call [`Monitor::step`] for every input instead of [`Machine::handle`].
+/// It predicts every retry decision from the spec (sections 5 and 10): it
+/// classifies the message with the crate's classifier, runs its own jitter
+/// generator from the host's seed (§10.6) and computes the wait of §10.3,
+/// so the start's figures, the usage-limit hint and the fail-fast end
+/// (which reports the retries made, `n − 1`) are checked exactly, whatever
+/// the options.
 ///
 /// ```
 /// use autoretry::{AssistantMessage, HostOptions, Input, RetrySettings};
@@ -97,6 +217,14 @@ pub fn expected_delay(base: u64, attempt: u32) -> u64 {
 /// let mut mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
 /// let out = mon.step(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
 /// assert_eq!(out.len(), 3);
+///
+/// // Fail fast: the host asks for more than the ceiling.
+/// let modern = RetrySettings::MODERN;
+/// let mut mon = Monitor::new(modern, HostOptions::default().with_seed(7));
+/// let message = AssistantMessage::error("503").with_retry_after_ms(400_000);
+/// let out = mon.step(Input::AgentEnd { message, now_ms: None }).unwrap();
+/// assert_eq!(out.len(), 3); // end, settled, check_compaction
+/// assert_eq!(mon.fail_fasts(), 1);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Monitor {
@@ -116,10 +244,14 @@ pub struct Monitor {
     pending: Option<TimerId>,
     /// Every timer id issued so far.
     issued: HashSet<u64>,
-    /// The usage-limit answer awaited: the text, the attempt, its max and delay.
-    awaiting: Option<(String, u32, u32, u64)>,
+    /// The usage-limit answer awaited.
+    awaiting: Option<Awaiting>,
+    /// The jitter generator's state (spec §10.6), from the host's seed.
+    jitter: u64,
     /// Number of chains that started (at least one start event).
     chains: u64,
+    /// Number of fail-fast ends (spec §10.3 step 8).
+    fail_fasts: u64,
 }
 
 impl Monitor {
@@ -142,7 +274,9 @@ impl Monitor {
             pending: None,
             issued: HashSet::new(),
             awaiting: None,
+            jitter: host.seed,
             chains: 0,
+            fail_fasts: 0,
         }
     }
 
@@ -169,6 +303,17 @@ impl Monitor {
         self.chains
     }
 
+    /// How many chains ended by failing fast (spec §10.3 step 8) so far.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// assert_eq!(Monitor::new(RetrySettings::MODERN, HostOptions::default()).fail_fasts(), 0);
+    /// ```
+    pub fn fail_fasts(&self) -> u64 {
+        self.fail_fasts
+    }
+
     /// The text whose usage-limit answer is awaited, if any.
     ///
     /// ```
@@ -177,7 +322,7 @@ impl Monitor {
     /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).awaited_text(), None);
     /// ```
     pub fn awaited_text(&self) -> Option<&str> {
-        self.awaiting.as_ref().map(|a| a.0.as_str())
+        self.awaiting.as_ref().map(|a| a.text.as_str())
     }
 
     /// Feeds one input to the machine, checks every invariant on the
@@ -203,9 +348,10 @@ impl Monitor {
                     Input::AgentEnd { .. } | Input::MessageEnd { .. } => {
                         self.pending.is_some() || self.awaiting.is_some()
                     }
-                    Input::UsageLimitMarked { error_message, .. } => {
-                        self.awaiting.as_ref().is_some_and(|a| a.0 != error_message)
-                    }
+                    Input::UsageLimitMarked { error_message, .. } => self
+                        .awaiting
+                        .as_ref()
+                        .is_some_and(|a| a.text != error_message),
                     _ => false,
                 };
                 assert!(expected, "refused {input:?} ({refused})");
@@ -214,11 +360,103 @@ impl Monitor {
             Ok(out) => out,
         };
         assert!(out.len() <= MAX_OUTPUTS);
-        self.check(input, &out);
+        self.check(input, &out, before.host_options());
         Ok(out)
     }
 
-    fn check(&mut self, input: Input<'_>, out: &[Output<'_>]) {
+    /// The spec's decision on an `agent_end` the machine accepted (spec
+    /// §3, §5.1, §9, §10.2–10.3), with this monitor's own jitter draw.
+    fn decide(
+        &mut self,
+        message: &AssistantMessage<'_>,
+        now_ms: Option<u64>,
+        host: HostOptions,
+    ) -> Expect {
+        let s = self.settings;
+        let classifier = s.classifier;
+        let is_error = message.stop_reason == StopReason::Error;
+        let text = message.error_message.filter(|t| !t.is_empty());
+        let by_usage = message.usage.is_some_and(|u| {
+            let mut tokens = u128::from(u.input) + u128::from(u.cache_read);
+            if classifier == Classifier::Extended {
+                tokens += u128::from(u.cache_write);
+            }
+            host.context_window != 0 && tokens > u128::from(host.context_window)
+        });
+        let overflow = by_usage
+            || (is_error && text.is_some_and(|t| classify::matches_overflow_with(t, classifier)));
+        let Some(text) = text.filter(|_| s.enabled && is_error && !overflow) else {
+            return Expect::NoRetry;
+        };
+        // §10.2: the host's verdict replaces the pattern test.
+        let retryable = message
+            .should_retry
+            .unwrap_or_else(|| classify::matches_retryable_with(text, classifier));
+        if !retryable {
+            return Expect::NoRetry;
+        }
+        let attempt = self.started.saturating_add(1);
+        if attempt > s.max_retries {
+            return Expect::MaxExceeded;
+        }
+        let mut backoff = expected_backoff(&s, attempt);
+        if s.jitter_pct.get() > 0 {
+            let r = jitter_draw(&mut self.jitter);
+            let jittered = expected_jitter(backoff, s.jitter_pct.get(), r);
+            // The range of §10.3 step 4, as rationals.
+            assert!(
+                backoff == 0
+                    || (jittered <= backoff
+                        && u128::from(jittered) * 100
+                            > u128::from(backoff) * u128::from(100 - s.jitter_pct.get())),
+                "the jittered backoff {jittered} is outside its range for {backoff}"
+            );
+            backoff = jittered;
+        }
+        let hint = if s.honor_hints {
+            message
+                .retry_after_ms
+                .or_else(|| classify::wait_hint_ms(text, now_ms))
+        } else {
+            None
+        };
+        let delay_ms = hint.map_or(backoff, |h| h.max(backoff));
+        let exceeded_ceiling_ms = if s.max_delay_ms > 0 && delay_ms > s.max_delay_ms {
+            s.max_delay_ms
+        } else {
+            0
+        };
+        if host.credential_store && classify::matches_usage_limit_with(text, classifier) {
+            let mark = if s.honor_hints {
+                hint
+            } else {
+                message
+                    .retry_after_ms
+                    .or_else(|| classify::retry_hint_ms(text, now_ms))
+            };
+            self.awaiting = Some(Awaiting {
+                text: text.to_owned(),
+                attempt,
+                max_attempts: s.max_retries,
+                delay_ms,
+                exceeded_ceiling_ms,
+            });
+            Expect::Mark { hint: mark }
+        } else if exceeded_ceiling_ms > 0 {
+            Expect::FailFast {
+                requested_ms: delay_ms,
+                max_delay_ms: exceeded_ceiling_ms,
+            }
+        } else {
+            Expect::Start {
+                attempt,
+                max_attempts: s.max_retries,
+                delay_ms,
+            }
+        }
+    }
+
+    fn check(&mut self, input: Input<'_>, out: &[Output<'_>], host: HostOptions) {
         // Inputs that must be refused were not.
         match input {
             Input::AgentEnd { .. } | Input::MessageEnd { .. } => assert!(
@@ -227,7 +465,10 @@ impl Monitor {
             ),
             Input::UsageLimitMarked { error_message, .. } => {
                 if let Some(a) = &self.awaiting {
-                    assert_eq!(a.0, error_message, "a usage-limit answer with a wrong text");
+                    assert_eq!(
+                        a.text, error_message,
+                        "a usage-limit answer with a wrong text"
+                    );
                 }
             }
             _ => {}
@@ -239,7 +480,7 @@ impl Monitor {
                 "C", "E+C", "SDZ", "E+SDZ", "M", "E+M", "TC", "E+TC", "E-TC", "E+E-TC",
             ],
             Input::TimerFired { .. } => &["", "K"],
-            Input::UsageLimitMarked { .. } => &["", "SDZ"],
+            Input::UsageLimitMarked { .. } => &["", "SDZ", "E-TC"],
             Input::AbortRetry => &["", "XE-TC", "E-TC", "TC", "E-T", "T"],
             Input::Abort => &["A", "XE-TCA", "E-TCA", "TCA", "E-TA", "TA"],
             Input::SetAutoRetry { .. } | Input::Settings(_) => &[""],
@@ -249,67 +490,82 @@ impl Monitor {
             "outputs {out:?} (shape {shape}) for {input:?}"
         );
 
+        // The text a decision is about: the message's, or the awaited one.
+        let mut decided_text = "";
+        let expect = match input {
+            Input::AgentEnd { message, now_ms } => {
+                decided_text = message.error_message.unwrap_or("");
+                self.decide(&message, now_ms, host)
+            }
+            Input::UsageLimitMarked {
+                switched,
+                error_message,
+            } => match self.awaiting.take() {
+                Some(a) => {
+                    decided_text = error_message;
+                    if switched {
+                        // A switch makes the wait 0 and skips the ceiling.
+                        Expect::Start {
+                            attempt: a.attempt,
+                            max_attempts: a.max_attempts,
+                            delay_ms: 0,
+                        }
+                    } else if a.exceeded_ceiling_ms > 0 {
+                        Expect::FailFast {
+                            requested_ms: a.delay_ms,
+                            max_delay_ms: a.exceeded_ceiling_ms,
+                        }
+                    } else {
+                        Expect::Start {
+                            attempt: a.attempt,
+                            max_attempts: a.max_attempts,
+                            delay_ms: a.delay_ms,
+                        }
+                    }
+                }
+                None => Expect::Nothing,
+            },
+            _ => Expect::Nothing,
+        };
+        let expected_shape = match expect {
+            Expect::MaxExceeded | Expect::FailFast { .. } => Some("E-TC"),
+            Expect::Mark { .. } => Some("M"),
+            Expect::Start { .. } => Some("SDZ"),
+            Expect::NoRetry => None,
+            Expect::Nothing => match input {
+                Input::UsageLimitMarked { .. } => Some(""),
+                _ => None,
+            },
+        };
+        if let Some(want) = expected_shape {
+            assert_eq!(
+                shape, want,
+                "the spec expects {expect:?}: {out:?} for {input:?}"
+            );
+        }
+        if expect == Expect::NoRetry {
+            assert!(
+                !shape.contains('S') && !shape.contains('M'),
+                "a retry where the spec starts none: {input:?} -> {out:?}"
+            );
+        }
+
         let was_open = self.open;
         let mut settled = 0;
-        let mut switched = None;
         match input {
             Input::SetAutoRetry { enabled } => self.settings.enabled = enabled,
             Input::Settings(settings) => self.settings = settings,
-            Input::AgentEnd { message, .. } => {
+            Input::AgentEnd { .. } => {
                 assert!(
                     !self.unresolved,
                     "agent_end before the last one was resolved"
                 );
                 self.unresolved = true;
-                let overflow = message.usage.is_some_and(|u| {
-                    let window = self.machine.host_options().context_window;
-                    window != 0
-                        && u128::from(u.input) + u128::from(u.cache_read) > u128::from(window)
-                }) || (message.stop_reason == StopReason::Error
-                    && message
-                        .error_message
-                        .is_some_and(|t| !t.is_empty() && classify::matches_overflow(t)));
-                if !self.settings.enabled || overflow {
-                    assert!(
-                        !shape.contains('S') && !shape.contains('M'),
-                        "a retry with retry disabled or on an overflow: {input:?} -> {out:?}"
-                    );
-                }
-                if shape.contains('S') || shape.contains('M') {
-                    let text = message.error_message.unwrap_or("");
-                    assert!(
-                        message.stop_reason == StopReason::Error && !text.is_empty(),
-                        "a retry decision without an error text"
-                    );
-                }
                 if shape.contains('S') || shape.contains('M') || shape.contains("E-") {
                     self.decided_max = self.settings.max_retries;
                 }
                 if shape.contains('M') {
-                    let attempt = self.started + 1;
-                    let delay = expected_delay(self.settings.base_delay_ms, attempt);
-                    self.awaiting = Some((
-                        String::from(message.error_message.unwrap_or("")),
-                        attempt,
-                        self.settings.max_retries,
-                        delay,
-                    ));
                     self.open = true;
-                }
-            }
-            Input::UsageLimitMarked {
-                switched: s,
-                error_message,
-            } => {
-                if shape == "SDZ" {
-                    let (text, attempt, max, delay) = self
-                        .awaiting
-                        .take()
-                        .expect("a start without an awaited answer");
-                    assert_eq!(text, error_message);
-                    switched = Some((attempt, max, if s { 0 } else { delay }));
-                } else {
-                    assert!(self.awaiting.is_none(), "the awaited answer was ignored");
                 }
             }
             Input::TimerFired { timer } => {
@@ -329,7 +585,7 @@ impl Monitor {
                 }
                 self.awaiting = None;
             }
-            Input::MessageEnd { .. } => {}
+            Input::MessageEnd { .. } | Input::UsageLimitMarked { .. } => {}
         }
 
         for output in out {
@@ -345,22 +601,20 @@ impl Monitor {
                         self.chains += 1;
                     }
                     self.started = attempt;
-                    match switched {
-                        Some((a, max, delay)) => {
-                            assert_eq!((attempt, max_attempts, delay_ms), (a, max, delay));
-                        }
-                        None => {
-                            let Input::AgentEnd { message, .. } = input else {
-                                panic!("a start for {input:?}");
-                            };
-                            assert_eq!(Some(error_message), message.error_message);
-                            assert_eq!(max_attempts, self.settings.max_retries);
-                            assert_eq!(
-                                delay_ms,
-                                expected_delay(self.settings.base_delay_ms, attempt)
-                            );
-                        }
-                    }
+                    let Expect::Start {
+                        attempt: a,
+                        max_attempts: max,
+                        delay_ms: delay,
+                    } = expect
+                    else {
+                        panic!("a start for {input:?} where the spec expects {expect:?}");
+                    };
+                    assert_eq!(
+                        (attempt, max_attempts, delay_ms),
+                        (a, max, delay),
+                        "the start's attempt, maxAttempts and delayMs (spec §10.3)"
+                    );
+                    assert_eq!(error_message, decided_text);
                     assert!(attempt <= max_attempts, "attempt beyond maxRetries");
                     assert!(!error_message.is_empty());
                     self.open = true;
@@ -372,22 +626,46 @@ impl Monitor {
                 }) => {
                     if self.started == 0 {
                         assert!(
-                            !success && attempt == 0 && self.decided_max == 0,
+                            !success
+                                && attempt == 0
+                                && (self.decided_max == 0
+                                    || matches!(expect, Expect::FailFast { .. })),
                             "an end without a start: {out:?} for {input:?}"
                         );
                     } else {
+                        // A fail-fast end too reports the retries made:
+                        // n − 1 for the attempt n it was deciding.
                         assert_eq!(attempt, self.started, "the end reports the last start");
                     }
                     assert_eq!(success, final_error.is_none());
                     if let (Input::AbortRetry | Input::Abort, false) = (input, success) {
                         assert_eq!(final_error, Some(FinalError::Text(RETRY_CANCELLED)));
                     }
-                    if let (Input::AgentEnd { message, .. }, false) = (input, success) {
-                        let expected = match message.error_message {
-                            Some(t) if !t.is_empty() => t,
-                            _ => UNKNOWN_ERROR,
-                        };
-                        assert_eq!(final_error, Some(FinalError::Text(expected)));
+                    match expect {
+                        Expect::FailFast {
+                            requested_ms,
+                            max_delay_ms,
+                        } => {
+                            assert_eq!(
+                                final_error,
+                                Some(FinalError::WaitTooLong {
+                                    requested_ms,
+                                    max_delay_ms,
+                                    error: decided_text,
+                                }),
+                                "the fail-fast end (spec §10.3 step 8)"
+                            );
+                            assert!(requested_ms > max_delay_ms && max_delay_ms > 0);
+                            self.fail_fasts += 1;
+                        }
+                        _ if !success && matches!(input, Input::AgentEnd { .. }) => {
+                            let expected = match decided_text {
+                                "" => UNKNOWN_ERROR,
+                                t => t,
+                            };
+                            assert_eq!(final_error, Some(FinalError::Text(expected)));
+                        }
+                        _ => {}
                     }
                     self.started = 0;
                 }
@@ -423,7 +701,16 @@ impl Monitor {
                     settled += 1;
                     self.open = false;
                 }
-                Output::DropTrailingError | Output::MarkUsageLimit { .. } | Output::AbortAgent => {}
+                Output::MarkUsageLimit { retry_after_ms } => {
+                    assert_eq!(
+                        expect,
+                        Expect::Mark {
+                            hint: retry_after_ms
+                        },
+                        "the usage-limit hint (spec §10.3 step 7)"
+                    );
+                }
+                Output::DropTrailingError | Output::AbortAgent => {}
             }
         }
         if let Input::AgentEnd { .. } = input {
@@ -460,11 +747,17 @@ impl Monitor {
             self.awaiting.is_some()
         );
         assert_eq!(self.machine.settings(), self.settings);
+        // The machine's generator is where this one is (spec §10.6).
+        assert_eq!(
+            self.machine.host_options().seed,
+            self.jitter,
+            "the jitter state"
+        );
     }
 
     fn started_or_awaited(&self) -> u32 {
         match &self.awaiting {
-            Some((_, attempt, _, _)) => *attempt,
+            Some(a) => a.attempt,
             None => self.started,
         }
     }
@@ -551,30 +844,83 @@ impl<'a> Reader<'a> {
 const DELAYS: &[u64] = &[0, 1, 2000, 1 << 62, u64::MAX / 3, u64::MAX];
 const MAX_RETRIES: &[u64] = &[0, 1, 2, 3, 5, 64, u32::MAX as u64];
 const WINDOWS: &[u64] = &[0, 1000, 200_000, u64::MAX];
+/// Ceilings and caps (spec §10.1): none, small, the modern values, huge.
+const LIMITS: &[u64] = &[0, 1, 1000, 8000, 300_000, u64::MAX];
+/// The host's `retryAfterMs` (spec §10.2): around the modern ceiling.
+const RETRY_AFTERS: &[u64] = &[
+    0,
+    1,
+    41_821,
+    299_999,
+    300_000,
+    300_001,
+    11_180_000,
+    u64::MAX,
+];
 
+/// A settings group. The first byte gives `enabled` (its low three bits)
+/// and, with its high bit set, the keys of spec §10.1 follow (profile,
+/// ceiling, cap, jitter, hints, classifier); else they keep their
+/// `classic` values, as the seeds written before them expect.
 fn settings(r: &mut Reader<'_>) -> RetrySettings {
+    let first = r.byte();
+    let mut s = RetrySettings::DEFAULT;
+    if first & 0x80 != 0 {
+        s.profile = if r.byte() % 2 == 0 {
+            Profile::Classic
+        } else {
+            Profile::Modern
+        };
+        s.max_delay_ms = r.number(LIMITS);
+        s.backoff_cap_ms = r.number(LIMITS);
+        let pct = match r.byte() % 4 {
+            0 => 0,
+            1 => 25,
+            2 => 100,
+            _ => r.byte() % 101,
+        };
+        s.jitter_pct = JitterPct::saturating(pct);
+        s.honor_hints = r.byte() % 2 == 1;
+        s.classifier = if r.byte() % 2 == 0 {
+            Classifier::Classic
+        } else {
+            Classifier::Extended
+        };
+    }
     RetrySettings {
-        enabled: r.byte() % 8 != 0,
+        enabled: first % 8 != 0,
         max_retries: r.number(MAX_RETRIES) as u32,
         base_delay_ms: r.number(DELAYS),
-        ..RetrySettings::DEFAULT
+        ..s
     }
 }
 
 /// Decodes the bytes into a host (settings, context window, credential
-/// store) and a sequence of up to 512 inputs, runs them through a
-/// [`Monitor`], and panics on any violated invariant.
+/// store, jitter seed) and a sequence of up to 512 inputs, runs them
+/// through a [`Monitor`], and panics on any violated invariant. Settings
+/// and messages may carry the policy options of spec §10 (see the byte
+/// format in the source: a set high bit of a settings group's first byte,
+/// and bits 3–6 of a message's first byte).
 ///
 /// ```
 /// autoretry_testkit::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
+/// // Options on: the modern profile with a 300,000 ms ceiling, 25 % jitter,
+/// // hints honoured; 5 retries from 2000 ms; seed 7. Then an `agent_end`
+/// // whose host's retryAfterMs (300,001 ms) is over the ceiling: fail fast.
+/// autoretry_testkit::fuzzing::fuzz_machine(&[
+///     0x81, 1, 4, 3, 1, 1, 0, 4, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, // settings, host
+///     0, 0x24, 5, 1, 1, 1, 0, // agent_end
+/// ]);
 /// ```
 pub fn fuzz_machine(bytes: &[u8]) {
     let mut r = Reader { data: bytes };
     let settings = settings(&mut r);
+    let context_window = r.number(WINDOWS);
+    let store = r.byte();
     let host = HostOptions {
-        context_window: r.number(WINDOWS),
-        credential_store: r.byte() % 2 == 1,
-        ..HostOptions::DEFAULT
+        context_window,
+        credential_store: store % 2 == 1,
+        seed: if store & 2 != 0 { r.u64() } else { 0 },
     };
     let mut mon = Monitor::new(settings, host);
     // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
@@ -639,23 +985,45 @@ pub fn fuzz_machine(bytes: &[u8]) {
     }
 }
 
+/// A message. Its first byte gives the stop reason (bits 0–2) and the
+/// host's fields of spec §10.2: `shouldRetry` (bits 3–4: none, true,
+/// false, none), `retryAfterMs` (bit 5: a number follows), and a text
+/// from [`OPTION_TEXTS`] (bit 6). With bit 2 of the usage byte set, the
+/// usage has cache writes.
 fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
-    let stop_reason = match r.byte() % 8 {
+    let first = r.byte();
+    let stop_reason = match first % 8 {
         0 => StopReason::Stop,
         1 => StopReason::Length,
         2 => StopReason::ToolUse,
         3 => StopReason::Aborted,
         _ => StopReason::Error,
     };
+    let should_retry = match (first >> 3) & 3 {
+        1 => Some(true),
+        2 => Some(false),
+        _ => None,
+    };
+    let retry_after_ms = if first & 0x20 != 0 {
+        Some(r.number(RETRY_AFTERS))
+    } else {
+        None
+    };
     let error_message = match r.byte() % 8 {
         0 => None,
+        _ if first & 0x40 != 0 => Some(OPTION_TEXTS[usize::from(r.byte()) % OPTION_TEXTS.len()]),
         _ => Some(r.text()),
     };
-    let usage = match r.byte() % 4 {
+    let usage_byte = r.byte();
+    let usage = match usage_byte % 4 {
         0 => Some(Usage {
             input: r.number(WINDOWS),
             cache_read: r.number(&[0, 1, u64::MAX]),
-            cache_write: 0,
+            cache_write: if usage_byte & 4 != 0 {
+                r.number(&[0, 1, 600, u64::MAX])
+            } else {
+                0
+            },
         }),
         _ => None,
     };
@@ -663,8 +1031,8 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         stop_reason,
         error_message,
         usage,
-        should_retry: None,
-        retry_after_ms: None,
+        should_retry,
+        retry_after_ms,
     }
 }
 
@@ -785,14 +1153,16 @@ pub fn fuzz_hint(bytes: &[u8]) {
     }
 }
 
-/// Decodes the bytes as a `retry` settings group (spec §4) both ways the
-/// crate offers, compares them with an independent reading of §4 on the
-/// parsed JSON value, and checks that accepted settings round-trip and that
+/// Decodes the bytes as a `retry` settings group (spec §4, §10.1) both
+/// ways the crate offers, compares them with an independent reading of §4
+/// and §10.1 on the parsed JSON value, and checks that accepted settings round-trip and that
 /// the machine takes them without outputs.
 ///
 /// ```
 /// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"maxRetries":5,"baseDelayMs":18446744073709551615}"#);
 /// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"maxRetries":-0}"#);
+/// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"profile":"modern","jitterPct":100,"classifier":"classic"}"#);
+/// autoretry_testkit::fuzzing::fuzz_settings_json(br#"{"jitterPct":101}"#);
 /// ```
 pub fn fuzz_settings_json(bytes: &[u8]) {
     use autoretry::wire::{json::settings_from_json, SettingsGroup};
@@ -828,20 +1198,59 @@ pub fn fuzz_settings_json(bytes: &[u8]) {
     }
 }
 
-/// Spec §4 read on a JSON value, independently of `wire`.
+/// Spec §4 and §10.1 read on a JSON value, independently of `wire`: the
+/// group's `profile` (`classic` when absent) picks the column of the
+/// table of §10.1 that gives the missing keys; every key is strict.
 fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
     let obj = value.as_object()?;
-    let mut s = RetrySettings {
+    let classic = RetrySettings {
+        profile: Profile::Classic,
         enabled: true,
         max_retries: 3,
         base_delay_ms: 2000,
-        ..RetrySettings::DEFAULT
+        max_delay_ms: 0,
+        backoff_cap_ms: 0,
+        jitter_pct: JitterPct::new(0)?,
+        honor_hints: false,
+        classifier: Classifier::Classic,
+    };
+    let modern = RetrySettings {
+        profile: Profile::Modern,
+        enabled: true,
+        max_retries: 10,
+        base_delay_ms: 500,
+        max_delay_ms: 300_000,
+        backoff_cap_ms: 8000,
+        jitter_pct: JitterPct::new(25)?,
+        honor_hints: true,
+        classifier: Classifier::Extended,
+    };
+    // The columns of the table of §10.1, picked by the group's profile.
+    let mut s = match obj.get("profile") {
+        None => classic,
+        Some(v) => match v.as_str()? {
+            "classic" => classic,
+            "modern" => modern,
+            _ => return None,
+        },
     };
     for (key, v) in obj {
         match key.as_str() {
+            "profile" => {}
             "enabled" => s.enabled = v.as_bool()?,
             "maxRetries" => s.max_retries = u32::try_from(v.as_u64()?).ok()?,
             "baseDelayMs" => s.base_delay_ms = v.as_u64()?,
+            "maxDelayMs" => s.max_delay_ms = v.as_u64()?,
+            "backoffCapMs" => s.backoff_cap_ms = v.as_u64()?,
+            "jitterPct" => s.jitter_pct = JitterPct::new(u8::try_from(v.as_u64()?).ok()?)?,
+            "honorHints" => s.honor_hints = v.as_bool()?,
+            "classifier" => {
+                s.classifier = match v.as_str()? {
+                    "classic" => Classifier::Classic,
+                    "extended" => Classifier::Extended,
+                    _ => return None,
+                }
+            }
             _ => return None,
         }
     }

@@ -1,8 +1,12 @@
-//! Turns the vendored conformance vectors (`../vectors/*.jsonl`) into Rust
-//! statics (`$OUT_DIR/vectors.rs`): per scenario its settings and host
-//! options, per step the input, the expected outputs (in the vectors' form:
-//! timers as ordinals), the expected state and whether the input is
-//! refused. The firmware carries no JSON and no parser.
+//! Turns the vendored conformance vectors into Rust statics
+//! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`../vectors/*.jsonl`)
+//! and those of the policy options of section 10
+//! (`../vectors/options/*.jsonl`). Per scenario its file, folder, settings
+//! and host options (the jitter seed included), per step the input (the
+//! message fields of §10.2 included), the expected outputs (in the vectors'
+//! form: timers as ordinals; a final error as its text), the expected state
+//! and whether the input is refused. The firmware carries no JSON and no
+//! parser.
 //!
 //! Lines are decoded with the test kit's line format
 //! (`autoretry_testkit::vector::VectorLine`) on the crate's strict decoder:
@@ -28,19 +32,29 @@ fn main() {
     println!("cargo:rustc-link-search={}", out_dir.display());
     println!("cargo:rerun-if-changed=memory.x");
 
-    let vectors = manifest.join("../vectors");
-    println!("cargo:rerun-if-changed={}", vectors.display());
-    let mut paths: Vec<PathBuf> = fs::read_dir(&vectors)
-        .unwrap_or_else(|e| panic!("{}: {e}", vectors.display()))
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "no vectors in {}", vectors.display());
+    // The folders, in the order of `FOLDERS` in the generated code.
+    let folders = ["tests/vectors", "tests/vectors/options"];
+    let mut paths: Vec<(usize, PathBuf)> = Vec::new();
+    for (folder, dir) in folders.iter().enumerate() {
+        let dir = manifest.join("../..").join(dir);
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("directory entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        files.sort();
+        assert!(!files.is_empty(), "no vectors in {}", dir.display());
+        paths.extend(files.into_iter().map(|p| (folder, p)));
+    }
 
-    let mut code = String::from("pub static SCENARIOS: &[Scenario] = &[\n");
+    let mut code = format!(
+        "pub const FOLDERS: [&str; {}] = {folders:?};\n",
+        folders.len()
+    );
+    code.push_str("pub static SCENARIOS: &[Scenario] = &[\n");
     let (mut scenarios, mut steps) = (0, 0);
-    for path in &paths {
+    for (folder, path) in &paths {
         println!("cargo:rerun-if-changed={}", path.display());
         let text = fs::read_to_string(path).expect("vector file");
         let mut open = false;
@@ -60,9 +74,15 @@ fn main() {
                     let h = header.host;
                     writeln!(
                         code,
-                        "    Scenario {{ name: {:?}, settings: {}, \
+                        "    Scenario {{ name: {:?}, file: {:?}, folder: {folder}, line: {}, settings: {}, \
                          host: HostOptions {{ context_window: {}, credential_store: {}, seed: {} }}, steps: &[",
-                        header.name, settings_code(&s), h.context_window, h.credential_store, h.seed
+                        header.name,
+                        file_name(path),
+                        index + 1,
+                        settings_code(&s),
+                        h.context_window,
+                        h.credential_store,
+                        h.seed
                     )
                     .unwrap();
                 }
@@ -160,13 +180,14 @@ fn message_code(m: &MessageOwned) -> String {
     )
 }
 
+/// A settings group as a `Settings` literal: the profile and the
+/// classifier by their wire names, resolved by the firmware at run time, so
+/// that the generated code compiles whichever variants the core has.
 fn settings_code(s: &RetrySettings) -> String {
     format!(
-        "RetrySettings {{ profile: autoretry::Profile::{:?}, enabled: {}, max_retries: {}, \
-         base_delay_ms: {}, max_delay_ms: {}, backoff_cap_ms: {}, \
-         jitter_pct: autoretry::JitterPct::saturating({}), honor_hints: {}, \
-         classifier: autoretry::classify::Classifier::{:?} }}",
-        s.profile,
+        "Settings {{ profile: {:?}, enabled: {}, max_retries: {}, base_delay_ms: {}, \
+         max_delay_ms: {}, backoff_cap_ms: {}, jitter_pct: {}, honor_hints: {}, classifier: {:?} }}",
+        s.profile.as_str(),
         s.enabled,
         s.max_retries,
         s.base_delay_ms,
@@ -174,7 +195,7 @@ fn settings_code(s: &RetrySettings) -> String {
         s.backoff_cap_ms,
         s.jitter_pct.get(),
         s.honor_hints,
-        s.classifier
+        s.classifier.as_str()
     )
 }
 
@@ -199,7 +220,7 @@ fn input_code(input: &InputOwned) -> String {
             format!("In::Machine(Input::SetAutoRetry {{ enabled: {enabled} }})")
         }
         InputOwned::Settings(s) => {
-            format!("In::Machine(Input::Settings({}))", settings_code(s))
+            format!("In::Settings({})", settings_code(s))
         }
         InputOwned::Invalid { .. } => "In::Invalid".into(),
     }

@@ -2,7 +2,9 @@
 //! time: embassy-time's mock driver stands still unless the test advances
 //! it, so a backoff must not end one millisecond before its `sleep` says and
 //! must end exactly then; every other input travels through the channel.
-//! The mock clock is global: this file has one test.
+//! Both folders run: the vectors of sections 1–9 and those of the policy
+//! options of section 10 (capped, jittered and hinted waits, fail-fast
+//! ends). The mock clock is global: this file has one test.
 #![cfg(all(feature = "embassy", feature = "json"))]
 
 use crate::common;
@@ -35,26 +37,43 @@ fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(&waker))
 }
 
-/// One scenario of a vector file: its header and its steps (input, line).
+/// EXPECTED TO FAIL: option vector files that need the extended classifier
+/// (spec 10.5) and the text hints of 10.4, which the core does not have
+/// yet (`src/classify/placeholder.rs` answers as the classic patterns and
+/// the hints of 3.5). Each file here must fail, or the test fails: when one
+/// passes, delete it from the list. The same list as `EXPECTED_TO_FAIL` in
+/// `tests/machine/options.rs`.
+const EXPECTED_TO_FAIL: &[&str] = &[
+    "extended-classifier.jsonl",
+    "extended-usage-limit-handoff.jsonl",
+    "fail-fast-rescued-by-switch.jsonl",
+    "hint-forms.jsonl",
+    "hint-longer-than-backoff.jsonl",
+];
+
+/// The folders of vectors, each reported on its own.
+const FOLDERS: [&str; 2] = ["tests/vectors", "tests/vectors/options"];
+
+/// One scenario of a vector file: its file, its header and its steps
+/// (input, line, place).
 struct Scenario {
+    file: String,
     header: ScenarioHeader,
     steps: Vec<(InputOwned, Value, String)>,
 }
 
-fn scenarios() -> Vec<Scenario> {
-    let paths = common::vector_files();
+fn scenarios(folder: &str) -> Vec<Scenario> {
+    let paths = common::vector_files_in(folder);
     let mut all = Vec::new();
     for path in &paths {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = fs::read_to_string(path).unwrap();
         for (index, line) in text.split('\n').enumerate() {
-            let at = format!(
-                "{}:{}",
-                path.file_name().unwrap().to_string_lossy(),
-                index + 1
-            );
+            let at = format!("{file}:{}", index + 1);
             match VectorLine::parse(line).unwrap() {
                 None => {}
                 Some(VectorLine::Scenario(header)) => all.push(Scenario {
+                    file: file.clone(),
                     header,
                     steps: Vec::new(),
                 }),
@@ -70,8 +89,26 @@ fn scenarios() -> Vec<Scenario> {
     all
 }
 
-/// Runs one scenario; returns the steps passed (it panics on a mismatch).
-fn run(scenario: &Scenario) -> usize {
+/// Fails the scenario with a message unless `$cond`.
+macro_rules! check {
+    ($cond:expr, $($why:tt)+) => {
+        if !$cond {
+            return Err(format!($($why)+));
+        }
+    };
+}
+
+/// Fails the scenario unless the two are equal.
+macro_rules! check_eq {
+    ($got:expr, $want:expr, $at:expr) => {{
+        let (got, want) = (&$got, &$want);
+        check!(got == want, "{}: got {got:?}, want {want:?}", $at);
+    }};
+}
+
+/// Runs one scenario: the number of steps (all passed), or the first
+/// mismatch.
+fn run(scenario: &Scenario) -> Result<usize, String> {
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
@@ -90,11 +127,14 @@ fn run(scenario: &Scenario) -> usize {
         let step: Step<'_> = match input {
             InputOwned::Invalid { .. } => {
                 // The host refuses it without asking the machine.
-                assert!(want_refused, "{at}: refused");
-                assert_eq!(
+                check!(
+                    want_refused,
+                    "{at}: refused by the host, the vector accepts it"
+                );
+                check_eq!(
                     serde_json::to_value(driver.machine().state()).unwrap(),
                     want["state"],
-                    "{at}"
+                    at
                 );
                 passed += 1;
                 continue;
@@ -113,7 +153,7 @@ fn run(scenario: &Scenario) -> usize {
                             clock.advance(early);
                             // Twice: a due `Timer` yields once before it completes.
                             for _ in 0..2 {
-                                assert!(
+                                check!(
                                     poll_once(next.as_mut()).is_pending(),
                                     "{at}: the backoff ended early"
                                 );
@@ -128,50 +168,54 @@ fn run(scenario: &Scenario) -> usize {
                         };
                         match polled {
                             Poll::Ready(step) => {
-                                assert_eq!(step.input, Input::TimerFired { timer: id }, "{at}");
+                                check_eq!(step.input, Input::TimerFired { timer: id }, at);
                                 step
                             }
-                            Poll::Pending => panic!("{at}: the backoff did not end on time"),
+                            Poll::Pending => {
+                                return Err(format!("{at}: the backoff did not end on time"))
+                            }
                         }
                     }
                     other => {
                         // A stale or never-produced timer: the host delivers it late.
                         let timer = other.unwrap_or(TimerId(u64::MAX));
-                        send(&inputs, Input::TimerFired { timer }, &mut driver, at)
+                        send(&inputs, Input::TimerFired { timer }, &mut driver, at)?
                     }
                 }
             }
             other => {
                 let marked = host.marked().copied().unwrap_or("");
                 let input = other.as_input(marked).expect("valid");
-                send(&inputs, input, &mut driver, at)
+                send(&inputs, input, &mut driver, at)?
             }
         };
         let refused = step.outputs.is_err();
-        assert_eq!(refused, want_refused, "{at}: refused");
+        check_eq!(refused, want_refused, format!("{at}: refused"));
         let mut out = Vec::new();
         for output in step.outputs.unwrap_or_default() {
             if let Output::Sleep { ms, .. } = output {
                 due = Instant::now().saturating_add(duration_from_ms(ms));
             }
             let output = host.vector_output(&step.input, output);
+            // A final error as its text: the fail-fast sentence of spec
+            // 10.3 in full.
             out.push(serde_json::to_value(output).unwrap());
         }
-        assert_eq!(Value::Array(out), want["out"], "{at}");
-        assert_eq!(
+        check_eq!(Value::Array(out), want["out"], at);
+        check_eq!(
             serde_json::to_value(driver.machine().state()).unwrap(),
             want["state"],
-            "{at}"
+            at
         );
         // The driver's timer is armed exactly while the machine's is pending.
-        assert_eq!(
+        check_eq!(
             driver.timer_deadline().is_some(),
             driver.machine().pending_timer().is_some(),
-            "{at}"
+            at
         );
         passed += 1;
     }
-    passed
+    Ok(passed)
 }
 
 /// Sends `input` and expects the driver to take it at once, before any
@@ -181,24 +225,61 @@ fn send<'a>(
     input: Input<'a>,
     driver: &mut EmbassyDriver<'_, 'a, NoopRawMutex, 4>,
     at: &str,
-) -> Step<'a> {
+) -> Result<Step<'a>, String> {
     inputs.try_send(input).expect("room in the channel");
     match poll_once(pin!(driver.next())) {
         Poll::Ready(step) => {
-            assert_eq!(step.input, input, "{at}");
-            step
+            check_eq!(step.input, input, at);
+            Ok(step)
         }
-        Poll::Pending => panic!("{at}: the driver did not take the input"),
+        Poll::Pending => Err(format!("{at}: the driver did not take the input")),
     }
 }
 
 #[test]
 fn every_vector_in_virtual_time() {
-    let scenarios = scenarios();
-    let steps: usize = scenarios.iter().map(|s| s.steps.len()).sum();
-    let passed: usize = scenarios.iter().map(run).sum();
-    assert_eq!(passed, steps);
-    assert!(steps > 100, "only {steps} steps");
+    let mut failures = Vec::new();
+    let mut files_failed = Vec::new();
+    let mut report = Vec::new();
+    for folder in FOLDERS {
+        let scenarios = scenarios(folder);
+        let (mut total, mut passed, mut steps, mut steps_passed) = (0, 0, 0, 0);
+        let (mut listed, mut listed_failed) = (0, 0);
+        for scenario in &scenarios {
+            let result = run(scenario);
+            if EXPECTED_TO_FAIL.contains(&scenario.file.as_str()) {
+                listed += 1;
+                if let Err(why) = result {
+                    listed_failed += 1;
+                    files_failed.push(scenario.file.clone());
+                    println!("expected to fail: {why}");
+                }
+                continue;
+            }
+            total += 1;
+            steps += scenario.steps.len();
+            match result {
+                Ok(n) => {
+                    passed += 1;
+                    steps_passed += n;
+                }
+                Err(why) => failures.push(why),
+            }
+        }
+        report.push(format!(
+            "{folder}: {passed}/{total} scenarios, {steps_passed}/{steps} steps passed; \
+             besides, {listed} scenarios expected to fail, {listed_failed} failed"
+        ));
+        assert!(steps > 80, "{folder}: only {steps} steps");
+    }
+    println!("embassy driver in virtual time:\n  {}", report.join("\n  "));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    for name in EXPECTED_TO_FAIL {
+        assert!(
+            files_failed.iter().any(|f| f == name),
+            "{name} passes (or is not there): delete it from EXPECTED_TO_FAIL"
+        );
+    }
 
     // An input that arrives during the backoff wins the race with the timer:
     // the abort cancels it, and the timer never fires afterwards.
@@ -210,7 +291,7 @@ fn every_vector_in_virtual_time() {
         message: autoretry::AssistantMessage::error("overloaded"),
         now_ms: None,
     };
-    let step = send(&inputs, fail, &mut driver, "race");
+    let step = send(&inputs, fail, &mut driver, "race").unwrap();
     assert!(matches!(
         step.outputs.unwrap()[2],
         Output::Sleep { ms: 2000, .. }
@@ -234,7 +315,7 @@ fn every_vector_in_virtual_time() {
     assert_eq!(step.input, Input::AbortRetry);
     assert!(!driver.machine().is_retrying());
 
-    let step = send(&inputs, fail, &mut driver, "race");
+    let step = send(&inputs, fail, &mut driver, "race").unwrap();
     assert!(matches!(
         step.outputs.unwrap()[2],
         Output::Sleep { ms: 2000, .. }
