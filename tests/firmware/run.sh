@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the firmware (thumbv7m-none-eabi, release) and runs it under QEMU's
-# lm3s6965evb. Exits 0 only when the firmware reports every scenario passed,
-# every expected failure failed (semihosting exit status), within the time
-# limit.
+# lm3s6965evb, with the extended classifier (the option vectors need it).
+# Exits 0 only when the firmware reports every scenario passed (semihosting
+# exit status), within the time limit.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-cargo build --release --bin autoretry-firmware
+cargo build --release --bin autoretry-firmware --features extended
 kernel=target/thumbv7m-none-eabi/release/autoretry-firmware
 
 status=0
@@ -20,4 +20,4 @@ if [ "$status" -ne 0 ]; then
     fi
     exit 1
 fi
-echo "firmware: every scenario passed (and every expected failure failed)"
+echo "firmware: every scenario passed"

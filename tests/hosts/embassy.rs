@@ -37,27 +37,12 @@ fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(&waker))
 }
 
-/// EXPECTED TO FAIL: option vector files that need the extended classifier
-/// (spec 10.5) and the text hints of 10.4, which the core does not have
-/// yet (`src/classify/placeholder.rs` answers as the classic patterns and
-/// the hints of 3.5). Each file here must fail, or the test fails: when one
-/// passes, delete it from the list. The same list as `EXPECTED_TO_FAIL` in
-/// `tests/machine/options.rs`.
-const EXPECTED_TO_FAIL: &[&str] = &[
-    "extended-classifier.jsonl",
-    "extended-usage-limit-handoff.jsonl",
-    "fail-fast-rescued-by-switch.jsonl",
-    "hint-forms.jsonl",
-    "hint-longer-than-backoff.jsonl",
-];
-
 /// The folders of vectors, each reported on its own.
 const FOLDERS: [&str; 2] = ["tests/vectors", "tests/vectors/options"];
 
-/// One scenario of a vector file: its file, its header and its steps
-/// (input, line, place).
+/// One scenario of a vector file: its header and its steps (input, line,
+/// place).
 struct Scenario {
-    file: String,
     header: ScenarioHeader,
     steps: Vec<(InputOwned, Value, String)>,
 }
@@ -73,7 +58,6 @@ fn scenarios(folder: &str) -> Vec<Scenario> {
             match VectorLine::parse(line).unwrap() {
                 None => {}
                 Some(VectorLine::Scenario(header)) => all.push(Scenario {
-                    file: file.clone(),
                     header,
                     steps: Vec::new(),
                 }),
@@ -239,23 +223,12 @@ fn send<'a>(
 #[test]
 fn every_vector_in_virtual_time() {
     let mut failures = Vec::new();
-    let mut files_failed = Vec::new();
     let mut report = Vec::new();
     for folder in FOLDERS {
         let scenarios = scenarios(folder);
         let (mut total, mut passed, mut steps, mut steps_passed) = (0, 0, 0, 0);
-        let (mut listed, mut listed_failed) = (0, 0);
         for scenario in &scenarios {
             let result = run(scenario);
-            if EXPECTED_TO_FAIL.contains(&scenario.file.as_str()) {
-                listed += 1;
-                if let Err(why) = result {
-                    listed_failed += 1;
-                    files_failed.push(scenario.file.clone());
-                    println!("expected to fail: {why}");
-                }
-                continue;
-            }
             total += 1;
             steps += scenario.steps.len();
             match result {
@@ -267,19 +240,12 @@ fn every_vector_in_virtual_time() {
             }
         }
         report.push(format!(
-            "{folder}: {passed}/{total} scenarios, {steps_passed}/{steps} steps passed; \
-             besides, {listed} scenarios expected to fail, {listed_failed} failed"
+            "{folder}: {passed}/{total} scenarios, {steps_passed}/{steps} steps passed"
         ));
-        assert!(steps > 80, "{folder}: only {steps} steps");
+        assert!(steps >= 118, "{folder}: only {steps} steps");
     }
     println!("embassy driver in virtual time:\n  {}", report.join("\n  "));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    for name in EXPECTED_TO_FAIL {
-        assert!(
-            files_failed.iter().any(|f| f == name),
-            "{name} passes (or is not there): delete it from EXPECTED_TO_FAIL"
-        );
-    }
 
     // An input that arrives during the backoff wins the race with the timer:
     // the abort cancels it, and the timer never fires afterwards.

@@ -24,20 +24,6 @@ use autoretry_testkit::VectorHost;
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 
-/// EXPECTED TO FAIL: option vector files that need the extended classifier
-/// (spec 10.5) and the text hints of 10.4, which the core does not have
-/// yet (`src/classify/placeholder.rs` answers as the classic patterns and
-/// the hints of 3.5). Each file listed here must fail (a scenario of it
-/// must fail a step) or the run fails: when one passes, delete it from the
-/// list. The same list as `EXPECTED_TO_FAIL` in `tests/machine/options.rs`.
-const EXPECTED_TO_FAIL: &[&str] = &[
-    "extended-classifier.jsonl",
-    "extended-usage-limit-handoff.jsonl",
-    "fail-fast-rescued-by-switch.jsonl",
-    "hint-forms.jsonl",
-    "hint-longer-than-backoff.jsonl",
-];
-
 /// A scenario: a fresh machine and its steps.
 struct Scenario {
     name: &'static str,
@@ -231,11 +217,6 @@ struct Tally {
     scenarios_passed: usize,
     steps: usize,
     steps_passed: usize,
-    /// Scenarios of `EXPECTED_TO_FAIL` files (not counted above), their
-    /// steps, and how many of them failed.
-    expected_to_fail: usize,
-    expected_to_fail_steps: usize,
-    failed_as_expected: usize,
 }
 
 impl Tally {
@@ -244,9 +225,6 @@ impl Tally {
         scenarios_passed: 0,
         steps: 0,
         steps_passed: 0,
-        expected_to_fail: 0,
-        expected_to_fail_steps: 0,
-        failed_as_expected: 0,
     };
 }
 
@@ -257,7 +235,6 @@ fn main() -> ! {
     let mut virtual_ms: u64 = 0;
     let mut all = true;
     for scenario in vectors::SCENARIOS {
-        let listed = EXPECTED_TO_FAIL.contains(&scenario.file);
         let mut passed = 0;
         // The line and the input of the first mismatch, and why.
         let mut failure: Option<(usize, Option<&In>, &str)> = None;
@@ -282,35 +259,12 @@ fn main() -> ! {
             all = false;
             continue;
         };
-        if listed {
-            tally.expected_to_fail += 1;
-            tally.expected_to_fail_steps += scenario.steps.len();
-        } else {
-            tally.scenarios += 1;
-            tally.steps += scenario.steps.len();
-            tally.steps_passed += passed;
-        }
-        match (failure, listed) {
-            (None, false) => tally.scenarios_passed += 1,
-            (None, true) => {
-                hprintln!(
-                    "FAIL {} ({}): passes, delete it from EXPECTED_TO_FAIL",
-                    scenario.name,
-                    scenario.file
-                );
-                all = false;
-            }
-            (Some((line, _, why)), true) => {
-                hprintln!(
-                    "expected to fail: {} ({} line {}): {}",
-                    scenario.name,
-                    scenario.file,
-                    line,
-                    why
-                );
-                tally.failed_as_expected += 1;
-            }
-            (Some((line, input, why)), false) => {
+        tally.scenarios += 1;
+        tally.steps += scenario.steps.len();
+        tally.steps_passed += passed;
+        match failure {
+            None => tally.scenarios_passed += 1,
+            Some((line, input, why)) => {
                 hprintln!(
                     "FAIL {} ({} line {}, {:?}): {}",
                     scenario.name,
@@ -323,29 +277,17 @@ fn main() -> ! {
             }
         }
     }
-    for name in EXPECTED_TO_FAIL {
-        if !vectors::SCENARIOS.iter().any(|s| s.file == *name) {
-            hprintln!(
-                "FAIL EXPECTED_TO_FAIL names a file that is not there: {}",
-                name
-            );
-            all = false;
-        }
-    }
     let (mut scenarios, mut steps) = (0, 0);
     for (folder, tally) in vectors::FOLDERS.iter().zip(&tallies) {
-        scenarios += tally.scenarios + tally.expected_to_fail;
-        steps += tally.steps + tally.expected_to_fail_steps;
+        scenarios += tally.scenarios;
+        steps += tally.steps;
         hprintln!(
-            "{}: {}/{} scenarios, {}/{} steps passed; besides, {} scenarios ({} steps) expected to fail, {} failed",
+            "{}: {}/{} scenarios, {}/{} steps passed",
             folder,
             tally.scenarios_passed,
             tally.scenarios,
             tally.steps_passed,
-            tally.steps,
-            tally.expected_to_fail,
-            tally.expected_to_fail_steps,
-            tally.failed_as_expected
+            tally.steps
         );
     }
     // Every scenario was counted once, in its folder.
