@@ -130,3 +130,7 @@ pub struct ReadmeDoctests;
 pub mod wire;
 
 pub mod host;
+
+#[cfg(feature = "rules")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
+pub mod rules;
