@@ -30,8 +30,8 @@ use std::process::ExitCode;
 use autoretry::classify::{classify_with, Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::host::thread::ThreadDriver;
-use autoretry::wire::json::{classify_line_text, settings_from_json, DecodeError};
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
+use autoretry::wire::json::{classify_line_text, settings_from_json, DecodeError};
 use autoretry::{HostOptions, JitterPct, Machine, Profile, RetrySettings};
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
@@ -391,7 +391,10 @@ fn compile_rules(input: &Path, output: &Path, endian: Endian, kind: DfaKind) -> 
         }
     };
     if let Err(e) = std::fs::write(output, &blob) {
-        eprintln!("autoretry rules compile: {}: cannot write: {e}", output.display());
+        eprintln!(
+            "autoretry rules compile: {}: cannot write: {e}",
+            output.display()
+        );
         return ExitCode::FAILURE;
     }
     eprintln!(

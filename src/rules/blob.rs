@@ -211,7 +211,10 @@ mod tests {
         longer.push(0);
         assert!(matches!(
             split(&longer),
-            Err(RulesError::TrailingBytes { expected: 24, found: 25 })
+            Err(RulesError::TrailingBytes {
+                expected: 24,
+                found: 25
+            })
         ));
     }
 }

@@ -93,8 +93,8 @@ impl RuleSet {
                 text.len()
             )));
         }
-        let entries = serde_json::from_str::<Entries>(text)
-            .map_err(|e| RulesError::Json(e.to_string()))?;
+        let entries =
+            serde_json::from_str::<Entries>(text).map_err(|e| RulesError::Json(e.to_string()))?;
         let mut set = RuleSet::new();
         let (mut seen_retry, mut seen_never) = (false, false);
         for (key, value) in entries.0 {

@@ -164,9 +164,18 @@ impl Endian {
 /// Which of regex-automata's DFAs a compiled blob holds.
 ///
 /// A dense DFA is a full transition table (4 bytes per state and byte
-/// class): the fastest search, and what [`Rules::compile`] builds. A
-/// sparse DFA stores each state's transitions as ranges: a few times
-/// smaller, a few times slower to search; the choice for flash.
+/// class, rounded up to a power of two): the fastest search, and what
+/// [`Rules::compile`] builds. A sparse DFA stores each state's transitions
+/// as ranges: a few times smaller, slower to search; the choice for flash.
+///
+/// Validation differs too. regex-automata checks a dense DFA completely,
+/// with or without an allocator. A sparse DFA's check that every transition
+/// leads to a state needs an allocator (a set of the state IDs); without
+/// one, regex-automata checks that each target decodes, which keeps a
+/// forged blob from causing undefined behaviour or a panic in a release
+/// build, but not from giving wrong verdicts. A blob's checksum catches
+/// damage either way; for blobs from a source you do not trust, on a
+/// target with no allocator, prefer dense.
 ///
 /// ```
 /// use autoretry::rules::DfaKind;
@@ -465,7 +474,6 @@ macro_rules! with_dfa {
         }
     };
 }
-
 
 /// Compiled rules: one DFA (dense or sparse, [`DfaKind`]) whose patterns
 /// are the `never` list, then the `retry` list.

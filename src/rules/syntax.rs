@@ -277,7 +277,10 @@ fn translated(ast: &Ast, span: &Span, pattern: &str) -> Result<ClassUnicode, Str
         HirKind::Class(Class::Unicode(c)) => Ok(c.clone()),
         HirKind::Class(Class::Bytes(b)) if b.ranges().is_empty() => Ok(ClassUnicode::empty()),
         HirKind::Literal(hir::Literal(bytes)) => {
-            let mut chars = std::str::from_utf8(bytes).ok().into_iter().flat_map(str::chars);
+            let mut chars = std::str::from_utf8(bytes)
+                .ok()
+                .into_iter()
+                .flat_map(str::chars);
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Ok(ranges(&[(c, c)])),
                 _ => Err(at("not a class", span)),
@@ -294,7 +297,10 @@ mod tests {
     #[test]
     fn folding_is_ascii_only_and_before_negation() {
         let c = fold(ranges(&[('a', 'c'), ('é', 'é'), ('\u{17F}', '\u{17F}')]));
-        assert_eq!(c, ranges(&[('A', 'C'), ('a', 'c'), ('é', 'é'), ('\u{17F}', '\u{17F}')]));
+        assert_eq!(
+            c,
+            ranges(&[('A', 'C'), ('a', 'c'), ('é', 'é'), ('\u{17F}', '\u{17F}')])
+        );
         // [^a]: neither `a` nor `A`.
         let Ast::ClassBracketed(ref b) = ast::parse::Parser::new().parse("[^a]").unwrap() else {
             panic!("a bracketed class")
@@ -309,7 +315,10 @@ mod tests {
     fn flags_that_change_the_semantics_are_refused() {
         for (pattern, column) in [("(?m)^x", 3), ("a(?s:.)", 4), ("(?i-i)x", 5), ("(?u)x", 3)] {
             let err = translate(pattern).unwrap_err();
-            assert!(err.contains(&format!("at column {column}")), "{pattern}: {err}");
+            assert!(
+                err.contains(&format!("at column {column}")),
+                "{pattern}: {err}"
+            );
         }
         for pattern in ["(?i)x", "(?x) a b ", "(?U)a+", "(?-x:a)"] {
             assert!(translate(pattern).is_ok(), "{pattern}");
