@@ -305,7 +305,7 @@ mod tests {
         let Ast::ClassBracketed(ref b) = ast::parse::Parser::new().parse("[^a]").unwrap() else {
             panic!("a bracketed class")
         };
-        let set = bracketed(&b, "[^a]").unwrap();
+        let set = bracketed(b, "[^a]").unwrap();
         assert!(!set.iter().any(|r| r.start() <= 'A' && 'A' <= r.end()));
         assert!(!set.iter().any(|r| r.start() <= 'a' && 'a' <= r.end()));
         assert!(set.iter().any(|r| r.start() <= 'b' && 'b' <= r.end()));

@@ -6,4 +6,5 @@
 mod blob;
 mod differential;
 mod files;
+mod fuzz_seeds;
 mod semantics;
