@@ -182,4 +182,20 @@ say("")
 say(f"JS RegExp disagrees with the corpus labels on {js['disagreements']} of {n_texts} texts "
     "(its `.` is one UTF-16 code unit and its `\\s` Unicode white space).")
 
+# Your own rules (the example rule set) against a RegexSet of its patterns.
+if median_ns("rules_corpus", "dense") is not None:
+    impls = [("dense", "`Rules::compile` (dense)"), ("sparse", "the committed blob (sparse)"),
+             ("regexset", "RegexSet")]
+    per_text = {k: median_ns("rules_corpus", k) / n_texts for k, _ in impls}
+    rows = [["corpus, per text"] + [fmt_cell(per_text[k], per_text["dense"]) for k, _ in impls]]
+    for size, n in (("2KB", 2 << 10), ("64KB", 64 << 10)):
+        times = {k: median_ns("rules_body", k, size) for k, _ in impls}
+        rows.append([f"body, {size}"] + [fmt_cell(times[k], times["dense"], n) for k, _ in impls])
+    say("")
+    say("#### Your own rules: the example rule set (tests/rules/example.json, 7 patterns)")
+    say("")
+    say(table(["verdict of"] + [label for _, label in impls], rows))
+    say("")
+    say("Ratios are each column's time over the dense DFA's.")
+
 print("\n".join(lines))

@@ -150,3 +150,25 @@ for s in option_seeds:
 rng = random.Random(5)
 for _ in range(30):
     write("machine", bytes(rng.randrange(256) for _ in range(rng.randrange(8, 200))))
+
+# rules_from_bytes (autoretry_testkit::rules_fuzz::fuzz_rules_from_bytes):
+# the first byte picks the mode: 0 raw bytes, 1/2 damaged sparse/dense
+# example blob (offset hi, offset lo, value triples), 3 truncation, 4
+# misalignment.
+example_blob = (ROOT / "tests" / "rules" / "example.bin").read_bytes()
+write("rules_from_bytes", bytes([0]) + example_blob)
+write("rules_from_bytes", bytes([0]) + example_blob[:24])
+write("rules_from_bytes", bytes([0]) + b'{"retry": ["x"]}')
+for mode in (1, 2):
+    for _ in range(6):
+        write("rules_from_bytes", bytes([mode]) + bytes(rng.randrange(256) for _ in range(3 * rng.randrange(1, 6))))
+for keep in (0, 7, 24, 25, 1000, 23000):
+    write("rules_from_bytes", bytes([3, keep % 2]) + struct.pack("<H", keep))
+write("rules_from_bytes", bytes([4]))
+
+# rules_match (fuzz_rules_match): the first byte gives the counts of never
+# (low two bits) and retry (next two) patterns; the rest drives the
+# generator of patterns and texts.
+for counts in (0x01, 0x04, 0x05, 0x0F, 0x0A):
+    for _ in range(4):
+        write("rules_match", bytes([counts]) + bytes(rng.randrange(256) for _ in range(rng.randrange(16, 120))))

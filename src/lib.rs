@@ -22,6 +22,7 @@
 //! | context window, credential store, jitter seed (§2, §10.1) | [`HostOptions`] |
 //! | `autoRetryEnabled`, `isRetrying`, `retryAttempt` | [`Machine::state`] |
 //! | classification (§3, §10.5) | [`classify`] module, [`AssistantMessage::is_retryable_with`] |
+//! | the host's `shouldRetry` (§10.2) from your own rules | `rules` module (feature `rules`) |
 //! | terminal texts (§8, §10.7) | [`LoaderLine`], [`FailureLine`] |
 //! | JSON on the wire (§7, §8) | `wire` module (feature `serde`) |
 //!
@@ -77,6 +78,12 @@
 //!   into the host's buffer by `serde-json-core`.
 //! - `embassy`: [`host::embassy`], an async driver on embassy-time: backoff
 //!   on a `Timer`, inputs from an `embassy_sync` channel.
+//! - `rules`: `rules`, your own error rules from a blob compiled ahead of
+//!   time (`Rules::from_bytes`, `Rules::verdict`, `Rules::apply`):
+//!   `no_std`, no allocator, regex-automata's `dfa-search` alone.
+//! - `rules-compile` (std): the rules file and the run-time compiler
+//!   (`RuleSet::from_json`, `Rules::compile`, `Rules::load`, the blob
+//!   writer), with regex-automata's `dfa-build` and regex-syntax.
 //!
 //! The test scaffolding (the conformance vectors' host, line format and
 //! replayer, the machine's invariant monitor, the fuzz entry points) is not
@@ -130,3 +137,7 @@ pub struct ReadmeDoctests;
 pub mod wire;
 
 pub mod host;
+
+#[cfg(feature = "rules")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
+pub mod rules;

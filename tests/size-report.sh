@@ -116,3 +116,30 @@ print(f"  the same with feature extended (the extended classifier, the modern pr
 print(f"  wasm32-unknown-unknown (features ffi, extended), .wasm: {total} bytes ({kib(total)}; goal <= 64 KiB: {'met' if total <= 64 * 1024 else 'NOT met'})")
 print(f"    code section {sections.get(10, 0)} bytes, data section {sections.get(11, 0)} bytes")
 PY
+
+# Your own rules (feature `rules`): the firmware's `rules_footprint` (the
+# example blob, `Rules::from_bytes`, `Rules::verdict`) minus `baseline`.
+(cd tests/firmware && cargo build --quiet --release --bin rules_footprint --features rules)
+python3 - "$elf/rules_footprint" "$elf/baseline" tests/rules/example.bin <<'PY'
+import os
+import struct
+import sys
+
+def flash(path):
+    data = open(path, "rb").read()
+    shoff, = struct.unpack_from("<I", data, 0x20)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x2E)
+    headers = [struct.unpack_from("<IIIIIIIIII", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = headers[shstrndx]
+    def name(offset):
+        start = strtab[4] + offset
+        return data[start:data.index(b"\0", start)].decode()
+    sections = {name(h[0]): h[5] for h in headers}
+    return sections.get(".text", 0) + sections.get(".rodata", 0)
+
+cost = flash(sys.argv[1]) - flash(sys.argv[2])
+blob = os.path.getsize(sys.argv[3])
+print("Your own rules (feature rules), thumbv7m-none-eabi, opt-level z")
+print(f"  the example rule set (tests/rules/example.json, 7 rules) as a sparse blob + Rules::from_bytes + verdict: {cost} bytes of flash")
+print(f"    the blob {blob} bytes, the code (regex-automata's validation and search, the header) {cost - blob} bytes")
+PY

@@ -7,7 +7,11 @@
 //!   nothing; a step's expectations (`out`, `state`, `refused`) are ignored;
 //!   blank lines are skipped.
 //! - `autoretry classify [FILE]`: reads `{"text":"..."}` lines and prints
-//!   `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}` for each.
+//!   `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}` for each;
+//!   with `--rules FILE`, also `"verdict":b|null`, and `retryable` with the
+//!   verdict as the text's `shouldRetry`.
+//! - `autoretry rules compile RULES.json -o RULES.bin`: compiles a rules
+//!   file into the blob that `autoretry::rules::Rules::from_bytes` loads.
 //!
 //! - `autoretry simulate`: the real machine with real, scalable timers
 //!   against a scripted flaky provider (see `simulate.rs`).
@@ -20,12 +24,13 @@
 //! `line N: ...` (1-based), and the exit code is 1.
 
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use autoretry::classify::{classify_with, Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::host::thread::ThreadDriver;
+use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
 use autoretry::wire::json::{classify_line_text, settings_from_json, DecodeError};
 use autoretry::{HostOptions, JitterPct, Machine, Profile, RetrySettings};
 use autoretry_testkit::replay::Replayer;
@@ -61,6 +66,10 @@ enum Command {
         /// The jitter generator's seed (spec §10.6).
         #[arg(long, value_name = "N", default_value_t = 0)]
         seed: u64,
+        /// Your own rules (a rules JSON or a compiled blob): their verdict
+        /// is the failed message's `shouldRetry`.
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
         /// Multiplies every backoff and provider call (0.01: 100 times faster).
         #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
         time_scale: f64,
@@ -85,6 +94,10 @@ enum Command {
         /// The jitter generator's seed (spec §10.6).
         #[arg(long, value_name = "N", default_value_t = 0)]
         seed: u64,
+        /// Your own rules (a rules JSON or a compiled blob): their verdict
+        /// is the `shouldRetry` of every agent message that has none.
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
     },
     /// Replay vector lines (scenario and step lines) and print each step's
     /// outputs and state as one JSON line.
@@ -101,6 +114,36 @@ enum Command {
         /// with the hints of §10.4).
         #[arg(long, value_name = "SET", default_value = "classic", value_parser = parse_classifier)]
         classifier: Classifier,
+        /// Your own rules (a rules JSON or a compiled blob): adds
+        /// `"verdict":b|null` to each line, and `retryable` takes the
+        /// verdict as the text's `shouldRetry`.
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+    },
+    /// Your own error rules.
+    Rules {
+        #[command(subcommand)]
+        command: RulesCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum RulesCommand {
+    /// Compile a rules file (`{"retry": [...], "never": [...]}`) into a
+    /// blob for `Rules::from_bytes` (firmware: `include_rules!`).
+    Compile {
+        /// The rules file (JSON).
+        input: PathBuf,
+        /// Where to write the blob.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// The byte order of the target that loads it.
+        #[arg(long, default_value = "little", value_parser = parse_endian)]
+        endian: Endian,
+        /// The DFA: `sparse` (a few times smaller, for flash) or `dense`
+        /// (a few times faster to search).
+        #[arg(long, default_value = "sparse", value_parser = parse_kind)]
+        kind: DfaKind,
     },
 }
 
@@ -174,30 +217,49 @@ fn main() -> ExitCode {
             failures,
             settings,
             seed,
+            rules,
             time_scale,
             latency_ms,
         } => {
+            let rules = match rules.as_deref().map(load_rules).transpose() {
+                Ok(rules) => rules,
+                Err(e) => {
+                    eprintln!("autoretry simulate: --rules {e}");
+                    return ExitCode::from(2);
+                }
+            };
             return ExitCode::from(simulate::run(&simulate::Options {
                 error,
                 failures,
                 settings: settings.settings(),
                 seed,
+                rules,
                 time_scale,
                 latency_ms,
-            }))
+            }));
         }
         Command::Rpc {
             settings,
             context_window,
             credential_store,
             seed,
+            rules,
         } => {
             let host = HostOptions::DEFAULT
                 .with_context_window(context_window)
                 .with_credential_store(credential_store)
                 .with_seed(seed);
-            return rpc(settings.as_deref(), host);
+            return rpc(settings.as_deref(), host, rules.as_deref());
         }
+        Command::Rules {
+            command:
+                RulesCommand::Compile {
+                    input,
+                    output,
+                    endian,
+                    kind,
+                },
+        } => return compile_rules(&input, &output, endian, kind),
         Command::Replay { file } => {
             let mut replayer = Replayer::new();
             (
@@ -207,16 +269,35 @@ fn main() -> ExitCode {
                 }),
             )
         }
-        Command::Classify { file, classifier } => (
+        Command::Classify {
             file,
-            Box::new(move |line| {
-                if is_blank(line) {
-                    return Ok(None);
+            classifier,
+            rules,
+        } => {
+            let rules = match rules.as_deref().map(load_rules).transpose() {
+                Ok(rules) => rules,
+                Err(e) => {
+                    eprintln!("autoretry classify: --rules {e}");
+                    return ExitCode::from(2);
                 }
-                let text = classify_line_text(line)?;
-                Ok(Some(classification_json(&classify_with(&text, classifier))))
-            }),
-        ),
+            };
+            (
+                file,
+                Box::new(move |line| {
+                    if is_blank(line) {
+                        return Ok(None);
+                    }
+                    let text = classify_line_text(line)?;
+                    Ok(Some(match &rules {
+                        None => classification_json(&classify_with(&text, classifier)),
+                        Some(rules) => {
+                            let c = rules.classify_with(&text, classifier);
+                            with_verdict(&classification_json(&c.classification), c.verdict)
+                        }
+                    }))
+                }),
+            )
+        }
     };
     let input = match read_input(file.as_ref()) {
         Ok(input) => input,
@@ -255,7 +336,7 @@ fn main() -> ExitCode {
 
 /// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
 /// bad option.
-fn rpc(settings: Option<&str>, host: HostOptions) -> ExitCode {
+fn rpc(settings: Option<&str>, host: HostOptions, rules: Option<&Path>) -> ExitCode {
     let settings = match settings.map(parse_settings) {
         None => RetrySettings::DEFAULT,
         Some(Ok(settings)) => settings,
@@ -264,15 +345,76 @@ fn rpc(settings: Option<&str>, host: HostOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut sidecar = sidecar::Sidecar::new(io::stdout().lock());
+    match rules.map(load_rules).transpose() {
+        Ok(None) => {}
+        Ok(Some(rules)) => sidecar = sidecar.with_rules(rules),
+        Err(e) => {
+            eprintln!("autoretry rpc: --rules {e}");
+            return ExitCode::from(2);
+        }
+    }
     let driver = ThreadDriver::new(Machine::new(settings, host));
     let input = io::BufReader::new(io::stdin());
-    match sidecar::serve(driver, input, io::stdout().lock()) {
+    match sidecar::serve_with(driver, input, sidecar) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("autoretry rpc: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Rules from a rules JSON or a compiled blob (told apart by the blob's
+/// header); the error names the file.
+fn load_rules(path: &Path) -> Result<Rules<'static>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    Rules::load(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `autoretry rules compile`: exit 0 when the blob is written, 1 when the
+/// rules file is bad or a file cannot be read or written.
+fn compile_rules(input: &Path, output: &Path, endian: Endian, kind: DfaKind) -> ExitCode {
+    let compiled = std::fs::read(input)
+        .map_err(|e| format!("cannot read: {e}"))
+        .and_then(|bytes| RuleSet::from_json_bytes(&bytes).map_err(|e| e.to_string()))
+        .and_then(|set| Rules::compile(&set).map_err(|e| e.to_string()))
+        .and_then(|rules| {
+            let blob = rules.to_bytes(endian, kind).map_err(|e| e.to_string())?;
+            Ok((rules, blob))
+        });
+    let (rules, blob) = match compiled {
+        Ok(compiled) => compiled,
+        Err(e) => {
+            eprintln!("autoretry rules compile: {}: {e}", input.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = std::fs::write(output, &blob) {
+        eprintln!(
+            "autoretry rules compile: {}: cannot write: {e}",
+            output.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    eprintln!(
+        "{}: {} never and {} retry rules, {} bytes ({}, {}-endian)",
+        output.display(),
+        rules.never_len(),
+        rules.retry_len(),
+        blob.len(),
+        kind.as_str(),
+        endian.as_str()
+    );
+    ExitCode::SUCCESS
+}
+
+fn parse_kind(text: &str) -> Result<DfaKind, String> {
+    DfaKind::from_name(text).ok_or_else(|| format!("expected sparse or dense, found {text:?}"))
+}
+
+fn parse_endian(text: &str) -> Result<Endian, String> {
+    Endian::from_name(text).ok_or_else(|| format!("expected little or big, found {text:?}"))
 }
 
 fn parse_settings(text: &str) -> Result<RetrySettings, String> {
@@ -299,6 +441,15 @@ fn parse_jitter(text: &str) -> Result<JitterPct, String> {
 /// The corpus form `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}`.
 fn classification_json(c: &Classification) -> String {
     serde_json::to_string(c).unwrap_or_else(|e| format!("\"serialization failed: {e}\""))
+}
+
+/// A classification line with `"verdict":b|null` added last.
+fn with_verdict(json: &str, verdict: Option<bool>) -> String {
+    let verdict = verdict.map_or_else(|| "null".to_owned(), |v| v.to_string());
+    match json.strip_suffix('}') {
+        Some(body) => format!(r#"{body},"verdict":{verdict}}}"#),
+        None => json.to_owned(),
+    }
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use autoretry::host::thread::{ThreadDriver, Wake};
 use autoretry::host::Step;
+use autoretry::rules::Rules;
 use autoretry::{
     AssistantMessage, Event, HostOptions, Input, LoaderLine, Machine, Output, RetrySettings,
     StopReason,
@@ -32,6 +33,8 @@ pub struct Options {
     pub seed: u64,
     pub time_scale: f64,
     pub latency_ms: u64,
+    /// Rules whose verdict is the failed message's `shouldRetry`.
+    pub rules: Option<Rules<'static>>,
 }
 
 /// The settings in one line: the profile, then each key that differs from
@@ -346,7 +349,17 @@ fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options)
         message
     } else {
         sim.line(&format!("agent: the provider failed: {}", options.error));
-        AssistantMessage::error(&options.error)
+        let message = AssistantMessage::error(&options.error);
+        match &options.rules {
+            None => message,
+            Some(rules) => {
+                let ruled = rules.apply(message);
+                if let Some(verdict) = ruled.should_retry {
+                    sim.line(&format!("rules: shouldRetry {verdict}"));
+                }
+                ruled
+            }
+        }
     };
     let step = driver.handle(Input::AgentEnd {
         message,

@@ -57,6 +57,8 @@ use serde_json::Value;
 use crate::host::thread::{ThreadDriver, Turn};
 use crate::host::Step;
 use crate::output::Output;
+#[cfg(feature = "rules")]
+use crate::rules::Rules;
 use crate::wire::json::{to_json, InputOwned};
 use crate::wire::rpc::{Command, Envelope, Response};
 
@@ -110,6 +112,10 @@ pub struct Sidecar<W: Write> {
     out: W,
     /// The error text of the `agent_end` that asked for `mark_usage_limit`.
     marked_error: Option<String>,
+    /// Rules whose verdict is the `shouldRetry` of every agent message
+    /// that has none.
+    #[cfg(feature = "rules")]
+    rules: Option<Rules<'static>>,
 }
 
 impl<W: Write> Sidecar<W> {
@@ -119,7 +125,31 @@ impl<W: Write> Sidecar<W> {
         Sidecar {
             out,
             marked_error: None,
+            #[cfg(feature = "rules")]
+            rules: None,
         }
+    }
+
+    /// The same sidecar applying `rules` to the message of every
+    /// `message_end` and `agent_end` ([`Rules::apply`]): their verdict is
+    /// the message's `shouldRetry` when the agent sent none (spec §10.2).
+    /// What `autoretry rpc --rules FILE` does.
+    ///
+    /// ```
+    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+    /// use autoretry::rules::{RuleSet, Rules};
+    /// let rules = Rules::compile(&RuleSet::new().with_never("billing")).unwrap();
+    /// let mut driver = ThreadDriver::new(Machine::default());
+    /// let mut sidecar = Sidecar::new(Vec::new()).with_rules(rules);
+    /// // A 503 that the rules say never to retry.
+    /// sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503 billing unavailable"}}"#).unwrap();
+    /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"check_compaction\"}\n");
+    /// ```
+    #[cfg(feature = "rules")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
+    pub fn with_rules(mut self, rules: Rules<'static>) -> Self {
+        self.rules = Some(rules);
+        self
     }
 
     /// The writer back.
@@ -247,6 +277,11 @@ impl<W: Write> Sidecar<W> {
             Ok(input) => input,
             Err(error) => return Some(envelope.error(error.to_owned())),
         };
+        #[cfg(feature = "rules")]
+        let input = match &self.rules {
+            Some(rules) => rules.apply_input(input),
+            None => input,
+        };
         match driver.handle(input).outputs {
             Err(refused) => return Some(envelope.error(refused.to_string())),
             Ok(outputs) => held.extend(outputs.iter().filter_map(output_line)),
@@ -281,14 +316,32 @@ impl<W: Write> Sidecar<W> {
 /// assert_eq!(lines[0], r#"{"id":"q","type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#);
 /// assert!(lines[1].starts_with(r#"{"type":"response","command":"parse","success":false,"error":"invalid JSON: "#));
 /// ```
-pub fn serve<R, W>(mut driver: ThreadDriver, input: R, output: W) -> io::Result<()>
+pub fn serve<R, W>(driver: ThreadDriver, input: R, output: W) -> io::Result<()>
+where
+    R: BufRead + Send + 'static,
+    W: Write,
+{
+    serve_with(driver, input, Sidecar::new(output))
+}
+
+/// [`serve`] with a sidecar of the caller's (one [`Sidecar::with_rules`],
+/// say), writing to its writer.
+///
+/// ```
+/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::{serve_with, Sidecar}};
+/// let input = b"{\"type\":\"abort\",\"id\":\"1\"}\n";
+/// let mut out = Vec::new();
+/// serve_with(ThreadDriver::new(Machine::default()), &input[..], Sidecar::new(&mut out)).unwrap();
+/// assert!(String::from_utf8(out).unwrap().ends_with("{\"type\":\"action\",\"action\":\"abort_agent\"}\n"));
+/// ```
+pub fn serve_with<R, W>(mut driver: ThreadDriver, input: R, sidecar: Sidecar<W>) -> io::Result<()>
 where
     R: BufRead + Send + 'static,
     W: Write,
 {
     let (tx, rx) = mpsc::channel::<io::Result<Vec<u8>>>();
     let reader = thread::spawn(move || read_lines(input, &tx));
-    let mut sidecar = Sidecar::new(output);
+    let mut sidecar = sidecar;
     let mut result = Ok(());
     driver.run(&rx, |driver, turn| {
         let written = match turn {

@@ -12,6 +12,8 @@
 //!   - [`fuzzing`]: the invariant [`fuzzing::Monitor`] of the machine and
 //!     the entry points of the fuzz targets, which **panic** on a violated
 //!     guarantee.
+//! - With feature `rules-fuzz`: [`rules_fuzz`], generated rule sets with
+//!   their `regex` reference, and the rules fuzz targets' entry points.
 //!
 //! The crate is not published: the library's API is `autoretry` alone.
 //!
@@ -43,3 +45,6 @@ pub mod replay;
 
 #[cfg(feature = "std")]
 pub mod fuzzing;
+
+#[cfg(feature = "rules-fuzz")]
+pub mod rules_fuzz;
