@@ -169,3 +169,96 @@ fn the_counter_sees_an_allocation() {
     let (_, none) = counted(|| std::hint::black_box(7u64));
     assert_eq!(none, 0);
 }
+
+// Your own rules (features `rules`, `rules-compile`).
+#[cfg(feature = "rules-compile")]
+mod rules {
+    //! Your own rules allocate nothing on the `no_std` path: loading a dense
+    //! blob in place (`Rules::from_bytes`) and matching every corpus text
+    //! against dense and sparse blobs (`verdict`, `apply`, `apply_input`,
+    //! `classify_with`) run under a counting global allocator with the count at
+    //! zero. (Building the blobs, which is test code, allocates outside the counted
+    //! windows.)
+    //!
+    //! Loading a *sparse* blob is counted apart: where an allocator exists
+    //! (regex-automata's `alloc` feature, on in every std build), its
+    //! validation collects the state IDs in a `BTreeSet`; without one it does
+    //! not, which the firmware, linked with no allocator, shows.
+
+    use super::counted;
+    use autoretry::classify::Classifier;
+    use autoretry::rules::Rules;
+    use autoretry::{AssistantMessage, Input};
+    use autoretry_testkit::rules_fuzz::{aligned, example_blobs};
+    use serde_json::Value;
+
+    fn loaded_kind(blob: &[u8]) -> autoretry::rules::DfaKind {
+        Rules::load(blob).expect("the example blob").kind()
+    }
+
+    /// Every text of the labelled corpora.
+    fn corpus_texts() -> Vec<String> {
+        let mut texts = Vec::new();
+        for path in [
+            "tests/corpus/errors.jsonl",
+            "tests/corpus/extended/errors.jsonl",
+        ] {
+            let path = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+            for line in std::fs::read_to_string(path).unwrap().lines() {
+                let value: Value = serde_json::from_str(line).unwrap();
+                texts.push(value["text"].as_str().unwrap().to_owned());
+            }
+        }
+        texts
+    }
+
+    #[test]
+    fn loading_and_matching_a_blob_allocates_nothing() {
+        let texts = corpus_texts();
+        assert!(texts.len() > 200, "{} texts", texts.len());
+        let [sparse, dense] = example_blobs();
+        for (blob, load_counted) in [(dense, true), (sparse, false)] {
+            let (buf, at) = aligned(blob);
+            let bytes = &buf[at..at + blob.len()];
+            let (loaded, load_allocs) =
+                counted(|| Rules::from_bytes(bytes).expect("the example blob"));
+            if load_counted {
+                assert_eq!(
+                    load_allocs, 0,
+                    "loading a dense blob: {load_allocs} allocations"
+                );
+            }
+            let (verdicts, allocs) = counted(|| {
+                let rules = loaded;
+                let mut verdicts = [0usize; 3];
+                for text in &texts {
+                    let v = rules.verdict(text);
+                    verdicts[match v {
+                        None => 0,
+                        Some(false) => 1,
+                        Some(true) => 2,
+                    }] += 1;
+                    let message = rules.apply(AssistantMessage::error(text));
+                    let input = rules.apply_input(Input::AgentEnd {
+                        message: AssistantMessage::error(text),
+                        now_ms: None,
+                    });
+                    assert!(matches!(input, Input::AgentEnd { message: m, .. } if m == message));
+                    let c = rules.classify_with(text, Classifier::Extended);
+                    assert_eq!(c.verdict, v);
+                }
+                verdicts
+            });
+            assert_eq!(
+                allocs,
+                0,
+                "matching a {:?} blob: {allocs} allocations",
+                loaded_kind(blob)
+            );
+            println!("verdicts on the corpus (none, never, retry): {verdicts:?}");
+        }
+        // The counter counts.
+        let ((), allocs) = counted(|| drop(std::hint::black_box(vec![1u8])));
+        assert_eq!(allocs, 1);
+    }
+}
