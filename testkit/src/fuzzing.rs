@@ -1350,3 +1350,35 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
     assert_eq!(outputs, expected);
     assert_eq!(&machine, mon.machine());
 }
+
+/// A fuzz target for [`replay_inputs`]: its directory name and the function
+/// it calls.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Runs every file of `root/<target>/` through its target's function (the
+/// fuzz seeds of `fuzz/corpus/`, the minimized findings of
+/// `tests/fuzz_regressions/`) and returns how many ran; a missing directory
+/// counts none. Panics, naming the target and the file, when one fails.
+///
+/// ```
+/// use autoretry_testkit::fuzzing::{fuzz_hint, replay_inputs};
+/// let none = std::env::temp_dir().join("no such fuzz corpus");
+/// assert_eq!(replay_inputs(&none, &[("hint", fuzz_hint)]), 0);
+/// ```
+pub fn replay_inputs(root: &std::path::Path, targets: &[Target]) -> usize {
+    let mut count = 0;
+    for &(target, run) in targets {
+        let Ok(entries) = std::fs::read_dir(root.join(target)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            let data = std::fs::read(&path).expect("a readable file");
+            if std::panic::catch_unwind(|| run(&data)).is_err() {
+                panic!("{target}: {} fails", path.display());
+            }
+            count += 1;
+        }
+    }
+    count
+}

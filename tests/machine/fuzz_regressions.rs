@@ -3,13 +3,10 @@
 //! same functions the fuzz targets call; each panics on a violated guarantee.
 #![cfg(feature = "json")]
 
-use std::fs;
 use std::path::Path;
 
 use autoretry_testkit::fuzzing;
-
-/// A fuzz target: its directory name and the function it calls.
-type Target = (&'static str, fn(&[u8]));
+use autoretry_testkit::fuzzing::{replay_inputs, Target};
 
 const TARGETS: [Target; 5] = [
     ("classify", fuzzing::fuzz_classify),
@@ -20,24 +17,7 @@ const TARGETS: [Target; 5] = [
 ];
 
 fn replay(root: &str) -> usize {
-    let mut count = 0;
-    for (target, run) in TARGETS {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(root)
-            .join(target);
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.expect("a directory entry").path();
-            let data = fs::read(&path).expect("a readable file");
-            if std::panic::catch_unwind(|| run(&data)).is_err() {
-                panic!("{target}: {} fails", path.display());
-            }
-            count += 1;
-        }
-    }
-    count
+    replay_inputs(&Path::new(env!("CARGO_MANIFEST_DIR")).join(root), &TARGETS)
 }
 
 #[test]
