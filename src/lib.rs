@@ -108,6 +108,14 @@ pub use machine::{Input, Machine, Refused, RetryState};
 mod message;
 pub use message::{AssistantMessage, StopReason, Usage};
 
+#[cfg(feature = "std")]
+mod owned;
+#[cfg(feature = "std")]
+pub use owned::{InputBuf, MessageBuf};
+
+mod snapshot;
+pub use snapshot::{Snapshot, SnapshotError};
+
 mod output;
 pub use output::{
     Event, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,

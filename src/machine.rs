@@ -122,7 +122,7 @@ pub struct RetryState {
 
 /// Where the machine is between inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Phase {
+pub(crate) enum Phase {
     /// No chain is open.
     Idle,
     /// A chain is open and the agent may run (the continued run is in
@@ -139,20 +139,20 @@ enum Phase {
 /// What the usage-limit answer needs, fixed at the `agent_end` (kept
 /// outside [`Phase`] so that the machine stays within 96 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Marked {
+pub(crate) struct Marked {
     /// The wait (spec §10.3 step 6).
-    delay_ms: u64,
+    pub(crate) delay_ms: u64,
     /// The `maxDelayMs` that `delay_ms` exceeds, when the answer "not
     /// switched" must fail fast (§10.3 step 8); else 0.
-    exceeded_ceiling_ms: u64,
+    pub(crate) exceeded_ceiling_ms: u64,
     /// `maxAttempts` of the start event.
-    max_attempts: u32,
+    pub(crate) max_attempts: u32,
     /// The digest of the marked error text.
-    text_fingerprint: u32,
+    pub(crate) text_fingerprint: u32,
 }
 
 impl Marked {
-    const NONE: Marked = Marked {
+    pub(crate) const NONE: Marked = Marked {
         delay_ms: 0,
         exceeded_ceiling_ms: 0,
         max_attempts: 0,
@@ -200,21 +200,22 @@ impl Marked {
 /// assert!(!m.is_retrying());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+// The fields are the crate's so that `snapshot.rs` can save and check them.
 pub struct Machine {
-    settings: RetrySettings,
+    pub(crate) settings: RetrySettings,
     /// The host options, kept field by field so that `credential_store`
     /// packs with the small fields below; the seed lives on as `jitter`.
-    context_window: u64,
+    pub(crate) context_window: u64,
     /// The jitter generator's state (spec §10.6), the host's seed when made.
-    jitter: u64,
+    pub(crate) jitter: u64,
     /// The generation of the last timer issued; the pending one in `Backoff`.
-    timer: u64,
+    pub(crate) timer: u64,
     /// In `AwaitingUsageLimit`, the figures fixed at the decision; else
     /// [`Marked::NONE`].
-    marked: Marked,
-    attempt: u32,
-    phase: Phase,
-    credential_store: bool,
+    pub(crate) marked: Marked,
+    pub(crate) attempt: u32,
+    pub(crate) phase: Phase,
+    pub(crate) credential_store: bool,
 }
 
 // Small enough to embed by value anywhere: at most 96 bytes on every target
