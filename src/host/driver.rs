@@ -13,7 +13,10 @@
 //! Inputs are owned: any type that lends an [`Input`] ([`AsInput`]: the
 //! borrowed [`Input`] itself, or the owned [`InputBuf`](crate::InputBuf) on
 //! std). The driver keeps the last one while its step, which borrows the
-//! texts, is read.
+//! texts, is read: a step keeps the driver borrowed until it is dropped
+//! (its outputs are a `heapless::Vec`, which has a destructor), so a host
+//! carries out the outputs, then queries the driver, or drops the step
+//! first.
 //!
 //! The adapters: [`host::tokio`](crate::host) (feature `tokio`) and
 //! [`host::embassy`](crate::host) (feature `embassy`). Another runtime
@@ -46,6 +49,7 @@
 //! let failed = Input::AgentEnd { message: AssistantMessage::error("529 overloaded"), now_ms: None };
 //! let step = driver.handle(failed);
 //! assert!(matches!(step.outputs.as_deref(), Ok([_, _, Output::Sleep { ms: 2000, .. }])));
+//! drop(step); // the step borrows the driver (it keeps the input)
 //! assert_eq!(driver.deadline(), Some(2000));
 //!
 //! // No input comes (`pending`): the timer fires.
