@@ -348,6 +348,73 @@ impl Machine {
     /// A refused input (spec §6a) returns `Err`, produces nothing and changes
     /// nothing. Late inputs that are harmless (a stale timer, a late
     /// usage-limit answer, `abort_retry` with no chain) return no outputs.
+    ///
+    /// # The host's rules
+    ///
+    /// **Carry out every output, in order, before the next input** (the
+    /// drain rule). Then:
+    ///
+    /// **A prompt is over at `check_compaction`.** Every `agent_end` is
+    /// resolved by exactly one [`Output::ContinueAgent`] (its backoff ended:
+    /// run the agent again, another `agent_end` will come) or one
+    /// [`Output::CheckCompaction`] (no retry: run the compaction check and
+    /// complete the prompt), spec §5.5. A cancel during a backoff (or while
+    /// the usage-limit answer is awaited) resolves
+    /// the pending `agent_end` with `check_compaction` too; a cancel while
+    /// the continued run is in flight does not (that run's own `agent_end`
+    /// will). [`Output::Settled`] is no end-of-prompt signal: it comes only
+    /// when a chain was open, so a prompt answered at the first try has none.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, StopReason};
+    /// let mut m = Machine::default();
+    /// let good = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+    /// // First try: over, with no `settled`.
+    /// assert_eq!(m.handle(good).unwrap()[..], [Output::CheckCompaction]);
+    ///
+    /// // Abort_retry while the continued run is in flight: the chain ends
+    /// // (`settled`), but the prompt is over only at the run's own end.
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// let Output::Sleep { timer, .. } = m.handle(failed).unwrap()[2] else { unreachable!() };
+    /// let _ = m.handle(Input::TimerFired { timer }).unwrap(); // continue_agent
+    /// let out = m.handle(Input::AbortRetry).unwrap();
+    /// assert_eq!(out.last(), Some(&Output::Settled));
+    /// assert!(!out.contains(&Output::CheckCompaction));
+    /// assert_eq!(m.handle(good).unwrap()[..], [Output::CheckCompaction]);
+    /// ```
+    ///
+    /// **Feed every assistant `message_end`.** During a chain, the first
+    /// good message (any stop reason but `error` and `aborted`) reports the
+    /// chain's success at once, `auto_retry_end {success: true}`, and sets
+    /// the attempt to 0, even while the run goes on with its tool calls
+    /// (spec §5.2). The chain stays open until the run's `agent_end`, which
+    /// gives `settled` and `check_compaction`. Outside a chain a
+    /// `message_end` does nothing.
+    ///
+    /// **So `is_retrying` can be true with `retry_attempt` 0**: between that
+    /// good `message_end` and the `agent_end`, the retry has succeeded but
+    /// the waiting period is not over (the prompt must not complete yet).
+    /// If the same run fails again, the new chain (attempt 1) continues
+    /// that waiting period, with no `settled` in between.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Event, Input, Machine, Output, StopReason};
+    /// let mut m = Machine::default();
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("529 overloaded"), now_ms: None };
+    /// let Output::Sleep { timer, .. } = m.handle(failed).unwrap()[2] else { unreachable!() };
+    /// let _ = m.handle(Input::TimerFired { timer }).unwrap();
+    ///
+    /// // The continued run's first message is good: the success is reported now.
+    /// let tool_use = Input::MessageEnd { message: AssistantMessage::new(StopReason::ToolUse) };
+    /// let out = m.handle(tool_use).unwrap();
+    /// assert_eq!(out[..], [Output::Emit(Event::End { success: true, attempt: 1, final_error: None })]);
+    /// assert!(m.is_retrying() && m.retry_attempt() == 0); // the run is not over
+    ///
+    /// // The run ends after its tools: the waiting period closes.
+    /// let done = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+    /// assert_eq!(m.handle(done).unwrap()[..], [Output::Settled, Output::CheckCompaction]);
+    /// assert!(!m.is_retrying());
+    /// ```
     #[must_use = "the host must carry out every output, in order"]
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
         let mut out = Outputs::new();

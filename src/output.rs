@@ -205,6 +205,40 @@ impl<'a> Event<'a> {
 /// let out = m.handle(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
 /// assert!(matches!(out[2], Output::Sleep { ms: 2000, .. }));
 /// ```
+///
+/// # What ends what
+///
+/// - [`Output::CheckCompaction`] ends the prompt: it resolves an
+///   `agent_end` that starts no retry (or whose backoff was cancelled).
+///   Complete the prompt there, after the compaction check.
+/// - [`Output::ContinueAgent`] resolves an `agent_end` the other way: the
+///   agent runs again and its next `agent_end` decides. Each `agent_end`
+///   gets exactly one of the two.
+/// - [`Output::Settled`] ends a waiting period (`is_retrying` turns
+///   false). It comes only when a chain was open: never wait for it on a
+///   prompt that may have answered at the first try.
+/// - An [`Event::End`] with `success: true` can come from a `message_end`
+///   in the middle of a run: the retry worked, but the run (and the
+///   waiting period, `is_retrying` with `retry_attempt` 0) goes on until
+///   its `agent_end`. See [`Machine::handle`](crate::Machine::handle).
+///
+/// ```
+/// use autoretry::{AssistantMessage, Input, Machine, Output, StopReason};
+/// /// Feeds the inputs and says whether the prompt is over after the last.
+/// fn over(m: &mut Machine, inputs: &[Input<'_>]) -> bool {
+///     let mut over = false;
+///     for &input in inputs {
+///         over = m.handle(input).unwrap().contains(&Output::CheckCompaction);
+///     }
+///     over
+/// }
+/// let good = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// assert!(over(&mut Machine::default(), &[good])); // no `settled` here
+/// let mut m = Machine::default();
+/// assert!(!over(&mut m, &[failed])); // a backoff: not over
+/// assert!(over(&mut m, &[Input::AbortRetry])); // cancelled: over
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Output<'a> {
     /// `emit`: publish the event.
