@@ -12,6 +12,7 @@ use crate::settings::{HostOptions, RetrySettings};
 ///
 /// Inputs borrow their texts; the [`Outputs`] of an input may borrow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Input<'a> {
     /// `message_end`: one assistant message of the running agent ended.
     MessageEnd {
@@ -71,6 +72,7 @@ pub enum Input<'a> {
 /// assert_eq!(m.handle(late), Err(Refused::AgentRunDuringBackoff));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Refused {
     /// A `message_end` or `agent_end` arrived while a backoff timer is
@@ -111,6 +113,7 @@ impl core::error::Error for Refused {}
 
 /// The query surface (spec §7): `autoRetryEnabled`, `isRetrying`, `retryAttempt`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RetryState {
     /// `autoRetryEnabled`: `retry.enabled`.
     pub auto_retry_enabled: bool,
@@ -122,6 +125,7 @@ pub struct RetryState {
 
 /// Where the machine is between inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(crate) enum Phase {
     /// No chain is open.
     Idle,
@@ -139,6 +143,7 @@ pub(crate) enum Phase {
 /// What the usage-limit answer needs, fixed at the `agent_end` (kept
 /// outside [`Phase`] so that the machine stays within 96 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(crate) struct Marked {
     /// The wait (spec §10.3 step 6).
     pub(crate) delay_ms: u64,
@@ -200,6 +205,7 @@ impl Marked {
 /// assert!(!m.is_retrying());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 // The fields are the crate's so that `snapshot.rs` can save and check them.
 pub struct Machine {
     pub(crate) settings: RetrySettings,

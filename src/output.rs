@@ -19,6 +19,7 @@ pub const UNKNOWN_ERROR: &str = "Unknown error";
 /// assert_eq!(TimerId(7).get(), 7);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TimerId(pub u64);
 
 impl TimerId {
@@ -52,6 +53,7 @@ impl fmt::Display for TimerId {
 /// assert_eq!(fail_fast, "Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: limit");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FinalError<'a> {
     /// The text as it is.
     Text(&'a str),
@@ -160,6 +162,7 @@ impl PartialEq<&str> for FinalError<'_> {
 /// assert_eq!(start.to_string(), "Retrying (1/3) in 2s\u{2026} (esc to cancel)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event<'a> {
     /// `auto_retry_start`: retry number `attempt` will run after `delay_ms`.
     Start {
@@ -240,6 +243,7 @@ impl<'a> Event<'a> {
 /// assert!(over(&mut m, &[Input::AbortRetry])); // cancelled: over
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Output<'a> {
     /// `emit`: publish the event.
     Emit(Event<'a>),

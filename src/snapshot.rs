@@ -1,65 +1,6 @@
 //! Saving and restoring a [`Machine`]: [`Snapshot`], [`Machine::snapshot`]
 //! and [`Machine::restore`], so that a device keeps an open chain across
 //! deep sleep and a server can move a session to another process.
-//!
-//! A snapshot is the machine's whole state and nothing else, as plain
-//! integers (about 80 bytes in postcard; `no_std`, no allocation):
-//!
-//! | part | fields |
-//! |---|---|
-//! | the format | `version` ([`Snapshot::VERSION`]) and `check`, a 32-bit FNV-1a digest of every other field |
-//! | the settings in force | every field of [`RetrySettings`] (profile and classifier as codes) |
-//! | the host options | `context_window`, `credential_store` (the seed lives on as the generator's state) |
-//! | the jitter generator | its state now, so the restored machine draws what this one would draw next |
-//! | the chain | where it is (idle, running, in a backoff, awaiting the usage-limit answer), the attempt, the last timer id (the pending one in a backoff) |
-//! | the usage-limit answer | the figures fixed at the `agent_end` and a 32-bit digest of the marked text (not the text) |
-//!
-//! It holds no time: the machine has no clock. In a backoff, the host keeps
-//! its own deadline next to the snapshot (a wall-clock or RTC time: a
-//! monotonic instant does not survive a reboot) and, after restoring,
-//! starts a timer for the time left (none when it has passed) and feeds
-//! [`Input::TimerFired`](crate::Input::TimerFired) with
-//! [`Machine::pending_timer`] when it fires; the async drivers do this
-//! with `rearm` (`host::driver::Driver::rearm`). Awaiting the usage-limit
-//! answer, the host keeps the marked error text too: the answer must carry
-//! it.
-//!
-//! With feature `serde` a snapshot is `Serialize` and `Deserialize`, in any
-//! serde format (postcard on a firmware, JSON on a server). Decoding checks
-//! only the shape; [`Machine::restore`] checks the rest, so a damaged,
-//! foreign or other-version snapshot is a [`SnapshotError`], never a panic
-//! and never a machine in a state it could not reach:
-//!
-//! ```
-//! use autoretry::{AssistantMessage, Input, Machine, Output, SnapshotError};
-//!
-//! let mut machine = Machine::default();
-//! let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
-//! let _ = machine.handle(failed).unwrap(); // in a 2 s backoff
-//!
-//! let snapshot = machine.snapshot(); // ... deep sleep ...
-//! let mut restored = Machine::restore(snapshot).unwrap();
-//! assert_eq!(restored, machine);
-//! let timer = restored.pending_timer().unwrap(); // re-armed by the host
-//! assert_eq!(restored.handle(Input::TimerFired { timer }).unwrap()[..], [Output::ContinueAgent]);
-//! ```
-//!
-//! In bytes, with postcard (`no_std`, into a caller's buffer):
-//!
-//! ```
-//! # #[cfg(feature = "serde")] {
-//! use autoretry::{Machine, Snapshot, SnapshotError};
-//! let mut buf = [0u8; Snapshot::MAX_POSTCARD_LEN];
-//! let bytes = postcard::to_slice(&Machine::default().snapshot(), &mut buf).unwrap();
-//! let snapshot: Snapshot = postcard::from_bytes(bytes).unwrap();
-//! assert_eq!(Machine::restore(snapshot), Ok(Machine::default()));
-//!
-//! // One byte changed: the digest says so.
-//! bytes[bytes.len() / 2] ^= 1;
-//! let damaged: Result<Snapshot, _> = postcard::from_bytes(bytes);
-//! assert!(damaged.map_or(true, |s| Machine::restore(s).is_err()));
-//! # }
-//! ```
 
 use core::fmt;
 
@@ -69,7 +10,66 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 
 /// A saved [`Machine`]: its whole state, versioned and checked. Made by
 /// [`Machine::snapshot`], turned back into a machine by
-/// [`Machine::restore`]; see the [module docs](self) for what it holds.
+/// [`Machine::restore`].
+///
+/// A snapshot is the machine's whole state and nothing else, as plain
+/// integers (about 80 bytes in postcard; `no_std`, no allocation):
+///
+/// | part | fields |
+/// |---|---|
+/// | the format | `version` ([`Snapshot::VERSION`]) and `check`, a 32-bit FNV-1a digest of every other field |
+/// | the settings in force | every field of [`RetrySettings`] (profile and classifier as codes) |
+/// | the host options | `context_window`, `credential_store` (the seed lives on as the generator's state) |
+/// | the jitter generator | its state now, so the restored machine draws what this one would draw next |
+/// | the chain | where it is (idle, running, in a backoff, awaiting the usage-limit answer), the attempt, the last timer id (the pending one in a backoff) |
+/// | the usage-limit answer | the figures fixed at the `agent_end` and a 32-bit digest of the marked text (not the text) |
+///
+/// It holds no time: the machine has no clock. In a backoff, the host keeps
+/// its own deadline next to the snapshot (a wall-clock or RTC time: a
+/// monotonic instant does not survive a reboot) and, after restoring,
+/// starts a timer for the time left (none when it has passed) and feeds
+/// [`Input::TimerFired`](crate::Input::TimerFired) with
+/// [`Machine::pending_timer`] when it fires; the async drivers do this
+/// with `rearm` (`host::driver::Driver::rearm`). Awaiting the usage-limit
+/// answer, the host keeps the marked error text too: the answer must carry
+/// it.
+///
+/// With feature `serde` a snapshot is `Serialize` and `Deserialize`, in any
+/// serde format (postcard on a firmware, JSON on a server). Decoding checks
+/// only the shape; [`Machine::restore`] checks the rest, so a damaged,
+/// foreign or other-version snapshot is a [`SnapshotError`], never a panic
+/// and never a machine in a state it could not reach:
+///
+/// ```
+/// use autoretry::{AssistantMessage, Input, Machine, Output, SnapshotError};
+///
+/// let mut machine = Machine::default();
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// let _ = machine.handle(failed).unwrap(); // in a 2 s backoff
+///
+/// let snapshot = machine.snapshot(); // ... deep sleep ...
+/// let mut restored = Machine::restore(snapshot).unwrap();
+/// assert_eq!(restored, machine);
+/// let timer = restored.pending_timer().unwrap(); // re-armed by the host
+/// assert_eq!(restored.handle(Input::TimerFired { timer }).unwrap()[..], [Output::ContinueAgent]);
+/// ```
+///
+/// In bytes, with postcard (`no_std`, into a caller's buffer):
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use autoretry::{Machine, Snapshot, SnapshotError};
+/// let mut buf = [0u8; Snapshot::MAX_POSTCARD_LEN];
+/// let bytes = postcard::to_slice(&Machine::default().snapshot(), &mut buf).unwrap();
+/// let snapshot: Snapshot = postcard::from_bytes(bytes).unwrap();
+/// assert_eq!(Machine::restore(snapshot), Ok(Machine::default()));
+///
+/// // One byte changed: the digest says so.
+/// bytes[bytes.len() / 2] ^= 1;
+/// let damaged: Result<Snapshot, _> = postcard::from_bytes(bytes);
+/// assert!(damaged.map_or(true, |s| Machine::restore(s).is_err()));
+/// # }
+/// ```
 ///
 /// ```
 /// use autoretry::{Machine, Snapshot};
@@ -222,7 +222,7 @@ impl Snapshot {
 
 impl Machine {
     /// The machine's whole state as a [`Snapshot`] (see
-    /// [`snapshot`](crate::Snapshot) for what it holds and how a host
+    /// [`Snapshot`] for what it holds and how a host
     /// re-arms its timer). Take it between inputs, after carrying out the
     /// outputs of the last one.
     ///

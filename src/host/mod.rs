@@ -69,3 +69,21 @@ pub struct Step<'a> {
     /// Its outputs, or why it was refused (spec §6a).
     pub outputs: Result<Outputs<'a>, Refused>,
 }
+
+/// `Step { input: .., outputs: [..] }`, or `refused: ..` for a refused input.
+#[cfg(feature = "defmt")]
+impl defmt::Format for Step<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        match &self.outputs {
+            Ok(outputs) => defmt::write!(
+                f,
+                "Step {{ input: {}, outputs: {} }}",
+                self.input,
+                outputs.as_slice()
+            ),
+            Err(refused) => {
+                defmt::write!(f, "Step {{ input: {}, refused: {} }}", self.input, refused)
+            }
+        }
+    }
+}

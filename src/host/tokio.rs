@@ -39,7 +39,7 @@ use ::tokio::time::{sleep_until, Instant, Sleep};
 use crate::host::driver::{Driver, Sleeper};
 use crate::InputBuf;
 
-/// Tokio's clock and timer ([`tokio::time`](::tokio::time)): under a
+/// Tokio's clock and timer ([`tokio::time`]): under a
 /// paused clock (`start_paused`, `tokio::time::pause`) the driver runs in
 /// virtual time.
 ///
