@@ -158,6 +158,22 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// A driver for `machine` on `sleeper`. A machine in a backoff (restored
     /// or moved) has its timer armed to fire at once; see
     /// [`Driver::rearm`].
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// // `Clock` says 100 ms now, and its timers are always due.
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
     pub fn new(machine: Machine, sleeper: S) -> Self {
         let pending = machine.pending_timer().map(|timer| Pending {
             timer,
@@ -172,22 +188,86 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     }
 
     /// The machine (for its queries, or a [`Machine::snapshot`]).
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// assert_eq!(driver.machine().settings().max_retries, 3);
+    /// ```
     pub fn machine(&self) -> &Machine {
         &self.machine
     }
 
     /// The machine's query surface.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// let mut driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// drop(driver.handle(Input::SetAutoRetry { enabled: false }));
+    /// assert!(!driver.state().auto_retry_enabled);
+    /// ```
     pub fn state(&self) -> RetryState {
         self.machine.state()
     }
 
     /// The sleeper.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// assert_eq!(driver.sleeper().now(), 100);
+    /// ```
     pub fn sleeper(&self) -> &S {
         &self.sleeper
     }
 
     /// When the pending backoff timer fires; `None` when none is pending
     /// (or it never fires).
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine};
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// drop(driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }));
+    /// assert_eq!(driver.deadline(), Some(2100)); // 2000 ms after 100
+    /// drop(driver.handle(Input::AbortRetry));
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
     pub fn deadline(&self) -> Option<S::Instant> {
         self.pending.and_then(|p| p.at)
     }
@@ -229,6 +309,26 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// Feeds one input to the machine now and carries out its timer
     /// outputs. Returns the [`Step`]; every other output in it is the
     /// caller's to carry out. A refused input changes nothing.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, Output, Refused, StopReason};
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// let step = driver.handle(Input::AgentEnd { message: AssistantMessage::error("429"), now_ms: None });
+    /// assert!(matches!(step.outputs.as_deref(), Ok([Output::Emit(_), Output::DropTrailingError, Output::Sleep { .. }])));
+    /// drop(step);
+    /// // During the backoff the agent must not run: refused, nothing changed.
+    /// let early = Input::MessageEnd { message: AssistantMessage::new(StopReason::Stop) };
+    /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
+    /// ```
     pub fn handle(&mut self, input: I) -> Step<'_> {
         let input = self.input.insert(input).as_input();
         let outputs = self.machine.handle(input);
@@ -265,6 +365,28 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     ///
     /// Dropping the returned future before it completes loses nothing the
     /// driver owns.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, Output};
+    /// use embassy_futures::block_on;
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// drop(driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }));
+    /// // Both ready (the input, and `Clock`'s timer): the input goes first.
+    /// let step = block_on(driver.next(async { Some(Input::AbortRetry) })).unwrap();
+    /// assert!(matches!(step.outputs.as_deref(), Ok([Output::CancelTimer { .. }, ..])));
+    /// drop(step);
+    /// // No more input: `None`.
+    /// assert!(block_on(driver.next(async { None })).is_none());
+    /// ```
     pub async fn next<F>(&mut self, input: F) -> Option<Step<'_>>
     where
         F: Future<Output = Option<I>>,

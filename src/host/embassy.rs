@@ -164,6 +164,16 @@ impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
 
     /// Gives a restored machine's pending timer `ms` milliseconds from now
     /// ([`Driver::rearm`]).
+    ///
+    /// ```
+    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, AssistantMessage, Input, Machine};
+    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+    /// let mut machine = Machine::default();
+    /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+    /// let mut driver = EmbassyDriver::new(Machine::restore(machine.snapshot()).unwrap(), inputs.receiver());
+    /// assert_eq!(driver.rearm(1500), machine.pending_timer());
+    /// ```
     pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
         self.driver.rearm(ms)
     }
