@@ -214,3 +214,41 @@ impl From<Input<'_>> for InputBuf {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_input_round_trips() {
+        let message = AssistantMessage::error("429 rate limited")
+            .with_usage(Usage::new(5, 7).with_cache_write(2))
+            .with_should_retry(true)
+            .with_retry_after_ms(1500);
+        let inputs = [
+            Input::MessageEnd { message },
+            Input::AgentEnd {
+                message,
+                now_ms: Some(1_700_000_000_000),
+            },
+            Input::AgentEnd {
+                message: AssistantMessage::new(StopReason::Aborted),
+                now_ms: None,
+            },
+            Input::TimerFired { timer: TimerId(9) },
+            Input::UsageLimitMarked {
+                switched: false,
+                error_message: "usage limit",
+            },
+            Input::AbortRetry,
+            Input::Abort,
+            Input::SetAutoRetry { enabled: false },
+            Input::Settings(RetrySettings::DEFAULT.with_max_retries(1)),
+        ];
+        for input in inputs {
+            let owned = InputBuf::from(input);
+            assert_eq!(owned.as_input(), input);
+            assert_eq!(InputBuf::from(owned.as_input()), owned);
+        }
+    }
+}

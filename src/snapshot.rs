@@ -13,7 +13,8 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 /// [`Machine::restore`].
 ///
 /// A snapshot is the machine's whole state and nothing else, as plain
-/// integers (about 80 bytes in postcard; `no_std`, no allocation):
+/// integers (26 to 40 bytes in postcard for usual machines, at most
+/// [`Snapshot::MAX_POSTCARD_LEN`]; `no_std`, no allocation):
 ///
 /// | part | fields |
 /// |---|---|
