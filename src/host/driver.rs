@@ -131,6 +131,7 @@ impl<T: AsInput + ?Sized> AsInput for &T {
 }
 
 /// The pending backoff timer: its id and deadline (`None`: never).
+#[derive(Debug)]
 struct Pending<T> {
     timer: TimerId,
     at: Option<T>,
@@ -146,6 +147,7 @@ impl<T: Copy> Copy for Pending<T> {}
 
 /// The machine with its backoff timer on a [`Sleeper`], fed inputs of type
 /// `I`. See the [module docs](self).
+#[derive(Debug)]
 pub struct Driver<S: Sleeper, I> {
     machine: Machine,
     sleeper: S,

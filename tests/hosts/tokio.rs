@@ -179,6 +179,10 @@ async fn a_closed_channel_leaves_the_timer_armed() {
     drop(tx);
     assert!(driver.next(rx.recv()).await.is_none());
     assert!(driver.deadline().is_some());
+    assert!(
+        format!("{driver:?}").contains("pending: Some"),
+        "{driver:?}"
+    );
     // Another source: the timer fires at its deadline.
     let start = Instant::now();
     let step = driver.next(std::future::pending()).await.unwrap();
