@@ -23,26 +23,19 @@
 //! implements [`Sleeper`] in a few lines:
 //!
 //! ```
-//! use core::future::Future;
-//! use core::pin::Pin;
-//! use core::task::{Context, Poll};
+//! use core::future::{ready, Ready};
 //! use autoretry::host::driver::{Driver, Sleeper};
-//! use autoretry::{AssistantMessage, Input, Machine, Output, StopReason};
+//! use autoretry::{AssistantMessage, Input, Machine, Output};
 //!
-//! /// A clock that stands still and timers that are always due: time
-//! /// passes only in the host's head.
+//! /// A clock in milliseconds that stands still, and timers that are
+//! /// always due: time passes only in the host's head.
 //! struct Instantly;
-//! struct Due;
-//! impl Future for Due {
-//!     type Output = ();
-//!     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> { Poll::Ready(()) }
-//! }
 //! impl Sleeper for Instantly {
 //!     type Instant = u64;
-//!     type Sleep = Due;
+//!     type Sleep = Ready<()>;
 //!     fn now(&self) -> u64 { 0 }
 //!     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
-//!     fn sleep_until(&self, _: u64) -> Due { Due }
+//!     fn sleep_until(&self, _: u64) -> Ready<()> { ready(()) }
 //! }
 //!
 //! let mut driver = Driver::new(Machine::default(), Instantly);
