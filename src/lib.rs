@@ -21,6 +21,7 @@
 //! | `retry` settings group (§4, §10.1) | [`RetrySettings`], [`Profile`], [`JitterPct`] |
 //! | context window, credential store, jitter seed (§2, §10.1) | [`HostOptions`] |
 //! | `autoRetryEnabled`, `isRetrying`, `retryAttempt` | [`Machine::state`] |
+//! | saving and restoring a machine | [`Machine::snapshot`], [`Machine::restore`], [`Snapshot`] |
 //! | classification (§3, §10.5) | [`classify`] module, [`AssistantMessage::is_retryable_with`] |
 //! | the host's `shouldRetry` (§10.2) from your own rules | `rules` module (feature `rules`) |
 //! | terminal texts (§8, §10.7) | [`LoaderLine`], [`FailureLine`] |
@@ -76,8 +77,12 @@
 //!   and C hosts with no allocator (`host::ffi`; the crate's only
 //!   `unsafe`). It enables `serde`: the outputs' JSON is `wire`'s, written
 //!   into the host's buffer by `serde-json-core`.
-//! - `embassy`: [`host::embassy`], an async driver on embassy-time: backoff
-//!   on a `Timer`, inputs from an `embassy_sync` channel.
+//! - `embassy`: `host::embassy`, the async driver ([`host::driver`], no
+//!   feature, `no_std`) on embassy-time: backoff on a `Timer`, inputs from
+//!   an `embassy_sync` channel.
+//! - `tokio` (std): `host::tokio`, the async driver on tokio's timer, fed
+//!   owned inputs ([`InputBuf`] on std).
+//! - `defmt`: `defmt::Format` on the public types, for firmware logs.
 //! - `rules`: `rules`, your own error rules from a blob compiled ahead of
 //!   time (`Rules::from_bytes`, `Rules::verdict`, `Rules::apply`):
 //!   `no_std`, no allocator, regex-automata's `dfa-search` alone.
@@ -107,6 +112,14 @@ pub use machine::{Input, Machine, Refused, RetryState};
 
 mod message;
 pub use message::{AssistantMessage, StopReason, Usage};
+
+#[cfg(feature = "std")]
+mod owned;
+#[cfg(feature = "std")]
+pub use owned::{InputBuf, MessageBuf};
+
+mod snapshot;
+pub use snapshot::{Snapshot, SnapshotError};
 
 mod output;
 pub use output::{
@@ -141,3 +154,32 @@ pub mod host;
 #[cfg(feature = "rules")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
 pub mod rules;
+
+// Every public type of the core has `defmt::Format` (feature `defmt`): a
+// type left out fails the build.
+#[cfg(feature = "defmt")]
+const _: () = {
+    const fn formats<T: defmt::Format>() {}
+    formats::<Input<'static>>();
+    formats::<Machine>();
+    formats::<Refused>();
+    formats::<RetryState>();
+    formats::<AssistantMessage<'static>>();
+    formats::<StopReason>();
+    formats::<Usage>();
+    formats::<Event<'static>>();
+    formats::<FinalError<'static>>();
+    formats::<Output<'static>>();
+    formats::<TimerId>();
+    formats::<HostOptions>();
+    formats::<JitterPct>();
+    formats::<Profile>();
+    formats::<RetrySettings>();
+    formats::<classify::Classifier>();
+    formats::<classify::Classification>();
+    formats::<host::Step<'static>>();
+    formats::<FailureLine<'static>>();
+    formats::<LoaderLine>();
+    formats::<Snapshot>();
+    formats::<SnapshotError>();
+};

@@ -12,6 +12,7 @@ use crate::settings::{HostOptions, RetrySettings};
 ///
 /// Inputs borrow their texts; the [`Outputs`] of an input may borrow from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Input<'a> {
     /// `message_end`: one assistant message of the running agent ended.
     MessageEnd {
@@ -71,6 +72,7 @@ pub enum Input<'a> {
 /// assert_eq!(m.handle(late), Err(Refused::AgentRunDuringBackoff));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Refused {
     /// A `message_end` or `agent_end` arrived while a backoff timer is
@@ -111,6 +113,7 @@ impl core::error::Error for Refused {}
 
 /// The query surface (spec §7): `autoRetryEnabled`, `isRetrying`, `retryAttempt`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RetryState {
     /// `autoRetryEnabled`: `retry.enabled`.
     pub auto_retry_enabled: bool,
@@ -122,7 +125,8 @@ pub struct RetryState {
 
 /// Where the machine is between inputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Phase {
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) enum Phase {
     /// No chain is open.
     Idle,
     /// A chain is open and the agent may run (the continued run is in
@@ -139,20 +143,21 @@ enum Phase {
 /// What the usage-limit answer needs, fixed at the `agent_end` (kept
 /// outside [`Phase`] so that the machine stays within 96 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Marked {
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) struct Marked {
     /// The wait (spec §10.3 step 6).
-    delay_ms: u64,
+    pub(crate) delay_ms: u64,
     /// The `maxDelayMs` that `delay_ms` exceeds, when the answer "not
     /// switched" must fail fast (§10.3 step 8); else 0.
-    exceeded_ceiling_ms: u64,
+    pub(crate) exceeded_ceiling_ms: u64,
     /// `maxAttempts` of the start event.
-    max_attempts: u32,
+    pub(crate) max_attempts: u32,
     /// The digest of the marked error text.
-    text_fingerprint: u32,
+    pub(crate) text_fingerprint: u32,
 }
 
 impl Marked {
-    const NONE: Marked = Marked {
+    pub(crate) const NONE: Marked = Marked {
         delay_ms: 0,
         exceeded_ceiling_ms: 0,
         max_attempts: 0,
@@ -200,21 +205,23 @@ impl Marked {
 /// assert!(!m.is_retrying());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+// The fields are the crate's so that `snapshot.rs` can save and check them.
 pub struct Machine {
-    settings: RetrySettings,
+    pub(crate) settings: RetrySettings,
     /// The host options, kept field by field so that `credential_store`
     /// packs with the small fields below; the seed lives on as `jitter`.
-    context_window: u64,
+    pub(crate) context_window: u64,
     /// The jitter generator's state (spec §10.6), the host's seed when made.
-    jitter: u64,
+    pub(crate) jitter: u64,
     /// The generation of the last timer issued; the pending one in `Backoff`.
-    timer: u64,
+    pub(crate) timer: u64,
     /// In `AwaitingUsageLimit`, the figures fixed at the decision; else
     /// [`Marked::NONE`].
-    marked: Marked,
-    attempt: u32,
-    phase: Phase,
-    credential_store: bool,
+    pub(crate) marked: Marked,
+    pub(crate) attempt: u32,
+    pub(crate) phase: Phase,
+    pub(crate) credential_store: bool,
 }
 
 // Small enough to embed by value anywhere: at most 96 bytes on every target
@@ -347,6 +354,73 @@ impl Machine {
     /// A refused input (spec §6a) returns `Err`, produces nothing and changes
     /// nothing. Late inputs that are harmless (a stale timer, a late
     /// usage-limit answer, `abort_retry` with no chain) return no outputs.
+    ///
+    /// # The host's rules
+    ///
+    /// **Carry out every output, in order, before the next input** (the
+    /// drain rule). Then:
+    ///
+    /// **A prompt is over at `check_compaction`.** Every `agent_end` is
+    /// resolved by exactly one [`Output::ContinueAgent`] (its backoff ended:
+    /// run the agent again, another `agent_end` will come) or one
+    /// [`Output::CheckCompaction`] (no retry: run the compaction check and
+    /// complete the prompt), spec §5.5. A cancel during a backoff (or while
+    /// the usage-limit answer is awaited) resolves
+    /// the pending `agent_end` with `check_compaction` too; a cancel while
+    /// the continued run is in flight does not (that run's own `agent_end`
+    /// will). [`Output::Settled`] is no end-of-prompt signal: it comes only
+    /// when a chain was open, so a prompt answered at the first try has none.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, StopReason};
+    /// let mut m = Machine::default();
+    /// let good = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+    /// // First try: over, with no `settled`.
+    /// assert_eq!(m.handle(good).unwrap()[..], [Output::CheckCompaction]);
+    ///
+    /// // Abort_retry while the continued run is in flight: the chain ends
+    /// // (`settled`), but the prompt is over only at the run's own end.
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// let Output::Sleep { timer, .. } = m.handle(failed).unwrap()[2] else { unreachable!() };
+    /// let _ = m.handle(Input::TimerFired { timer }).unwrap(); // continue_agent
+    /// let out = m.handle(Input::AbortRetry).unwrap();
+    /// assert_eq!(out.last(), Some(&Output::Settled));
+    /// assert!(!out.contains(&Output::CheckCompaction));
+    /// assert_eq!(m.handle(good).unwrap()[..], [Output::CheckCompaction]);
+    /// ```
+    ///
+    /// **Feed every assistant `message_end`.** During a chain, the first
+    /// good message (any stop reason but `error` and `aborted`) reports the
+    /// chain's success at once, `auto_retry_end {success: true}`, and sets
+    /// the attempt to 0, even while the run goes on with its tool calls
+    /// (spec §5.2). The chain stays open until the run's `agent_end`, which
+    /// gives `settled` and `check_compaction`. Outside a chain a
+    /// `message_end` does nothing.
+    ///
+    /// **So `is_retrying` can be true with `retry_attempt` 0**: between that
+    /// good `message_end` and the `agent_end`, the retry has succeeded but
+    /// the waiting period is not over (the prompt must not complete yet).
+    /// If the same run fails again, the new chain (attempt 1) continues
+    /// that waiting period, with no `settled` in between.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Event, Input, Machine, Output, StopReason};
+    /// let mut m = Machine::default();
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("529 overloaded"), now_ms: None };
+    /// let Output::Sleep { timer, .. } = m.handle(failed).unwrap()[2] else { unreachable!() };
+    /// let _ = m.handle(Input::TimerFired { timer }).unwrap();
+    ///
+    /// // The continued run's first message is good: the success is reported now.
+    /// let tool_use = Input::MessageEnd { message: AssistantMessage::new(StopReason::ToolUse) };
+    /// let out = m.handle(tool_use).unwrap();
+    /// assert_eq!(out[..], [Output::Emit(Event::End { success: true, attempt: 1, final_error: None })]);
+    /// assert!(m.is_retrying() && m.retry_attempt() == 0); // the run is not over
+    ///
+    /// // The run ends after its tools: the waiting period closes.
+    /// let done = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+    /// assert_eq!(m.handle(done).unwrap()[..], [Output::Settled, Output::CheckCompaction]);
+    /// assert!(!m.is_retrying());
+    /// ```
     #[must_use = "the host must carry out every output, in order"]
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
         let mut out = Outputs::new();

@@ -5,6 +5,7 @@ use crate::classify::{self, Classifier};
 
 /// Why the provider stopped generating an assistant message (`stopReason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum StopReason {
     /// `stop`: the model finished its answer.
     Stop,
@@ -76,6 +77,7 @@ impl StopReason {
 /// assert_eq!(u.prompt_tokens_with(Classifier::Extended), 1100);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Usage {
     /// `usage.input`: prompt tokens not read from the cache.
     pub input: u64,
@@ -157,6 +159,7 @@ impl Usage {
 /// assert!(!msg.with_should_retry(false).is_retryable(0));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct AssistantMessage<'a> {
     /// `stopReason`.
     pub stop_reason: StopReason,

@@ -19,6 +19,7 @@ pub const UNKNOWN_ERROR: &str = "Unknown error";
 /// assert_eq!(TimerId(7).get(), 7);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TimerId(pub u64);
 
 impl TimerId {
@@ -52,6 +53,7 @@ impl fmt::Display for TimerId {
 /// assert_eq!(fail_fast, "Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: limit");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FinalError<'a> {
     /// The text as it is.
     Text(&'a str),
@@ -160,6 +162,7 @@ impl PartialEq<&str> for FinalError<'_> {
 /// assert_eq!(start.to_string(), "Retrying (1/3) in 2s\u{2026} (esc to cancel)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Event<'a> {
     /// `auto_retry_start`: retry number `attempt` will run after `delay_ms`.
     Start {
@@ -205,7 +208,42 @@ impl<'a> Event<'a> {
 /// let out = m.handle(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
 /// assert!(matches!(out[2], Output::Sleep { ms: 2000, .. }));
 /// ```
+///
+/// # What ends what
+///
+/// - [`Output::CheckCompaction`] ends the prompt: it resolves an
+///   `agent_end` that starts no retry (or whose backoff was cancelled).
+///   Complete the prompt there, after the compaction check.
+/// - [`Output::ContinueAgent`] resolves an `agent_end` the other way: the
+///   agent runs again and its next `agent_end` decides. Each `agent_end`
+///   gets exactly one of the two.
+/// - [`Output::Settled`] ends a waiting period (`is_retrying` turns
+///   false). It comes only when a chain was open: never wait for it on a
+///   prompt that may have answered at the first try.
+/// - An [`Event::End`] with `success: true` can come from a `message_end`
+///   in the middle of a run: the retry worked, but the run (and the
+///   waiting period, `is_retrying` with `retry_attempt` 0) goes on until
+///   its `agent_end`. See [`Machine::handle`](crate::Machine::handle).
+///
+/// ```
+/// use autoretry::{AssistantMessage, Input, Machine, Output, StopReason};
+/// /// Feeds the inputs and says whether the prompt is over after the last.
+/// fn over(m: &mut Machine, inputs: &[Input<'_>]) -> bool {
+///     let mut over = false;
+///     for &input in inputs {
+///         over = m.handle(input).unwrap().contains(&Output::CheckCompaction);
+///     }
+///     over
+/// }
+/// let good = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// assert!(over(&mut Machine::default(), &[good])); // no `settled` here
+/// let mut m = Machine::default();
+/// assert!(!over(&mut m, &[failed])); // a backoff: not over
+/// assert!(over(&mut m, &[Input::AbortRetry])); // cancelled: over
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Output<'a> {
     /// `emit`: publish the event.
     Emit(Event<'a>),

@@ -21,6 +21,7 @@ use crate::classify::Classifier;
 /// classifier is the extended one, so a build without those tables has no
 /// modern profile to ask for, and a decoder refuses `"modern"`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Profile {
     /// `"classic"`: the reference policy (the defaults of spec §4).
@@ -90,6 +91,7 @@ impl Profile {
 /// assert_eq!(JitterPct::saturating(200), JitterPct::MAX);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct JitterPct(u8);
 
 impl JitterPct {
@@ -192,6 +194,7 @@ impl JitterPct {
 /// assert_eq!((modern.max_retries, modern.backoff_ms(6)), (10, 8000));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RetrySettings {
     /// `retry.profile`: the column whose defaults the decoder gave to the
     /// keys left out. It changes no decision by itself.
@@ -392,7 +395,26 @@ impl Default for RetrySettings {
 /// assert_eq!(host.context_window, 200_000);
 /// assert_eq!(HostOptions::default(), HostOptions::DEFAULT);
 /// ```
+///
+/// Settings, host options and the machine itself are made in `const`
+/// context, so a firmware fixes them at compile time (a `static` machine
+/// in flash to copy from, no start-up code):
+///
+/// ```
+/// use autoretry::{HostOptions, JitterPct, Machine, RetrySettings};
+/// const SETTINGS: RetrySettings = RetrySettings::DEFAULT
+///     .with_max_retries(5)
+///     .with_base_delay_ms(250)
+///     .with_backoff_cap_ms(4000)
+///     .with_jitter_pct(JitterPct::saturating(20));
+/// const HOST: HostOptions = HostOptions::DEFAULT.with_context_window(32_000).with_seed(0x5eed);
+/// static INITIAL: Machine = Machine::new(SETTINGS, HOST);
+///
+/// let machine = INITIAL.clone();
+/// assert_eq!((machine.settings(), machine.host_options()), (SETTINGS, HOST));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HostOptions {
     /// The model's context window in tokens; `0` means unknown.
     pub context_window: u64,

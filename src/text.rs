@@ -17,6 +17,7 @@ use crate::output::{Event, FinalError, UNKNOWN_ERROR};
 /// assert_eq!(line.to_string(), "Retrying (2/3) in 3s\u{2026} (esc to cancel)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LoaderLine {
     /// The retry's number.
     pub attempt: u32,
@@ -71,6 +72,7 @@ impl fmt::Display for LoaderLine {
 /// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FailureLine<'a> {
     /// `attempt` of the end event.
     pub attempt: u32,

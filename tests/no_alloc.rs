@@ -3,8 +3,9 @@
 //! global allocator, and the count must stay at zero while the library
 //! works (and the test kit's `no_std` vector host with it), the events'
 //! terminal text and JSON (the fail-fast sentence included) written into
-//! fixed buffers. Decoding the JSON (test code) happens outside the counted
-//! windows.
+//! fixed buffers; the async driver and snapshots (postcard into a stack
+//! buffer) through a whole chain. Decoding the JSON (test code) happens
+//! outside the counted windows.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -161,6 +162,77 @@ fn classification_allocates_nothing() {
 
 /// The counter is live: an allocation inside a counted window is seen, so
 /// the zero counts above cannot pass by accident.
+/// A clock that stands at 0 and timers that are always due.
+struct Instantly;
+
+impl autoretry::host::driver::Sleeper for Instantly {
+    type Instant = u64;
+    type Sleep = std::future::Ready<()>;
+    fn now(&self) -> u64 {
+        0
+    }
+    fn after(&self, at: u64, ms: u64) -> Option<u64> {
+        at.checked_add(ms)
+    }
+    fn sleep_until(&self, _: u64) -> Self::Sleep {
+        std::future::ready(())
+    }
+}
+
+#[test]
+fn the_async_driver_and_snapshots_allocate_nothing() {
+    use autoretry::host::driver::Driver;
+    use autoretry::{AssistantMessage, Input, StopReason};
+    use embassy_futures::block_on;
+
+    let failed = Input::AgentEnd {
+        message: AssistantMessage::error("529 overloaded_error"),
+        now_ms: None,
+    };
+    let done = Input::AgentEnd {
+        message: AssistantMessage::new(StopReason::Stop),
+        now_ms: None,
+    };
+    let (names, allocs) = counted(|| {
+        let mut names = heapless::Vec::<&str, 16>::new();
+        let mut driver = Driver::new(Machine::default(), Instantly);
+        let mut record = |outputs: &[Output<'_>]| {
+            for output in outputs {
+                let _ = names.push(output.type_name());
+            }
+        };
+        record(driver.handle(failed).outputs.as_deref().unwrap_or(&[]));
+        // Saved and restored in the backoff, then re-armed.
+        let restored = Machine::restore(driver.machine().snapshot()).unwrap();
+        #[cfg(feature = "serde")]
+        let restored = {
+            let mut buf = [0; autoretry::Snapshot::MAX_POSTCARD_LEN];
+            let bytes = postcard::to_slice(&restored.snapshot(), &mut buf).unwrap();
+            Machine::restore(postcard::from_bytes(bytes).unwrap()).unwrap()
+        };
+        let mut driver = Driver::new(restored, Instantly);
+        driver.rearm(2000);
+        // No input comes: the timer fires.
+        let fired = block_on(driver.next(std::future::pending::<Option<Input<'_>>>()));
+        record(fired.and_then(|s| s.outputs.ok()).as_deref().unwrap_or(&[]));
+        record(driver.handle(done).outputs.as_deref().unwrap_or(&[]));
+        names
+    });
+    assert_eq!(allocs, 0);
+    assert_eq!(
+        names,
+        [
+            "emit",
+            "drop_trailing_error",
+            "sleep",
+            "continue_agent",
+            "emit",
+            "settled",
+            "check_compaction"
+        ]
+    );
+}
+
 #[test]
 fn the_counter_sees_an_allocation() {
     let (boxed, allocs) = counted(|| std::hint::black_box(Box::new(7u64)));

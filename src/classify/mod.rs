@@ -67,6 +67,7 @@ use table::{lossy_symbols, symbols};
 /// assert_eq!(Classifier::from_wire("extended").map(Classifier::as_str), Some("extended"));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum Classifier {
     /// Sections 3.2 to 3.5 (the reference's patterns).
@@ -119,6 +120,7 @@ impl Classifier {
 /// assert!(c.overflow && !c.retryable);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Classification {
     /// Spec 3: the text is non-empty, not an overflow, and matches the
     /// retryable pattern (3.2). (The stop reason is the caller's to check.)

@@ -1,16 +1,17 @@
 //! An async driver on [embassy](https://embassy.dev): the machine plus its
 //! backoff timer, on `embassy-time`. Feature `embassy`.
 //!
-//! The host sends its inputs (agent events, commands, settings, the
-//! usage-limit answer) into an `embassy_sync` [`Channel`]; [`EmbassyDriver::next`]
-//! waits for whichever comes first, the next input or the pending backoff
-//! timer (`select` of a [`Timer`] against the channel), feeds it to the
-//! machine and returns what it did as a [`Step`], the shape the thread
-//! driver delivers too. The driver carries out the timer
-//! outputs itself: `sleep` arms its timer, `cancel_timer` (or any input that
-//! ends the backoff) disarms it, and a timer that fires becomes
-//! `timer_fired`. Every other output is the host's to carry out, in order.
-//! The driver never allocates.
+//! It is the async [`Driver`] of [`host::driver`](crate::host::driver) on
+//! embassy-time ([`Embassy`]: an [`Instant`] clock and a [`Timer`]), reading
+//! its inputs from an `embassy_sync` [`Channel`]. The host sends its inputs
+//! (agent events, commands, settings, the usage-limit answer) into the
+//! channel; [`EmbassyDriver::next`] waits for whichever comes first, the
+//! next input or the pending backoff timer, feeds it to the machine and
+//! returns what it did as a [`Step`], the shape the thread driver delivers
+//! too. The driver carries out the timer outputs itself: `sleep` arms its
+//! timer, `cancel_timer` (or any input that ends the backoff) disarms it,
+//! and a timer that fires becomes `timer_fired`. Every other output is the
+//! host's to carry out, in order. The driver never allocates.
 //!
 //! Milliseconds become [`Duration`]s only here, at the edge
 //! ([`duration_from_ms`], [`ms_from_duration`]).
@@ -50,14 +51,14 @@
 //! # }
 //! ```
 
-use embassy_futures::select::{select, Either};
 use embassy_sync::blocking_mutex::raw::RawMutex;
 pub use embassy_sync::channel::Channel;
 use embassy_sync::channel::Receiver;
 use embassy_time::{Duration, Instant, Timer};
 
+use crate::host::driver::{Driver, Sleeper};
 use crate::host::Step;
-use crate::{Input, Machine, Output, TimerId};
+use crate::{Input, Machine, TimerId};
 
 /// `ms` milliseconds as an embassy [`Duration`], rounded up to whole ticks
 /// (a backoff never ends early); [`Duration::MAX`] when it does not fit.
@@ -81,17 +82,47 @@ pub fn ms_from_duration(duration: Duration) -> u64 {
     duration.as_millis()
 }
 
+/// embassy-time's clock and timer, the [`Sleeper`] of [`EmbassyDriver`]
+/// (a host that reads its inputs from elsewhere uses it with [`Driver`]).
+///
+/// ```
+/// use autoretry::host::{driver::Sleeper, embassy::Embassy};
+/// let now = Embassy.now();
+/// assert_eq!(Embassy.after(now, 2000).unwrap() - now, embassy_time::Duration::from_millis(2000));
+/// // Beyond the clock: `Instant::MAX`, which no clock reaches.
+/// assert_eq!(Embassy.after(now, u64::MAX), Some(embassy_time::Instant::MAX));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Embassy;
+
+impl Sleeper for Embassy {
+    type Instant = Instant;
+    type Sleep = Timer;
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn after(&self, at: Instant, ms: u64) -> Option<Instant> {
+        Some(at.saturating_add(duration_from_ms(ms)))
+    }
+
+    fn sleep_until(&self, at: Instant) -> Timer {
+        Timer::at(at)
+    }
+}
+
 /// The machine driven on embassy: inputs from a channel, the backoff on an
 /// embassy-time [`Timer`]. See the [module docs](self) for a whole loop.
 pub struct EmbassyDriver<'ch, 'a, M: RawMutex, const N: usize> {
-    machine: Machine,
+    driver: Driver<Embassy, Input<'a>>,
     inputs: Receiver<'ch, M, Input<'a>, N>,
-    /// The pending backoff timer and when it fires.
-    timer: Option<(TimerId, Instant)>,
 }
 
 impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
-    /// A driver for `machine`, reading the host's inputs from `inputs`.
+    /// A driver for `machine`, reading the host's inputs from `inputs`. A
+    /// machine in a backoff (restored from a snapshot) fires at once
+    /// unless [`EmbassyDriver::rearm`] gives the time left.
     ///
     /// ```
     /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
@@ -102,9 +133,8 @@ impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
     /// ```
     pub fn new(machine: Machine, inputs: Receiver<'ch, M, Input<'a>, N>) -> Self {
         EmbassyDriver {
-            machine,
+            driver: Driver::new(machine, Embassy),
             inputs,
-            timer: None,
         }
     }
 
@@ -117,7 +147,7 @@ impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
     /// assert!(!EmbassyDriver::new(Machine::default(), inputs.receiver()).machine().is_retrying());
     /// ```
     pub fn machine(&self) -> &Machine {
-        &self.machine
+        self.driver.machine()
     }
 
     /// When the pending backoff timer fires, if one is pending.
@@ -129,17 +159,32 @@ impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
     /// assert_eq!(EmbassyDriver::new(Machine::default(), inputs.receiver()).timer_deadline(), None);
     /// ```
     pub fn timer_deadline(&self) -> Option<Instant> {
-        self.timer.map(|(_, at)| at)
+        self.driver.deadline()
+    }
+
+    /// Gives a restored machine's pending timer `ms` milliseconds from now
+    /// ([`Driver::rearm`]).
+    ///
+    /// ```
+    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, AssistantMessage, Input, Machine};
+    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+    /// let mut machine = Machine::default();
+    /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+    /// let mut driver = EmbassyDriver::new(Machine::restore(machine.snapshot()).unwrap(), inputs.receiver());
+    /// assert_eq!(driver.rearm(1500), machine.pending_timer());
+    /// ```
+    pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
+        self.driver.rearm(ms)
     }
 
     /// Waits for the next input or the backoff timer, whichever comes
     /// first, feeds it to the machine and returns what happened (a
-    /// [`Step`]). Timer
-    /// outputs are already carried out; the host carries out the others, in
-    /// order, before it calls `next` again.
+    /// [`Step`]). Timer outputs are already carried out; the host carries
+    /// out the others, in order, before it calls `next` again.
     ///
-    /// When both are ready at once, the timer goes first; the input stays in
-    /// the channel for the next call.
+    /// When both are ready at once, the input goes first (an abort sent in
+    /// time cancels the timer); see [`Driver::next`].
     ///
     /// Cancel-safe: dropping the future before it completes loses nothing
     /// (an input is taken from the channel only when the future completes
@@ -155,36 +200,16 @@ impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
     /// assert_eq!(step.input, Input::Abort);
     /// assert_eq!(step.outputs.unwrap()[..], [autoretry::Output::AbortAgent]);
     /// ```
-    pub async fn next(&mut self) -> Step<'a> {
-        let input = match self.timer {
-            Some((timer, at)) => match select(Timer::at(at), self.inputs.receive()).await {
-                Either::First(()) => Input::TimerFired { timer },
-                Either::Second(input) => input,
-            },
-            None => self.inputs.receive().await,
-        };
-        let outputs = self.machine.handle(input);
-        if let Ok(outputs) = &outputs {
-            for output in outputs {
-                match *output {
-                    Output::Sleep { ms, timer } => {
-                        let at = Instant::now().saturating_add(duration_from_ms(ms));
-                        self.timer = Some((timer, at));
-                    }
-                    Output::CancelTimer { timer }
-                        if self.timer.is_some_and(|(pending, _)| pending == timer) =>
-                    {
-                        self.timer = None;
-                    }
-                    _ => {}
-                }
-            }
+    pub async fn next(&mut self) -> Step<'_> {
+        let inputs = &self.inputs;
+        match self
+            .driver
+            .next(async { Some(inputs.receive().await) })
+            .await
+        {
+            Some(step) => step,
+            // An embassy channel never closes.
+            None => core::future::pending().await,
         }
-        // Only the machine's pending timer stays armed (one that fired, or
-        // a chain that ended, disarms it).
-        if self.timer.map(|(timer, _)| timer) != self.machine.pending_timer() {
-            self.timer = None;
-        }
-        Step { input, outputs }
     }
 }

@@ -4,12 +4,14 @@
 //!
 //! | host | feature | what it is |
 //! |---|---|---|
+//! | [`driver`] | (none; `no_std`) | the async driver for any runtime: the backoff on a [`driver::Sleeper`], owned inputs from any future |
+//! | [`tokio`] | `tokio` | [`driver`] on tokio's timer, fed owned inputs ([`InputBuf`](crate::InputBuf)) |
+//! | [`embassy`] | `embassy` | [`driver`] on `embassy-time`: the backoff on a `Timer`, inputs from an `embassy-sync` channel |
 //! | [`thread`] | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
-//! | [`embassy`] | `embassy` | an async driver on `embassy-time`: the backoff on a `Timer`, inputs from a channel |
 //! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`, on top of [`thread`] |
 //! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
 //!
-//! Both drivers deliver what they did in one shape, a [`Step`]: the input
+//! The drivers deliver what they did in one shape, a [`Step`]: the input
 //! they fed and the machine's answer, with the timer outputs already
 //! carried out by the driver.
 //!
@@ -21,6 +23,12 @@ use crate::{Input, Outputs, Refused};
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod thread;
+
+pub mod driver;
+
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
 
 #[cfg(feature = "embassy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "embassy")))]
@@ -60,4 +68,22 @@ pub struct Step<'a> {
     pub input: Input<'a>,
     /// Its outputs, or why it was refused (spec §6a).
     pub outputs: Result<Outputs<'a>, Refused>,
+}
+
+/// `Step { input: .., outputs: [..] }`, or `refused: ..` for a refused input.
+#[cfg(feature = "defmt")]
+impl defmt::Format for Step<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        match &self.outputs {
+            Ok(outputs) => defmt::write!(
+                f,
+                "Step {{ input: {}, outputs: {} }}",
+                self.input,
+                outputs.as_slice()
+            ),
+            Err(refused) => {
+                defmt::write!(f, "Step {{ input: {}, refused: {} }}", self.input, refused)
+            }
+        }
+    }
 }

@@ -172,13 +172,52 @@ pub struct ThreadDriver {
 }
 
 impl ThreadDriver {
-    /// A driver for this machine, in real time (time scale 1).
+    /// A driver for this machine, in real time (time scale 1). A machine in
+    /// a backoff (restored from a [`Snapshot`](crate::Snapshot), or moved)
+    /// has its timer due at once unless [`ThreadDriver::rearm`] gives the
+    /// time left.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
+    /// let mut machine = Machine::default();
+    /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let driver = ThreadDriver::new(Machine::restore(machine.snapshot()).unwrap());
+    /// assert!(driver.deadline().is_some_and(|at| at <= Instant::now()));
+    /// ```
     pub fn new(machine: Machine) -> Self {
+        let pending = machine.pending_timer().map(|timer| Pending {
+            timer,
+            at: Some(Instant::now()),
+        });
         ThreadDriver {
             machine,
-            pending: None,
+            pending,
             time_scale: 1.0,
         }
+    }
+
+    /// Gives the machine's pending timer `ms` milliseconds from now (at
+    /// this time scale), for a machine restored in a backoff: the host kept
+    /// its own deadline next to the snapshot and passes the time left (0
+    /// when it has passed). Returns the timer's id; `None`, changing
+    /// nothing, when no timer is pending.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
+    /// let mut machine = Machine::default();
+    /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let mut driver = ThreadDriver::new(Machine::restore(machine.snapshot()).unwrap());
+    /// assert_eq!(driver.rearm(1500), machine.pending_timer());
+    /// assert!(driver.deadline().unwrap() > Instant::now() + Duration::from_millis(1000));
+    /// assert_eq!(ThreadDriver::new(Machine::default()).rearm(1500), None);
+    /// ```
+    pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
+        let timer = self.machine.pending_timer()?;
+        let at = self.scaled(ms).and_then(|d| Instant::now().checked_add(d));
+        self.pending = Some(Pending { timer, at });
+        Some(timer)
     }
 
     /// The same driver with every backoff multiplied by `scale` (0.01 runs
@@ -596,6 +635,26 @@ mod tests {
         assert_eq!(step.outputs, Err(Refused::AgentRunDuringBackoff));
         assert_eq!(driver.deadline(), deadline);
         assert_eq!(log.len(), 3);
+    }
+
+    #[test]
+    fn a_restored_backoff_fires_once_rearmed() {
+        let mut machine = Machine::default();
+        let _ = machine.handle(failed()).unwrap();
+        let restored = Machine::restore(machine.snapshot()).unwrap();
+        // Untold, the driver fires the restored timer at once.
+        let mut driver = ThreadDriver::new(restored.clone());
+        let fired = driver.fire_due(Instant::now()).expect("due at once");
+        assert_eq!(fired.outputs.unwrap()[..], [Output::ContinueAgent]);
+        // Told the time left, it fires then.
+        let mut driver = ThreadDriver::new(restored);
+        driver.rearm(10);
+        assert_eq!(driver.fire_due(Instant::now()), None);
+        let (_tx, rx) = mpsc::channel::<()>();
+        let Wake::Fired(step) = driver.wait(&rx, None) else {
+            panic!("the timer fires")
+        };
+        assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
     }
 
     #[test]

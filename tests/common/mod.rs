@@ -4,6 +4,9 @@
 #[cfg(feature = "json")]
 pub mod vectors;
 
+#[cfg(feature = "json")]
+pub mod scenarios;
+
 use std::path::PathBuf;
 
 use autoretry::{AssistantMessage, Event, FinalError, Input, Machine, Output, StopReason, TimerId};

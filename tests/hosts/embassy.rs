@@ -7,9 +7,8 @@
 //! ends). The mock clock is global: this file has one test.
 #![cfg(all(feature = "embassy", feature = "json"))]
 
-use crate::common;
+use crate::common::scenarios::{refused, scenarios, Scenario, FOLDERS};
 
-use std::fs;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -19,7 +18,6 @@ use autoretry::host::embassy::{duration_from_ms, Channel, EmbassyDriver};
 use autoretry::host::Step;
 use autoretry::wire::json::InputOwned;
 use autoretry::{Input, Machine, Output, TimerId};
-use autoretry_testkit::vector::{ScenarioHeader, VectorLine};
 use autoretry_testkit::VectorHost;
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_time::{Duration, Instant, MockDriver};
@@ -35,42 +33,6 @@ impl Wake for Noop {
 fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     let waker = Waker::from(Arc::new(Noop));
     future.poll(&mut Context::from_waker(&waker))
-}
-
-/// The folders of vectors, each reported on its own.
-const FOLDERS: [&str; 2] = ["tests/vectors", "tests/vectors/options"];
-
-/// One scenario of a vector file: its header and its steps (input, line,
-/// place).
-struct Scenario {
-    header: ScenarioHeader,
-    steps: Vec<(InputOwned, Value, String)>,
-}
-
-fn scenarios(folder: &str) -> Vec<Scenario> {
-    let paths = common::vector_files_in(folder);
-    let mut all = Vec::new();
-    for path in &paths {
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        let text = fs::read_to_string(path).unwrap();
-        for (index, line) in text.split('\n').enumerate() {
-            let at = format!("{file}:{}", index + 1);
-            match VectorLine::parse(line).unwrap() {
-                None => {}
-                Some(VectorLine::Scenario(header)) => all.push(Scenario {
-                    header,
-                    steps: Vec::new(),
-                }),
-                Some(VectorLine::Step(input)) => {
-                    let scenario: &mut Scenario = all.last_mut().expect("a scenario line first");
-                    scenario
-                        .steps
-                        .push((input, serde_json::from_str(line).unwrap(), at));
-                }
-            }
-        }
-    }
-    all
 }
 
 /// Fails the scenario with a message unless `$cond`.
@@ -107,8 +69,10 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
     let mut due = Instant::now();
     let mut passed = 0;
     for (input, want, at) in &scenario.steps {
-        let want_refused = want.get("refused") == Some(&Value::Bool(true));
-        let step: Step<'_> = match input {
+        let want_refused = refused(want);
+        // What the host feeds through the channel; `None`: the driver's own
+        // timer fires.
+        let fed = match input {
             InputOwned::Invalid { .. } => {
                 // The host refuses it without asking the machine.
                 check!(
@@ -123,68 +87,85 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
                 passed += 1;
                 continue;
             }
-            InputOwned::TimerFired { timer: ordinal } => {
-                match host.machine_timer(*ordinal) {
-                    Some(id) if driver.machine().pending_timer() == Some(id) => {
-                        // The driver's own timer: advance virtual time to
-                        // when the `sleep` said, not when the driver thinks.
-                        let mut next = pin!(driver.next());
-                        let left = due.saturating_duration_since(Instant::now());
-                        if left > Duration::from_ticks(0) {
-                            let early = left
-                                .checked_sub(Duration::from_millis(1))
-                                .unwrap_or(Duration::from_ticks(0));
-                            clock.advance(early);
-                            // Twice: a due `Timer` yields once before it completes.
-                            for _ in 0..2 {
-                                check!(
-                                    poll_once(next.as_mut()).is_pending(),
-                                    "{at}: the backoff ended early"
-                                );
-                            }
-                            clock.advance(left.checked_sub(early).unwrap());
+            InputOwned::TimerFired { timer: ordinal } => match host.machine_timer(*ordinal) {
+                Some(id) if driver.machine().pending_timer() == Some(id) => None,
+                // A stale or never-produced timer: the host delivers it late.
+                other => Some(Input::TimerFired {
+                    timer: other.unwrap_or(TimerId(u64::MAX)),
+                }),
+            },
+            other => Some(
+                other
+                    .as_input(host.marked().copied().unwrap_or(""))
+                    .expect("valid"),
+            ),
+        };
+        // The step borrows the driver: it is read in this block, then the
+        // driver is free for queries.
+        let out = {
+            let step: Step<'_> = match fed {
+                Some(input) => send(&inputs, input, &mut driver, at)?,
+                None => {
+                    let id = driver.machine().pending_timer();
+                    // The driver's own timer: advance virtual time to when
+                    // the `sleep` said, not when the driver thinks.
+                    let mut next = pin!(driver.next());
+                    let left = due.saturating_duration_since(Instant::now());
+                    if left > Duration::from_ticks(0) {
+                        let early = left
+                            .checked_sub(Duration::from_millis(1))
+                            .unwrap_or(Duration::from_ticks(0));
+                        clock.advance(early);
+                        // Twice: a due `Timer` yields once before it completes.
+                        for _ in 0..2 {
+                            check!(
+                                poll_once(next.as_mut()).is_pending(),
+                                "{at}: the backoff ended early"
+                            );
                         }
-                        // An embassy `Timer` yields once before it completes,
-                        // even when due: at most two polls.
-                        let polled = match poll_once(next.as_mut()) {
-                            Poll::Pending => poll_once(next.as_mut()),
-                            ready => ready,
-                        };
-                        match polled {
-                            Poll::Ready(step) => {
-                                check_eq!(step.input, Input::TimerFired { timer: id }, at);
-                                step
-                            }
-                            Poll::Pending => {
-                                return Err(format!("{at}: the backoff did not end on time"))
-                            }
-                        }
+                        clock.advance(left.checked_sub(early).unwrap());
                     }
-                    other => {
-                        // A stale or never-produced timer: the host delivers it late.
-                        let timer = other.unwrap_or(TimerId(u64::MAX));
-                        send(&inputs, Input::TimerFired { timer }, &mut driver, at)?
+                    // An embassy `Timer` yields once before it completes,
+                    // even when due: at most two polls.
+                    let polled = match poll_once(next.as_mut()) {
+                        Poll::Pending => poll_once(next.as_mut()),
+                        ready => ready,
+                    };
+                    match polled {
+                        Poll::Ready(step) => {
+                            check_eq!(
+                                Some(step.input),
+                                id.map(|timer| Input::TimerFired { timer }),
+                                at
+                            );
+                            step
+                        }
+                        Poll::Pending => {
+                            return Err(format!("{at}: the backoff did not end on time"))
+                        }
                     }
                 }
+            };
+            check_eq!(
+                step.outputs.is_err(),
+                want_refused,
+                format!("{at}: refused")
+            );
+            // The vector host keeps the text of the input fed, which
+            // outlives the step (a timer's has none).
+            let input = fed.unwrap_or(Input::TimerFired { timer: TimerId(0) });
+            let mut out = Vec::new();
+            for output in step.outputs.iter().flatten() {
+                if let Output::Sleep { ms, .. } = *output {
+                    due = Instant::now().saturating_add(duration_from_ms(ms));
+                }
+                let output = host.vector_output(&input, *output);
+                // A final error as its text: the fail-fast sentence of spec
+                // 10.3 in full.
+                out.push(serde_json::to_value(output).unwrap());
             }
-            other => {
-                let marked = host.marked().copied().unwrap_or("");
-                let input = other.as_input(marked).expect("valid");
-                send(&inputs, input, &mut driver, at)?
-            }
+            out
         };
-        let refused = step.outputs.is_err();
-        check_eq!(refused, want_refused, format!("{at}: refused"));
-        let mut out = Vec::new();
-        for output in step.outputs.unwrap_or_default() {
-            if let Output::Sleep { ms, .. } = output {
-                due = Instant::now().saturating_add(duration_from_ms(ms));
-            }
-            let output = host.vector_output(&step.input, output);
-            // A final error as its text: the fail-fast sentence of spec
-            // 10.3 in full.
-            out.push(serde_json::to_value(output).unwrap());
-        }
         check_eq!(Value::Array(out), want["out"], at);
         check_eq!(
             serde_json::to_value(driver.machine().state()).unwrap(),
@@ -204,12 +185,12 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
 
 /// Sends `input` and expects the driver to take it at once, before any
 /// timer (virtual time does not move).
-fn send<'a>(
+fn send<'d, 'a>(
     inputs: &Channel<NoopRawMutex, Input<'a>, 4>,
     input: Input<'a>,
-    driver: &mut EmbassyDriver<'_, 'a, NoopRawMutex, 4>,
+    driver: &'d mut EmbassyDriver<'_, 'a, NoopRawMutex, 4>,
     at: &str,
-) -> Result<Step<'a>, String> {
+) -> Result<Step<'d>, String> {
     inputs.try_send(input).expect("room in the channel");
     match poll_once(pin!(driver.next())) {
         Poll::Ready(step) => {
@@ -247,8 +228,8 @@ fn every_vector_in_virtual_time() {
     println!("embassy driver in virtual time:\n  {}", report.join("\n  "));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
-    // An input that arrives during the backoff wins the race with the timer:
-    // the abort cancels it, and the timer never fires afterwards.
+    // An input that arrives during the backoff beats the timer, even when
+    // both are ready: the abort cancels it, and the timer never fires.
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
@@ -257,51 +238,56 @@ fn every_vector_in_virtual_time() {
         message: autoretry::AssistantMessage::error("overloaded"),
         now_ms: None,
     };
-    let step = send(&inputs, fail, &mut driver, "race").unwrap();
-    assert!(matches!(
-        step.outputs.unwrap()[2],
-        Output::Sleep { ms: 2000, .. }
-    ));
-    {
-        let mut next = pin!(driver.next());
-        clock.advance(Duration::from_millis(1999));
-        assert!(poll_once(next.as_mut()).is_pending());
-        inputs.try_send(Input::AbortRetry).unwrap();
-        clock.advance(Duration::from_millis(1));
-        // Both are ready: the timer is polled first and wins.
-        let Poll::Ready(step) = poll_once(next.as_mut()) else {
-            panic!("not ready")
-        };
-        assert!(matches!(step.input, Input::TimerFired { .. }));
-    }
-    // The abort is still in the channel, and it ends the chain.
-    let Poll::Ready(step) = poll_once(pin!(driver.next())) else {
-        panic!("the abort was lost")
-    };
-    assert_eq!(step.input, Input::AbortRetry);
-    assert!(!driver.machine().is_retrying());
-
-    let step = send(&inputs, fail, &mut driver, "race").unwrap();
-    assert!(matches!(
-        step.outputs.unwrap()[2],
-        Output::Sleep { ms: 2000, .. }
-    ));
-    {
-        let mut next = pin!(driver.next());
-        clock.advance(Duration::from_millis(1000));
-        assert!(poll_once(next.as_mut()).is_pending());
-        inputs.try_send(Input::AbortRetry).unwrap();
-        let Poll::Ready(step) = poll_once(next.as_mut()) else {
-            panic!("not ready")
-        };
-        assert_eq!(step.input, Input::AbortRetry);
+    for (before, after) in [(1999, 1), (1000, 0)] {
+        let step = send(&inputs, fail, &mut driver, "race").unwrap();
         assert!(matches!(
-            step.outputs.unwrap()[0],
-            Output::CancelTimer { .. }
+            step.outputs.as_deref(),
+            Ok([_, _, Output::Sleep { ms: 2000, .. }])
         ));
+        drop(step);
+        {
+            let mut next = pin!(driver.next());
+            clock.advance(Duration::from_millis(before));
+            assert!(poll_once(next.as_mut()).is_pending());
+            inputs.try_send(Input::AbortRetry).unwrap();
+            // At 2000 ms both are ready: the input goes first.
+            clock.advance(Duration::from_millis(after));
+            let Poll::Ready(step) = poll_once(next.as_mut()) else {
+                panic!("not ready")
+            };
+            assert_eq!(step.input, Input::AbortRetry);
+            assert!(matches!(
+                step.outputs.unwrap()[0],
+                Output::CancelTimer { .. }
+            ));
+        }
+        assert!(!driver.machine().is_retrying());
+        // The backoff's deadline passes: nothing fires.
+        assert!(driver.timer_deadline().is_none());
+        clock.advance(Duration::from_millis(5000));
+        assert!(poll_once(pin!(driver.next())).is_pending());
     }
-    // The backoff's deadline passes: nothing fires.
-    assert!(driver.timer_deadline().is_none());
-    clock.advance(Duration::from_millis(5000));
-    assert!(poll_once(pin!(driver.next())).is_pending());
+
+    // A machine restored in a backoff: the host gives the time left, and
+    // the timer fires then, not earlier.
+    clock.reset();
+    let mut machine = Machine::default();
+    let _ = machine.handle(fail).unwrap();
+    let restored = Machine::restore(machine.snapshot()).unwrap();
+    let mut driver = EmbassyDriver::new(restored, inputs.receiver());
+    assert_eq!(driver.rearm(700), machine.pending_timer());
+    let mut next = pin!(driver.next());
+    clock.advance(Duration::from_millis(699));
+    for _ in 0..2 {
+        assert!(poll_once(next.as_mut()).is_pending());
+    }
+    clock.advance(Duration::from_millis(1));
+    let polled = match poll_once(next.as_mut()) {
+        Poll::Pending => poll_once(next.as_mut()),
+        ready => ready,
+    };
+    let Poll::Ready(step) = polled else {
+        panic!("the restored backoff did not end on time")
+    };
+    assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
 }

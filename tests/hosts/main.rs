@@ -1,5 +1,5 @@
-//! The hosts of the library on every conformance vector: the embassy driver
-//! in virtual time and the C ABI driven natively. The properties of the
+//! The hosts of the library on every conformance vector: the tokio and
+//! embassy drivers in virtual time and the C ABI driven natively. The properties of the
 //! machine itself are in `tests/machine/` and `tests/props.rs`.
 
 #[path = "../common/mod.rs"]
@@ -7,3 +7,4 @@ mod common;
 
 mod embassy;
 mod ffi;
+mod tokio;

@@ -1,7 +1,8 @@
 //! The machine against the contract: the retry chain, cancellation, the
 //! messages that start no retry, timers and inputs out of turn, usage
 //! limits, the policy options of section 10, the terminal texts, every
-//! conformance vector through the library, the fuzzers' findings, and the
+//! conformance vector through the library, snapshots restored at every
+//! step of every vector, the fuzzers' findings, and the
 //! vendored copies of the shared spec, vectors and corpus.
 
 #[path = "../common/mod.rs"]
@@ -14,6 +15,7 @@ mod no_retry;
 mod options;
 mod presentation;
 mod shared_copies;
+mod snapshot;
 mod timers;
 mod usage_limit;
 mod vectors;

@@ -126,8 +126,26 @@ impl Host {
         })
     }
 
+    /// Deep sleep between two steps: the machine is saved as postcard bytes
+    /// and restored from them; the host keeps its own deadline (`pending`).
+    #[cfg(feature = "snapshot")]
+    fn deep_sleep(&mut self) -> Result<(), &'static str> {
+        let mut buf = [0u8; autoretry::Snapshot::MAX_POSTCARD_LEN];
+        let bytes = postcard::to_slice(&self.machine.snapshot(), &mut buf)
+            .map_err(|_| "a snapshot does not fit its buffer")?;
+        let snapshot = postcard::from_bytes(bytes).map_err(|_| "a snapshot does not decode")?;
+        let restored = Machine::restore(snapshot).map_err(|_| "a snapshot is refused")?;
+        if restored != self.machine {
+            return Err("the restored machine differs");
+        }
+        self.machine = restored;
+        Ok(())
+    }
+
     /// Runs one step; `Err` describes the first mismatch.
     fn step(&mut self, step: &Step) -> Result<(), &'static str> {
+        #[cfg(feature = "snapshot")]
+        self.deep_sleep()?;
         let input = match &step.input {
             In::Machine(input) => *input,
             In::Settings(settings) => Input::Settings(settings.get()?),

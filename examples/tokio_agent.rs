@@ -1,0 +1,51 @@
+//! An agent on tokio with auto-retry: the provider is overloaded twice,
+//! then answers. Press Enter during a backoff to cancel the retry (the
+//! agent's Esc). `cargo run --example tokio_agent --features tokio`
+use std::time::Duration;
+
+use autoretry::host::tokio::{Tokio, TokioDriver};
+use autoretry::{HostOptions, InputBuf, Machine, MessageBuf, Output, RetrySettings, StopReason};
+use tokio::sync::mpsc::{self, Sender};
+
+/// One provider call: the first two fail with an overload.
+async fn provider(call: u32) -> MessageBuf {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    match call {
+        1 | 2 => MessageBuf::error(format!("529 overloaded_error (call {call})")),
+        _ => MessageBuf::new(StopReason::Stop),
+    }
+}
+
+/// Runs the agent once; its end comes back through the channel.
+fn run_agent(tx: &Sender<InputBuf>, calls: &mut u32) {
+    *calls += 1;
+    let (tx, call) = (tx.clone(), *calls);
+    tokio::spawn(async move { tx.send(InputBuf::agent_end(provider(call).await)).await });
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let (tx, mut rx) = mpsc::channel(8);
+    let esc = tx.clone(); // Esc: a line on stdin cancels the retry.
+    std::thread::spawn(move || {
+        std::io::stdin()
+            .lines()
+            .for_each(|_| drop(esc.blocking_send(InputBuf::AbortRetry)))
+    });
+    let settings = RetrySettings::DEFAULT.with_base_delay_ms(1000);
+    let mut driver = TokioDriver::new(Machine::new(settings, HostOptions::DEFAULT), Tokio);
+    let mut calls = 0;
+    run_agent(&tx, &mut calls);
+    while let Some(step) = driver.next(rx.recv()).await {
+        for output in step.outputs.unwrap_or_default() {
+            match output {
+                Output::Emit(event) => println!("{}: {event}", event.type_name()),
+                Output::ContinueAgent => run_agent(&tx, &mut calls),
+                Output::CheckCompaction => {
+                    return println!("the prompt is over after {calls} calls")
+                }
+                _ => {}
+            }
+        }
+    }
+}

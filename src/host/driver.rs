@@ -1,0 +1,429 @@
+//! The async driver for any runtime: [`Driver`] owns the machine and its
+//! backoff timer, on a [`Sleeper`] (the runtime's clock and timer, the one
+//! thing a runtime must lend it).
+//!
+//! The host hands [`Driver::next`] a future of its next input (a channel's
+//! `recv()`, say). The driver waits for whichever comes first, that input
+//! or the pending backoff timer, feeds it to the machine and returns what
+//! it did as a [`Step`]: `sleep` arms the timer, `cancel_timer` disarms
+//! it, and a timer that fires becomes `timer_fired`. Every other output is
+//! the host's to carry out, in order, before it asks for the next step.
+//! The driver adds no policy and never allocates; it is `no_std`.
+//!
+//! Inputs are owned: any type that lends an [`Input`] ([`AsInput`]: the
+//! borrowed [`Input`] itself, or the owned [`InputBuf`](crate::InputBuf) on
+//! std). The driver keeps the last one while its step, which borrows the
+//! texts, is read: a step keeps the driver borrowed until it is dropped
+//! (its outputs are a `heapless::Vec`, which has a destructor), so a host
+//! carries out the outputs, then queries the driver, or drops the step
+//! first.
+//!
+//! The adapters: [`host::tokio`](crate::host) (feature `tokio`) and
+//! [`host::embassy`](crate::host) (feature `embassy`). Another runtime
+//! implements [`Sleeper`] in a few lines:
+//!
+//! ```
+//! use core::future::{ready, Ready};
+//! use autoretry::host::driver::{Driver, Sleeper};
+//! use autoretry::{AssistantMessage, Input, Machine, Output};
+//!
+//! /// A clock in milliseconds that stands still, and timers that are
+//! /// always due: time passes only in the host's head.
+//! struct Instantly;
+//! impl Sleeper for Instantly {
+//!     type Instant = u64;
+//!     type Sleep = Ready<()>;
+//!     fn now(&self) -> u64 { 0 }
+//!     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+//!     fn sleep_until(&self, _: u64) -> Ready<()> { ready(()) }
+//! }
+//!
+//! let mut driver = Driver::new(Machine::default(), Instantly);
+//! let failed = Input::AgentEnd { message: AssistantMessage::error("529 overloaded"), now_ms: None };
+//! let step = driver.handle(failed);
+//! assert!(matches!(step.outputs.as_deref(), Ok([_, _, Output::Sleep { ms: 2000, .. }])));
+//! drop(step); // the step borrows the driver (it keeps the input)
+//! assert_eq!(driver.deadline(), Some(2000));
+//!
+//! // No input comes (`pending`): the timer fires.
+//! let step = embassy_futures::block_on(driver.next(core::future::pending::<Option<Input>>()));
+//! let step = step.expect("the timer fired");
+//! assert!(matches!(step.input, Input::TimerFired { .. }));
+//! assert_eq!(step.outputs.as_deref(), Ok(&[Output::ContinueAgent][..]));
+//! ```
+//!
+//! # Races
+//!
+//! An input and the deadline can meet. The rule is that of the thread
+//! driver: an input that is ready when the deadline passes goes first (an
+//! `abort_retry` sent in time cancels the timer); the timer fires once; and
+//! the machine ignores a `timer_fired` for any timer but the pending one.
+//!
+//! # After a snapshot or a move
+//!
+//! A [`Machine`] restored in a backoff ([`Machine::restore`]) still has its
+//! pending timer, but no clock knows when it is due: a driver made with it
+//! fires that timer at once unless the host, which kept its own deadline,
+//! sets the time left with [`Driver::rearm`].
+
+use core::future::{poll_fn, Future};
+use core::pin::pin;
+use core::task::Poll;
+
+use crate::host::Step;
+use crate::{Input, Machine, Output, RetryState, TimerId};
+
+/// A runtime's clock and timer: all the driver needs from a runtime.
+///
+/// Deadlines are instants, not durations, so that a backoff ends when its
+/// `sleep` said however often the driver is polled in between. See the
+/// [module docs](self) for an implementation.
+pub trait Sleeper {
+    /// A point in the runtime's time.
+    type Instant: Copy;
+    /// The future of a timer, ready at its deadline.
+    type Sleep: Future<Output = ()>;
+    /// The runtime's time now.
+    fn now(&self) -> Self::Instant;
+    /// `ms` milliseconds after `at` (rounded up to the clock's ticks, so a
+    /// backoff never ends early); `None` when beyond the clock's range (that
+    /// timer never fires).
+    fn after(&self, at: Self::Instant, ms: u64) -> Option<Self::Instant>;
+    /// A timer that is ready at `at`.
+    fn sleep_until(&self, at: Self::Instant) -> Self::Sleep;
+}
+
+/// What the driver can feed the machine: a type that lends an [`Input`].
+///
+/// ```
+/// use autoretry::{host::driver::AsInput, Input};
+/// assert_eq!(Input::Abort.as_input(), Input::Abort);
+/// ```
+pub trait AsInput {
+    /// The input, borrowing its texts from `self`.
+    fn as_input(&self) -> Input<'_>;
+}
+
+impl AsInput for Input<'_> {
+    fn as_input(&self) -> Input<'_> {
+        *self
+    }
+}
+
+#[cfg(feature = "std")]
+impl AsInput for crate::InputBuf {
+    fn as_input(&self) -> Input<'_> {
+        crate::InputBuf::as_input(self)
+    }
+}
+
+impl<T: AsInput + ?Sized> AsInput for &T {
+    fn as_input(&self) -> Input<'_> {
+        (**self).as_input()
+    }
+}
+
+/// The pending backoff timer: its id and deadline (`None`: never).
+#[derive(Debug)]
+struct Pending<T> {
+    timer: TimerId,
+    at: Option<T>,
+}
+
+impl<T: Copy> Clone for Pending<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Copy> Copy for Pending<T> {}
+
+/// The machine with its backoff timer on a [`Sleeper`], fed inputs of type
+/// `I`. See the [module docs](self).
+#[derive(Debug)]
+pub struct Driver<S: Sleeper, I> {
+    machine: Machine,
+    sleeper: S,
+    pending: Option<Pending<S::Instant>>,
+    /// The last input, which the last step borrows.
+    input: Option<I>,
+}
+
+impl<S: Sleeper, I: AsInput> Driver<S, I> {
+    /// A driver for `machine` on `sleeper`. A machine in a backoff (restored
+    /// or moved) has its timer armed to fire at once; see
+    /// [`Driver::rearm`].
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// // `Clock` says 100 ms now, and its timers are always due.
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
+    pub fn new(machine: Machine, sleeper: S) -> Self {
+        let pending = machine.pending_timer().map(|timer| Pending {
+            timer,
+            at: Some(sleeper.now()),
+        });
+        Driver {
+            machine,
+            sleeper,
+            pending,
+            input: None,
+        }
+    }
+
+    /// The machine (for its queries, or a [`Machine::snapshot`]).
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// assert_eq!(driver.machine().settings().max_retries, 3);
+    /// ```
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The machine's query surface.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// let mut driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// drop(driver.handle(Input::SetAutoRetry { enabled: false }));
+    /// assert!(!driver.state().auto_retry_enabled);
+    /// ```
+    pub fn state(&self) -> RetryState {
+        self.machine.state()
+    }
+
+    /// The sleeper.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
+    /// assert_eq!(driver.sleeper().now(), 100);
+    /// ```
+    pub fn sleeper(&self) -> &S {
+        &self.sleeper
+    }
+
+    /// When the pending backoff timer fires; `None` when none is pending
+    /// (or it never fires).
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine};
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// drop(driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }));
+    /// assert_eq!(driver.deadline(), Some(2100)); // 2000 ms after 100
+    /// drop(driver.handle(Input::AbortRetry));
+    /// assert_eq!(driver.deadline(), None);
+    /// ```
+    pub fn deadline(&self) -> Option<S::Instant> {
+        self.pending.and_then(|p| p.at)
+    }
+
+    /// Gives the machine's pending timer `ms` milliseconds from now, for a
+    /// machine that was restored in a backoff: the host kept its own
+    /// deadline (a wall-clock time next to the snapshot) and passes the
+    /// time left (0 when it has passed). Returns the timer's id; `None`,
+    /// changing nothing, when no timer is pending.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine};
+    /// let mut machine = Machine::default();
+    /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// let restored = Machine::restore(machine.snapshot()).unwrap();
+    ///
+    /// // `Clock` says 100 ms now; 1500 ms of the backoff are left.
+    /// let mut driver: Driver<Clock, Input> = Driver::new(restored, Clock);
+    /// assert_eq!(driver.deadline(), Some(100)); // at once, unless told
+    /// assert_eq!(driver.rearm(1500), machine.pending_timer());
+    /// assert_eq!(driver.deadline(), Some(1600));
+    /// ```
+    pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
+        let timer = self.machine.pending_timer()?;
+        let at = self.sleeper.after(self.sleeper.now(), ms);
+        self.pending = Some(Pending { timer, at });
+        Some(timer)
+    }
+
+    /// Feeds one input to the machine now and carries out its timer
+    /// outputs. Returns the [`Step`]; every other output in it is the
+    /// caller's to carry out. A refused input changes nothing.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, Output, Refused, StopReason};
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// let step = driver.handle(Input::AgentEnd { message: AssistantMessage::error("429"), now_ms: None });
+    /// assert!(matches!(step.outputs.as_deref(), Ok([Output::Emit(_), Output::DropTrailingError, Output::Sleep { .. }])));
+    /// drop(step);
+    /// // During the backoff the agent must not run: refused, nothing changed.
+    /// let early = Input::MessageEnd { message: AssistantMessage::new(StopReason::Stop) };
+    /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
+    /// ```
+    pub fn handle(&mut self, input: I) -> Step<'_> {
+        let input = self.input.insert(input).as_input();
+        let outputs = self.machine.handle(input);
+        for output in outputs.iter().flatten() {
+            match *output {
+                Output::Sleep { ms, timer } => {
+                    let at = self.sleeper.after(self.sleeper.now(), ms);
+                    self.pending = Some(Pending { timer, at });
+                }
+                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
+                    self.pending = None;
+                }
+                _ => {}
+            }
+        }
+        // Only the machine's pending timer stays armed (a chain that ended
+        // by any input disarms it).
+        if self.pending.map(|p| p.timer) != self.machine.pending_timer() {
+            self.pending = None;
+        }
+        Step { input, outputs }
+    }
+
+    /// Waits for the next input (`input` resolves to `None` when no more
+    /// will come) or the backoff deadline, whichever comes first, feeds it
+    /// to the machine and returns the step. `None`: `input` said no more
+    /// input will come (the pending timer, if any, stays armed: the host
+    /// may call again with another source).
+    ///
+    /// An input that is ready goes before a due timer. The timer is
+    /// polled only when the input is not ready, so `input` must be
+    /// cancel-safe (tokio's and embassy's channel receivers are): when the
+    /// timer fires, the `input` future is dropped.
+    ///
+    /// Dropping the returned future before it completes loses nothing the
+    /// driver owns.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, Output};
+    /// use embassy_futures::block_on;
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// drop(driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None }));
+    /// // Both ready (the input, and `Clock`'s timer): the input goes first.
+    /// let step = block_on(driver.next(async { Some(Input::AbortRetry) })).unwrap();
+    /// assert!(matches!(step.outputs.as_deref(), Ok([Output::CancelTimer { .. }, ..])));
+    /// drop(step);
+    /// // No more input: `None`.
+    /// assert!(block_on(driver.next(async { None })).is_none());
+    /// ```
+    pub async fn next<F>(&mut self, input: F) -> Option<Step<'_>>
+    where
+        F: Future<Output = Option<I>>,
+    {
+        let armed = self.pending.and_then(|p| Some((p.timer, p.at?)));
+        let woke = {
+            let mut input = pin!(input);
+            let sleep = armed.map(|(_, at)| self.sleeper.sleep_until(at));
+            let mut sleep = pin!(sleep);
+            poll_fn(|cx| {
+                if let Poll::Ready(input) = input.as_mut().poll(cx) {
+                    return Poll::Ready(input.map_or(Woke::Closed, Woke::Input));
+                }
+                match (sleep.as_mut().as_pin_mut(), armed) {
+                    (Some(sleep), Some((timer, _))) => sleep.poll(cx).map(|()| Woke::Fired(timer)),
+                    _ => Poll::Pending,
+                }
+            })
+            .await
+        };
+        match woke {
+            Woke::Input(input) => Some(self.handle(input)),
+            Woke::Fired(timer) => Some(self.fire(timer)),
+            Woke::Closed => None,
+        }
+    }
+
+    /// Clears the pending timer and feeds its `timer_fired`.
+    fn fire(&mut self, timer: TimerId) -> Step<'_> {
+        self.pending = None;
+        self.input = None;
+        let input = Input::TimerFired { timer };
+        Step {
+            input,
+            outputs: self.machine.handle(input),
+        }
+    }
+}
+
+/// What woke [`Driver::next`].
+enum Woke<I> {
+    Input(I),
+    Fired(TimerId),
+    Closed,
+}

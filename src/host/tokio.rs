@@ -1,0 +1,77 @@
+//! The async driver on [tokio](https://tokio.rs) (feature `tokio`): a
+//! [`Driver`] whose [`Sleeper`] is tokio's timer, fed owned inputs
+//! ([`InputBuf`] by default) from any future, typically a channel's
+//! `recv()`.
+//!
+//! ```
+//! use autoretry::host::tokio::{Tokio, TokioDriver};
+//! use autoretry::{InputBuf, Machine, MessageBuf, Output, StopReason};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+//! tx.send(InputBuf::agent_end(MessageBuf::error(String::from("503 Service Unavailable")))).await.unwrap();
+//! let mut driver = TokioDriver::new(Machine::default(), Tokio);
+//! let mut log = Vec::new();
+//! while let Some(step) = driver.next(rx.recv()).await {
+//!     for output in step.outputs.unwrap_or_default() {
+//!         log.push(output.type_name());
+//!         match output {
+//!             // 2 s later (in tokio's time): the agent runs again and answers well.
+//!             Output::ContinueAgent => tx.send(InputBuf::agent_end(MessageBuf::new(StopReason::Stop))).await.unwrap(),
+//!             Output::CheckCompaction => rx.close(), // the prompt is over
+//!             _ => {}
+//!         }
+//!     }
+//! }
+//! assert_eq!(log, ["emit", "drop_trailing_error", "sleep", "continue_agent",
+//!                  "emit", "settled", "check_compaction"]);
+//! # }
+//! ```
+//!
+//! `examples/tokio_agent.rs` is a whole agent: a flaky provider, and Esc
+//! (abort) from a channel.
+
+use std::time::Duration;
+
+use ::tokio::time::{sleep_until, Instant, Sleep};
+
+use crate::host::driver::{Driver, Sleeper};
+use crate::InputBuf;
+
+/// Tokio's clock and timer ([`tokio::time`]): under a
+/// paused clock (`start_paused`, `tokio::time::pause`) the driver runs in
+/// virtual time.
+///
+/// ```
+/// use autoretry::host::{driver::Sleeper, tokio::Tokio};
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let now = Tokio.now();
+/// assert_eq!(Tokio.after(now, 2000).unwrap() - now, std::time::Duration::from_secs(2));
+/// Tokio.sleep_until(now).await;
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tokio;
+
+impl Sleeper for Tokio {
+    type Instant = Instant;
+    type Sleep = Sleep;
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn after(&self, at: Instant, ms: u64) -> Option<Instant> {
+        at.checked_add(Duration::from_millis(ms))
+    }
+
+    fn sleep_until(&self, at: Instant) -> Sleep {
+        sleep_until(at)
+    }
+}
+
+/// The driver on tokio, fed `I` ([`InputBuf`] unless said otherwise):
+/// `TokioDriver::new(machine, Tokio)`.
+pub type TokioDriver<I = InputBuf> = Driver<Tokio, I>;

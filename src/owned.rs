@@ -1,0 +1,254 @@
+//! Owned inputs on std: [`MessageBuf`] and [`InputBuf`] hold their texts,
+//! so a host can send them across tasks and threads and keep them as long
+//! as it likes; each lends itself to the machine as the borrowed
+//! [`AssistantMessage`] or [`Input`] (`as_message`, `as_input`), which cost
+//! nothing to make.
+//!
+//! ```
+//! use autoretry::{InputBuf, Machine, MessageBuf, Output};
+//! // Made from a `String` that is gone by the time the machine sees it.
+//! let input = InputBuf::agent_end(MessageBuf::error(format!("{} overloaded", 529)));
+//! let mut machine = Machine::default();
+//! let out = machine.handle(input.as_input()).unwrap();
+//! assert!(matches!(out[2], Output::Sleep { ms: 2000, .. }));
+//! ```
+
+use crate::machine::Input;
+use crate::message::{AssistantMessage, StopReason, Usage};
+use crate::settings::RetrySettings;
+use crate::TimerId;
+
+/// An [`AssistantMessage`] that owns its error text.
+///
+/// ```
+/// use autoretry::{AssistantMessage, MessageBuf, StopReason};
+/// let owned = MessageBuf::error("503 Service Unavailable").with_retry_after_ms(1500);
+/// assert!(owned.as_message().is_retryable(0));
+/// assert_eq!(MessageBuf::from(owned.as_message()), owned);
+/// assert_eq!(MessageBuf::new(StopReason::Stop).as_message(), AssistantMessage::new(StopReason::Stop));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MessageBuf {
+    /// `stopReason`.
+    pub stop_reason: StopReason,
+    /// `errorMessage`, when the message has one.
+    pub error_message: Option<String>,
+    /// `usage`, when the message has it.
+    pub usage: Option<Usage>,
+    /// `shouldRetry`: the host's own verdict (spec §10.2).
+    pub should_retry: Option<bool>,
+    /// `retryAfterMs`: a wait the host read from the response headers.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl MessageBuf {
+    /// A message with this stop reason and nothing else.
+    pub const fn new(stop_reason: StopReason) -> Self {
+        MessageBuf {
+            stop_reason,
+            error_message: None,
+            usage: None,
+            should_retry: None,
+            retry_after_ms: None,
+        }
+    }
+
+    /// An `error` message with this error text.
+    pub fn error(error_message: impl Into<String>) -> Self {
+        MessageBuf {
+            error_message: Some(error_message.into()),
+            ..MessageBuf::new(StopReason::Error)
+        }
+    }
+
+    /// The same message with `usage` set.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// The same message with the host's verdict `should_retry` set.
+    pub fn with_should_retry(mut self, should_retry: bool) -> Self {
+        self.should_retry = Some(should_retry);
+        self
+    }
+
+    /// The same message with the host's `retry_after_ms` set.
+    pub fn with_retry_after_ms(mut self, retry_after_ms: u64) -> Self {
+        self.retry_after_ms = Some(retry_after_ms);
+        self
+    }
+
+    /// The message as the machine reads it, borrowing the text.
+    pub fn as_message(&self) -> AssistantMessage<'_> {
+        AssistantMessage {
+            stop_reason: self.stop_reason,
+            error_message: self.error_message.as_deref(),
+            usage: self.usage,
+            should_retry: self.should_retry,
+            retry_after_ms: self.retry_after_ms,
+        }
+    }
+}
+
+impl From<AssistantMessage<'_>> for MessageBuf {
+    /// Copies the text.
+    fn from(message: AssistantMessage<'_>) -> Self {
+        MessageBuf {
+            stop_reason: message.stop_reason,
+            error_message: message.error_message.map(String::from),
+            usage: message.usage,
+            should_retry: message.should_retry,
+            retry_after_ms: message.retry_after_ms,
+        }
+    }
+}
+
+/// An [`Input`] that owns its texts: one variant per input, the same fields.
+///
+/// ```
+/// use autoretry::{Input, InputBuf, MessageBuf, StopReason};
+/// let input = InputBuf::UsageLimitMarked { switched: true, error_message: "usage limit".into() };
+/// assert_eq!(input.as_input(), Input::UsageLimitMarked { switched: true, error_message: "usage limit" });
+/// assert_eq!(InputBuf::from(input.as_input()), input);
+/// let done = InputBuf::agent_end(MessageBuf::new(StopReason::Stop));
+/// assert!(matches!(done.as_input(), Input::AgentEnd { now_ms: None, .. }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum InputBuf {
+    /// [`Input::MessageEnd`].
+    MessageEnd {
+        /// The message.
+        message: MessageBuf,
+    },
+    /// [`Input::AgentEnd`].
+    AgentEnd {
+        /// The run's last assistant message.
+        message: MessageBuf,
+        /// The host's wall clock in Unix milliseconds, if it has one.
+        now_ms: Option<u64>,
+    },
+    /// [`Input::TimerFired`].
+    TimerFired {
+        /// The id the `sleep` carried.
+        timer: TimerId,
+    },
+    /// [`Input::UsageLimitMarked`].
+    UsageLimitMarked {
+        /// Whether the host switched to another credential or model.
+        switched: bool,
+        /// The error text of the message that was marked.
+        error_message: String,
+    },
+    /// [`Input::AbortRetry`].
+    AbortRetry,
+    /// [`Input::Abort`].
+    Abort,
+    /// [`Input::SetAutoRetry`].
+    SetAutoRetry {
+        /// The new value of `retry.enabled`.
+        enabled: bool,
+    },
+    /// [`Input::Settings`].
+    Settings(RetrySettings),
+}
+
+impl InputBuf {
+    /// An `agent_end` of `message`, with no wall clock.
+    pub fn agent_end(message: MessageBuf) -> Self {
+        InputBuf::AgentEnd {
+            message,
+            now_ms: None,
+        }
+    }
+
+    /// The input as the machine reads it, borrowing the texts.
+    pub fn as_input(&self) -> Input<'_> {
+        match self {
+            InputBuf::MessageEnd { message } => Input::MessageEnd {
+                message: message.as_message(),
+            },
+            InputBuf::AgentEnd { message, now_ms } => Input::AgentEnd {
+                message: message.as_message(),
+                now_ms: *now_ms,
+            },
+            InputBuf::TimerFired { timer } => Input::TimerFired { timer: *timer },
+            InputBuf::UsageLimitMarked {
+                switched,
+                error_message,
+            } => Input::UsageLimitMarked {
+                switched: *switched,
+                error_message,
+            },
+            InputBuf::AbortRetry => Input::AbortRetry,
+            InputBuf::Abort => Input::Abort,
+            InputBuf::SetAutoRetry { enabled } => Input::SetAutoRetry { enabled: *enabled },
+            InputBuf::Settings(settings) => Input::Settings(*settings),
+        }
+    }
+}
+
+impl From<Input<'_>> for InputBuf {
+    /// Copies the texts.
+    fn from(input: Input<'_>) -> Self {
+        match input {
+            Input::MessageEnd { message } => InputBuf::MessageEnd {
+                message: message.into(),
+            },
+            Input::AgentEnd { message, now_ms } => InputBuf::AgentEnd {
+                message: message.into(),
+                now_ms,
+            },
+            Input::TimerFired { timer } => InputBuf::TimerFired { timer },
+            Input::UsageLimitMarked {
+                switched,
+                error_message,
+            } => InputBuf::UsageLimitMarked {
+                switched,
+                error_message: error_message.into(),
+            },
+            Input::AbortRetry => InputBuf::AbortRetry,
+            Input::Abort => InputBuf::Abort,
+            Input::SetAutoRetry { enabled } => InputBuf::SetAutoRetry { enabled },
+            Input::Settings(settings) => InputBuf::Settings(settings),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_input_round_trips() {
+        let message = AssistantMessage::error("429 rate limited")
+            .with_usage(Usage::new(5, 7).with_cache_write(2))
+            .with_should_retry(true)
+            .with_retry_after_ms(1500);
+        let inputs = [
+            Input::MessageEnd { message },
+            Input::AgentEnd {
+                message,
+                now_ms: Some(1_700_000_000_000),
+            },
+            Input::AgentEnd {
+                message: AssistantMessage::new(StopReason::Aborted),
+                now_ms: None,
+            },
+            Input::TimerFired { timer: TimerId(9) },
+            Input::UsageLimitMarked {
+                switched: false,
+                error_message: "usage limit",
+            },
+            Input::AbortRetry,
+            Input::Abort,
+            Input::SetAutoRetry { enabled: false },
+            Input::Settings(RetrySettings::DEFAULT.with_max_retries(1)),
+        ];
+        for input in inputs {
+            let owned = InputBuf::from(input);
+            assert_eq!(owned.as_input(), input);
+            assert_eq!(InputBuf::from(owned.as_input()), owned);
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! Saving and restoring a [`Machine`]: [`Snapshot`], [`Machine::snapshot`]
+//! and [`Machine::restore`], so that a device keeps an open chain across
+//! deep sleep and a server can move a session to another process.
+
+use core::fmt;
+
+use crate::classify::Classifier;
+use crate::machine::{Machine, Marked, Phase};
+use crate::settings::{JitterPct, Profile, RetrySettings};
+
+/// A saved [`Machine`]: its whole state, versioned and checked. Made by
+/// [`Machine::snapshot`], turned back into a machine by
+/// [`Machine::restore`].
+///
+/// A snapshot is the machine's whole state and nothing else, as plain
+/// integers (26 to 40 bytes in postcard for usual machines, at most
+/// [`Snapshot::MAX_POSTCARD_LEN`]; `no_std`, no allocation):
+///
+/// | part | fields |
+/// |---|---|
+/// | the format | `version` ([`Snapshot::VERSION`]) and `check`, a 32-bit FNV-1a digest of every other field |
+/// | the settings in force | every field of [`RetrySettings`] (profile and classifier as codes) |
+/// | the host options | `context_window`, `credential_store` (the seed lives on as the generator's state) |
+/// | the jitter generator | its state now, so the restored machine draws what this one would draw next |
+/// | the chain | where it is (idle, running, in a backoff, awaiting the usage-limit answer), the attempt, the last timer id (the pending one in a backoff) |
+/// | the usage-limit answer | the figures fixed at the `agent_end` and a 32-bit digest of the marked text (not the text) |
+///
+/// It holds no time: the machine has no clock. In a backoff, the host keeps
+/// its own deadline next to the snapshot (a wall-clock or RTC time: a
+/// monotonic instant does not survive a reboot) and, after restoring,
+/// starts a timer for the time left (none when it has passed) and feeds
+/// [`Input::TimerFired`](crate::Input::TimerFired) with
+/// [`Machine::pending_timer`] when it fires; the async drivers do this
+/// with `rearm` (`host::driver::Driver::rearm`). Awaiting the usage-limit
+/// answer, the host keeps the marked error text too: the answer must carry
+/// it.
+///
+/// With feature `serde` a snapshot is `Serialize` and `Deserialize`, in any
+/// serde format (postcard on a firmware, JSON on a server). Decoding checks
+/// only the shape; [`Machine::restore`] checks the rest, so a damaged,
+/// foreign or other-version snapshot is a [`SnapshotError`], never a panic
+/// and never a machine in a state it could not reach:
+///
+/// ```
+/// use autoretry::{AssistantMessage, Input, Machine, Output, SnapshotError};
+///
+/// let mut machine = Machine::default();
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// let _ = machine.handle(failed).unwrap(); // in a 2 s backoff
+///
+/// let snapshot = machine.snapshot(); // ... deep sleep ...
+/// let mut restored = Machine::restore(snapshot).unwrap();
+/// assert_eq!(restored, machine);
+/// let timer = restored.pending_timer().unwrap(); // re-armed by the host
+/// assert_eq!(restored.handle(Input::TimerFired { timer }).unwrap()[..], [Output::ContinueAgent]);
+/// ```
+///
+/// In bytes, with postcard (`no_std`, into a caller's buffer):
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use autoretry::{Machine, Snapshot, SnapshotError};
+/// let mut buf = [0u8; Snapshot::MAX_POSTCARD_LEN];
+/// let bytes = postcard::to_slice(&Machine::default().snapshot(), &mut buf).unwrap();
+/// let snapshot: Snapshot = postcard::from_bytes(bytes).unwrap();
+/// assert_eq!(Machine::restore(snapshot), Ok(Machine::default()));
+///
+/// // One byte changed: the digest says so.
+/// bytes[bytes.len() / 2] ^= 1;
+/// let damaged: Result<Snapshot, _> = postcard::from_bytes(bytes);
+/// assert!(damaged.map_or(true, |s| Machine::restore(s).is_err()));
+/// # }
+/// ```
+///
+/// ```
+/// use autoretry::{Machine, Snapshot};
+/// assert_eq!(Machine::default().snapshot().version(), Snapshot::VERSION);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Snapshot {
+    version: u16,
+    check: u32,
+    profile: u8,
+    enabled: bool,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u8,
+    honor_hints: bool,
+    classifier: u8,
+    context_window: u64,
+    credential_store: bool,
+    jitter_state: u64,
+    timer: u64,
+    phase: u8,
+    attempt: u32,
+    marked_delay_ms: u64,
+    marked_ceiling_ms: u64,
+    marked_max_attempts: u32,
+    marked_text_digest: u32,
+}
+
+/// Why [`Machine::restore`] refused a snapshot. Nothing was made.
+///
+/// ```
+/// use autoretry::{Machine, SnapshotError};
+/// let err = Machine::restore(Machine::default().snapshot().with_version(9)).unwrap_err();
+/// assert_eq!(err, SnapshotError::Version { found: 9 });
+/// assert_eq!(err.to_string(), "snapshot format version 9, this build reads version 1");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// The snapshot is of another format version.
+    Version {
+        /// Its version.
+        found: u16,
+    },
+    /// The digest does not match the fields: damaged, edited or not a
+    /// snapshot at all.
+    Check,
+    /// A field holds a value no machine has (named, with what it must be).
+    Field {
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// The profile or classifier needs feature `extended`, which this
+    /// build lacks.
+    NeedsExtended,
+    /// The fields disagree with each other: no machine reaches that state.
+    Inconsistent(&'static str),
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            SnapshotError::Version { found } => write!(
+                f,
+                "snapshot format version {found}, this build reads version {}",
+                Snapshot::VERSION
+            ),
+            SnapshotError::Check => f.write_str(
+                "snapshot check digest does not match its fields (damaged, edited or not a snapshot)",
+            ),
+            SnapshotError::Field { field, expected } => {
+                write!(f, "snapshot field {field}: expected {expected}")
+            }
+            SnapshotError::NeedsExtended => f.write_str(
+                "snapshot uses the extended classifier or the modern profile: this build lacks feature `extended`",
+            ),
+            SnapshotError::Inconsistent(why) => write!(f, "snapshot is inconsistent: {why}"),
+        }
+    }
+}
+
+impl core::error::Error for SnapshotError {}
+
+const PHASES: [Phase; 4] = [
+    Phase::Idle,
+    Phase::Running,
+    Phase::Backoff,
+    Phase::AwaitingUsageLimit,
+];
+
+impl Snapshot {
+    /// The format version this build writes and reads.
+    pub const VERSION: u16 = 1;
+
+    /// The most bytes a snapshot takes in postcard (varints at their
+    /// longest): a buffer for `postcard::to_slice`.
+    pub const MAX_POSTCARD_LEN: usize =
+        3 + 5 + 1 + 1 + 5 + 3 * 10 + 1 + 1 + 1 + 10 + 1 + 2 * 10 + 1 + 5 + 2 * 10 + 2 * 5;
+
+    /// The snapshot's format version.
+    pub const fn version(&self) -> u16 {
+        self.version
+    }
+
+    /// The same snapshot marked with another format version (its digest
+    /// made again): what an older or newer build would have written, for
+    /// tests of a host's upgrade path.
+    pub fn with_version(mut self, version: u16) -> Self {
+        self.version = version;
+        self.check = self.digest();
+        self
+    }
+
+    /// FNV-1a over every field but `check`, little-endian.
+    fn digest(&self) -> u32 {
+        let mut hash = 0x811c_9dc5_u32;
+        let mut feed = |bytes: &[u8]| {
+            for &byte in bytes {
+                hash = (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193);
+            }
+        };
+        feed(&self.version.to_le_bytes());
+        feed(&[self.profile, u8::from(self.enabled)]);
+        feed(&self.max_retries.to_le_bytes());
+        feed(&self.base_delay_ms.to_le_bytes());
+        feed(&self.max_delay_ms.to_le_bytes());
+        feed(&self.backoff_cap_ms.to_le_bytes());
+        feed(&[self.jitter_pct, u8::from(self.honor_hints), self.classifier]);
+        feed(&self.context_window.to_le_bytes());
+        feed(&[u8::from(self.credential_store)]);
+        feed(&self.jitter_state.to_le_bytes());
+        feed(&self.timer.to_le_bytes());
+        feed(&[self.phase]);
+        feed(&self.attempt.to_le_bytes());
+        feed(&self.marked_delay_ms.to_le_bytes());
+        feed(&self.marked_ceiling_ms.to_le_bytes());
+        feed(&self.marked_max_attempts.to_le_bytes());
+        feed(&self.marked_text_digest.to_le_bytes());
+        hash
+    }
+}
+
+impl Machine {
+    /// The machine's whole state as a [`Snapshot`] (see
+    /// [`Snapshot`] for what it holds and how a host
+    /// re-arms its timer). Take it between inputs, after carrying out the
+    /// outputs of the last one.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, Machine, RetrySettings};
+    /// let machine = Machine::new(RetrySettings::DEFAULT.with_max_retries(7), HostOptions::DEFAULT.with_seed(3));
+    /// assert_eq!(Machine::restore(machine.snapshot()), Ok(machine));
+    /// ```
+    pub fn snapshot(&self) -> Snapshot {
+        let s = self.settings;
+        let mut snapshot = Snapshot {
+            version: Snapshot::VERSION,
+            check: 0,
+            profile: match s.profile {
+                Profile::Classic => 0,
+                #[cfg(feature = "extended")]
+                Profile::Modern => 1,
+            },
+            enabled: s.enabled,
+            max_retries: s.max_retries,
+            base_delay_ms: s.base_delay_ms,
+            max_delay_ms: s.max_delay_ms,
+            backoff_cap_ms: s.backoff_cap_ms,
+            jitter_pct: s.jitter_pct.get(),
+            honor_hints: s.honor_hints,
+            classifier: match s.classifier {
+                Classifier::Classic => 0,
+                #[cfg(feature = "extended")]
+                Classifier::Extended => 1,
+            },
+            context_window: self.context_window,
+            credential_store: self.credential_store,
+            jitter_state: self.jitter,
+            timer: self.timer,
+            phase: match self.phase {
+                Phase::Idle => 0,
+                Phase::Running => 1,
+                Phase::Backoff => 2,
+                Phase::AwaitingUsageLimit => 3,
+            },
+            attempt: self.attempt,
+            marked_delay_ms: self.marked.delay_ms,
+            marked_ceiling_ms: self.marked.exceeded_ceiling_ms,
+            marked_max_attempts: self.marked.max_attempts,
+            marked_text_digest: self.marked.text_fingerprint,
+        };
+        snapshot.check = snapshot.digest();
+        snapshot
+    }
+
+    /// The machine a [`Snapshot`] saved, exactly: the same state, the same
+    /// next outputs for the same inputs. A snapshot of another version, one
+    /// whose digest does not match, or one whose fields no machine could
+    /// hold is refused with a [`SnapshotError`] that says which.
+    ///
+    /// ```
+    /// use autoretry::{Machine, SnapshotError};
+    /// let old = Machine::default().snapshot().with_version(0);
+    /// assert_eq!(Machine::restore(old), Err(SnapshotError::Version { found: 0 }));
+    /// ```
+    pub fn restore(snapshot: Snapshot) -> Result<Machine, SnapshotError> {
+        let s = snapshot;
+        if s.version != Snapshot::VERSION {
+            return Err(SnapshotError::Version { found: s.version });
+        }
+        if s.check != s.digest() {
+            return Err(SnapshotError::Check);
+        }
+        let profile = match s.profile {
+            0 => Profile::Classic,
+            #[cfg(feature = "extended")]
+            1 => Profile::Modern,
+            #[cfg(not(feature = "extended"))]
+            1 => return Err(SnapshotError::NeedsExtended),
+            _ => return Err(field("profile", "0 (classic) or 1 (modern)")),
+        };
+        let classifier = match s.classifier {
+            0 => Classifier::Classic,
+            #[cfg(feature = "extended")]
+            1 => Classifier::Extended,
+            #[cfg(not(feature = "extended"))]
+            1 => return Err(SnapshotError::NeedsExtended),
+            _ => return Err(field("classifier", "0 (classic) or 1 (extended)")),
+        };
+        let jitter_pct =
+            JitterPct::new(s.jitter_pct).ok_or(field("jitter_pct", "a percentage, 0 to 100"))?;
+        let phase = *PHASES
+            .get(usize::from(s.phase))
+            .ok_or(field("phase", "0 to 3"))?;
+        let marked = Marked {
+            delay_ms: s.marked_delay_ms,
+            exceeded_ceiling_ms: s.marked_ceiling_ms,
+            max_attempts: s.marked_max_attempts,
+            text_fingerprint: s.marked_text_digest,
+        };
+        match phase {
+            Phase::Idle if s.attempt != 0 => {
+                return Err(SnapshotError::Inconsistent("an attempt with no chain open"))
+            }
+            Phase::Backoff | Phase::AwaitingUsageLimit if s.attempt == 0 => {
+                return Err(SnapshotError::Inconsistent(
+                    "a backoff or usage-limit answer at attempt 0",
+                ))
+            }
+            Phase::Idle | Phase::Running | Phase::Backoff if marked != Marked::NONE => {
+                return Err(SnapshotError::Inconsistent(
+                    "usage-limit figures with no usage-limit answer awaited",
+                ))
+            }
+            _ => {}
+        }
+        Ok(Machine {
+            settings: RetrySettings {
+                profile,
+                enabled: s.enabled,
+                max_retries: s.max_retries,
+                base_delay_ms: s.base_delay_ms,
+                max_delay_ms: s.max_delay_ms,
+                backoff_cap_ms: s.backoff_cap_ms,
+                jitter_pct,
+                honor_hints: s.honor_hints,
+                classifier,
+            },
+            context_window: s.context_window,
+            jitter: s.jitter_state,
+            timer: s.timer,
+            marked,
+            attempt: s.attempt,
+            phase,
+            credential_store: s.credential_store,
+        })
+    }
+}
+
+const fn field(field: &'static str, expected: &'static str) -> SnapshotError {
+    SnapshotError::Field { field, expected }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A snapshot with one field changed and its digest made again.
+    fn forged(edit: impl FnOnce(&mut Snapshot)) -> Snapshot {
+        let mut s = Machine::default().snapshot();
+        edit(&mut s);
+        s.check = s.digest();
+        s
+    }
+
+    /// An edit of a snapshot and the error it must give.
+    type Case = (fn(&mut Snapshot), SnapshotError);
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let cases: [Case; 6] = [
+            (
+                |s| s.profile = 7,
+                field("profile", "0 (classic) or 1 (modern)"),
+            ),
+            (
+                |s| s.classifier = 2,
+                field("classifier", "0 (classic) or 1 (extended)"),
+            ),
+            (
+                |s| s.jitter_pct = 101,
+                field("jitter_pct", "a percentage, 0 to 100"),
+            ),
+            (|s| s.phase = 4, field("phase", "0 to 3")),
+            (
+                |s| s.attempt = 1,
+                SnapshotError::Inconsistent("an attempt with no chain open"),
+            ),
+            (
+                |s| s.phase = 2,
+                SnapshotError::Inconsistent("a backoff or usage-limit answer at attempt 0"),
+            ),
+        ];
+        for (edit, want) in cases {
+            assert_eq!(Machine::restore(forged(edit)), Err(want));
+        }
+        let marked = forged(|s| s.marked_delay_ms = 5);
+        assert!(matches!(
+            Machine::restore(marked),
+            Err(SnapshotError::Inconsistent(_))
+        ));
+    }
+
+    #[test]
+    fn a_changed_field_fails_the_digest() {
+        let mut s = Machine::default().snapshot();
+        s.max_retries += 1;
+        assert_eq!(Machine::restore(s), Err(SnapshotError::Check));
+    }
+
+    #[test]
+    fn the_version_is_checked_first() {
+        let mut s = Machine::default().snapshot();
+        s.version = 2;
+        assert_eq!(
+            Machine::restore(s),
+            Err(SnapshotError::Version { found: 2 })
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! The tokio driver (`autoretry::host::tokio`) on every vector, in virtual
+//! time: under tokio's paused clock, time moves only when every task
+//! waits, and then straight to the next timer. A backoff must end exactly
+//! when its `sleep` said (not a millisecond early or late), every other
+//! input must be taken at once, and the inputs are owned (`InputBuf`)
+//! through a tokio channel. Both folders run: the vectors of sections 1–9
+//! and those of the policy options of section 10.
+#![cfg(all(feature = "tokio", feature = "json"))]
+
+use crate::common::scenarios::{refused, scenarios, Scenario, FOLDERS};
+
+use std::time::Duration;
+
+use autoretry::host::tokio::{Tokio, TokioDriver};
+use autoretry::wire::json::InputOwned;
+use autoretry::{Input, InputBuf, Machine, MessageBuf, Output, StopReason, TimerId};
+use autoretry_testkit::VectorHost;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Fails the scenario with a message unless `$cond`.
+macro_rules! check {
+    ($cond:expr, $($why:tt)+) => {
+        if !$cond {
+            return Err(format!($($why)+));
+        }
+    };
+}
+
+/// Runs one scenario: the number of steps (all passed), or the first
+/// mismatch.
+async fn run(scenario: &Scenario) -> Result<usize, String> {
+    let (tx, mut rx) = mpsc::channel::<InputBuf>(4);
+    let header = &scenario.header;
+    let mut driver = TokioDriver::new(Machine::new(header.settings, header.host), Tokio);
+    let mut host = VectorHost::<String>::new();
+    // When the last `sleep` said its timer is due (virtual time).
+    let mut due = Instant::now();
+    let mut passed = 0;
+    for (input, want, at) in &scenario.steps {
+        let state = |driver: &TokioDriver| serde_json::to_value(driver.state()).unwrap();
+        let input = match input {
+            InputOwned::Invalid { .. } => {
+                // The host refuses it without asking the machine.
+                check!(
+                    refused(want),
+                    "{at}: refused by the host, the vector accepts it"
+                );
+                check!(state(&driver) == want["state"], "{at}: state");
+                passed += 1;
+                continue;
+            }
+            InputOwned::TimerFired { timer: ordinal } => match host.machine_timer(*ordinal) {
+                Some(id) if driver.machine().pending_timer() == Some(id) => None,
+                // A stale or never-produced timer: the host delivers it late.
+                other => Some(InputBuf::TimerFired {
+                    timer: other.unwrap_or(TimerId(u64::MAX)),
+                }),
+            },
+            other => Some(InputBuf::from(
+                other.as_input(host.marked_text()).expect("valid"),
+            )),
+        };
+        let sent = input.is_some();
+        if let Some(input) = input {
+            tx.send(input).await.expect("the channel is open");
+        }
+        // The step borrows the driver: its outputs are read in this block,
+        // then the driver is free for queries.
+        let out = {
+            let before = Instant::now();
+            let step = driver.next(rx.recv()).await.expect("the channel is open");
+            let waited = Instant::now() - before;
+            if sent {
+                check!(waited == Duration::ZERO, "{at}: an input waited {waited:?}");
+            } else {
+                // The driver's own timer: it fires when the `sleep` said.
+                check!(
+                    Instant::now() == due,
+                    "{at}: the backoff ended {:?} from when it was due",
+                    Instant::now().max(due) - Instant::now().min(due)
+                );
+                check!(
+                    matches!(step.input, Input::TimerFired { .. }),
+                    "{at}: {:?} instead of the timer",
+                    step.input
+                );
+            }
+            check!(
+                step.outputs.is_err() == refused(want),
+                "{at}: refused {:?}",
+                step.outputs
+            );
+            let mut out = Vec::new();
+            for output in step.outputs.iter().flatten() {
+                if let Output::Sleep { ms, .. } = output {
+                    due = Instant::now() + Duration::from_millis(*ms);
+                }
+                let output = host.vector_output(&step.input, *output);
+                out.push(serde_json::to_value(output).unwrap());
+            }
+            out
+        };
+        check!(
+            Value::Array(out.clone()) == want["out"],
+            "{at}: got {out:?}, want {}",
+            want["out"]
+        );
+        check!(state(&driver) == want["state"], "{at}: state");
+        check!(
+            driver.deadline().is_some() == driver.machine().pending_timer().is_some(),
+            "{at}: the timer is armed while the machine's is not pending, or not armed while it is"
+        );
+        passed += 1;
+    }
+    Ok(passed)
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_vector_in_virtual_time() {
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    for folder in FOLDERS {
+        let scenarios = scenarios(folder);
+        let (mut passed, mut steps, mut steps_passed) = (0, 0, 0);
+        for scenario in &scenarios {
+            steps += scenario.steps.len();
+            match run(scenario).await {
+                Ok(n) => {
+                    passed += 1;
+                    steps_passed += n;
+                }
+                Err(why) => failures.push(why),
+            }
+        }
+        report.push(format!(
+            "{folder}: {passed}/{} scenarios, {steps_passed}/{steps} steps passed",
+            scenarios.len()
+        ));
+        assert!(steps >= 118, "{folder}: only {steps} steps");
+    }
+    println!("tokio driver in virtual time:\n  {}", report.join("\n  "));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn failed() -> InputBuf {
+    InputBuf::agent_end(MessageBuf::error(String::from("529 overloaded_error")))
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_abort_at_the_deadline_beats_the_timer() {
+    let (tx, mut rx) = mpsc::channel(4);
+    let mut driver = TokioDriver::new(Machine::default(), Tokio);
+    let _ = driver.handle(failed());
+    tokio::time::advance(Duration::from_millis(2000)).await;
+    // Both are ready: the input goes first and cancels the timer.
+    tx.send(InputBuf::AbortRetry).await.unwrap();
+    let step = driver.next(rx.recv()).await.unwrap();
+    assert_eq!(step.input, Input::AbortRetry);
+    assert!(matches!(
+        step.outputs.as_deref(),
+        Ok([Output::CancelTimer { .. }, ..])
+    ));
+    // In an async fn the step keeps the driver borrowed until it is dropped.
+    drop(step);
+    assert_eq!(driver.deadline(), None);
+    // Nothing fires afterwards: the closed channel ends the wait.
+    drop(tx);
+    assert!(driver.next(rx.recv()).await.is_none());
+    assert!(!driver.state().is_retrying);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_channel_leaves_the_timer_armed() {
+    let (tx, mut rx) = mpsc::channel::<InputBuf>(1);
+    let mut driver = TokioDriver::new(Machine::default(), Tokio);
+    drop(driver.handle(failed()));
+    drop(tx);
+    assert!(driver.next(rx.recv()).await.is_none());
+    assert!(driver.deadline().is_some());
+    assert!(
+        format!("{driver:?}").contains("pending: Some"),
+        "{driver:?}"
+    );
+    // Another source: the timer fires at its deadline.
+    let start = Instant::now();
+    let step = driver.next(std::future::pending()).await.unwrap();
+    assert_eq!(Instant::now() - start, Duration::from_millis(2000));
+    assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_restored_backoff_fires_after_the_time_left() {
+    let mut machine = Machine::default();
+    let _ = machine.handle(failed().as_input()).unwrap();
+    let mut buf = [0; autoretry::Snapshot::MAX_POSTCARD_LEN];
+    let bytes = postcard::to_slice(&machine.snapshot(), &mut buf).unwrap();
+    let restored = Machine::restore(postcard::from_bytes(bytes).unwrap()).unwrap();
+    let mut driver = TokioDriver::<InputBuf>::new(restored, Tokio);
+    assert_eq!(driver.rearm(1234), machine.pending_timer());
+    let start = Instant::now();
+    let step = driver.next(std::future::pending()).await.unwrap();
+    assert_eq!(Instant::now() - start, Duration::from_millis(1234));
+    assert_eq!(step.outputs.as_deref(), Ok(&[Output::ContinueAgent][..]));
+    drop(step);
+    // The continued run answers well: the same ends as the unsaved machine.
+    let done = InputBuf::agent_end(MessageBuf::new(StopReason::Stop));
+    let mut twin = machine.clone();
+    let _ = twin.handle(Input::TimerFired {
+        timer: machine.pending_timer().unwrap(),
+    });
+    let want = twin.handle(done.as_input()).unwrap();
+    assert_eq!(driver.handle(done.clone()).outputs, Ok(want));
+}
