@@ -248,7 +248,7 @@ impl Msg {
     fn is_classic(&self) -> bool {
         self.should_retry.is_none()
             && self.retry_after.is_none()
-            && self.usage.map_or(true, |u| u.cache_write == 0)
+            && self.usage.is_none_or(|u| u.cache_write == 0)
     }
 }
 

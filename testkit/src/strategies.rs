@@ -1,4 +1,4 @@
-//! [`proptest`] strategies for property-testing a host of the machine
+//! [`proptest`](mod@proptest) strategies for property-testing a host of the machine
 //! (feature `proptest`): settings, host options, messages, inputs and whole
 //! host scenarios, all owned.
 //!
