@@ -42,7 +42,7 @@
 //! ```
 
 use autoretry::classify::Classifier;
-use autoretry::wire::json::MessageOwned;
+use autoretry::wire::json::{InputOwned, MessageOwned};
 use autoretry::{
     HostOptions, Input, JitterPct, Profile, RetrySettings, StopReason, TimerId, Usage,
 };
@@ -289,6 +289,38 @@ pub fn message() -> impl Strategy<Value = MessageOwned> {
         )
 }
 
+/// One input as it travels on the wire (`{"type":"agent_end",...}`),
+/// owned: every input type, timers as small numbers (a machine issues 1,
+/// 2, ...) or any `u64`, valid settings. Borrow it for the machine with
+/// `InputOwned::as_input(marked_text)`.
+///
+/// ```
+/// use autoretry::Machine;
+/// use proptest::prelude::*;
+/// proptest!(|(inputs in proptest::collection::vec(autoretry_testkit::strategies::input(), 1..50))| {
+///     let mut machine = Machine::default();
+///     for input in &inputs {
+///         let before = machine.clone();
+///         if machine.handle(input.as_input("usage limit").unwrap()).is_err() {
+///             prop_assert_eq!(&machine, &before); // a refusal changes nothing
+///         }
+///     }
+/// });
+/// ```
+pub fn input() -> impl Strategy<Value = InputOwned> {
+    prop_oneof![
+        8 => (message(), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
+            .prop_map(|(message, now_ms)| InputOwned::AgentEnd { message, now_ms }),
+        3 => message().prop_map(|message| InputOwned::MessageEnd { message }),
+        6 => prop_oneof![4 => 1u64..8, 1 => any::<u64>()].prop_map(|timer| InputOwned::TimerFired { timer }),
+        3 => any::<bool>().prop_map(|switched| InputOwned::UsageLimitMarked { switched }),
+        1 => Just(InputOwned::AbortRetry),
+        1 => Just(InputOwned::Abort),
+        1 => any::<bool>().prop_map(|enabled| InputOwned::SetAutoRetry { enabled }),
+        1 => settings().prop_map(InputOwned::Settings),
+    ]
+}
+
 /// One thing that happens to a host, owned: an input of the machine, with
 /// the timer and the usage-limit text left for the host to fill in
 /// ([`Step::input`]).
@@ -363,7 +395,7 @@ impl Step {
     ///
     /// ```
     /// use autoretry::StopReason;
-    /// use autoretry::wire::json::MessageOwned;
+    /// use autoretry::wire::json::{InputOwned, MessageOwned};
     /// use autoretry_testkit::strategies::Step;
     /// let step = Step::AgentEnd(MessageOwned::new(StopReason::Error, Some("usage limit".into())), None);
     /// assert_eq!(step.error_text(), Some("usage limit"));
