@@ -6,6 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
 import * as autoretry from "../autoretry.js";
 import { AutoretryError, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_TEXT_LEN, ERR_UTF8, Machine, load, parseJson, stringifyJson } from "../autoretry.js";
@@ -148,6 +149,24 @@ test("load takes bytes, a WebAssembly.Module and a file URL", async () => {
     const m = new Machine(other);
     assert.deepEqual(m.state(), idle);
     m.free();
+  }
+});
+
+test("load streams a module over HTTP, as a browser does", async () => {
+  const server = createServer((req, res) => {
+    if (req.url !== "/autoretry.wasm") return res.writeHead(404).end();
+    res.writeHead(200, { "content-type": "application/wasm" }).end(bytes);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/autoretry.wasm`;
+    for (const source of [new URL(url), url, fetch(url)]) {
+      const m = new Machine(await load(source));
+      assert.deepEqual(m.handle(overloaded).at(-1), { type: "sleep", ms: 2000, timer: 1 });
+      m.free();
+    }
+  } finally {
+    server.close();
   }
 });
 
