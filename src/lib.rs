@@ -90,10 +90,16 @@
 //!   (`RuleSet::from_json`, `Rules::compile`, `Rules::load`, the blob
 //!   writer), with regex-automata's `dfa-build` and regex-syntax.
 //!
-//! The test scaffolding (the conformance vectors' host, line format and
-//! replayer, the machine's invariant monitor, the fuzz entry points) is not
-//! part of this crate: it is the unpublished `autoretry-testkit` in the
-//! repository's `testkit/`.
+//! - `arbitrary`: `arbitrary::Arbitrary` for [`Input`], [`AssistantMessage`],
+//!   [`RetrySettings`], [`HostOptions`] and their parts, for fuzzing a host
+//!   with whole inputs (`autoretry::arbitrary`).
+//!
+//! The test scaffolding is not part of this crate: it is the test kit
+//! `autoretry-testkit` (the repository's `testkit/`): the conformance
+//! vectors' host, line format and replayer, the invariant `Monitor` that
+//! checks a host's input/output log against the crate's guarantees, the
+//! `proptest` strategies of its feature `proptest`, and the fuzz entry
+//! points.
 #![cfg_attr(not(feature = "std"), no_std)]
 // docs.rs builds with `--cfg docsrs`: items show the feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -154,6 +160,10 @@ pub mod host;
 #[cfg(feature = "rules")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
 pub mod rules;
+
+#[cfg(feature = "arbitrary")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
+pub mod arbitrary;
 
 // Every public type of the core has `defmt::Format` (feature `defmt`): a
 // type left out fails the build.

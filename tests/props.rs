@@ -38,7 +38,7 @@ use autoretry::{
     RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS,
 };
 use autoretry_testkit::fuzzing::{matches_overflow_unanchored, Monitor};
-use autoretry_testkit::{VectorHost, RECENT_TIMERS};
+use autoretry_testkit::{strategies, VectorHost, RECENT_TIMERS};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use serde_json::{json, Value};
@@ -248,7 +248,7 @@ impl Msg {
     fn is_classic(&self) -> bool {
         self.should_retry.is_none()
             && self.retry_after.is_none()
-            && self.usage.map_or(true, |u| u.cache_write == 0)
+            && self.usage.is_none_or(|u| u.cache_write == 0)
     }
 }
 
@@ -704,16 +704,6 @@ impl Gen {
     }
 }
 
-fn stop_reason() -> impl Strategy<Value = StopReason> {
-    prop_oneof![
-        6 => Just(StopReason::Error),
-        2 => Just(StopReason::Stop),
-        1 => Just(StopReason::ToolUse),
-        1 => Just(StopReason::Length),
-        1 => Just(StopReason::Aborted),
-    ]
-}
-
 /// Indices of labelled retryable texts, to make chains long.
 fn retryable_index() -> impl Strategy<Value = usize> {
     let idx: Vec<usize> = (0..corpus().len())
@@ -793,7 +783,7 @@ fn should_retry() -> impl Strategy<Value = Option<bool>> {
 }
 
 fn message(gen: Gen) -> BoxedStrategy<Msg> {
-    let base = (stop_reason(), text_index(gen), usage(gen));
+    let base = (strategies::stop_reason(), text_index(gen), usage(gen));
     if gen.options {
         (base, should_retry(), retry_after())
             .prop_map(|((stop, text, usage), should_retry, retry_after)| Msg {
@@ -814,100 +804,6 @@ fn message(gen: Gen) -> BoxedStrategy<Msg> {
         })
         .boxed()
     }
-}
-
-fn max_retries() -> impl Strategy<Value = u32> {
-    prop_oneof![4 => 0u32..6, 1 => 6u32..12, 1 => Just(u32::MAX), 1 => any::<u32>()]
-}
-
-fn base_delay() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => Just(2000u64),
-        2 => 0u64..4,
-        1 => Just(500),
-        1 => Just(u64::MAX),
-        1 => Just(1u64 << 63),
-        1 => any::<u64>(),
-    ]
-}
-
-/// The settings of sections 1–9 (the options at their `classic` values).
-fn settings_values() -> impl Strategy<Value = RetrySettings> {
-    (
-        prop_oneof![6 => Just(true), 1 => Just(false)],
-        max_retries(),
-        base_delay(),
-    )
-        .prop_map(|(enabled, max_retries, base_delay_ms)| RetrySettings {
-            enabled,
-            max_retries,
-            base_delay_ms,
-            ..RetrySettings::DEFAULT
-        })
-}
-
-/// A ceiling or a cap: none, the modern value, small, huge.
-fn limit(modern: u64) -> impl Strategy<Value = u64> {
-    prop_oneof![
-        3 => Just(0u64),
-        2 => Just(modern),
-        2 => 1u64..10_000,
-        1 => Just(u64::MAX),
-        1 => any::<u64>(),
-    ]
-}
-
-fn jitter_pct() -> impl Strategy<Value = JitterPct> {
-    prop_oneof![
-        2 => Just(0u8),
-        2 => Just(25u8),
-        1 => Just(100u8),
-        2 => 1u8..=100,
-    ]
-    .prop_map(|p| JitterPct::new(p).expect("at most 100"))
-}
-
-fn profile() -> impl Strategy<Value = Profile> {
-    prop_oneof![Just(Profile::Classic), Just(Profile::Modern)]
-}
-
-fn classifier() -> impl Strategy<Value = Classifier> {
-    prop_oneof![Just(Classifier::Classic), Just(Classifier::Extended)]
-}
-
-/// Settings with every key of 10.1.
-fn option_settings_values() -> impl Strategy<Value = RetrySettings> {
-    (
-        (
-            profile(),
-            prop_oneof![6 => Just(true), 1 => Just(false)],
-            max_retries(),
-            base_delay(),
-        ),
-        (
-            limit(300_000),
-            limit(8000),
-            jitter_pct(),
-            any::<bool>(),
-            classifier(),
-        ),
-    )
-        .prop_map(
-            |(
-                (profile, enabled, max_retries, base_delay_ms),
-                (max_delay_ms, backoff_cap_ms, jitter_pct, honor_hints, classifier),
-            )| RetrySettings {
-                profile,
-                enabled,
-                max_retries,
-                base_delay_ms,
-                max_delay_ms,
-                backoff_cap_ms,
-                jitter_pct,
-                honor_hints,
-                classifier,
-            },
-        )
 }
 
 /// A group with a key given twice: refused by `SettingsGroup`.
@@ -931,7 +827,7 @@ const KEYS: [&str; 9] = [
 /// 10.1), with what they must decode to. Without the options, the keys of
 /// section 4 alone.
 fn settings_json(gen: Gen) -> BoxedStrategy<(String, Option<RetrySettings>)> {
-    let classic = (settings_values(), any::<[bool; 3]>()).prop_map(|(s, keep)| {
+    let classic = (strategies::classic_settings(), any::<[bool; 3]>()).prop_map(|(s, keep)| {
         let mut obj = serde_json::Map::new();
         let mut expected = RetrySettings::DEFAULT;
         if keep[0] {
@@ -950,8 +846,8 @@ fn settings_json(gen: Gen) -> BoxedStrategy<(String, Option<RetrySettings>)> {
     });
     // A profile given (or not), and each other key kept or left to it.
     let options = (
-        option_settings_values(),
-        prop_oneof![Just(None), profile().prop_map(Some)],
+        strategies::settings(),
+        prop_oneof![Just(None), strategies::profile().prop_map(Some)],
         any::<[bool; 8]>(),
     )
         .prop_map(|(s, profile, keep)| {
@@ -1086,52 +982,24 @@ fn op(gen: Gen) -> impl Strategy<Value = Op> {
     ]
 }
 
-fn window() -> impl Strategy<Value = u64> {
-    prop_oneof![
-        Just(0u64),
-        Just(1000),
-        Just(200_000),
-        Just(u64::MAX),
-        any::<u64>()
-    ]
-}
-
-fn host() -> impl Strategy<Value = HostOptions> {
-    (window(), any::<bool>()).prop_map(|(context_window, credential_store)| HostOptions {
-        context_window,
-        credential_store,
-        ..HostOptions::DEFAULT
-    })
-}
-
-/// Hosts with a jitter seed (10.1).
-fn seeded_host() -> impl Strategy<Value = HostOptions> {
-    (
-        window(),
-        any::<bool>(),
-        prop_oneof![Just(0u64), Just(42), any::<u64>()],
-    )
-        .prop_map(|(context_window, credential_store, seed)| HostOptions {
-            context_window,
-            credential_store,
-            seed,
-        })
-}
-
 fn scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<Op>)> {
-    (settings_values(), host()).prop_flat_map(|(s, h)| {
-        (
-            Just(s),
-            Just(h),
-            proptest::collection::vec(op(Gen::classic(h.context_window)), 1..160),
-        )
-    })
+    (
+        strategies::classic_settings(),
+        strategies::classic_host_options(),
+    )
+        .prop_flat_map(|(s, h)| {
+            (
+                Just(s),
+                Just(h),
+                proptest::collection::vec(op(Gen::classic(h.context_window)), 1..160),
+            )
+        })
 }
 
 /// A scenario with the policy options: settings with every key, a seeded
 /// host, option inputs.
 fn option_scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<Op>)> {
-    (option_settings_values(), seeded_host()).prop_flat_map(|(s, h)| {
+    (strategies::settings(), strategies::host_options()).prop_flat_map(|(s, h)| {
         (
             Just(s),
             Just(h),
@@ -1524,7 +1392,7 @@ proptest! {
     /// zero backoff.
     #[test]
     fn jittered_delays_lie_in_their_range(
-        (settings, host, ops) in (option_settings_values(), seeded_host(), 1u8..=100).prop_flat_map(|(s, h, p)| (
+        (settings, host, ops) in (strategies::settings(), strategies::host_options(), 1u8..=100).prop_flat_map(|(s, h, p)| (
             Just(s.with_jitter_pct(JitterPct::new(p).expect("at most 100")).with_honor_hints(false)),
             Just(h.with_credential_store(false)),
             proptest::collection::vec(op(Gen::options(h.context_window)), 1..120),
@@ -1564,7 +1432,7 @@ proptest! {
     /// the message to the compaction check; the machine is idle after it.
     #[test]
     fn a_fail_fast_never_starts_drops_or_sleeps(
-        (settings, host, ops) in (option_settings_values(), seeded_host(), 1u64..5000, any::<bool>()).prop_flat_map(|(s, h, ceiling, store)| (
+        (settings, host, ops) in (strategies::settings(), strategies::host_options(), 1u64..5000, any::<bool>()).prop_flat_map(|(s, h, ceiling, store)| (
             Just(s.with_max_delay_ms(ceiling).with_honor_hints(true)),
             Just(h.with_credential_store(store)),
             proptest::collection::vec(op(Gen::options(h.context_window)), 1..120),

@@ -24,8 +24,8 @@ use std::collections::HashSet;
 use autoretry::classify::{self, Classifier};
 use autoretry::{
     AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Outputs,
-    Profile, Refused, RetrySettings, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED,
-    UNKNOWN_ERROR,
+    Profile, Refused, RetrySettings, RetryState, StopReason, TimerId, Usage, MAX_OUTPUTS,
+    RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -229,6 +229,10 @@ struct Awaiting {
 #[derive(Clone, Debug)]
 pub struct Monitor {
     machine: Machine,
+    /// The host options (no input changes them).
+    host: HostOptions,
+    /// The state after the last input.
+    state: RetryState,
     /// Settings as the inputs set them.
     settings: RetrySettings,
     /// `maxRetries` in force when the current attempt was decided.
@@ -264,8 +268,11 @@ impl Monitor {
     /// assert!(!mon.machine().is_retrying());
     /// ```
     pub fn new(settings: RetrySettings, host: HostOptions) -> Self {
+        let machine = Machine::new(settings, host);
         Monitor {
-            machine: Machine::new(settings, host),
+            state: machine.state(),
+            machine,
+            host,
             settings,
             decided_max: settings.max_retries,
             started: 0,
@@ -328,6 +335,11 @@ impl Monitor {
     /// Feeds one input to the machine, checks every invariant on the
     /// outputs and the state after, and returns what the machine returned.
     ///
+    /// Besides what [`Monitor::observe`] checks, it sees the machine's
+    /// insides: a refused input left the whole machine as it was, the
+    /// pending timer, the awaited usage-limit answer, the settings and the
+    /// jitter generator's state are where the spec puts them.
+    ///
     /// # Panics
     ///
     /// On the first violated invariant, with a message that names it.
@@ -341,9 +353,97 @@ impl Monitor {
     pub fn step<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
         let before = self.machine.clone();
         let result = self.machine.handle(input);
-        let out = match result {
+        let state = self.machine.state();
+        match result {
             Err(refused) => {
                 assert_eq!(self.machine, before, "a refused input changed the machine");
+                self.observe(input, Err(refused), state);
+            }
+            Ok(ref out) => {
+                self.observe(input, Ok(&out[..]), state);
+                assert_eq!(self.machine.pending_timer(), self.pending);
+                assert_eq!(
+                    self.machine.awaits_usage_limit_answer(),
+                    self.awaiting.is_some()
+                );
+                assert_eq!(self.machine.settings(), self.settings);
+                // The machine's generator is where this one is (spec §10.6).
+                assert_eq!(
+                    self.machine.host_options().seed,
+                    self.jitter,
+                    "the jitter state"
+                );
+            }
+        }
+        result
+    }
+
+    /// Checks one entry of a host's log: the input the host fed, what the
+    /// machine answered (its outputs, or the refusal) and the state after
+    /// (`Machine::state`). Feed it every entry, in order, from the
+    /// machine's creation with the settings and host options this monitor
+    /// was made with; the monitor's own machine is not used. This checks a
+    /// host built on the crate (a log recorded at its `Machine::handle`
+    /// calls) as well as any other implementation of the spec whose log is
+    /// turned into these types (a sidecar's, the WebAssembly module's).
+    ///
+    /// It checks that an input is refused exactly when spec §6a says and
+    /// changes no state then; that the outputs of each input come in an
+    /// order the spec allows; that every retry decision (start or not, the
+    /// start's attempt, `maxAttempts` and `delayMs`, the usage-limit hint,
+    /// the fail-fast and cancelled ends' final errors) is the one spec
+    /// sections 3, 5 and 10 give, with this monitor's own classifier call
+    /// and jitter draws; that timer ids are never reused, only the pending
+    /// timer is cancelled or continues the agent, every `agent_end` is
+    /// resolved once (`continue_agent` or `check_compaction`), `settled`
+    /// ends every open chain exactly once; and that the state reports the
+    /// chain the outputs describe.
+    ///
+    /// # Panics
+    ///
+    /// On the first violated guarantee, with a message that names it (a
+    /// property test's runner reports it and shrinks the case).
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, RetrySettings};
+    /// use autoretry_testkit::Monitor;
+    ///
+    /// // A host's log: here, recorded around a real machine.
+    /// let (settings, host) = (RetrySettings::DEFAULT, HostOptions::DEFAULT);
+    /// let mut machine = Machine::new(settings, host);
+    /// let mut monitor = Monitor::new(settings, host);
+    /// let inputs = [
+    ///     Input::AgentEnd { message: AssistantMessage::error("529 overloaded_error"), now_ms: None },
+    ///     Input::AbortRetry,
+    /// ];
+    /// for input in inputs {
+    ///     let result = machine.handle(input);
+    ///     monitor.observe(input, result.as_deref().map_err(|&refused| refused), machine.state());
+    /// }
+    /// assert_eq!(monitor.chains(), 1);
+    /// ```
+    ///
+    /// A log that breaks a guarantee panics, naming it:
+    ///
+    /// ```should_panic
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Output, RetrySettings, RetryState};
+    /// use autoretry_testkit::Monitor;
+    ///
+    /// let mut monitor = Monitor::new(RetrySettings::DEFAULT, HostOptions::DEFAULT);
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("529 overloaded_error"), now_ms: None };
+    /// // A host that retried at once, with no backoff: the spec expects a start, a drop and a sleep.
+    /// let state = RetryState { auto_retry_enabled: true, is_retrying: true, retry_attempt: 1 };
+    /// monitor.observe(failed, Ok(&[Output::ContinueAgent]), state);
+    /// ```
+    pub fn observe(
+        &mut self,
+        input: Input<'_>,
+        result: Result<&[Output<'_>], Refused>,
+        state: RetryState,
+    ) {
+        let out = match result {
+            Err(refused) => {
+                assert_eq!(state, self.state, "a refused input changed the state");
                 let expected = match input {
                     Input::AgentEnd { .. } | Input::MessageEnd { .. } => {
                         self.pending.is_some() || self.awaiting.is_some()
@@ -355,13 +455,13 @@ impl Monitor {
                     _ => false,
                 };
                 assert!(expected, "refused {input:?} ({refused})");
-                return Err(refused);
+                return;
             }
             Ok(out) => out,
         };
         assert!(out.len() <= MAX_OUTPUTS);
-        self.check(input, &out, before.host_options());
-        Ok(out)
+        self.check(input, out, state);
+        self.state = state;
     }
 
     /// The spec's decision on an `agent_end` the machine accepted (spec
@@ -456,7 +556,8 @@ impl Monitor {
         }
     }
 
-    fn check(&mut self, input: Input<'_>, out: &[Output<'_>], host: HostOptions) {
+    fn check(&mut self, input: Input<'_>, out: &[Output<'_>], state: RetryState) {
+        let host = self.host;
         // Inputs that must be refused were not.
         match input {
             Input::AgentEnd { .. } | Input::MessageEnd { .. } => assert!(
@@ -721,7 +822,6 @@ impl Monitor {
         }
         assert!(settled <= 1, "settled twice");
 
-        let state = self.machine.state();
         assert_eq!(
             state.retry_attempt,
             self.started_or_awaited(),
@@ -741,18 +841,6 @@ impl Monitor {
         if was_open && !self.open {
             assert_eq!(settled, 1, "a chain closed without settled");
         }
-        assert_eq!(self.machine.pending_timer(), self.pending);
-        assert_eq!(
-            self.machine.awaits_usage_limit_answer(),
-            self.awaiting.is_some()
-        );
-        assert_eq!(self.machine.settings(), self.settings);
-        // The machine's generator is where this one is (spec §10.6).
-        assert_eq!(
-            self.machine.host_options().seed,
-            self.jitter,
-            "the jitter state"
-        );
     }
 
     fn started_or_awaited(&self) -> u32 {

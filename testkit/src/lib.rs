@@ -1,21 +1,29 @@
-//! The test kit of [`autoretry`]: what its tests, fuzz targets, firmware and
-//! command-line host share, kept out of the published library.
+//! The test kit of [`autoretry`]: what a host's property tests and fuzz
+//! targets need to check a host against the crate's guarantees, and what
+//! the crate's own tests, fuzz targets, firmware and command-line host
+//! share, kept out of the library.
 //!
 //! - [`VectorHost`] (`no_std`, no allocation): the host of the conformance
 //!   vectors, timer ordinals to the machine's ids and back, and the kept
 //!   usage-limit text.
 //! - With feature `std`:
+//!   - [`Monitor`]: the invariant checker. [`Monitor::observe`] checks a
+//!     host's log (each input, the outputs or refusal, the state after)
+//!     against the crate's guarantees; [`Monitor::step`] drives a machine
+//!     of its own and checks its insides too;
 //!   - [`vector`]: the line format of the vectors ([`vector::VectorLine`],
 //!     [`vector::ScenarioHeader`]);
 //!   - [`replay`]: the vectors replayed on the real machine
 //!     ([`replay::Replayer`]);
-//!   - [`fuzzing`]: the invariant [`fuzzing::Monitor`] of the machine and
-//!     the entry points of the fuzz targets, which **panic** on a violated
-//!     guarantee.
+//!   - [`fuzzing`]: the entry points of the fuzz targets, which **panic**
+//!     on a violated guarantee, and the texts they draw from.
+//! - With feature `proptest`: [`strategies`], proptest strategies for
+//!   settings, host options, messages, inputs and whole host scenarios.
 //! - With feature `rules-fuzz`: [`rules_fuzz`], generated rule sets with
 //!   their `regex` reference, and the rules fuzz targets' entry points.
 //!
-//! The crate is not published: the library's API is `autoretry` alone.
+//! For fuzzing with whole inputs, the library's own feature `arbitrary`
+//! implements `arbitrary::Arbitrary` for its inputs and settings.
 //!
 //! ```
 //! use autoretry::{AssistantMessage, Input, Machine, Output, TimerId};
@@ -38,6 +46,9 @@ mod host;
 pub use host::{VectorHost, RECENT_TIMERS};
 
 #[cfg(feature = "std")]
+pub use fuzzing::Monitor;
+
+#[cfg(feature = "std")]
 pub mod vector;
 
 #[cfg(feature = "std")]
@@ -48,3 +59,6 @@ pub mod fuzzing;
 
 #[cfg(feature = "rules-fuzz")]
 pub mod rules_fuzz;
+
+#[cfg(feature = "proptest")]
+pub mod strategies;

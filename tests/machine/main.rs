@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod arbitrary;
 mod cancel;
 mod chain;
 mod fuzz_regressions;

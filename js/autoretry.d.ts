@@ -1,0 +1,146 @@
+// Types of the autoretry WebAssembly wrapper (`autoretry.js`).
+
+/** A u64 value: a number when it is a safe integer, else a BigInt. */
+export type U64 = number | bigint;
+
+/** `stopReason` of an assistant message. */
+export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
+
+/** An assistant message (spec §2, §10.2); unknown fields are ignored. */
+export interface AssistantMessage {
+  role?: "assistant";
+  stopReason: StopReason;
+  /** At most `module.maxText` (4096) bytes of UTF-8. */
+  errorMessage?: string;
+  usage?: { input?: U64; cacheRead?: U64; cacheWrite?: U64 };
+  /** The host's own verdict (spec §10.2). */
+  shouldRetry?: boolean;
+  /** A wait the host read from the response headers (spec §10.2). */
+  retryAfterMs?: U64;
+}
+
+/** The `retry` settings group (spec §4, §10.1): missing keys default. */
+export interface RetrySettings {
+  profile?: "classic" | "modern";
+  enabled?: boolean;
+  maxRetries?: number | bigint;
+  baseDelayMs?: U64;
+  maxDelayMs?: U64;
+  backoffCapMs?: U64;
+  jitterPct?: number | bigint;
+  honorHints?: boolean;
+  classifier?: "classic" | "extended";
+}
+
+/** The host options (spec §2, §10.1). */
+export interface HostOptions {
+  /** The model's context window in tokens; 0 (the default) is unknown. */
+  contextWindow?: U64;
+  /** Whether the host can rotate credentials on a usage limit. */
+  credentialStore?: boolean;
+  /** The jitter generator's seed. */
+  seed?: U64;
+}
+
+/** One input of the machine, as in the conformance vectors. */
+export type Input =
+  | { type: "message_end"; message: AssistantMessage }
+  | { type: "agent_end"; message: AssistantMessage; nowMs?: U64 }
+  | { type: "timer_fired"; timer: U64 }
+  | { type: "usage_limit_marked"; switched: boolean }
+  | { type: "abort_retry" }
+  | { type: "abort" }
+  | { type: "set_auto_retry"; enabled: boolean }
+  | { type: "settings"; settings: RetrySettings };
+
+/** An event to publish (spec §8), keys in the spec's order. */
+export type Event =
+  | { type: "auto_retry_start"; attempt: number; maxAttempts: number; delayMs: U64; errorMessage: string }
+  | { type: "auto_retry_end"; success: boolean; attempt: number; finalError?: string };
+
+/** One output of an input: carry out every one, in order. */
+export type Output =
+  | { type: "emit"; event: Event }
+  | { type: "drop_trailing_error" }
+  | { type: "sleep"; ms: U64; timer: U64 }
+  | { type: "cancel_timer"; timer: U64 }
+  | { type: "continue_agent" }
+  | { type: "mark_usage_limit"; retryAfterMs: U64 | null }
+  | { type: "check_compaction" }
+  | { type: "abort_agent" }
+  | { type: "settled" };
+
+/** The query surface. */
+export interface RetryState {
+  autoRetryEnabled: boolean;
+  isRetrying: boolean;
+  retryAttempt: number;
+}
+
+/** A loaded module: its pool holds a fixed number of machines at once. */
+export class AutoretryModule {
+  private constructor();
+  /** The longest `errorMessage` the module takes, in UTF-8 bytes. */
+  readonly maxText: number;
+}
+
+/**
+ * Instantiates the module from bytes, a `WebAssembly.Module`, a `Response`
+ * (or its promise) or a URL; by default `autoretry.wasm` next to the wrapper.
+ */
+export function load(source?: BufferSource | WebAssembly.Module | Response | PromiseLike<Response> | URL | string): Promise<AutoretryModule>;
+
+/** One retry machine. */
+export class Machine {
+  /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options) or ERR_POOL_FULL. */
+  constructor(module: AutoretryModule, options?: { settings?: RetrySettings; host?: HostOptions });
+  /** Feeds one input and returns its outputs; throws an `AutoretryError` (and changes nothing) otherwise. */
+  handle(input: Input): Output[];
+  /** `{autoRetryEnabled, isRetrying, retryAttempt}`. */
+  state(): RetryState;
+  /** The pending backoff timer's id, or null. */
+  pendingTimer(): U64 | null;
+  /** Releases the machine's slot; using it after throws ERR_HANDLE. */
+  free(): void;
+}
+
+/** An error of the module or of the wrapper's checks; nothing changed. */
+export class AutoretryError extends Error {
+  readonly name: "AutoretryError";
+  /** One of the `ERR_*` codes. */
+  readonly code: number;
+  /** The code's name, e.g. `"ERR_REFUSED"`. */
+  readonly codeName: string;
+}
+
+/** Parses JSON; integers beyond 2^53 - 1 become BigInts; a repeated key is an error. */
+export function parseJson(text: string): unknown;
+/** `JSON.stringify` that writes BigInts as integer literals. */
+export function stringifyJson(value: unknown): string;
+
+export const ERR_HANDLE: -1;
+export const ERR_REFUSED: -2;
+export const ERR_UTF8: -3;
+export const ERR_TEXT_LEN: -4;
+export const ERR_POOL_FULL: -5;
+export const ERR_ARG: -6;
+export const ERR_OUT_TOO_SMALL: -7;
+export const ERR_SETTINGS: -8;
+export const ERROR_NAMES: Readonly<Record<number, string>>;
+
+export const STOP_STOP: 0;
+export const STOP_LENGTH: 1;
+export const STOP_TOOL_USE: 2;
+export const STOP_ERROR: 3;
+export const STOP_ABORTED: 4;
+export const STOP_REASONS: Readonly<Record<StopReason, number>>;
+
+export const PROFILE_CLASSIC: 0;
+export const PROFILE_MODERN: 1;
+export const PROFILES: Readonly<Record<"classic" | "modern", number>>;
+export const CLASSIFIER_CLASSIC: 0;
+export const CLASSIFIER_EXTENDED: 1;
+export const CLASSIFIERS: Readonly<Record<"classic" | "extended", number>>;
+export const SHOULD_RETRY_ABSENT: -1;
+export const SHOULD_RETRY_NO: 0;
+export const SHOULD_RETRY_YES: 1;

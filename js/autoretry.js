@@ -1,0 +1,334 @@
+// autoretry for JavaScript: the retry policy's state machine, compiled to
+// WebAssembly, behind a `Machine` whose `handle(input)` takes and returns
+// the JSON objects of the conformance vectors and the RPC stream.
+//
+// Numbers: an input's integer fields take a number (a non-negative safe
+// integer) or a BigInt; outputs and the state carry numbers where they are
+// safe integers and BigInts beyond 2^53 - 1 (u64 values reach 2^64 - 1).
+//
+// Errors are `AutoretryError`s with the module's `code` (`ERR_*`) and a
+// message naming what was wrong; an input that throws changed nothing.
+
+import {
+  Abi,
+  CLASSIFIERS,
+  ERROR_NAMES,
+  ERR_ARG,
+  ERR_HANDLE,
+  ERR_POOL_FULL,
+  ERR_REFUSED,
+  ERR_SETTINGS,
+  ERR_TEXT_LEN,
+  ERR_UTF8,
+  PROFILES,
+  STOP_REASONS,
+} from "./abi.js";
+import { parseJson } from "./json.js";
+
+export * from "./abi.js";
+export { parseJson, stringifyJson } from "./json.js";
+
+/** An error of the module or of the wrapper's checks; nothing changed. */
+export class AutoretryError extends Error {
+  /**
+   * @param {number} code one of the `ERR_*` codes
+   * @param {string} message what was wrong
+   */
+  constructor(code, message) {
+    super(message);
+    this.name = "AutoretryError";
+    /** The `ERR_*` code. */
+    this.code = code;
+  }
+
+  /** The code's name, e.g. `"ERR_REFUSED"`. */
+  get codeName() {
+    return ERROR_NAMES[this.code] ?? `error ${this.code}`;
+  }
+}
+
+const U32_MAX = 0xffffffffn;
+const U64_MAX = 0xffffffffffffffffn;
+
+// A value for an error message, as the Rust decoder words it.
+function describe(v) {
+  if (v === null) return "null";
+  if (typeof v === "boolean") return `a boolean ${v}`;
+  if (typeof v === "number" || typeof v === "bigint") return Object.is(v, -0) ? "-0" : String(v);
+  if (typeof v === "string") return `a string ${JSON.stringify(v)}`;
+  if (Array.isArray(v)) return "an array";
+  return v === undefined ? "nothing" : `a ${typeof v}`.replace("a object", "an object");
+}
+
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+// A non-negative integer up to `max`, as a BigInt; `null` when `v` is not one.
+function uintOf(v, max) {
+  if (typeof v === "bigint") return v >= 0n && v <= max ? v : null;
+  // A number above 2^53 - 1 may have lost digits already: take a BigInt.
+  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0 && !Object.is(v, -0)) return BigInt(v) <= max ? BigInt(v) : null;
+  return null;
+}
+
+function uint(v, what, code = ERR_ARG, max = U64_MAX, expected = "a non-negative integer that fits u64") {
+  const n = uintOf(v, max);
+  if (n === null) throw new AutoretryError(code, `${what}: expected ${expected} (a safe integer or a BigInt), found ${describe(v)}`);
+  return n;
+}
+
+function bool(v, what, code = ERR_ARG) {
+  if (typeof v !== "boolean") throw new AutoretryError(code, `${what}: expected a boolean, found ${describe(v)}`);
+  return v;
+}
+
+// The columns of spec §10.1: the defaults of the keys a group leaves out.
+const DEFAULTS = {
+  classic: { profile: "classic", enabled: true, maxRetries: 3, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0, honorHints: false, classifier: "classic" },
+  modern: { profile: "modern", enabled: true, maxRetries: 10, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25, honorHints: true, classifier: "extended" },
+};
+
+/**
+ * The `retry` settings group (spec §4, §10.1), checked as the crate's
+ * `wire::SettingsGroup` checks it: missing keys take the defaults of the
+ * group's `profile` (classic when absent); a wrong type (null included), a
+ * negative, fractional or out-of-range number, another string or an
+ * unknown key throws ERR_SETTINGS naming the key.
+ */
+function decodeSettings(group) {
+  const fail = (what) => {
+    throw new AutoretryError(ERR_SETTINGS, what);
+  };
+  if (!isObject(group)) fail(`retry: expected an object, found ${describe(group)}`);
+  const name = Object.hasOwn(group, "profile") ? group.profile : "classic";
+  if (typeof name !== "string" || !Object.hasOwn(PROFILES, name)) fail(`retry.profile: expected "classic" or "modern", found ${describe(name)}`);
+  const s = { ...DEFAULTS[name] };
+  for (const [key, v] of Object.entries(group)) {
+    const what = `retry.${key}`;
+    switch (key) {
+      case "profile":
+        break;
+      case "enabled":
+      case "honorHints":
+        s[key] = bool(v, what, ERR_SETTINGS);
+        break;
+      case "maxRetries":
+        s[key] = Number(uint(v, what, ERR_SETTINGS, U32_MAX, "a non-negative integer that fits u32"));
+        break;
+      case "baseDelayMs":
+      case "maxDelayMs":
+      case "backoffCapMs":
+        s[key] = uint(v, what, ERR_SETTINGS);
+        break;
+      case "jitterPct":
+        s[key] = Number(uint(v, what, ERR_SETTINGS, 100n, "an integer from 0 to 100"));
+        break;
+      case "classifier":
+        if (typeof v !== "string" || !Object.hasOwn(CLASSIFIERS, v)) fail(`${what}: expected "classic" or "extended", found ${describe(v)}`);
+        s[key] = v;
+        break;
+      default:
+        fail(`retry: unknown key ${JSON.stringify(key)}`);
+    }
+  }
+  return s;
+}
+
+// The host options (spec §2, §10.1): `contextWindow`, `credentialStore`, `seed`.
+function decodeHost(host) {
+  if (!isObject(host)) throw new AutoretryError(ERR_ARG, `host: expected an object, found ${describe(host)}`);
+  const h = { contextWindow: 0n, credentialStore: false, seed: 0n };
+  for (const [key, v] of Object.entries(host)) {
+    if (key === "contextWindow" || key === "seed") h[key] = uint(v, `host.${key}`);
+    else if (key === "credentialStore") h[key] = bool(v, `host.${key}`);
+    else throw new AutoretryError(ERR_ARG, `host: unknown key ${JSON.stringify(key)}`);
+  }
+  return h;
+}
+
+// An assistant message (spec §2, §10.2); unknown fields are ignored.
+function decodeMessage(m, maxText) {
+  if (!isObject(m)) throw new AutoretryError(ERR_ARG, `message: expected an object, found ${describe(m)}`);
+  const role = m.role;
+  if (role !== undefined && role !== "assistant") throw new AutoretryError(ERR_ARG, `message.role: expected "assistant", found ${describe(role)}`);
+  const stop = m.stopReason;
+  if (typeof stop !== "string" || !Object.hasOwn(STOP_REASONS, stop)) {
+    throw new AutoretryError(ERR_ARG, `message.stopReason: expected one of "stop", "length", "toolUse", "error", "aborted", found ${describe(stop)}`);
+  }
+  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined };
+  const text = m.errorMessage;
+  if (text !== undefined) {
+    if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `message.errorMessage: expected a string, found ${describe(text)}`);
+    // TextEncoder would turn a lone surrogate into U+FFFD silently.
+    if (typeof text.isWellFormed === "function" && !text.isWellFormed()) {
+      throw new AutoretryError(ERR_UTF8, "message.errorMessage: a lone surrogate (not valid Unicode)");
+    }
+    out.text = new TextEncoder().encode(text);
+    if (out.text.length > maxText) {
+      throw new AutoretryError(ERR_TEXT_LEN, `message.errorMessage: ${out.text.length} bytes of UTF-8, more than the module's ${maxText}`);
+    }
+  }
+  const usage = m.usage;
+  if (usage !== undefined) {
+    if (!isObject(usage)) throw new AutoretryError(ERR_ARG, `message.usage: expected an object, found ${describe(usage)}`);
+    const count = (key) => (usage[key] === undefined ? 0n : uint(usage[key], `message.usage.${key}`));
+    out.usage = { input: count("input"), cacheRead: count("cacheRead"), cacheWrite: count("cacheWrite") };
+  }
+  if (m.shouldRetry !== undefined) out.shouldRetry = bool(m.shouldRetry, "message.shouldRetry");
+  if (m.retryAfterMs !== undefined) out.retryAfterMs = uint(m.retryAfterMs, "message.retryAfterMs");
+  return out;
+}
+
+/** A loaded WebAssembly module: up to its pool size of machines at once. */
+export class AutoretryModule {
+  /** @param {WebAssembly.Instance} instance */
+  constructor(instance) {
+    /** @internal */
+    this.abi = new Abi(instance);
+  }
+
+  /** The longest `errorMessage` the module takes, in UTF-8 bytes. */
+  get maxText() {
+    return this.abi.maxText;
+  }
+}
+
+/**
+ * Instantiates the module. `source` is the `.wasm` as bytes, a
+ * `WebAssembly.Module`, a `Response` (or a promise of one, e.g. `fetch(url)`:
+ * compiled while it streams) or a URL; without it, `autoretry.wasm` next to
+ * this file.
+ * @returns {Promise<AutoretryModule>}
+ */
+export async function load(source = new URL("./autoretry.wasm", import.meta.url)) {
+  if (typeof source === "string" || source instanceof URL) {
+    const url = new URL(source, import.meta.url);
+    if (url.protocol === "file:") {
+      const { readFile } = await import("node:fs/promises");
+      source = await readFile(url);
+    } else source = fetch(url);
+  }
+  source = await source;
+  let instance;
+  if (source instanceof WebAssembly.Module) instance = await WebAssembly.instantiate(source, {});
+  else if (typeof Response !== "undefined" && source instanceof Response) {
+    ({ instance } = await WebAssembly.instantiateStreaming(source, {}));
+  } else ({ instance } = await WebAssembly.instantiate(source, {}));
+  return new AutoretryModule(instance);
+}
+
+// Frees the slot of a machine that was dropped without `free()`.
+const slots = new FinalizationRegistry(({ abi, handle }) => abi.free(handle));
+
+/**
+ * One retry machine. Feed it every input of the agent in order and carry out
+ * every output of an input before the next (the drain rule).
+ */
+export class Machine {
+  #abi;
+  #handle;
+
+  /**
+   * @param {AutoretryModule} module from `load()`
+   * @param {{settings?: object, host?: object}} [options] the `retry`
+   *   group (spec §4, §10.1; missing keys default) and the host options
+   *   (`contextWindow`, `credentialStore`, `seed`)
+   */
+  constructor(module, { settings = {}, host = {} } = {}) {
+    if (!(module instanceof AutoretryModule)) throw new AutoretryError(ERR_ARG, "module: expected what load() returns");
+    const s = decodeSettings(settings);
+    const h = decodeHost(host);
+    const handle = module.abi.create(s, h);
+    if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every machine of the module is in use: free() one first");
+    if (handle < 0) throw new AutoretryError(handle, `creating the machine failed: ${ERROR_NAMES[handle] ?? handle}`);
+    this.#abi = module.abi;
+    this.#handle = handle;
+    slots.register(this, { abi: module.abi, handle }, this);
+  }
+
+  #live() {
+    if (this.#handle < 0) throw new AutoretryError(ERR_HANDLE, "this machine was freed");
+    return this.#handle;
+  }
+
+  // The JSON of a non-negative result, or the error of a negative one.
+  #result(n, type) {
+    if (n >= 0) return parseJson(this.#abi.read(n));
+    if (n === ERR_REFUSED) throw new AutoretryError(n, `${type} refused: out of turn for the machine's state (spec §6a); nothing changed`);
+    throw new AutoretryError(n, `${type}: the module returned ${ERROR_NAMES[n] ?? n}`);
+  }
+
+  /**
+   * Feeds one input (`{type: "agent_end", message: {...}}`, ...) and returns
+   * its outputs (`[{type: "emit", event: {...}}, {type: "sleep", ms, timer}, ...]`).
+   * @param {object} input
+   * @returns {object[]}
+   */
+  handle(input) {
+    const h = this.#live();
+    const abi = this.#abi;
+    if (!isObject(input)) throw new AutoretryError(ERR_ARG, `input: expected an object, found ${describe(input)}`);
+    const type = input.type;
+    let n;
+    switch (type) {
+      case "message_end":
+        n = abi.message(h, type, decodeMessage(input.message, abi.maxText));
+        break;
+      case "agent_end": {
+        const message = decodeMessage(input.message, abi.maxText);
+        const now = input.nowMs === undefined ? undefined : uint(input.nowMs, "nowMs");
+        n = abi.message(h, type, message, now);
+        break;
+      }
+      case "timer_fired":
+        n = abi.timerFired(h, uint(input.timer, "timer"));
+        break;
+      case "usage_limit_marked":
+        n = abi.usageLimitMarked(h, bool(input.switched, "switched"));
+        break;
+      case "abort_retry":
+        n = abi.abortRetry(h);
+        break;
+      case "abort":
+        n = abi.abort(h);
+        break;
+      case "set_auto_retry":
+        n = abi.setAutoRetry(h, bool(input.enabled, "enabled"));
+        break;
+      case "settings":
+        n = abi.settings(h, decodeSettings(input.settings));
+        break;
+      default:
+        throw new AutoretryError(
+          ERR_ARG,
+          `type: unknown input ${describe(type)} (expected message_end, agent_end, timer_fired, usage_limit_marked, abort_retry, abort, set_auto_retry or settings)`,
+        );
+    }
+    return this.#result(n, type);
+  }
+
+  /**
+   * The query surface: `{autoRetryEnabled, isRetrying, retryAttempt}`.
+   * @returns {{autoRetryEnabled: boolean, isRetrying: boolean, retryAttempt: number}}
+   */
+  state() {
+    return this.#result(this.#abi.state(this.#live()), "state");
+  }
+
+  /**
+   * The id of the backoff timer that is pending, or null.
+   * @returns {number | bigint | null}
+   */
+  pendingTimer() {
+    const id = this.#abi.pendingTimer(this.#live());
+    if (id === 0n) return null;
+    return id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : id;
+  }
+
+  /** Releases the machine's slot in the module; using it after is an error. */
+  free() {
+    if (this.#handle < 0) return;
+    this.#abi.free(this.#handle);
+    slots.unregister(this);
+    this.#handle = -1;
+  }
+}

@@ -1,0 +1,25 @@
+// The types in use: CI compiles this file with `tsc --noEmit --strict`
+// (it is not run). A mistake in autoretry.d.ts, or in this use of it, fails.
+import { AutoretryError, ERR_REFUSED, Machine, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
+import type { Event, Input, Output, RetryState } from "../autoretry.js";
+
+const machine = new Machine(await load(), { settings: { profile: "modern", baseDelayMs: 2000, maxRetries: 3n }, host: { seed: 42n } });
+const input: Input = { type: "agent_end", message: { role: "assistant", stopReason: "error", errorMessage: "503" }, nowMs: Date.now() };
+const out: Output[] = machine.handle(input);
+for (const o of out) {
+  if (o.type === "sleep") machine.handle({ type: "timer_fired", timer: o.timer });
+  if (o.type === "emit") {
+    const event: Event = o.event;
+    if (event.type === "auto_retry_start") console.log(event.delayMs, event.errorMessage.length);
+    else console.log(event.success, event.finalError ?? "");
+  }
+}
+try {
+  machine.handle({ type: "settings", settings: { jitterPct: 101 } });
+} catch (e) {
+  if (e instanceof AutoretryError && e.code !== ERR_REFUSED) console.log(e.codeName, e.message);
+}
+const state: RetryState = machine.state();
+const pending: number | bigint | null = machine.pendingTimer();
+console.log(state.retryAttempt, pending, STOP_ERROR, stringifyJson(parseJson("[1]")));
+machine.free();

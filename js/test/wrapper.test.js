@@ -1,0 +1,181 @@
+// The wrapper's own contract: numbers and BigInts, errors that change
+// nothing, the codes against the Rust constants, the pool, the JSON helpers.
+//
+// The module: $AUTORETRY_WASM, else js/autoretry.wasm (`sh js/build.sh`).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { createServer } from "node:http";
+import { pathToFileURL } from "node:url";
+import * as autoretry from "../autoretry.js";
+import { AutoretryError, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_TEXT_LEN, ERR_UTF8, Machine, load, parseJson, stringifyJson } from "../autoretry.js";
+
+const wasm = process.env.AUTORETRY_WASM ?? new URL("../autoretry.wasm", import.meta.url).pathname;
+if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
+const bytes = readFileSync(wasm);
+const module = await load(bytes);
+
+const overloaded = { type: "agent_end", message: { role: "assistant", stopReason: "error", errorMessage: "529 overloaded_error" } };
+const idle = { autoRetryEnabled: true, isRetrying: false, retryAttempt: 0 };
+
+// Runs `f` on a fresh machine and frees it.
+function withMachine(options, f) {
+  const machine = new Machine(module, options);
+  try {
+    return f(machine);
+  } finally {
+    machine.free();
+  }
+}
+
+// The AutoretryError `f` throws.
+function thrown(f) {
+  try {
+    f();
+  } catch (e) {
+    assert.ok(e instanceof AutoretryError, `${e}`);
+    return e;
+  }
+  assert.fail("no error");
+}
+
+test("u64 arguments take numbers: the raw export does not", () => {
+  // The module's u64 parameters are BigInts in JS; the wrapper converts.
+  assert.throws(() => module.abi.x.autoretry_new(1, 3, 2000, 0, 0), /BigInt/);
+  withMachine({ settings: { baseDelayMs: 2000, maxDelayMs: 2 ** 53 - 1 }, host: { contextWindow: 200000, seed: 7 } }, (m) => {
+    const out = m.handle({ ...overloaded, nowMs: 1_700_000_000_000 });
+    assert.deepEqual(out.at(-1), { type: "sleep", ms: 2000, timer: 1 });
+    assert.equal(m.pendingTimer(), 1);
+    assert.deepEqual(m.handle({ type: "timer_fired", timer: 1n }), [{ type: "continue_agent" }]);
+  });
+});
+
+test("outputs are numbers where safe, BigInts beyond 2^53 - 1", () => {
+  const max = 0xffffffffffffffffn;
+  withMachine({ settings: { baseDelayMs: max } }, (m) => {
+    const [start, , sleep] = m.handle(overloaded);
+    assert.equal(start.event.delayMs, max);
+    assert.equal(sleep.ms, max);
+    assert.equal(typeof start.event.attempt, "number");
+  });
+  withMachine({ host: { credentialStore: true } }, (m) => {
+    const out = m.handle({ type: "agent_end", message: { stopReason: "error", errorMessage: "usage limit reached", retryAfterMs: 2n ** 60n } });
+    assert.deepEqual(out, [{ type: "mark_usage_limit", retryAfterMs: 2n ** 60n }]);
+  });
+});
+
+test("bad inputs throw with a code and a message, and change nothing", () => {
+  withMachine({}, (m) => {
+    m.handle(overloaded); // a chain is open, a backoff pending
+    const during = m.state();
+    const cases = [
+      [{ type: "agent_end", message: { stopReason: "stop" } }, ERR_REFUSED, /agent_end refused/],
+      [{ type: "settings", settings: { maxRetries: -1 } }, ERR_SETTINGS, /^retry\.maxRetries: expected a non-negative integer that fits u32 .*found -1$/],
+      [{ type: "settings", settings: { jitterPct: 101 } }, ERR_SETTINGS, /^retry\.jitterPct: .*found 101$/],
+      [{ type: "settings", settings: { baseDelayMs: 1.5 } }, ERR_SETTINGS, /^retry\.baseDelayMs: .*found 1\.5$/],
+      [{ type: "settings", settings: { baseDelayMs: -0 } }, ERR_SETTINGS, /found -0$/],
+      [{ type: "settings", settings: { baseDelayMs: 2 ** 60 } }, ERR_SETTINGS, /a BigInt/],
+      [{ type: "settings", settings: { retries: 3 } }, ERR_SETTINGS, /^retry: unknown key "retries"$/],
+      [{ type: "settings", settings: { profile: null } }, ERR_SETTINGS, /^retry\.profile: expected "classic" or "modern", found null$/],
+      [{ type: "settings", settings: [] }, ERR_SETTINGS, /^retry: expected an object, found an array$/],
+      [{ type: "reboot" }, ERR_ARG, /^type: unknown input a string "reboot"/],
+      [{ type: "agent_end" }, ERR_ARG, /^message: expected an object, found nothing$/],
+      [{ type: "agent_end", message: { stopReason: "Error" } }, ERR_ARG, /^message\.stopReason: expected one of/],
+      [{ type: "agent_end", message: { role: "user", stopReason: "stop" } }, ERR_ARG, /^message\.role/],
+      [{ type: "agent_end", message: { stopReason: "error", errorMessage: null } }, ERR_ARG, /^message\.errorMessage: expected a string, found null$/],
+      [{ type: "agent_end", message: { stopReason: "error", usage: { input: "5" } } }, ERR_ARG, /^message\.usage\.input:/],
+      [{ type: "agent_end", message: { stopReason: "error", errorMessage: "x".repeat(module.maxText + 1) } }, ERR_TEXT_LEN, /4097 bytes/],
+      [{ type: "agent_end", message: { stopReason: "error", errorMessage: "\ud800 503" } }, ERR_UTF8, /lone surrogate/],
+      [{ type: "timer_fired", timer: -1 }, ERR_ARG, /^timer: /],
+      [{ type: "set_auto_retry", enabled: "yes" }, ERR_ARG, /^enabled: expected a boolean, found a string "yes"$/],
+      ["agent_end", ERR_ARG, /^input: expected an object/],
+    ];
+    for (const [input, code, message] of cases) {
+      const e = thrown(() => m.handle(input));
+      assert.equal(e.code, code, `${JSON.stringify(input)}: ${e.message}`);
+      assert.match(e.message, message);
+      assert.equal(e.codeName, autoretry.ERROR_NAMES[code]);
+      assert.deepEqual(m.state(), during, `${e.message}: changed the state`);
+    }
+    // The settings in force are still the defaults, the timer still pending.
+    assert.deepEqual(m.handle({ type: "timer_fired", timer: m.pendingTimer() }), [{ type: "continue_agent" }]);
+    assert.equal(m.handle(overloaded)[0].event.delayMs, 4000);
+  });
+  const e = thrown(() => new Machine(module, { settings: { classifier: "strict" } }));
+  assert.equal(e.code, ERR_SETTINGS);
+  assert.equal(thrown(() => new Machine(module, { host: { seed: 1.5 } })).code, ERR_ARG);
+  assert.equal(thrown(() => new Machine(module, { host: { cores: 2 } })).code, ERR_ARG);
+});
+
+test("a freed machine is an error; the pool frees its slot", () => {
+  const machines = [];
+  let e;
+  for (;;) {
+    try {
+      machines.push(new Machine(module));
+    } catch (err) {
+      e = err;
+      break;
+    }
+  }
+  assert.equal(e.code, ERR_POOL_FULL);
+  assert.ok(machines.length >= 1);
+  machines[0].free();
+  machines[0].free(); // twice is harmless
+  assert.equal(thrown(() => machines[0].handle({ type: "abort" })).code, ERR_HANDLE);
+  assert.equal(thrown(() => machines[0].state()).code, ERR_HANDLE);
+  machines[0] = new Machine(module);
+  assert.deepEqual(machines[0].state(), idle);
+  for (const m of machines) m.free();
+});
+
+test("the codes are the Rust constants", () => {
+  const dir = new URL("../../src/host/ffi/", import.meta.url);
+  const rust = new Map();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".rs"))) {
+    const src = readFileSync(new URL(file, dir), "utf8");
+    for (const [, name, value] of src.matchAll(/pub const ((?:ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY)_[A-Z0-9_]+): [iu]32 = (-?\d+);/g)) rust.set(name, Number(value));
+  }
+  assert.ok(rust.size >= 20, `${rust.size} constants found`);
+  const js = new Map(Object.entries(autoretry).filter(([k, v]) => /^(ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY)_[A-Z0-9_]+$/.test(k) && typeof v === "number"));
+  assert.deepEqual(new Map([...js].sort()), new Map([...rust].sort()));
+  for (const [name, code] of rust) if (name.startsWith("ERR_")) assert.equal(autoretry.ERROR_NAMES[code], name);
+});
+
+test("load takes bytes, a WebAssembly.Module and a file URL", async () => {
+  for (const source of [bytes, new WebAssembly.Module(bytes), pathToFileURL(wasm)]) {
+    const other = await load(source);
+    const m = new Machine(other);
+    assert.deepEqual(m.state(), idle);
+    m.free();
+  }
+});
+
+test("load streams a module over HTTP, as a browser does", async () => {
+  const server = createServer((req, res) => {
+    if (req.url !== "/autoretry.wasm") return res.writeHead(404).end();
+    res.writeHead(200, { "content-type": "application/wasm" }).end(bytes);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/autoretry.wasm`;
+    for (const source of [new URL(url), url, fetch(url)]) {
+      const m = new Machine(await load(source));
+      assert.deepEqual(m.handle(overloaded).at(-1), { type: "sleep", ms: 2000, timer: 1 });
+      m.free();
+    }
+  } finally {
+    server.close();
+  }
+});
+
+test("JSON keeps u64 exact", () => {
+  const text = '{"a":18446744073709551615,"b":9007199254740991,"c":-1.5,"d":[1,"x\\u00e9"]}';
+  const v = parseJson(text);
+  assert.deepEqual(v, { a: 18446744073709551615n, b: 9007199254740991, c: -1.5, d: [1, "xé"] });
+  assert.equal(stringifyJson(v), '{"a":18446744073709551615,"b":9007199254740991,"c":-1.5,"d":[1,"xé"]}');
+  assert.throws(() => parseJson('{"a":1,"a":2}'), /duplicate key "a"/);
+  assert.throws(() => parseJson("[1,]"), SyntaxError);
+  assert.equal(Object.getPrototypeOf(parseJson('{"__proto__":{"x":1}}')), Object.prototype);
+});

@@ -1,0 +1,465 @@
+//! [`proptest`](mod@proptest) strategies for property-testing a host of the machine
+//! (feature `proptest`): settings, host options, messages, inputs and whole
+//! host scenarios, all owned.
+//!
+//! The values lean toward what reaches deep states: retryable error texts
+//! (and overflows, usage limits, server hints), small retry counts and
+//! delays, the pending timer firing; and they reach the edges (`u64::MAX`
+//! delays, `u32::MAX` retries, every profile, classifier and jitter).
+//!
+//! A [`Scenario`] is what happens *to* a host: the agent's runs end with
+//! these messages, the pending timer fires, the user cancels, the settings
+//! change. [`Step::input`] turns a step into the machine's input given what
+//! the host holds (its pending timer, the text it marked), as a thin host
+//! does; the [`Monitor`](crate::Monitor) checks the host's log against the
+//! crate's guarantees:
+//!
+//! ```
+//! use autoretry::{Machine, Output};
+//! use autoretry_testkit::{strategies, Monitor};
+//! use proptest::prelude::*;
+//!
+//! // The host under test: here the crate's machine itself, with the
+//! // host's memory of the marked usage-limit text.
+//! struct MyHost { machine: Machine, marked: String }
+//!
+//! proptest!(|(scenario in strategies::scenario())| {
+//!     let mut host = MyHost { machine: Machine::new(scenario.settings, scenario.host), marked: String::new() };
+//!     let mut monitor = Monitor::new(scenario.settings, scenario.host);
+//!     for step in &scenario.steps {
+//!         let marks = {
+//!             let input = step.input(host.machine.pending_timer(), &host.marked);
+//!             let result = host.machine.handle(input);
+//!             monitor.observe(input, result.as_deref().map_err(|&r| r), host.machine.state());
+//!             matches!(&result, Ok(out) if out.iter().any(|o| matches!(o, Output::MarkUsageLimit { .. })))
+//!         };
+//!         if marks {
+//!             // The host keeps the text it marked for the usage-limit answer.
+//!             host.marked = step.error_text().unwrap_or_default().to_owned();
+//!         }
+//!     }
+//! });
+//! ```
+
+use autoretry::classify::Classifier;
+use autoretry::wire::json::{InputOwned, MessageOwned};
+use autoretry::{
+    HostOptions, Input, JitterPct, Profile, RetrySettings, StopReason, TimerId, Usage,
+};
+use proptest::prelude::*;
+
+use crate::fuzzing::{OPTION_TEXTS, TEXTS};
+
+/// `stopReason`, errors most of the time.
+///
+/// ```
+/// use autoretry::StopReason;
+/// use proptest::strategy::{Strategy, ValueTree};
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let draws: Vec<StopReason> = (0..200)
+///     .map(|_| autoretry_testkit::strategies::stop_reason().new_tree(&mut runner).unwrap().current())
+///     .collect();
+/// let errors = draws.iter().filter(|&&s| s == StopReason::Error).count();
+/// assert!(errors > 80 && errors < 200, "{errors} errors of 200");
+/// ```
+pub fn stop_reason() -> impl Strategy<Value = StopReason> {
+    prop_oneof![
+        6 => Just(StopReason::Error),
+        2 => Just(StopReason::Stop),
+        1 => Just(StopReason::ToolUse),
+        1 => Just(StopReason::Length),
+        1 => Just(StopReason::Aborted),
+    ]
+}
+
+/// `maxRetries`: mostly small, sometimes `u32::MAX` or any.
+pub fn max_retries() -> impl Strategy<Value = u32> {
+    prop_oneof![4 => 0u32..6, 1 => 6u32..12, 1 => Just(u32::MAX), 1 => any::<u32>()]
+}
+
+/// `baseDelayMs`: the defaults, tiny, huge or any.
+pub fn base_delay_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => Just(2000u64),
+        2 => 0u64..4,
+        1 => Just(500),
+        1 => Just(u64::MAX),
+        1 => Just(1u64 << 63),
+        1 => any::<u64>(),
+    ]
+}
+
+/// A ceiling (`maxDelayMs`) or a cap (`backoffCapMs`): none, the `modern`
+/// value given, small, huge or any.
+pub fn limit_ms(modern: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        3 => Just(0u64),
+        2 => Just(modern),
+        2 => 1u64..10_000,
+        1 => Just(u64::MAX),
+        1 => any::<u64>(),
+    ]
+}
+
+/// `jitterPct`: 0, 25, 100 or any in between.
+pub fn jitter_pct() -> impl Strategy<Value = JitterPct> {
+    prop_oneof![
+        2 => Just(0u8),
+        2 => Just(25u8),
+        1 => Just(100u8),
+        2 => 1u8..=100,
+    ]
+    .prop_map(|p| JitterPct::new(p).unwrap_or(JitterPct::ZERO))
+}
+
+/// `profile`: both columns of spec §10.1.
+pub fn profile() -> impl Strategy<Value = Profile> {
+    prop_oneof![Just(Profile::Classic), Just(Profile::Modern)]
+}
+
+/// `classifier`: both pattern sets.
+pub fn classifier() -> impl Strategy<Value = Classifier> {
+    prop_oneof![Just(Classifier::Classic), Just(Classifier::Extended)]
+}
+
+/// The settings of spec §4 alone (`enabled`, `maxRetries`, `baseDelayMs`;
+/// the keys of §10.1 at their `classic` values).
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(s in autoretry_testkit::strategies::classic_settings())| {
+///     prop_assert_eq!(s.max_delay_ms, 0);
+/// });
+/// ```
+pub fn classic_settings() -> impl Strategy<Value = RetrySettings> {
+    (
+        prop_oneof![6 => Just(true), 1 => Just(false)],
+        max_retries(),
+        base_delay_ms(),
+    )
+        .prop_map(|(enabled, max_retries, base_delay_ms)| RetrySettings {
+            enabled,
+            max_retries,
+            base_delay_ms,
+            ..RetrySettings::DEFAULT
+        })
+}
+
+/// Settings with every key of spec §4 and §10.1.
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(s in autoretry_testkit::strategies::settings())| {
+///     prop_assert!(s.jitter_pct.get() <= 100);
+/// });
+/// ```
+pub fn settings() -> impl Strategy<Value = RetrySettings> {
+    (
+        (
+            profile(),
+            prop_oneof![6 => Just(true), 1 => Just(false)],
+            max_retries(),
+            base_delay_ms(),
+        ),
+        (
+            limit_ms(300_000),
+            limit_ms(8000),
+            jitter_pct(),
+            any::<bool>(),
+            classifier(),
+        ),
+    )
+        .prop_map(
+            |(
+                (profile, enabled, max_retries, base_delay_ms),
+                (max_delay_ms, backoff_cap_ms, jitter_pct, honor_hints, classifier),
+            )| RetrySettings {
+                profile,
+                enabled,
+                max_retries,
+                base_delay_ms,
+                max_delay_ms,
+                backoff_cap_ms,
+                jitter_pct,
+                honor_hints,
+                classifier,
+            },
+        )
+}
+
+/// A context window: unknown (0), small, a real model's, `u64::MAX`, any.
+pub fn context_window() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        Just(1000),
+        Just(200_000),
+        Just(u64::MAX),
+        any::<u64>()
+    ]
+}
+
+/// Host options of spec §2 (context window, credential store; seed 0).
+pub fn classic_host_options() -> impl Strategy<Value = HostOptions> {
+    (context_window(), any::<bool>()).prop_map(|(context_window, credential_store)| {
+        HostOptions::DEFAULT
+            .with_context_window(context_window)
+            .with_credential_store(credential_store)
+    })
+}
+
+/// Host options with a jitter seed (spec §10.1).
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(h in autoretry_testkit::strategies::host_options())| {
+///     let _ = autoretry::Machine::new(autoretry::RetrySettings::MODERN, h);
+/// });
+/// ```
+pub fn host_options() -> impl Strategy<Value = HostOptions> {
+    (
+        context_window(),
+        any::<bool>(),
+        prop_oneof![Just(0u64), Just(42), any::<u64>()],
+    )
+        .prop_map(|(context_window, credential_store, seed)| HostOptions {
+            context_window,
+            credential_store,
+            seed,
+        })
+}
+
+/// An error text: one of every class of spec §3 and §10.4–10.5 (retryable,
+/// overflow, usage limit, hints, near misses) most of the time, else any
+/// string.
+pub fn error_text() -> impl Strategy<Value = String> {
+    let known: Vec<&'static str> = TEXTS.iter().chain(OPTION_TEXTS).copied().collect();
+    prop_oneof![
+        6 => proptest::sample::select(known).prop_map(str::to_owned),
+        1 => any::<String>(),
+    ]
+}
+
+/// `usage`: absent, or any counts.
+pub fn usage() -> impl Strategy<Value = Option<Usage>> {
+    prop_oneof![
+        3 => Just(None),
+        1 => (0u64..300_000, 0u64..300_000, 0u64..300_000)
+            .prop_map(|(i, r, w)| Some(Usage::new(i, r).with_cache_write(w))),
+        1 => any::<(u64, u64, u64)>().prop_map(|(i, r, w)| Some(Usage::new(i, r).with_cache_write(w))),
+    ]
+}
+
+/// `retryAfterMs` (spec §10.2): mostly absent, else around the `modern`
+/// ceiling, or the edges.
+pub fn retry_after_ms() -> impl Strategy<Value = Option<u64>> {
+    prop_oneof![
+        6 => Just(None),
+        1 => Just(Some(0)),
+        2 => (1u64..10_000).prop_map(Some),
+        2 => (299_990u64..300_010).prop_map(Some),
+        1 => Just(Some(11_180_000)),
+        1 => Just(Some(u64::MAX)),
+        1 => any::<u64>().prop_map(Some),
+    ]
+}
+
+/// An assistant message with every field of spec §2 and §10.2, owned.
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(m in autoretry_testkit::strategies::message())| {
+///     let _ = m.as_message().is_retryable(200_000);
+/// });
+/// ```
+pub fn message() -> impl Strategy<Value = MessageOwned> {
+    (
+        stop_reason(),
+        proptest::option::weighted(0.85, error_text()),
+        usage(),
+        prop_oneof![5 => Just(None), 1 => Just(Some(true)), 1 => Just(Some(false))],
+        retry_after_ms(),
+    )
+        .prop_map(
+            |(stop_reason, error_message, usage, should_retry, retry_after_ms)| MessageOwned {
+                usage,
+                should_retry,
+                retry_after_ms,
+                ..MessageOwned::new(stop_reason, error_message)
+            },
+        )
+}
+
+/// One input as it travels on the wire (`{"type":"agent_end",...}`),
+/// owned: every input type, timers as small numbers (a machine issues 1,
+/// 2, ...) or any `u64`, valid settings. Borrow it for the machine with
+/// `InputOwned::as_input(marked_text)`.
+///
+/// ```
+/// use autoretry::Machine;
+/// use proptest::prelude::*;
+/// proptest!(|(inputs in proptest::collection::vec(autoretry_testkit::strategies::input(), 1..50))| {
+///     let mut machine = Machine::default();
+///     for input in &inputs {
+///         let before = machine.clone();
+///         if machine.handle(input.as_input("usage limit").unwrap()).is_err() {
+///             prop_assert_eq!(&machine, &before); // a refusal changes nothing
+///         }
+///     }
+/// });
+/// ```
+pub fn input() -> impl Strategy<Value = InputOwned> {
+    prop_oneof![
+        8 => (message(), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
+            .prop_map(|(message, now_ms)| InputOwned::AgentEnd { message, now_ms }),
+        3 => message().prop_map(|message| InputOwned::MessageEnd { message }),
+        6 => prop_oneof![4 => 1u64..8, 1 => any::<u64>()].prop_map(|timer| InputOwned::TimerFired { timer }),
+        3 => any::<bool>().prop_map(|switched| InputOwned::UsageLimitMarked { switched }),
+        1 => Just(InputOwned::AbortRetry),
+        1 => Just(InputOwned::Abort),
+        1 => any::<bool>().prop_map(|enabled| InputOwned::SetAutoRetry { enabled }),
+        1 => settings().prop_map(InputOwned::Settings),
+    ]
+}
+
+/// One thing that happens to a host, owned: an input of the machine, with
+/// the timer and the usage-limit text left for the host to fill in
+/// ([`Step::input`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A streamed message ended (`message_end`).
+    MessageEnd(MessageOwned),
+    /// A run of the agent ended with this message (`agent_end`), at this
+    /// wall-clock time.
+    AgentEnd(MessageOwned, Option<u64>),
+    /// The pending backoff timer fired (none pending: a timer the machine
+    /// never issued).
+    FirePending,
+    /// A timer with this id fired: stale, unknown, or by chance the pending one.
+    FireTimer(u64),
+    /// The host answers `mark_usage_limit` (`usage_limit_marked`) with the
+    /// text it marked.
+    Answer {
+        /// Whether it switched to another credential.
+        switched: bool,
+    },
+    /// The user cancels the retry (`abort_retry`, Esc).
+    AbortRetry,
+    /// The user aborts (`abort`).
+    Abort,
+    /// `set_auto_retry`.
+    SetAutoRetry(bool),
+    /// A new settings group (`settings`).
+    Settings(RetrySettings),
+}
+
+impl Step {
+    /// The machine's input for this step: `pending` is the host's pending
+    /// backoff timer, `marked` the error text it marked for a usage-limit
+    /// answer (the text of the last `agent_end` it fed will do).
+    ///
+    /// ```
+    /// use autoretry::{Input, TimerId};
+    /// use autoretry_testkit::strategies::Step;
+    /// assert_eq!(Step::FirePending.input(Some(TimerId(3)), ""), Input::TimerFired { timer: TimerId(3) });
+    /// assert_eq!(Step::Answer { switched: true }.input(None, "usage limit"),
+    ///     Input::UsageLimitMarked { switched: true, error_message: "usage limit" });
+    /// ```
+    pub fn input<'a>(&'a self, pending: Option<TimerId>, marked: &'a str) -> Input<'a> {
+        match self {
+            Step::MessageEnd(message) => Input::MessageEnd {
+                message: message.as_message(),
+            },
+            Step::AgentEnd(message, now_ms) => Input::AgentEnd {
+                message: message.as_message(),
+                now_ms: *now_ms,
+            },
+            Step::FirePending => Input::TimerFired {
+                timer: pending.unwrap_or(TimerId(u64::MAX)),
+            },
+            Step::FireTimer(id) => Input::TimerFired {
+                timer: TimerId(*id),
+            },
+            Step::Answer { switched } => Input::UsageLimitMarked {
+                switched: *switched,
+                error_message: marked,
+            },
+            Step::AbortRetry => Input::AbortRetry,
+            Step::Abort => Input::Abort,
+            Step::SetAutoRetry(enabled) => Input::SetAutoRetry { enabled: *enabled },
+            Step::Settings(settings) => Input::Settings(*settings),
+        }
+    }
+
+    /// The error text of an `agent_end` step: what a host marks when the
+    /// machine asks for `mark_usage_limit`.
+    ///
+    /// ```
+    /// use autoretry::StopReason;
+    /// use autoretry::wire::json::{InputOwned, MessageOwned};
+    /// use autoretry_testkit::strategies::Step;
+    /// let step = Step::AgentEnd(MessageOwned::new(StopReason::Error, Some("usage limit".into())), None);
+    /// assert_eq!(step.error_text(), Some("usage limit"));
+    /// assert_eq!(Step::Abort.error_text(), None);
+    /// ```
+    pub fn error_text(&self) -> Option<&str> {
+        match self {
+            Step::AgentEnd(message, _) => message.error_message.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// One step, weighted toward the agent's runs and the pending timer.
+pub fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => (message(), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
+            .prop_map(|(m, now)| Step::AgentEnd(m, now)),
+        3 => message().prop_map(Step::MessageEnd),
+        8 => Just(Step::FirePending),
+        2 => prop_oneof![0u64..8, any::<u64>()].prop_map(Step::FireTimer),
+        4 => any::<bool>().prop_map(|switched| Step::Answer { switched }),
+        1 => Just(Step::AbortRetry),
+        1 => Just(Step::Abort),
+        1 => any::<bool>().prop_map(Step::SetAutoRetry),
+        1 => settings().prop_map(Step::Settings),
+    ]
+}
+
+/// A whole host scenario: a machine's settings and host options, and what
+/// happens to the host, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    /// The settings the machine starts with.
+    pub settings: RetrySettings,
+    /// The host options.
+    pub host: HostOptions,
+    /// What happens, in order.
+    pub steps: Vec<Step>,
+}
+
+/// A scenario of up to 160 steps (see the module docs for a property over
+/// it).
+pub fn scenario() -> impl Strategy<Value = Scenario> {
+    scenario_of(1..160)
+}
+
+/// A scenario with a number of steps in `len`.
+///
+/// ```
+/// use proptest::strategy::{Strategy, ValueTree};
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let scenario = autoretry_testkit::strategies::scenario_of(3..4).new_tree(&mut runner).unwrap().current();
+/// assert_eq!(scenario.steps.len(), 3);
+/// ```
+pub fn scenario_of(len: core::ops::Range<usize>) -> impl Strategy<Value = Scenario> {
+    (
+        settings(),
+        host_options(),
+        proptest::collection::vec(step(), len),
+    )
+        .prop_map(|(settings, host, steps)| Scenario {
+            settings,
+            host,
+            steps,
+        })
+}
