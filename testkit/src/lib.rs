@@ -11,7 +11,8 @@
 //!     ([`replay::Replayer`]);
 //!   - [`fuzzing`]: the invariant [`fuzzing::Monitor`] of the machine and
 //!     the entry points of the fuzz targets, which **panic** on a violated
-//!     guarantee.
+//!     guarantee;
+//!   - [`sidecar`]: the sidecar on a virtual clock ([`sidecar::Script`]).
 //! - With feature `rules-fuzz`: [`rules_fuzz`], generated rule sets with
 //!   their `regex` reference, and the rules fuzz targets' entry points.
 //!
@@ -45,6 +46,9 @@ pub mod replay;
 
 #[cfg(feature = "std")]
 pub mod fuzzing;
+
+#[cfg(feature = "std")]
+pub mod sidecar;
 
 #[cfg(feature = "rules-fuzz")]
 pub mod rules_fuzz;
