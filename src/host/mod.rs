@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | [`thread`] | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
 //! | [`embassy`] | `embassy` | an async driver on `embassy-time`: the backoff on a `Timer`, inputs from a channel |
-//! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`, on top of [`thread`] |
+//! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
 //! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
 //!
 //! Both drivers deliver what they did in one shape, a [`Step`]: the input
