@@ -416,8 +416,7 @@ fn rpc(
             return ExitCode::from(2);
         }
     }
-    let stdin = io::BufReader::with_capacity(64 * 1024, io::stdin());
-    let mut input = sidecar::Pipe::new(stdin, max_line_bytes);
+    let mut input = sidecar::Pipe::new(io::stdin(), max_line_bytes);
     match sidecar::serve(&mut sidecar, &mut input) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -647,12 +647,12 @@ fn poll_through_a_backoff(base_delay_ms: u64) -> (usize, Duration) {
 
 #[test]
 fn a_due_timer_fires_ahead_of_polls_that_came_after_it() {
-    // After a 0 ms backoff only the polls already read ahead (the queue,
-    // and the one the reader holds) are answered first.
+    // After a 0 ms backoff only the polls already read ahead (the bounded
+    // queue) are answered first.
     let (polls, waited) = poll_through_a_backoff(0);
     eprintln!("0 ms backoff: continue_agent after {polls} polls, {waited:?}");
     assert!(
-        polls <= autoretry::host::sidecar::QUEUE_LINES + 1,
+        polls <= autoretry::host::sidecar::READ_AHEAD_LINES + 1,
         "{polls} polls"
     );
     // After 100 ms the polls of those 100 ms go first, then the continue.

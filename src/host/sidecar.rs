@@ -41,7 +41,7 @@
 //! that arrived before it, an `abort_retry` sent in time, goes first). So
 //! `continue_agent` is never later than the answer to the line being
 //! handled when the deadline passed. [`Pipe`] is the real source: a thread
-//! reads the lines into a bounded queue ([`QUEUE_LINES`]), so a client
+//! reads the lines into a bounded queue ([`READ_AHEAD_LINES`]), so a client
 //! that writes faster than the sidecar answers is held back by the pipe,
 //! and the sidecar never holds more than a few lines of at most the limit
 //! each. The tests run [`serve`] on a virtual clock.
@@ -70,7 +70,7 @@
 //! ]);
 //! ```
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -89,11 +89,6 @@ use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
 /// `line_too_long` error and skipped; `autoretry rpc --max-line-bytes N`
 /// changes it.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
-
-/// How many lines a [`Pipe`] reads ahead of the sidecar. When they are
-/// all waiting the reader stops reading, and the pipe holds the client
-/// back.
-pub const QUEUE_LINES: usize = 16;
 
 /// The line for one output, or `None` for the outputs the sidecar keeps to
 /// itself (`cancel_timer`).
@@ -554,9 +549,12 @@ pub fn serve<W: Write>(sidecar: &mut Sidecar<W>, source: &mut impl Source) -> io
     }
 }
 
-/// The real [`Source`]: a thread reads lines from `R` into a queue of
-/// [`QUEUE_LINES`] lines, stamped on a monotonic clock, and skips (and
-/// reports) lines longer than the limit without holding them.
+/// The real [`Source`]: a thread reads lines from `R`, stamped on a
+/// monotonic clock, into a bounded queue: at most [`READ_AHEAD_LINES`]
+/// lines are read ahead of the sidecar (passed on in batches of what the
+/// client has already written, so a fast client costs no thread switch per
+/// line). A line longer than the limit is skipped as it is read, never
+/// held, and reported as [`Item::TooLong`].
 ///
 /// ```
 /// use autoretry::host::sidecar::{Item, Pipe, Source};
@@ -567,20 +565,67 @@ pub fn serve<W: Write>(sidecar: &mut Sidecar<W>, source: &mut impl Source) -> io
 /// ```
 #[derive(Debug)]
 pub struct Pipe {
-    rx: mpsc::Receiver<Arrival>,
+    rx: mpsc::Receiver<Vec<Arrival>>,
+    /// The batch being handed out, in order.
+    batch: std::collections::VecDeque<Arrival>,
     origin: Instant,
 }
+
+/// The lines of one batch, at most.
+const BATCH_LINES: usize = 64;
+/// A batch is passed on once it holds this many bytes.
+const BATCH_BYTES: usize = 64 * 1024;
+/// Batches waiting in the channel, at most.
+const QUEUE_BATCHES: usize = 2;
+
+/// How many lines a [`Pipe`] reads ahead of the sidecar, at most (the
+/// batches in the queue, the one being handed out and the one being
+/// read). When they are all waiting the reader stops reading, and the pipe
+/// holds the client back. Their bytes are bounded too: a batch is passed
+/// on at 64 KiB, so the queue holds at most about four batches of 64 KiB
+/// or one line each.
+pub const READ_AHEAD_LINES: usize = (QUEUE_BATCHES + 2) * BATCH_LINES;
 
 impl Pipe {
     /// Starts the reader thread on `input`, with lines of at most
     /// `max_line_bytes` bytes (without the `\n`).
-    pub fn new<R: BufRead + Send + 'static>(input: R, max_line_bytes: usize) -> Pipe {
+    pub fn new<R: Read + Send + 'static>(input: R, max_line_bytes: usize) -> Pipe {
         let origin = Instant::now();
-        let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
+        let (tx, rx) = mpsc::sync_channel(QUEUE_BATCHES);
+        let input = BufReader::with_capacity(BATCH_BYTES, input);
         // Detached: it ends at the end of input, or at its next line once
         // the sidecar is gone.
         thread::spawn(move || read_lines(input, &tx, max_line_bytes, origin));
-        Pipe { rx, origin }
+        Pipe {
+            rx,
+            batch: std::collections::VecDeque::new(),
+            origin,
+        }
+    }
+
+    /// The next batch, waiting at most until `until`; false when `until`
+    /// passed first.
+    fn refill(&mut self, until: Option<Duration>) -> bool {
+        let received = match until {
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(until) => match until.checked_sub(self.now()).filter(|w| !w.is_zero()) {
+                None => self.rx.try_recv().map_err(|e| match e {
+                    TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                }),
+                Some(wait) => self.rx.recv_timeout(wait),
+            },
+        };
+        match received {
+            Ok(batch) => self.batch.extend(batch),
+            Err(RecvTimeoutError::Timeout) => return false,
+            // The reader is gone without a word: the end.
+            Err(RecvTimeoutError::Disconnected) => self.batch.push_back(Arrival {
+                at: self.origin.elapsed(),
+                item: Item::End,
+            }),
+        }
+        true
     }
 }
 
@@ -590,52 +635,49 @@ impl Source for Pipe {
     }
 
     fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
-        let end = || Arrival {
-            at: self.origin.elapsed(),
-            item: Item::End,
-        };
-        let Some(until) = until else {
-            return Some(self.rx.recv().unwrap_or_else(|_| end()));
-        };
-        match until.checked_sub(self.now()).filter(|wait| !wait.is_zero()) {
-            None => match self.rx.try_recv() {
-                Ok(arrival) => Some(arrival),
-                Err(TryRecvError::Empty) => None,
-                Err(TryRecvError::Disconnected) => Some(end()),
-            },
-            Some(wait) => match self.rx.recv_timeout(wait) {
-                Ok(arrival) => Some(arrival),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => Some(end()),
-            },
+        if self.batch.is_empty() && !self.refill(until) {
+            return None;
         }
+        self.batch.pop_front()
     }
 }
 
 /// Sends every line of `input` (without its `\n`; a line over `max` bytes
 /// as [`Item::TooLong`], dropped as it is read), then the end or the read
-/// error; stops when the receiver is gone.
-fn read_lines<R: BufRead>(mut input: R, tx: &SyncSender<Arrival>, max: usize, origin: Instant) {
-    let send = |item| {
-        tx.send(Arrival {
-            at: origin.elapsed(),
-            item,
-        })
-        .is_ok()
-    };
+/// error, in batches: a batch goes when it is full or when the next line
+/// is not all read yet. Stops when the receiver is gone.
+fn read_lines<R: Read>(
+    mut input: BufReader<R>,
+    tx: &SyncSender<Vec<Arrival>>,
+    max: usize,
+    origin: Instant,
+) {
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0;
     let mut line = Vec::new();
     let mut bytes: u64 = 0;
     loop {
+        // The next line is not all read: what is read goes first.
+        if !batch.is_empty() && !input.buffer().contains(&b'\n') {
+            batch_bytes = 0;
+            if tx.send(std::mem::take(&mut batch)).is_err() {
+                return;
+            }
+        }
         let (complete, used) = match input.fill_buf() {
             Ok([]) => {
                 // A last line without its `\n` counts.
                 if bytes > 0 {
-                    let item = take_line(&mut line, bytes, max);
-                    if !send(item) {
-                        return;
-                    }
+                    batch.push(Arrival {
+                        at: origin.elapsed(),
+                        item: take_line(&mut line, bytes, max),
+                    });
                 }
-                send(Item::End);
+                batch.push(Arrival {
+                    at: origin.elapsed(),
+                    item: Item::End,
+                });
+                let _ = tx.send(batch);
                 return;
             }
             Ok(buf) => {
@@ -654,16 +696,27 @@ fn read_lines<R: BufRead>(mut input: R, tx: &SyncSender<Arrival>, max: usize, or
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                send(Item::Failed(e));
+                batch.push(Arrival {
+                    at: origin.elapsed(),
+                    item: Item::Failed(e),
+                });
+                let _ = tx.send(batch);
                 return;
             }
         };
         input.consume(used);
         if complete {
-            let item = take_line(&mut line, bytes, max);
+            batch_bytes += line.len();
+            batch.push(Arrival {
+                at: origin.elapsed(),
+                item: take_line(&mut line, bytes, max),
+            });
             bytes = 0;
-            if !send(item) {
-                return;
+            if batch.len() == BATCH_LINES || batch_bytes >= BATCH_BYTES {
+                batch_bytes = 0;
+                if tx.send(std::mem::take(&mut batch)).is_err() {
+                    return;
+                }
             }
         }
     }
@@ -810,7 +863,15 @@ mod tests {
         let mut input = b"ab\n".to_vec();
         input.extend(vec![b'x'; 100_000]);
         input.extend(b"\ncd\r\nlast");
-        let mut pipe = Pipe::new(io::BufReader::with_capacity(7, io::Cursor::new(input)), 10);
+        // Three bytes per read: lines arrive in pieces.
+        struct Trickle(io::Cursor<Vec<u8>>);
+        impl Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(3);
+                self.0.read(&mut buf[..n])
+            }
+        }
+        let mut pipe = Pipe::new(Trickle(io::Cursor::new(input)), 10);
         let mut items = Vec::new();
         loop {
             let item = pipe.next(None).unwrap().item;
