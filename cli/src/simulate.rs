@@ -443,6 +443,41 @@ fn loader_text(loader: LoaderLine, left: Option<Duration>, scale: f64) -> String
     }
 }
 
+/// Sends `Interrupt` on every SIGINT (Ctrl-C outside raw mode).
+fn listen_for_interrupts(tx: mpsc::Sender<Msg>) {
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT]) else {
+        return;
+    };
+    thread::spawn(move || {
+        for _ in signals.forever() {
+            if tx.send(Msg::Interrupt).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// Sends `Escape` and `Interrupt` for Esc and Ctrl-C (raw mode).
+fn listen_for_keys(tx: mpsc::Sender<Msg>) {
+    use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
+    thread::spawn(move || loop {
+        let Ok(TermEvent::Key(key)) = event::read() else {
+            continue;
+        };
+        if key.kind == KeyEventKind::Release {
+            continue;
+        }
+        let msg = match key.code {
+            KeyCode::Esc => Msg::Escape,
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Msg::Interrupt,
+            _ => continue,
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,39 +513,4 @@ mod tests {
         assert!(interrupt_line(1, false).contains("the call in flight goes on"));
         assert!(interrupt_line(2, true).contains("aborted"));
     }
-}
-
-/// Sends `Interrupt` on every SIGINT (Ctrl-C outside raw mode).
-fn listen_for_interrupts(tx: mpsc::Sender<Msg>) {
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT]) else {
-        return;
-    };
-    thread::spawn(move || {
-        for _ in signals.forever() {
-            if tx.send(Msg::Interrupt).is_err() {
-                return;
-            }
-        }
-    });
-}
-
-/// Sends `Escape` and `Interrupt` for Esc and Ctrl-C (raw mode).
-fn listen_for_keys(tx: mpsc::Sender<Msg>) {
-    use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
-    thread::spawn(move || loop {
-        let Ok(TermEvent::Key(key)) = event::read() else {
-            continue;
-        };
-        if key.kind == KeyEventKind::Release {
-            continue;
-        }
-        let msg = match key.code {
-            KeyCode::Esc => Msg::Escape,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Msg::Interrupt,
-            _ => continue,
-        };
-        if tx.send(msg).is_err() {
-            return;
-        }
-    });
 }
