@@ -502,6 +502,40 @@ pub enum Item {
 
 /// Where [`serve`] gets its lines and its time: [`Pipe`] in real life, a
 /// virtual clock in tests.
+///
+/// ```
+/// use std::time::Duration;
+/// use autoretry::{Machine, host::sidecar::{serve, Arrival, Item, Sidecar, Source}};
+///
+/// /// Lines that all arrived at once, on a clock that jumps to any
+/// /// deadline it is asked to wait for.
+/// struct AllAtOnce { lines: Vec<&'static str>, now: Duration }
+///
+/// impl Source for AllAtOnce {
+///     fn now(&self) -> Duration { self.now }
+///     fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+///         if self.lines.is_empty() {
+///             if let Some(until) = until {
+///                 self.now = self.now.max(until);
+///                 return None;
+///             }
+///             return Some(Arrival { at: self.now, item: Item::End });
+///         }
+///         let line = self.lines.remove(0);
+///         Some(Arrival { at: Duration::ZERO, item: Item::Line(line.into()) })
+///     }
+/// }
+///
+/// let mut source = AllAtOnce { lines: vec![
+///     r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#,
+/// ], now: Duration::ZERO };
+/// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+/// serve(&mut sidecar, &mut source).unwrap();
+/// // The backoff ran out on the virtual clock: 2 s.
+/// assert_eq!(source.now(), Duration::from_secs(2));
+/// let out = String::from_utf8(sidecar.into_inner()).unwrap();
+/// assert_eq!(out.lines().nth(3), Some(r#"{"type":"action","action":"continue_agent"}"#));
+/// ```
 pub trait Source {
     /// The time now, on this source's clock (since any fixed origin).
     fn now(&self) -> Duration;
