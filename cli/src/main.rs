@@ -19,19 +19,20 @@
 //!   on stdin and stdout.
 //!
 //! For `replay` and `classify`, input comes from FILE, or stdin when absent. Lines are split on `\n`
-//! only (texts may contain U+2028). A malformed line stops the run: the
-//! lines before it have been printed, the error goes to stderr as
-//! `line N: ...` (1-based), and the exit code is 1.
+//! only (texts may contain U+2028). They stream: each answer is written,
+//! and flushed before the next line is waited for, before the next line is
+//! read. A malformed line is reported on stderr as `line N: ...` (1-based,
+//! naming the field) and the run goes on with the next line; the exit code
+//! is then 1.
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use autoretry::classify::{classify_with, Classification, Classifier};
 use autoretry::host::sidecar;
-use autoretry::host::thread::ThreadDriver;
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
-use autoretry::wire::json::{classify_line_text, settings_from_json, DecodeError};
+use autoretry::wire::json::{classify_line_text, parse_value, settings_from_json, DecodeError};
 use autoretry::{HostOptions, JitterPct, Machine, Profile, RetrySettings};
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
@@ -98,6 +99,15 @@ enum Command {
         /// is the `shouldRetry` of every agent message that has none.
         #[arg(long, value_name = "FILE")]
         rules: Option<PathBuf>,
+        /// Multiplies every backoff wait (0.01: a 2 s backoff waits 20 ms),
+        /// for hosts' integration tests; the lines keep the unscaled
+        /// figures. A finite number > 0.
+        #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_positive_scale)]
+        time_scale: f64,
+        /// The longest input line, in bytes (without its newline); a longer
+        /// line is answered with a `line_too_long` error and skipped.
+        #[arg(long, value_name = "N", default_value_t = sidecar::MAX_LINE_BYTES, value_parser = clap::value_parser!(usize))]
+        max_line_bytes: usize,
     },
     /// Replay vector lines (scenario and step lines) and print each step's
     /// outputs and state as one JSON line.
@@ -244,12 +254,20 @@ fn main() -> ExitCode {
             credential_store,
             seed,
             rules,
+            time_scale,
+            max_line_bytes,
         } => {
             let host = HostOptions::DEFAULT
                 .with_context_window(context_window)
                 .with_credential_store(credential_store)
                 .with_seed(seed);
-            return rpc(settings.as_deref(), host, rules.as_deref());
+            return rpc(
+                settings.as_deref(),
+                host,
+                rules.as_deref(),
+                time_scale,
+                max_line_bytes,
+            );
         }
         Command::Rules {
             command:
@@ -299,21 +317,59 @@ fn main() -> ExitCode {
             )
         }
     };
-    let input = match read_input(file.as_ref()) {
-        Ok(input) => input,
-        Err(e) => {
-            let name = file.map_or_else(|| "stdin".into(), |f| f.display().to_string());
-            eprintln!("autoretry: cannot read {name}: {e}");
-            return ExitCode::FAILURE;
-        }
+    let input: Box<dyn Read> = match &file {
+        None => Box::new(io::stdin()),
+        Some(path) => match std::fs::File::open(path) {
+            Ok(f) => Box::new(f),
+            Err(e) => {
+                eprintln!("autoretry: cannot read {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        },
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let name = file.map_or_else(|| "stdin".into(), |f| f.display().to_string());
+    stream_lines(
+        io::BufReader::with_capacity(64 * 1024, input),
+        &name,
+        &mut io::stdout().lock(),
+        &mut handle,
+    )
+}
+
+/// Reads `input` line by line, hands each to `handle` and prints its answer
+/// before reading on: the output is flushed whenever the next line is not
+/// read yet, so a client on a pipe sees each answer before it writes the
+/// next line. A malformed line is reported on stderr as `line N: ...` and
+/// the run goes on; the status is then 1.
+fn stream_lines(
+    mut input: io::BufReader<Box<dyn Read>>,
+    name: &str,
+    out: &mut impl Write,
+    handle: &mut LineHandler,
+) -> ExitCode {
+    let mut out = io::BufWriter::new(out);
     let mut status = ExitCode::SUCCESS;
-    for (index, raw) in split_lines(&input).enumerate() {
-        let result = std::str::from_utf8(raw)
+    let mut raw = Vec::new();
+    for number in 1.. {
+        raw.clear();
+        // The next line is not all read yet: the answers so far go out
+        // before the read waits for the client.
+        if !input.buffer().contains(&b'\n') && out.flush().is_err() {
+            return status;
+        }
+        match input.read_until(b'\n', &mut raw) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = out.flush();
+                eprintln!("autoretry: cannot read {name}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
+        let result = std::str::from_utf8(line)
             .map_err(|e| DecodeError::new(format!("invalid UTF-8: {e}")))
-            .and_then(&mut handle);
+            .and_then(&mut *handle);
         match result {
             Ok(None) => {}
             Ok(Some(line)) => {
@@ -324,9 +380,8 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 let _ = out.flush();
-                eprintln!("line {}: {e}", index + 1);
+                eprintln!("line {number}: {e}");
                 status = ExitCode::FAILURE;
-                break;
             }
         }
     }
@@ -336,7 +391,13 @@ fn main() -> ExitCode {
 
 /// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
 /// bad option.
-fn rpc(settings: Option<&str>, host: HostOptions, rules: Option<&Path>) -> ExitCode {
+fn rpc(
+    settings: Option<&str>,
+    host: HostOptions,
+    rules: Option<&Path>,
+    time_scale: f64,
+    max_line_bytes: usize,
+) -> ExitCode {
     let settings = match settings.map(parse_settings) {
         None => RetrySettings::DEFAULT,
         Some(Ok(settings)) => settings,
@@ -345,7 +406,8 @@ fn rpc(settings: Option<&str>, host: HostOptions, rules: Option<&Path>) -> ExitC
             return ExitCode::from(2);
         }
     };
-    let mut sidecar = sidecar::Sidecar::new(io::stdout().lock());
+    let mut sidecar = sidecar::Sidecar::new(Machine::new(settings, host), io::stdout().lock())
+        .with_time_scale(time_scale);
     match rules.map(load_rules).transpose() {
         Ok(None) => {}
         Ok(Some(rules)) => sidecar = sidecar.with_rules(rules),
@@ -354,9 +416,8 @@ fn rpc(settings: Option<&str>, host: HostOptions, rules: Option<&Path>) -> ExitC
             return ExitCode::from(2);
         }
     }
-    let driver = ThreadDriver::new(Machine::new(settings, host));
-    let input = io::BufReader::new(io::stdin());
-    match sidecar::serve_with(driver, input, sidecar) {
+    let mut input = sidecar::Pipe::new(io::stdin(), max_line_bytes);
+    match sidecar::serve(&mut sidecar, &mut input) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("autoretry rpc: {e}");
@@ -418,7 +479,7 @@ fn parse_endian(text: &str) -> Result<Endian, String> {
 }
 
 fn parse_settings(text: &str) -> Result<RetrySettings, String> {
-    let value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let value = parse_value(text).map_err(|e| e.to_string())?;
     settings_from_json(&value).map_err(|e| e.to_string())
 }
 
@@ -452,30 +513,18 @@ fn with_verdict(json: &str, verdict: Option<bool>) -> String {
     }
 }
 
+fn parse_positive_scale(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(scale) if scale.is_finite() && scale > 0.0 => Ok(scale),
+        _ => Err(format!("expected a finite number > 0, found {text:?}")),
+    }
+}
+
 fn parse_scale(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(scale) if scale.is_finite() && scale >= 0.0 => Ok(scale),
         _ => Err(format!("expected a finite number >= 0, found {text:?}")),
     }
-}
-
-fn read_input(file: Option<&PathBuf>) -> io::Result<Vec<u8>> {
-    match file {
-        Some(path) => std::fs::read(path),
-        None => {
-            let mut buf = Vec::new();
-            io::stdin().lock().read_to_end(&mut buf)?;
-            Ok(buf)
-        }
-    }
-}
-
-/// Splits on `\n` only; a final empty piece (after the last newline) is
-/// dropped.
-fn split_lines(input: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let body = input.strip_suffix(b"\n").unwrap_or(input);
-    let empty = input.is_empty();
-    body.split(|&b| b == b'\n').filter(move |_| !empty)
 }
 
 fn is_blank(line: &str) -> bool {

@@ -7,8 +7,13 @@
 //! stream carries; during a backoff the loader line of spec §8 shows (with
 //! a spinner on a terminal), and a failed chain prints its failure line.
 //!
-//! Esc (on a terminal) or a first Ctrl-C feeds `abort_retry`; a second
-//! Ctrl-C feeds `abort`.
+//! On a terminal the loader counts the seconds down, in wall-clock time
+//! (under `--time-scale` it also says the backoff's own length). Esc feeds
+//! `abort_retry` while the loader shows (a backoff is pending) and is
+//! ignored otherwise; a first Ctrl-C feeds `abort_retry` (during a backoff:
+//! the retry is cancelled; otherwise a continued chain is ended and the call
+//! in flight goes on), a second one feeds `abort`. Each Ctrl-C says what it
+//! did.
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::mpsc;
@@ -103,6 +108,9 @@ struct Sim {
     eol: &'static str,
     spinner: bool,
     loader: Option<LoaderLine>,
+    /// When the backoff the loader shows ends.
+    loader_until: Option<Instant>,
+    time_scale: f64,
     frame: usize,
     /// When the provider call in flight answers.
     call_due: Option<Instant>,
@@ -125,7 +133,15 @@ impl Sim {
 
     fn draw_loader(&mut self) {
         if let (true, Some(loader)) = (self.spinner, self.loader) {
-            let _ = write!(self.out, "\r\x1b[2K{} {loader}", SPINNER[self.frame]);
+            let left = self
+                .loader_until
+                .map(|until| until.saturating_duration_since(Instant::now()));
+            let text = loader_text(loader, left, self.time_scale);
+            let _ = write!(
+                self.out,
+                "\r\x1b[2K{} {text} \u{b7} ctrl-c cancels too, twice aborts",
+                SPINNER[self.frame]
+            );
         }
         let _ = self.out.flush();
     }
@@ -139,6 +155,7 @@ impl Sim {
     }
 
     fn clear_loader(&mut self) {
+        self.loader_until = None;
         if self.loader.take().is_some() && self.spinner {
             let _ = write!(self.out, "\r\x1b[2K");
         }
@@ -146,10 +163,16 @@ impl Sim {
 }
 
 impl Sim {
-    /// Carries out a step's outputs, in order (a refused step has none).
-    fn carry_out(&mut self, step: &Step<'_>) {
+    /// Carries out a step's outputs, in order (a refused step has none);
+    /// `deadline` is the driver's after the step (when the loader's
+    /// backoff ends).
+    fn carry_out(&mut self, step: &Step<'_>, deadline: Option<Instant>) {
         for output in step.outputs.iter().flatten() {
             self.output(output);
+        }
+        if self.loader.is_some() {
+            self.loader_until = deadline;
+            self.draw_loader();
         }
     }
 
@@ -174,9 +197,9 @@ impl Sim {
                         };
                         if self.spinner {
                             self.loader = Some(loader);
-                            self.draw_loader();
                         } else {
-                            self.line(&loader.to_string());
+                            let wait = scaled_ms(delay_ms, self.time_scale);
+                            self.line(&loader_text(loader, wait, self.time_scale));
                         }
                     }
                     Event::End { success: false, .. } => self.line(&event.to_string()),
@@ -243,6 +266,8 @@ pub fn run(options: &Options) -> u8 {
         },
         spinner: io::stdout().is_terminal(),
         loader: None,
+        loader_until: None,
+        time_scale: options.time_scale,
         frame: 0,
         call_due: None,
         latency,
@@ -257,7 +282,7 @@ pub fn run(options: &Options) -> u8 {
         settings_summary(&options.settings),
         options.time_scale,
         if raw.is_some() {
-            "; Esc cancels the retry, Ctrl-C twice aborts"
+            "; during a backoff Esc or Ctrl-C cancels the retry, a second Ctrl-C aborts"
         } else {
             ""
         }
@@ -277,19 +302,27 @@ pub fn run(options: &Options) -> u8 {
             (a, b) => a.or(b),
         };
         match driver.wait(&rx, until) {
-            Wake::Message(Msg::Escape) => sim.carry_out(&driver.handle(Input::AbortRetry)),
-            Wake::Message(Msg::Interrupt) => {
-                interrupts += 1;
-                if interrupts == 1 {
-                    sim.line("^C: abort_retry (Ctrl-C again aborts)");
-                    sim.carry_out(&driver.handle(Input::AbortRetry));
-                } else {
-                    sim.line("^C: abort");
-                    sim.carry_out(&driver.handle(Input::Abort));
+            // Esc cancels only while the retry loader shows (spec §5.3).
+            Wake::Message(Msg::Escape) => {
+                if driver.machine().pending_timer().is_some() {
+                    let step = driver.handle(Input::AbortRetry);
+                    sim.carry_out(&step, driver.deadline());
                 }
             }
+            Wake::Message(Msg::Interrupt) => {
+                interrupts += 1;
+                let in_backoff = driver.machine().pending_timer().is_some();
+                sim.line(interrupt_line(interrupts, in_backoff));
+                let input = if interrupts == 1 {
+                    Input::AbortRetry
+                } else {
+                    Input::Abort
+                };
+                let step = driver.handle(input);
+                sim.carry_out(&step, driver.deadline());
+            }
             // `continue_agent` starts the next call.
-            Wake::Fired(step) => sim.carry_out(&step),
+            Wake::Fired(step) => sim.carry_out(&step, driver.deadline()),
             Wake::Until => {
                 if sim.call_due.is_some_and(|due| due <= Instant::now()) {
                     sim.call_due = None;
@@ -345,7 +378,8 @@ fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options)
     let message = if good {
         sim.line("agent: the provider answered (stopReason stop)");
         let message = AssistantMessage::new(StopReason::Stop);
-        sim.carry_out(&driver.handle(Input::MessageEnd { message }));
+        let step = driver.handle(Input::MessageEnd { message });
+        sim.carry_out(&step, driver.deadline());
         message
     } else {
         sim.line(&format!("agent: the provider failed: {}", options.error));
@@ -366,10 +400,47 @@ fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options)
         now_ms: None,
     });
     match step.outputs {
-        Ok(_) => sim.carry_out(&step),
+        Ok(_) => sim.carry_out(&step, driver.deadline()),
         Err(refused) => sim.line(&format!("agent: refused: {refused}")),
     }
     good
+}
+
+/// What the `n`-th Ctrl-C does, said as it happens.
+fn interrupt_line(n: u32, in_backoff: bool) -> &'static str {
+    match (n, in_backoff) {
+        (1, true) => "^C: the retry is cancelled (abort_retry); Ctrl-C again aborts the agent",
+        (1, false) => {
+            "^C: abort_retry (no backoff pending: a continued chain ends, the call in flight goes on); \
+             Ctrl-C again aborts the agent"
+        }
+        _ => "^C: the agent is aborted (abort)",
+    }
+}
+
+/// A wait of `ms` backoff milliseconds in wall-clock time at `scale`.
+fn scaled_ms(ms: u64, scale: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(ms as f64 / 1000.0 * scale).ok()
+}
+
+/// The loader line of spec §8 with the wall-clock seconds `left` (the
+/// backoff's own when unknown); under a time scale other than 1 it also
+/// says the backoff's length.
+fn loader_text(loader: LoaderLine, left: Option<Duration>, scale: f64) -> String {
+    let shown = LoaderLine {
+        delay_ms: left.map_or(loader.delay_ms, |left| {
+            u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
+        }),
+        ..loader
+    };
+    if scale == 1.0 {
+        shown.to_string()
+    } else {
+        format!(
+            "{shown} [a {}s backoff at time scale {scale}]",
+            loader.seconds()
+        )
+    }
 }
 
 /// Sends `Interrupt` on every SIGINT (Ctrl-C outside raw mode).
@@ -405,4 +476,41 @@ fn listen_for_keys(tx: mpsc::Sender<Msg>) {
             return;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loader_counts_down_in_wall_clock_seconds() {
+        let loader = LoaderLine {
+            attempt: 1,
+            max_attempts: 3,
+            delay_ms: 2000,
+        };
+        assert_eq!(
+            loader_text(loader, None, 1.0),
+            "Retrying (1/3) in 2s\u{2026} (esc to cancel)"
+        );
+        assert_eq!(
+            loader_text(loader, Some(Duration::from_millis(1400)), 1.0),
+            "Retrying (1/3) in 1s\u{2026} (esc to cancel)"
+        );
+        let loader = LoaderLine {
+            delay_ms: 60_000,
+            ..loader
+        };
+        assert_eq!(
+            loader_text(loader, scaled_ms(60_000, 0.1), 0.1),
+            "Retrying (1/3) in 6s\u{2026} (esc to cancel) [a 60s backoff at time scale 0.1]"
+        );
+    }
+
+    #[test]
+    fn each_ctrl_c_says_what_it_does() {
+        assert!(interrupt_line(1, true).contains("the retry is cancelled"));
+        assert!(interrupt_line(1, false).contains("the call in flight goes on"));
+        assert!(interrupt_line(2, true).contains("aborted"));
+    }
 }

@@ -210,11 +210,20 @@ fn malformed_line_names_the_line_and_fails() {
         stderr.starts_with("line 4: in.message.stopReason: expected one of"),
         "{stderr}"
     );
-    // The lines before the bad one were printed; none after it.
-    assert_eq!(String::from_utf8(output.stdout).unwrap().lines().count(), 1);
+    // The bad line has its error; the lines around it have their answers.
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(String::from_utf8(output.stdout).unwrap().lines().count(), 2);
 
-    let cases: [(&[u8], &str); 5] = [
+    let cases: [(&[u8], &str); 7] = [
         (b"not json\n", "line 1: invalid JSON: "),
+        (
+            b"{\"in\":{\"type\":\"abort_retry\",\"type\":\"abort\"}}\n",
+            "line 1: duplicate key \"type\" in in at line 1 column 43",
+        ),
+        (
+            b"{\"scenario\":\"s\",\"settings\":{\"baseDelayMs\":-1,\"baseDelayMs\":5}}\n",
+            "line 1: duplicate key \"baseDelayMs\" in settings",
+        ),
         (
             b"{\"in\":{\"type\":\"reboot\"}}\n",
             "line 1: in.type: unknown input \"reboot\"",
@@ -235,6 +244,120 @@ fn malformed_line_names_the_line_and_fails() {
 }
 
 #[test]
+fn replay_goes_on_after_each_malformed_line() {
+    let input = concat!(
+        "{\"in\":{\"type\":\"abort\",\"type\":\"abort\"}}\n",
+        "{\"in\":{\"type\":\"abort_retry\"}}\n",
+        "{\"in\":{\"type\":\"timer_fired\",\"timer\":null}}\n",
+        "{\"in\":{\"type\":\"abort_retry\"}}\n",
+    );
+    let output = run_stdin(&["replay"], input.as_bytes());
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        concat!(
+            "line 1: duplicate key \"type\" in in at line 1 column 37\n",
+            "line 3: in.timer: expected a non-negative integer, found null\n",
+        )
+    );
+    assert_eq!(String::from_utf8(output.stdout).unwrap().lines().count(), 2);
+}
+
+#[test]
+fn null_in_an_optional_message_field_is_absent() {
+    let input = concat!(
+        "{\"in\":{\"type\":\"agent_end\",\"nowMs\":null,\"message\":{\"stopReason\":\"error\",",
+        "\"errorMessage\":null,\"usage\":null,\"shouldRetry\":null,\"retryAfterMs\":null}}}\n",
+        "{\"in\":{\"type\":\"agent_end\",\"message\":{\"stopReason\":\"error\",\"errorMessage\":\"503\",",
+        "\"usage\":{\"input\":null}}}}\n",
+    );
+    let output = run_stdin(&["replay"], input.as_bytes());
+    assert!(output.status.success(), "{output:?}");
+    let out = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    // An error with no text is not retried; a 503 is.
+    assert_eq!(
+        lines[0],
+        r#"{"out":[{"type":"check_compaction"}],"state":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#
+    );
+    assert!(
+        lines[1].starts_with(r#"{"out":[{"type":"emit","event":{"type":"auto_retry_start""#),
+        "{}",
+        lines[1]
+    );
+}
+
+/// Writes one line to a child's stdin and reads its answer before writing
+/// the next: the command answers each line before it reads on. A command
+/// that read its whole input first would never answer (the child is
+/// killed after a minute and the test fails).
+fn answers_line_by_line(args: &[&str], lines: &[&str]) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            if tx.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut answers = Vec::new();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(answer) => answers.push(answer),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no answer to {line} before the next line");
+            }
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    answers
+}
+
+#[test]
+fn replay_and_classify_stream() {
+    let answers = answers_line_by_line(
+        &["replay"],
+        &[
+            r#"{"in":{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}}"#,
+            r#"{"in":{"type":"abort_retry"}}"#,
+        ],
+    );
+    assert!(answers[0].contains(r#""retryAttempt":1"#), "{answers:?}");
+    assert!(answers[1].contains(r#""retryAttempt":0"#), "{answers:?}");
+    let answers = answers_line_by_line(
+        &["classify"],
+        &[
+            r#"{"text":"503 Service Unavailable"}"#,
+            r#"{"text":"prompt is too long"}"#,
+        ],
+    );
+    assert!(
+        answers[0].starts_with(r#"{"retryable":true"#),
+        "{answers:?}"
+    );
+    assert!(
+        answers[1].starts_with(r#"{"retryable":false,"overflow":true"#),
+        "{answers:?}"
+    );
+}
+
+#[test]
 fn classify_lines() {
     let input = "{\"text\":\"503 Service Unavailable\"}\n\n{\"text\":\"prompt is too long\"}\n";
     let output = run_stdin(&["classify"], input.as_bytes());
@@ -246,12 +369,16 @@ fn classify_lines() {
             "{\"retryable\":false,\"overflow\":true,\"usageLimit\":false,\"hintMs\":null}\n",
         )
     );
-    let output = run_stdin(&["classify"], b"{\"text\":\"x\"}\n{\"txt\":\"y\"}\n");
+    let output = run_stdin(
+        &["classify"],
+        b"{\"text\":\"x\"}\n{\"txt\":\"y\"}\n{\"text\":\"a\",\"text\":\"b\"}\n{\"text\":\"z\"}\n",
+    );
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8(output.stderr).unwrap(),
-        "line 2: text: missing (expected a string)\n"
+        "line 2: text: missing (expected a string)\nline 3: duplicate key \"text\" at line 1 column 23\n"
     );
+    assert_eq!(String::from_utf8(output.stdout).unwrap().lines().count(), 2);
     let missing = bin()
         .args(["classify", "/nonexistent/file.jsonl"])
         .output()

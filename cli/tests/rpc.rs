@@ -162,7 +162,7 @@ fn abort_retry_during_the_backoff_cancels_the_timer() {
     c.send_json(answered());
     assert_eq!(
         c.next_text(),
-        r#"{"type":"response","command":"agent_end","success":false,"error":"the agent must not run while a retry backoff is pending"}"#
+        r#"{"type":"response","command":"agent_end","success":false,"error":"the agent must not run while a retry backoff is pending","code":"agent_run_during_backoff","line":3}"#
     );
     c.send(r#"{"type":"abort_retry","id":"a"}"#);
     assert_eq!(
@@ -252,32 +252,32 @@ fn parse_errors_and_unknown_commands_keep_the_sidecar_serving() {
     c.send("[1,2]");
     assert_eq!(
         c.next_text(),
-        r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array"}"#
+        r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array","code":"not_an_object","line":2}"#
     );
     c.send(r#"{"id":"p"}"#);
     assert_eq!(
         c.next_text(),
-        r#"{"id":"p","type":"response","command":"parse","success":false,"error":"type: missing (expected a string)"}"#
+        r#"{"id":"p","type":"response","command":"parse","success":false,"error":"type: missing (expected a string)","code":"invalid_field","line":3}"#
     );
     c.send(r#"{"type":"reboot","id":"u"}"#);
     assert_eq!(
         c.next_text(),
-        r#"{"id":"u","type":"response","command":"reboot","success":false,"error":"Unknown command: reboot"}"#
+        r#"{"id":"u","type":"response","command":"reboot","success":false,"error":"Unknown command: reboot","code":"unknown_command","line":4}"#
     );
     c.send(r#"{"type":"timer_fired","timer":1}"#);
     assert_eq!(
         c.next_text(),
-        r#"{"type":"response","command":"timer_fired","success":false,"error":"Unknown command: timer_fired"}"#
+        r#"{"type":"response","command":"timer_fired","success":false,"error":"Unknown command: timer_fired","code":"unknown_command","line":5}"#
     );
     c.send(r#"{"type":"set_auto_retry","enabled":"yes","id":"b"}"#);
     assert_eq!(
         c.next_text(),
-        r#"{"id":"b","type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found a string \"yes\""}"#
+        r#"{"id":"b","type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found a string \"yes\"","code":"invalid_field","line":6}"#
     );
     c.send(r#"{"type":"agent_end","message":{"stopReason":"error","usage":{"input":-1}}}"#);
     assert_eq!(
         c.next_text(),
-        r#"{"type":"response","command":"agent_end","success":false,"error":"message.usage.input: expected a non-negative integer that fits u64, found -1"}"#
+        r#"{"type":"response","command":"agent_end","success":false,"error":"message.usage.input: expected a non-negative integer that fits u64, found -1","code":"invalid_field","line":7}"#
     );
     c.send("");
     c.send(r#"{"type":"get_retry_state","id":"still"}"#);
@@ -299,7 +299,7 @@ fn settings_changes_apply_from_the_next_decision() {
     c.send(r#"{"type":"set_retry_settings","id":"s"}"#);
     assert_eq!(
         c.next_text(),
-        r#"{"id":"s","type":"response","command":"set_retry_settings","success":false,"error":"settings: missing (expected an object)"}"#
+        r#"{"id":"s","type":"response","command":"set_retry_settings","success":false,"error":"settings: missing (expected an object)","code":"invalid_field","line":2}"#
     );
     c.send(r#"{"type":"set_retry_settings","settings":{"maxRetries":0},"id":"s0"}"#);
     assert_eq!(
@@ -338,12 +338,38 @@ fn settings_changes_apply_from_the_next_decision() {
 }
 
 #[test]
-fn end_of_input_during_a_backoff_cancels_the_timer_and_exits_0() {
+fn end_of_input_during_a_backoff_cancels_the_chain_and_exits_0() {
     let mut c = Client::start(&["--settings", r#"{"baseDelayMs":5000}"#]);
     c.send_json(failed("overloaded"));
     let rest = c.finish();
-    assert_eq!(rest.len(), 3, "{rest:?}");
-    assert_eq!(rest[2], r#"{"type":"action","action":"sleep","ms":5000}"#);
+    assert_eq!(
+        rest[2..],
+        [
+            r#"{"type":"action","action":"sleep","ms":5000}"#,
+            // Reported as an abort_retry would end it, not dropped.
+            r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+            &action("settled"),
+            &action("check_compaction"),
+        ]
+    );
+    // With no chain open, nothing is written.
+    let mut c = Client::start(&[]);
+    c.send_json(answered());
+    assert_eq!(c.finish(), [action("check_compaction")]);
+}
+
+#[test]
+fn end_of_input_while_the_continued_run_is_in_flight_ends_the_chain() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":0}"#]);
+    c.send_json(failed("overloaded"));
+    assert_eq!(c.take(4)[3], action("continue_agent"));
+    assert_eq!(
+        c.finish(),
+        [
+            r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+            &action("settled"),
+        ]
+    );
 }
 
 #[test]
@@ -461,7 +487,8 @@ fn the_hosts_own_verdict_and_wait_travel_in_agent_events() {
             && refused.contains("shouldRetry"),
         "{refused}"
     );
-    assert!(c.finish().is_empty());
+    // The end of input cancels the pending backoff.
+    assert_eq!(c.finish().len(), 3);
 }
 
 #[test]
@@ -490,4 +517,145 @@ fn option_settings_are_validated_by_key() {
         json!({"autoRetryEnabled": true, "isRetrying": false, "retryAttempt": 0})
     );
     assert!(c.finish().is_empty());
+}
+
+#[test]
+fn duplicate_keys_are_refused_on_every_path() {
+    let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+        .args(["rpc", "--settings", r#"{"baseDelayMs":-1,"baseDelayMs":5}"#])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"--settings: duplicate key "baseDelayMs""#),
+        "{stderr}"
+    );
+    let mut c = Client::start(&[]);
+    c.send(r#"{"type":"abort_retry","type":"abort","id":"x"}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"parse","success":false,"error":"duplicate key \"type\" at line 1 column 36","code":"duplicate_key","line":1}"#
+    );
+    // Nothing ran: no abort_agent.
+    c.send(r#"{"type":"get_retry_state","id":"q"}"#);
+    assert!(c.next_text().starts_with(r#"{"id":"q","#));
+    assert!(c.finish().is_empty());
+}
+
+#[test]
+fn null_in_an_optional_message_field_is_absent() {
+    let mut c = Client::start(&[]);
+    c.send(r#"{"type":"agent_end","nowMs":null,"message":{"stopReason":"error","errorMessage":"503","usage":null,"shouldRetry":null,"retryAfterMs":null}}"#);
+    assert!(c.next_text().starts_with(r#"{"type":"auto_retry_start""#));
+    assert_eq!(c.finish().len(), 5);
+}
+
+#[test]
+fn a_line_over_the_limit_is_answered_and_skipped() {
+    let mut c = Client::start(&["--max-line-bytes", "100"]);
+    c.send(&format!(
+        r#"{{"type":"get_retry_state","id":"{}"}}"#,
+        "x".repeat(200)
+    ));
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"parse","success":false,"error":"line too long: 234 bytes, the limit is 100","code":"line_too_long","line":1}"#
+    );
+    c.send(r#"{"type":"get_retry_state","id":"q"}"#);
+    assert!(c.next_text().starts_with(r#"{"id":"q","#));
+    // The default limit is 1 MiB: a 2 MiB line is refused too.
+    let mut c = Client::start(&[]);
+    c.send(&format!(
+        r#"{{"type":"abort","id":"{}"}}"#,
+        "x".repeat(2 << 20)
+    ));
+    assert!(c.next_text().contains(r#""code":"line_too_long""#));
+    c.send(r#"{"type":"abort","id":"a"}"#);
+    assert!(c.next_text().starts_with(r#"{"id":"a","#));
+    c.finish();
+}
+
+#[test]
+fn the_time_scale_shortens_the_waits_and_is_validated() {
+    let mut c = Client::start(&[
+        "--time-scale",
+        "0.001",
+        "--settings",
+        r#"{"baseDelayMs":60000}"#,
+    ]);
+    c.send_json(failed("503"));
+    // The lines keep the unscaled figures; the wait is 60 ms.
+    assert_eq!(
+        c.take(3)[2],
+        r#"{"type":"action","action":"sleep","ms":60000}"#
+    );
+    assert_eq!(c.next_text(), action("continue_agent"));
+    c.finish();
+    for bad in ["0", "-1", "inf", "NaN", "x"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+            .args(["rpc", "--time-scale", bad])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+}
+
+/// Polls `get_retry_state` as fast as the pipe allows after a backoff of
+/// `base_delay_ms`; returns how many polls were answered between the
+/// `sleep` and the `continue_agent`, and the time from the `sleep` to the
+/// `continue_agent`.
+fn poll_through_a_backoff(base_delay_ms: u64) -> (usize, Duration) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+    let settings = format!(r#"{{"baseDelayMs":{base_delay_ms}}}"#);
+    let mut c = Client::start(&["--settings", &settings]);
+    let mut stdin = c.stdin.take().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    let writer = thread::spawn(move || {
+        writeln!(stdin, "{}", failed("503")).unwrap();
+        let poll = b"{\"type\":\"get_retry_state\"}\n".repeat(64);
+        // At most about 2 M polls: the old sidecar answered them all first.
+        for _ in 0..32_768 {
+            if stopped.load(Ordering::Relaxed) || stdin.write_all(&poll).is_err() {
+                break;
+            }
+        }
+    });
+    let _ = c.take(2);
+    assert!(c.next_text().contains(r#""sleep""#));
+    let slept = Instant::now();
+    let mut polls = 0;
+    let waited = loop {
+        let line = c.next_text();
+        if line == action("continue_agent") {
+            break slept.elapsed();
+        }
+        assert!(line.contains("get_retry_state"), "{line}");
+        polls += 1;
+    };
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let rest = c.finish();
+    assert!(rest.iter().all(|l| !l.contains("continue_agent")));
+    (polls, waited)
+}
+
+#[test]
+fn a_due_timer_fires_ahead_of_polls_that_came_after_it() {
+    // After a 0 ms backoff only the polls already read ahead (the bounded
+    // queue) are answered first.
+    let (polls, waited) = poll_through_a_backoff(0);
+    eprintln!("0 ms backoff: continue_agent after {polls} polls, {waited:?}");
+    assert!(
+        polls <= autoretry::host::sidecar::READ_AHEAD_LINES + 1,
+        "{polls} polls"
+    );
+    // After 100 ms the polls of those 100 ms go first, then the continue.
+    let (polls, waited) = poll_through_a_backoff(100);
+    eprintln!("100 ms backoff: continue_agent after {polls} polls, {waited:?}");
 }

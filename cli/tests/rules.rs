@@ -233,6 +233,10 @@ fn rpc_applies_the_verdict_to_agent_messages_without_their_own() {
             r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"stream stalled"}"#,
             r#"{"type":"action","action":"drop_trailing_error"}"#,
             r#"{"type":"action","action":"sleep","ms":2000}"#,
+            // The end of input cancels the pending backoff.
+            r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+            r#"{"type":"action","action":"settled"}"#,
+            r#"{"type":"action","action":"check_compaction"}"#,
         ]
     );
 }

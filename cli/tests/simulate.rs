@@ -46,8 +46,9 @@ fn the_provider_recovers_within_the_retries() {
     assert_eq!(
         loaders,
         [
-            "Retrying (1/3) in 2s\u{2026} (esc to cancel)",
-            "Retrying (2/3) in 4s\u{2026} (esc to cancel)"
+            // The wall-clock seconds, and the backoff's own under the scale.
+            "Retrying (1/3) in 0s\u{2026} (esc to cancel) [a 2s backoff at time scale 0.001]",
+            "Retrying (2/3) in 0s\u{2026} (esc to cancel) [a 4s backoff at time scale 0.001]"
         ]
     );
     let events = events(&lines);
@@ -88,7 +89,10 @@ fn the_chain_fails_after_max_retries() {
         lines[failure.expect("a failure line")],
         "Retry failed after 2 attempts: 529 overloaded_error: Overloaded"
     );
-    assert!(lines.contains(&"Retrying (1/2) in 0s\u{2026} (esc to cancel)".to_owned()));
+    assert!(lines.contains(
+        &"Retrying (1/2) in 0s\u{2026} (esc to cancel) [a 0s backoff at time scale 0.001]"
+            .to_owned()
+    ));
 }
 
 #[test]
@@ -135,7 +139,7 @@ fn ctrl_c_cancels_the_retry_in_a_pipe() {
     assert_eq!(
         rest[..3],
         [
-            "^C: abort_retry (Ctrl-C again aborts)",
+            "^C: the retry is cancelled (abort_retry); Ctrl-C again aborts the agent",
             r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
             "Retry failed after 1 attempts: Retry cancelled",
         ]
@@ -143,6 +147,25 @@ fn ctrl_c_cancels_the_retry_in_a_pipe() {
     assert!(
         !rest.iter().any(|l| l.contains("provider call 2")),
         "{rest:?}"
+    );
+}
+
+#[test]
+fn the_loader_shows_the_scaled_wait() {
+    let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
+        .args(["simulate", "--failures", "1", "--base-delay-ms", "60000"])
+        .args(["--latency-ms", "0", "--time-scale", "0.05"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let lines = lines(&out);
+    assert!(
+        lines.contains(
+            &"Retrying (1/3) in 3s\u{2026} (esc to cancel) [a 60s backoff at time scale 0.05]"
+                .to_owned()
+        ),
+        "{lines:?}"
     );
 }
 

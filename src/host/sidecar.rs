@@ -1,5 +1,5 @@
 //! The JSON-lines sidecar (feature `json`): an agent in any language drives
-//! the machine over a pipe, and the sidecar owns the backoff timers (the
+//! the machine over a pipe, and the sidecar owns the backoff timer (the
 //! `autoretry rpc` command).
 //!
 //! # Lines in
@@ -13,14 +13,18 @@
 //!   `mark_usage_limit` action; the sidecar remembers the marked text).
 //!
 //! Blank lines are skipped. A line that is not a JSON object with a string
-//! `type` answers the `parse` error of spec §7; an unknown type answers
-//! `Unknown command: <type>`; the sidecar keeps serving.
+//! `type` answers the `parse` error of spec §7 (an object that gives a key
+//! twice is not one); an unknown type answers `Unknown command: <type>`; a
+//! line longer than the limit ([`MAX_LINE_BYTES`] unless the [`Pipe`] says
+//! otherwise) answers a `parse` error with the code `line_too_long`. Every
+//! failed response has a `code` and the `line` number (see
+//! [`crate::wire::rpc`]'s error codes); the sidecar keeps serving.
 //!
 //! # Lines out
 //!
 //! - one response per command (spec §7), before the command's other lines;
 //!   an agent event is answered only when it is refused or malformed:
-//!   `{"type":"response","command":"agent_end","success":false,"error":"..."}`;
+//!   `{"type":"response","command":"agent_end","success":false,"error":"...","code":"...","line":n}`;
 //! - the events `auto_retry_start` / `auto_retry_end`, exactly as spec §8;
 //! - what the agent must do, as `{"type":"action","action":"<name>"}`:
 //!   `drop_trailing_error`, `continue_agent` (written when the backoff
@@ -29,12 +33,31 @@
 //!   `usage_limit_marked`) and `sleep` (with `"ms":n`: informational, the
 //!   sidecar owns the timer). Timer cancellation stays inside the sidecar.
 //!
+//! # Time and fairness
+//!
+//! [`serve`] runs a [`Sidecar`] on a [`Source`]: lines stamped with the
+//! time they arrived, and a clock. A due timer goes ahead of every line
+//! that arrived at or after its deadline, however fast lines come (a line
+//! that arrived before it, an `abort_retry` sent in time, goes first). So
+//! `continue_agent` is never later than the answer to the line being
+//! handled when the deadline passed. [`Pipe`] is the real source: a thread
+//! reads the lines into a bounded queue ([`READ_AHEAD_LINES`]), so a client
+//! that writes faster than the sidecar answers is held back by the pipe,
+//! and the sidecar never holds more than a few lines of at most the limit
+//! each. The tests run [`serve`] on a virtual clock.
+//!
+//! At the end of input the sidecar feeds `abort_retry` (the agent is gone):
+//! an open chain ends as a cancel ends it (`auto_retry_end` with `Retry
+//! cancelled`, `settled`, and `check_compaction` when a backoff was
+//! pending); with no chain open nothing is written.
+//!
 //! ```
-//! use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
-//! let mut driver = ThreadDriver::new(Machine::default());
-//! let mut sidecar = Sidecar::new(Vec::new());
-//! sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error"}}"#).unwrap();
-//! sidecar.feed_line(&mut driver, br#"{"type":"abort_retry","id":"a1"}"#).unwrap();
+//! use autoretry::{Machine, host::sidecar::Sidecar};
+//! use std::time::Duration;
+//! let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+//! let now = Duration::ZERO;
+//! sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error"}}"#, now).unwrap();
+//! sidecar.feed_line(br#"{"type":"abort_retry","id":"a1"}"#, now).unwrap();
 //! let out = String::from_utf8(sidecar.into_inner()).unwrap();
 //! assert_eq!(out.lines().collect::<Vec<_>>(), [
 //!     r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"529 overloaded_error"}"#,
@@ -47,20 +70,25 @@
 //! ]);
 //! ```
 
-use std::io::{self, BufRead, Write};
-use std::ops::ControlFlow;
-use std::sync::mpsc;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::host::thread::{ThreadDriver, Turn};
-use crate::host::Step;
-use crate::output::Output;
+use crate::machine::{Input, Machine, Refused};
+use crate::output::{Output, Outputs, TimerId};
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
 use crate::wire::json::{to_json, InputOwned};
-use crate::wire::rpc::{Command, Envelope, Response};
+use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
+
+/// The longest input line [`Pipe::new`] accepts by default, in bytes
+/// (without its `\n`): 1 MiB. A longer line is answered with a
+/// `line_too_long` error and skipped; `autoretry rpc --max-line-bytes N`
+/// changes it.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// The line for one output, or `None` for the outputs the sidecar keeps to
 /// itself (`cancel_timer`).
@@ -95,14 +123,27 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
     })
 }
 
-/// The sidecar's side of the pipe: turns lines into inputs of a
-/// [`ThreadDriver`] and the outputs of its [`Step`]s into lines on `W`.
+/// The pending backoff timer: its id and deadline on the sidecar's clock
+/// (`None`: beyond the clock's range, it never fires).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pending {
+    timer: TimerId,
+    at: Option<Duration>,
+}
+
+/// The sidecar: a [`Machine`], its backoff timer, and the lines it writes
+/// on `W`. It adds no policy: lines become inputs, outputs become lines,
+/// `sleep` arms the timer and `cancel_timer` disarms it.
+///
+/// Time is a [`Duration`] on the caller's clock (since any fixed origin):
+/// [`Sidecar::feed_line`] takes the time at which it runs, to arm the
+/// timer; [`Sidecar::fire_due`] fires a timer whose deadline has passed.
 ///
 /// ```
-/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
-/// let mut driver = ThreadDriver::new(Machine::default());
-/// let mut sidecar = Sidecar::new(Vec::new());
-/// sidecar.feed_line(&mut driver, br#"{"type":"abort","id":"1"}"#).unwrap();
+/// use std::time::Duration;
+/// use autoretry::{Machine, host::sidecar::Sidecar};
+/// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+/// sidecar.feed_line(br#"{"type":"abort","id":"1"}"#, Duration::ZERO).unwrap();
 /// assert_eq!(String::from_utf8(sidecar.into_inner()).unwrap(),
 ///     "{\"id\":\"1\",\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n\
 ///      {\"type\":\"action\",\"action\":\"abort_agent\"}\n");
@@ -110,6 +151,11 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
 #[derive(Debug)]
 pub struct Sidecar<W: Write> {
     out: W,
+    machine: Machine,
+    pending: Option<Pending>,
+    time_scale: f64,
+    /// The number of the last line fed (1-based).
+    line: u64,
     /// The error text of the `agent_end` that asked for `mark_usage_limit`.
     marked_error: Option<String>,
     /// Rules whose verdict is the `shouldRetry` of every agent message
@@ -119,15 +165,37 @@ pub struct Sidecar<W: Write> {
 }
 
 impl<W: Write> Sidecar<W> {
-    /// A sidecar writing to `out` (flushed after every line fed and every
-    /// step written).
-    pub fn new(out: W) -> Self {
+    /// A sidecar for `machine`, writing to `out` (flushed after every line
+    /// fed and every timer fired), in real time (time scale 1).
+    pub fn new(machine: Machine, out: W) -> Self {
         Sidecar {
             out,
+            machine,
+            pending: None,
+            time_scale: 1.0,
+            line: 0,
             marked_error: None,
             #[cfg(feature = "rules")]
             rules: None,
         }
+    }
+
+    /// The same sidecar with every backoff wait multiplied by `scale`
+    /// (`autoretry rpc --time-scale`: 0.01 waits 20 ms for a 2 s backoff,
+    /// for hosts' integration tests). The lines keep the unscaled figures
+    /// (`"delayMs":2000`, `"ms":2000`). A negative or NaN scale counts as
+    /// 0; an infinite one (or a wait beyond the clock's range) never fires.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, host::sidecar::Sidecar};
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new()).with_time_scale(0.01);
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#, Duration::ZERO).unwrap();
+    /// assert_eq!(sidecar.deadline(), Some(Duration::from_millis(20)));
+    /// ```
+    pub fn with_time_scale(mut self, scale: f64) -> Self {
+        self.time_scale = if scale > 0.0 { scale } else { 0.0 };
+        self
     }
 
     /// The same sidecar applying `rules` to the message of every
@@ -136,13 +204,13 @@ impl<W: Write> Sidecar<W> {
     /// What `autoretry rpc --rules FILE` does.
     ///
     /// ```
-    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, host::sidecar::Sidecar};
     /// use autoretry::rules::{RuleSet, Rules};
     /// let rules = Rules::compile(&RuleSet::new().with_never("billing")).unwrap();
-    /// let mut driver = ThreadDriver::new(Machine::default());
-    /// let mut sidecar = Sidecar::new(Vec::new()).with_rules(rules);
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new()).with_rules(rules);
     /// // A 503 that the rules say never to retry.
-    /// sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503 billing unavailable"}}"#).unwrap();
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503 billing unavailable"}}"#, Duration::ZERO).unwrap();
     /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"check_compaction\"}\n");
     /// ```
     #[cfg(feature = "rules")]
@@ -152,32 +220,47 @@ impl<W: Write> Sidecar<W> {
         self
     }
 
+    /// The machine (for its queries: [`Machine::state`], settings, ...).
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// When the pending backoff timer fires, on the caller's clock; `None`
+    /// when no timer is pending (or it never fires).
+    pub fn deadline(&self) -> Option<Duration> {
+        self.pending.and_then(|p| p.at)
+    }
+
     /// The writer back.
     pub fn into_inner(self) -> W {
         self.out
     }
 
     /// Feeds one input line (without its newline; a trailing `\r` is
-    /// ignored) to the driver: writes the response, if any, then the lines
+    /// ignored) at time `now`: writes the response, if any, then the lines
     /// of the outputs, and flushes. Returns the first write error.
     ///
     /// ```
-    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
-    /// let mut driver = ThreadDriver::new(Machine::default());
-    /// let mut sidecar = Sidecar::new(Vec::new());
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, host::sidecar::Sidecar};
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
     /// // An accepted agent event that starts nothing writes nothing but its action.
-    /// sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"stop"}}"#).unwrap();
-    /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"check_compaction\"}\n");
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"stop"}}"#, Duration::ZERO).unwrap();
+    /// // A refused or malformed line is answered with a code and its line number.
+    /// sidecar.feed_line(br#"{"type":"agent_end"}"#, Duration::ZERO).unwrap();
+    /// assert_eq!(String::from_utf8(sidecar.into_inner()).unwrap(),
+    ///     "{\"type\":\"action\",\"action\":\"check_compaction\"}\n\
+    ///      {\"type\":\"response\",\"command\":\"agent_end\",\"success\":false,\"error\":\"message: missing (expected an object)\",\"code\":\"invalid_field\",\"line\":2}\n");
     /// ```
-    pub fn feed_line(&mut self, driver: &mut ThreadDriver, line: &[u8]) -> io::Result<()> {
+    pub fn feed_line(&mut self, line: &[u8], now: Duration) -> io::Result<()> {
+        self.line += 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(|b| matches!(b, b' ' | b'\t')) {
             return Ok(());
         }
         let mut held = Vec::new();
-        let response = self.respond(driver, line, &mut held);
-        if let Some(response) = response {
-            writeln!(self.out, "{}", response.to_json_line())?;
+        if let Some(response) = self.respond(line, now, &mut held) {
+            self.write_response(response)?;
         }
         for line in held {
             writeln!(self.out, "{line}")?;
@@ -185,43 +268,141 @@ impl<W: Write> Sidecar<W> {
         self.out.flush()
     }
 
-    /// Writes the lines of a step's outputs (a fired timer's, from
-    /// [`ThreadDriver::wait`] or [`ThreadDriver::run`]) and flushes. A
-    /// refused step writes nothing: refusals are answered by
-    /// [`Sidecar::feed_line`], which names the command.
+    /// Answers a line that was longer than `limit` bytes (`bytes` of them,
+    /// without the newline), and was not read: a `parse` error with the
+    /// code `line_too_long`. Nothing else changes.
     ///
     /// ```
-    /// use std::time::Instant;
-    /// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::Sidecar};
-    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
-    /// let mut sidecar = Sidecar::new(Vec::new());
-    /// sidecar.feed_line(&mut driver, br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#).unwrap();
-    /// let mut sidecar = Sidecar::new(Vec::new());
-    /// sidecar.write_step(&driver.fire_due(Instant::now()).unwrap()).unwrap();
-    /// assert_eq!(sidecar.into_inner(), b"{\"type\":\"action\",\"action\":\"continue_agent\"}\n");
+    /// use autoretry::{Machine, host::sidecar::Sidecar};
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+    /// sidecar.too_long(5_000_000, 1 << 20).unwrap();
+    /// assert_eq!(String::from_utf8(sidecar.into_inner()).unwrap(),
+    ///     "{\"type\":\"response\",\"command\":\"parse\",\"success\":false,\"error\":\"line too long: 5000000 bytes, the limit is 1048576\",\"code\":\"line_too_long\",\"line\":1}\n");
     /// ```
-    pub fn write_step(&mut self, step: &Step<'_>) -> io::Result<()> {
-        for line in step.outputs.iter().flatten().filter_map(output_line) {
+    pub fn too_long(&mut self, bytes: u64, limit: usize) -> io::Result<()> {
+        self.line += 1;
+        self.write_response(Response {
+            id: None,
+            command: "parse".into(),
+            result: Err(Failure::new(
+                ErrorCode::LineTooLong,
+                format!("line too long: {bytes} bytes, the limit is {limit}"),
+            )),
+        })?;
+        self.out.flush()
+    }
+
+    /// Fires the pending timer if its deadline is at or before `now`:
+    /// feeds `timer_fired`, writes its lines (`continue_agent`) and
+    /// flushes. Returns whether it fired.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, host::sidecar::Sidecar};
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#, Duration::ZERO).unwrap();
+    /// assert!(!sidecar.fire_due(Duration::from_millis(1999)).unwrap());
+    /// assert!(sidecar.fire_due(Duration::from_millis(2000)).unwrap());
+    /// assert!(String::from_utf8(sidecar.into_inner()).unwrap().ends_with("{\"type\":\"action\",\"action\":\"continue_agent\"}\n"));
+    /// ```
+    pub fn fire_due(&mut self, now: Duration) -> io::Result<bool> {
+        let Some(Pending {
+            timer,
+            at: Some(at),
+        }) = self.pending
+        else {
+            return Ok(false);
+        };
+        if at > now {
+            return Ok(false);
+        }
+        self.pending = None;
+        // `timer_fired` is never refused.
+        if let Ok(outputs) = self.handle(Input::TimerFired { timer }, now) {
+            self.write_outputs(&outputs)?;
+        }
+        self.out.flush().map(|()| true)
+    }
+
+    /// The end of input: feeds `abort_retry` (see the [module
+    /// docs](self#time-and-fairness)) and writes its lines.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, host::sidecar::Sidecar};
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#, Duration::ZERO).unwrap();
+    /// sidecar.end_of_input(Duration::ZERO).unwrap();
+    /// assert_eq!(sidecar.deadline(), None);
+    /// let out = String::from_utf8(sidecar.into_inner()).unwrap();
+    /// assert_eq!(out.lines().skip(3).collect::<Vec<_>>(), [
+    ///     r#"{"type":"auto_retry_end","success":false,"attempt":1,"finalError":"Retry cancelled"}"#,
+    ///     r#"{"type":"action","action":"settled"}"#,
+    ///     r#"{"type":"action","action":"check_compaction"}"#,
+    /// ]);
+    /// ```
+    pub fn end_of_input(&mut self, now: Duration) -> io::Result<()> {
+        // `abort_retry` is never refused.
+        if let Ok(outputs) = self.handle(Input::AbortRetry, now) {
+            self.write_outputs(&outputs)?;
+        }
+        self.pending = None;
+        self.out.flush()
+    }
+
+    /// Feeds one input to the machine and carries out its timer outputs,
+    /// in order: `sleep` arms the timer (at `now` plus the scaled wait),
+    /// `cancel_timer` disarms it.
+    fn handle<'a>(&mut self, input: Input<'a>, now: Duration) -> Result<Outputs<'a>, Refused> {
+        let outputs = self.machine.handle(input)?;
+        for output in &outputs {
+            match *output {
+                Output::Sleep { ms, timer } => {
+                    let wait = if self.time_scale == 1.0 {
+                        Some(Duration::from_millis(ms))
+                    } else {
+                        Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
+                    };
+                    let at = wait.and_then(|wait| now.checked_add(wait));
+                    self.pending = Some(Pending { timer, at });
+                }
+                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
+                    self.pending = None;
+                }
+                _ => {}
+            }
+        }
+        Ok(outputs)
+    }
+
+    fn write_outputs(&mut self, outputs: &Outputs<'_>) -> io::Result<()> {
+        for line in outputs.iter().filter_map(output_line) {
             writeln!(self.out, "{line}")?;
         }
-        self.out.flush()
+        Ok(())
+    }
+
+    /// Writes a response; a failure names the line.
+    fn write_response(&mut self, mut response: Response) -> io::Result<()> {
+        if let Err(failure) = response.result {
+            response.result = Err(failure.at_line(self.line));
+        }
+        writeln!(self.out, "{}", response.to_json_line())
     }
 
     /// Decodes and runs one line; the response to write, if any. The lines
     /// of the outputs go to `held` (they follow the response).
-    fn respond(
-        &mut self,
-        driver: &mut ThreadDriver,
-        line: &[u8],
-        held: &mut Vec<String>,
-    ) -> Option<Response> {
+    fn respond(&mut self, line: &[u8], now: Duration, held: &mut Vec<String>) -> Option<Response> {
         let text = match std::str::from_utf8(line) {
             Ok(text) => text,
             Err(e) => {
                 return Some(Response {
                     id: None,
                     command: "parse".into(),
-                    result: Err(format!("invalid UTF-8: {e}")),
+                    result: Err(Failure::new(
+                        ErrorCode::InvalidJson,
+                        format!("invalid UTF-8: {e}"),
+                    )),
                 })
             }
         };
@@ -231,24 +412,18 @@ impl<W: Write> Sidecar<W> {
         };
         match envelope.type_name() {
             "message_end" | "agent_end" | "usage_limit_marked" => {
-                self.agent_event(driver, &envelope, held)
+                self.agent_event(&envelope, now, held)
             }
             _ => Some(match Command::from_envelope(&envelope) {
                 None => envelope.unknown(),
                 Some(Err(response)) => response,
-                Some(Ok(command)) => match command.input().map(|input| driver.handle(input)) {
-                    Some(Step {
-                        outputs: Err(refused),
-                        ..
-                    }) => envelope.error(refused.to_string()),
-                    Some(Step {
-                        outputs: Ok(outputs),
-                        ..
-                    }) => {
+                Some(Ok(command)) => match command.input().map(|input| self.handle(input, now)) {
+                    Some(Err(refused)) => envelope.refused(refused),
+                    Some(Ok(outputs)) => {
                         held.extend(outputs.iter().filter_map(output_line));
-                        command.answer(&envelope, driver.machine())
+                        command.answer(&envelope, &self.machine)
                     }
-                    None => command.answer(&envelope, driver.machine()),
+                    None => command.answer(&envelope, &self.machine),
                 },
             }),
         }
@@ -257,17 +432,17 @@ impl<W: Write> Sidecar<W> {
     /// An agent event: no response unless it is malformed or refused.
     fn agent_event(
         &mut self,
-        driver: &mut ThreadDriver,
         envelope: &Envelope,
+        now: Duration,
         held: &mut Vec<String>,
     ) -> Option<Response> {
         let mut object = envelope.fields().clone();
         object.insert("type".into(), Value::String(envelope.type_name().into()));
         let event = match InputOwned::from_json(&Value::Object(object)) {
             Ok(event) => event,
-            Err(e) => return Some(envelope.error(e.message().to_owned())),
+            Err(e) => return Some(envelope.error(ErrorCode::of(&e), e.message().to_owned())),
         };
-        let awaited = driver.machine().awaits_usage_limit_answer();
+        let awaited = self.machine.awaits_usage_limit_answer();
         let marked = if awaited {
             self.marked_error.clone().unwrap_or_default()
         } else {
@@ -275,21 +450,19 @@ impl<W: Write> Sidecar<W> {
         };
         let input = match event.as_input(&marked) {
             Ok(input) => input,
-            Err(error) => return Some(envelope.error(error.to_owned())),
+            Err(error) => return Some(envelope.error(ErrorCode::InvalidField, error.to_owned())),
         };
         #[cfg(feature = "rules")]
         let input = match &self.rules {
             Some(rules) => rules.apply_input(input),
             None => input,
         };
-        match driver.handle(input).outputs {
-            Err(refused) => return Some(envelope.error(refused.to_string())),
+        match self.handle(input, now) {
+            Err(refused) => return Some(envelope.refused(refused)),
             Ok(outputs) => held.extend(outputs.iter().filter_map(output_line)),
         }
         match &event {
-            InputOwned::AgentEnd { message, .. }
-                if driver.machine().awaits_usage_limit_answer() =>
-            {
+            InputOwned::AgentEnd { message, .. } if self.machine.awaits_usage_limit_answer() => {
                 self.marked_error = message.error_message.clone();
             }
             InputOwned::UsageLimitMarked { .. } if awaited => self.marked_error = None,
@@ -299,107 +472,309 @@ impl<W: Write> Sidecar<W> {
     }
 }
 
-/// Serves the sidecar until the end of `input`: a thread reads lines from
-/// `input` into a channel, the calling thread runs the driver and writes to
-/// `output`. At the end of input the pending timer is cancelled (nothing is
-/// written after it) and `output` is flushed.
-///
-/// Returns the first read or write error.
+/// What a [`Source`] delivers: one item and the time it arrived, on the
+/// source's clock.
+#[derive(Debug)]
+pub struct Arrival {
+    /// When the item arrived (the reader had it).
+    pub at: Duration,
+    /// The item.
+    pub item: Item,
+}
+
+/// One item of input.
+#[derive(Debug)]
+pub enum Item {
+    /// A line, without its `\n`.
+    Line(Vec<u8>),
+    /// A line longer than `limit` bytes: `bytes` of them, skipped unread.
+    TooLong {
+        /// The line's length, without its `\n`.
+        bytes: u64,
+        /// The limit it broke.
+        limit: usize,
+    },
+    /// The end of input.
+    End,
+    /// Reading failed; no more input.
+    Failed(io::Error),
+}
+
+/// Where [`serve`] gets its lines and its time: [`Pipe`] in real life, a
+/// virtual clock in tests.
 ///
 /// ```
-/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::serve};
+/// use std::time::Duration;
+/// use autoretry::{Machine, host::sidecar::{serve, Arrival, Item, Sidecar, Source}};
+///
+/// /// Lines that all arrived at once, on a clock that jumps to any
+/// /// deadline it is asked to wait for.
+/// struct AllAtOnce { lines: Vec<&'static str>, now: Duration }
+///
+/// impl Source for AllAtOnce {
+///     fn now(&self) -> Duration { self.now }
+///     fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+///         if self.lines.is_empty() {
+///             if let Some(until) = until {
+///                 self.now = self.now.max(until);
+///                 return None;
+///             }
+///             return Some(Arrival { at: self.now, item: Item::End });
+///         }
+///         let line = self.lines.remove(0);
+///         Some(Arrival { at: Duration::ZERO, item: Item::Line(line.into()) })
+///     }
+/// }
+///
+/// let mut source = AllAtOnce { lines: vec![
+///     r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#,
+/// ], now: Duration::ZERO };
+/// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+/// serve(&mut sidecar, &mut source).unwrap();
+/// // The backoff ran out on the virtual clock: 2 s.
+/// assert_eq!(source.now(), Duration::from_secs(2));
+/// let out = String::from_utf8(sidecar.into_inner()).unwrap();
+/// assert_eq!(out.lines().nth(3), Some(r#"{"type":"action","action":"continue_agent"}"#));
+/// ```
+pub trait Source {
+    /// The time now, on this source's clock (since any fixed origin).
+    fn now(&self) -> Duration;
+
+    /// The next item, waiting for it at most until `until` (forever when
+    /// `None`); `None` when `until` passed first. After [`Item::End`] or
+    /// [`Item::Failed`] it is not called again.
+    fn next(&mut self, until: Option<Duration>) -> Option<Arrival>;
+}
+
+/// Serves `sidecar` until the end of `source`'s input: feeds each line as
+/// it comes and fires the timer when it is due, ahead of every line that
+/// arrived at or after its deadline. At the end of input it calls
+/// [`Sidecar::end_of_input`]. Returns the first read or write error.
+///
+/// ```
+/// use autoretry::{Machine, host::sidecar::{serve, Pipe, Sidecar, MAX_LINE_BYTES}};
 /// let input = b"{\"type\":\"get_retry_state\",\"id\":\"q\"}\nnot json\n";
-/// let mut out = Vec::new();
-/// serve(ThreadDriver::new(Machine::default()), &input[..], &mut out).unwrap();
-/// let out = String::from_utf8(out).unwrap();
+/// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+/// serve(&mut sidecar, &mut Pipe::new(&input[..], MAX_LINE_BYTES)).unwrap();
+/// let out = String::from_utf8(sidecar.into_inner()).unwrap();
 /// let lines: Vec<&str> = out.lines().collect();
 /// assert_eq!(lines[0], r#"{"id":"q","type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#);
 /// assert!(lines[1].starts_with(r#"{"type":"response","command":"parse","success":false,"error":"invalid JSON: "#));
+/// assert!(lines[1].ends_with(r#","code":"invalid_json","line":2}"#));
 /// ```
-pub fn serve<R, W>(driver: ThreadDriver, input: R, output: W) -> io::Result<()>
-where
-    R: BufRead + Send + 'static,
-    W: Write,
-{
-    serve_with(driver, input, Sidecar::new(output))
-}
-
-/// [`serve`] with a sidecar of the caller's (one [`Sidecar::with_rules`],
-/// say), writing to its writer.
-///
-/// ```
-/// use autoretry::{Machine, host::thread::ThreadDriver, host::sidecar::{serve_with, Sidecar}};
-/// let input = b"{\"type\":\"abort\",\"id\":\"1\"}\n";
-/// let mut out = Vec::new();
-/// serve_with(ThreadDriver::new(Machine::default()), &input[..], Sidecar::new(&mut out)).unwrap();
-/// assert!(String::from_utf8(out).unwrap().ends_with("{\"type\":\"action\",\"action\":\"abort_agent\"}\n"));
-/// ```
-pub fn serve_with<R, W>(mut driver: ThreadDriver, input: R, sidecar: Sidecar<W>) -> io::Result<()>
-where
-    R: BufRead + Send + 'static,
-    W: Write,
-{
-    let (tx, rx) = mpsc::channel::<io::Result<Vec<u8>>>();
-    let reader = thread::spawn(move || read_lines(input, &tx));
-    let mut sidecar = sidecar;
-    let mut result = Ok(());
-    driver.run(&rx, |driver, turn| {
-        let written = match turn {
-            Turn::Message(line) => line.and_then(|line| sidecar.feed_line(driver, &line)),
-            Turn::Fired(step) => sidecar.write_step(&step),
+pub fn serve<W: Write>(sidecar: &mut Sidecar<W>, source: &mut impl Source) -> io::Result<()> {
+    loop {
+        let Some(arrival) = source.next(sidecar.deadline()) else {
+            // The deadline passed with no input.
+            sidecar.fire_due(source.now())?;
+            continue;
         };
-        match written {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(e) => {
-                result = Err(e);
-                ControlFlow::Break(())
+        sidecar.fire_due(arrival.at)?;
+        let now = source.now();
+        match arrival.item {
+            Item::Line(line) => sidecar.feed_line(&line, now)?,
+            Item::TooLong { bytes, limit } => sidecar.too_long(bytes, limit)?,
+            Item::End => return sidecar.end_of_input(now),
+            Item::Failed(e) => {
+                sidecar.end_of_input(now)?;
+                return Err(e);
             }
         }
-    });
-    if result.is_ok() {
-        result = sidecar.out.flush();
     }
-    drop(rx);
-    // The reader ends at the end of input, or at its next line once the
-    // channel is gone; it is not waited for after an error.
-    if result.is_ok() {
-        let _ = reader.join();
-    }
-    result
 }
 
-/// Sends every line of `input` (without its `\n`), then an error if reading
-/// failed; stops when the receiver is gone.
-fn read_lines<R: BufRead>(mut input: R, tx: &mpsc::Sender<io::Result<Vec<u8>>>) {
+/// The real [`Source`]: a thread reads lines from `R`, stamped on a
+/// monotonic clock, into a bounded queue: at most [`READ_AHEAD_LINES`]
+/// lines are read ahead of the sidecar (passed on in batches of what the
+/// client has already written, so a fast client costs no thread switch per
+/// line). A line longer than the limit is skipped as it is read, never
+/// held, and reported as [`Item::TooLong`].
+///
+/// ```
+/// use autoretry::host::sidecar::{Item, Pipe, Source};
+/// let mut pipe = Pipe::new(&b"{}\nxxxxxxxx\n"[..], 4);
+/// assert!(matches!(pipe.next(None).unwrap().item, Item::Line(line) if line == b"{}"));
+/// assert!(matches!(pipe.next(None).unwrap().item, Item::TooLong { bytes: 8, limit: 4 }));
+/// assert!(matches!(pipe.next(None).unwrap().item, Item::End));
+/// ```
+#[derive(Debug)]
+pub struct Pipe {
+    rx: mpsc::Receiver<Vec<Arrival>>,
+    /// The batch being handed out, in order.
+    batch: std::collections::VecDeque<Arrival>,
+    origin: Instant,
+}
+
+/// The lines of one batch, at most.
+const BATCH_LINES: usize = 64;
+/// A batch is passed on once it holds this many bytes.
+const BATCH_BYTES: usize = 64 * 1024;
+/// Batches waiting in the channel, at most.
+const QUEUE_BATCHES: usize = 2;
+
+/// How many lines a [`Pipe`] reads ahead of the sidecar, at most (the
+/// batches in the queue, the one being handed out and the one being
+/// read). When they are all waiting the reader stops reading, and the pipe
+/// holds the client back. Their bytes are bounded too: a batch is passed
+/// on at 64 KiB, so the queue holds at most about four batches of 64 KiB
+/// or one line each.
+pub const READ_AHEAD_LINES: usize = (QUEUE_BATCHES + 2) * BATCH_LINES;
+
+impl Pipe {
+    /// Starts the reader thread on `input`, with lines of at most
+    /// `max_line_bytes` bytes (without the `\n`).
+    pub fn new<R: Read + Send + 'static>(input: R, max_line_bytes: usize) -> Pipe {
+        let origin = Instant::now();
+        let (tx, rx) = mpsc::sync_channel(QUEUE_BATCHES);
+        let input = BufReader::with_capacity(BATCH_BYTES, input);
+        // Detached: it ends at the end of input, or at its next line once
+        // the sidecar is gone.
+        thread::spawn(move || read_lines(input, &tx, max_line_bytes, origin));
+        Pipe {
+            rx,
+            batch: std::collections::VecDeque::new(),
+            origin,
+        }
+    }
+
+    /// The next batch, waiting at most until `until`; false when `until`
+    /// passed first.
+    fn refill(&mut self, until: Option<Duration>) -> bool {
+        let received = match until {
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(until) => match until.checked_sub(self.now()).filter(|w| !w.is_zero()) {
+                None => self.rx.try_recv().map_err(|e| match e {
+                    TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                }),
+                Some(wait) => self.rx.recv_timeout(wait),
+            },
+        };
+        match received {
+            Ok(batch) => self.batch.extend(batch),
+            Err(RecvTimeoutError::Timeout) => return false,
+            // The reader is gone without a word: the end.
+            Err(RecvTimeoutError::Disconnected) => self.batch.push_back(Arrival {
+                at: self.origin.elapsed(),
+                item: Item::End,
+            }),
+        }
+        true
+    }
+}
+
+impl Source for Pipe {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+        if self.batch.is_empty() && !self.refill(until) {
+            return None;
+        }
+        self.batch.pop_front()
+    }
+}
+
+/// Sends every line of `input` (without its `\n`; a line over `max` bytes
+/// as [`Item::TooLong`], dropped as it is read), then the end or the read
+/// error, in batches: a batch goes when it is full or when the next line
+/// is not all read yet. Stops when the receiver is gone.
+fn read_lines<R: Read>(
+    mut input: BufReader<R>,
+    tx: &SyncSender<Vec<Arrival>>,
+    max: usize,
+    origin: Instant,
+) {
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0;
+    let mut line = Vec::new();
+    let mut bytes: u64 = 0;
     loop {
-        let mut line = Vec::new();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) => return,
-            Ok(_) => {
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
-                if tx.send(Ok(line)).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let _ = tx.send(Err(e));
+        // The next line is not all read: what is read goes first.
+        if !batch.is_empty() && !input.buffer().contains(&b'\n') {
+            batch_bytes = 0;
+            if tx.send(std::mem::take(&mut batch)).is_err() {
                 return;
             }
         }
+        let (complete, used) = match input.fill_buf() {
+            Ok([]) => {
+                // A last line without its `\n` counts.
+                if bytes > 0 {
+                    batch.push(Arrival {
+                        at: origin.elapsed(),
+                        item: take_line(&mut line, bytes, max),
+                    });
+                }
+                batch.push(Arrival {
+                    at: origin.elapsed(),
+                    item: Item::End,
+                });
+                let _ = tx.send(batch);
+                return;
+            }
+            Ok(buf) => {
+                let (piece, complete) = match buf.iter().position(|&b| b == b'\n') {
+                    Some(end) => (&buf[..end], true),
+                    None => (buf, false),
+                };
+                bytes = bytes.saturating_add(piece.len() as u64);
+                if bytes <= max as u64 {
+                    line.extend_from_slice(piece);
+                } else if !line.is_empty() {
+                    // Too long: what was kept goes, the rest is skipped.
+                    line = Vec::new();
+                }
+                (complete, piece.len() + usize::from(complete))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                batch.push(Arrival {
+                    at: origin.elapsed(),
+                    item: Item::Failed(e),
+                });
+                let _ = tx.send(batch);
+                return;
+            }
+        };
+        input.consume(used);
+        if complete {
+            batch_bytes += line.len();
+            batch.push(Arrival {
+                at: origin.elapsed(),
+                item: take_line(&mut line, bytes, max),
+            });
+            bytes = 0;
+            if batch.len() == BATCH_LINES || batch_bytes >= BATCH_BYTES {
+                batch_bytes = 0;
+                if tx.send(std::mem::take(&mut batch)).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The line read so far, as an item; `line` is left empty.
+fn take_line(line: &mut Vec<u8>, bytes: u64, max: usize) -> Item {
+    if bytes > max as u64 {
+        Item::TooLong { bytes, limit: max }
+    } else {
+        Item::Line(std::mem::take(line))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{HostOptions, Machine, RetrySettings};
+    use crate::{HostOptions, RetrySettings};
 
-    fn run(driver: &mut ThreadDriver, sidecar: &mut Sidecar<Vec<u8>>, line: &str) -> Vec<String> {
+    const T0: Duration = Duration::ZERO;
+
+    fn run(sidecar: &mut Sidecar<Vec<u8>>, line: &str) -> Vec<String> {
         let before = sidecar.out.len();
-        sidecar.feed_line(driver, line.as_bytes()).unwrap();
+        sidecar.feed_line(line.as_bytes(), T0).unwrap();
         String::from_utf8(sidecar.out[before..].to_vec())
             .unwrap()
             .lines()
@@ -409,58 +784,72 @@ mod tests {
 
     #[test]
     fn refused_and_malformed_agent_events_answer() {
-        let mut driver = ThreadDriver::new(Machine::default());
-        let mut s = Sidecar::new(Vec::new());
+        let mut s = Sidecar::new(Machine::default(), Vec::new());
         let failed =
             r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#;
-        assert_eq!(run(&mut driver, &mut s, failed).len(), 3);
+        assert_eq!(run(&mut s, failed).len(), 3);
         assert_eq!(
-            run(&mut driver, &mut s, failed),
+            run(&mut s, failed),
             [
-                r#"{"type":"response","command":"agent_end","success":false,"error":"the agent must not run while a retry backoff is pending"}"#
+                r#"{"type":"response","command":"agent_end","success":false,"error":"the agent must not run while a retry backoff is pending","code":"agent_run_during_backoff","line":2}"#
             ]
         );
         assert_eq!(
-            run(&mut driver, &mut s, r#"{"type":"message_end","id":"m"}"#),
+            run(&mut s, r#"{"type":"message_end","id":"m"}"#),
             [
-                r#"{"id":"m","type":"response","command":"message_end","success":false,"error":"message: missing (expected an object)"}"#
+                r#"{"id":"m","type":"response","command":"message_end","success":false,"error":"message: missing (expected an object)","code":"invalid_field","line":3}"#
             ]
         );
         assert_eq!(
             run(
-                &mut driver,
                 &mut s,
                 r#"{"type":"agent_end","message":{"stopReason":"oops"}}"#
             )[0],
-            r#"{"type":"response","command":"agent_end","success":false,"error":"message.stopReason: expected one of \"stop\", \"length\", \"toolUse\", \"error\", \"aborted\", found a string \"oops\""}"#
+            r#"{"type":"response","command":"agent_end","success":false,"error":"message.stopReason: expected one of \"stop\", \"length\", \"toolUse\", \"error\", \"aborted\", found a string \"oops\"","code":"invalid_field","line":4}"#
         );
         assert_eq!(
-            run(&mut driver, &mut s, r#"{"type":"usage_limit_marked"}"#),
+            run(&mut s, r#"{"type":"usage_limit_marked"}"#),
             [
-                r#"{"type":"response","command":"usage_limit_marked","success":false,"error":"switched: missing (expected a boolean)"}"#
+                r#"{"type":"response","command":"usage_limit_marked","success":false,"error":"switched: missing (expected a boolean)","code":"invalid_field","line":5}"#
             ]
         );
         // Still in the same backoff.
-        assert_eq!(driver.state().retry_attempt, 1);
-        assert!(driver.deadline().is_some());
+        assert_eq!(s.machine().retry_attempt(), 1);
+        assert!(s.deadline().is_some());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_and_changes_nothing() {
+        let mut s = Sidecar::new(Machine::default(), Vec::new());
+        assert_eq!(
+            run(&mut s, r#"{"type":"abort_retry","type":"abort","id":"x"}"#),
+            [
+                r#"{"type":"response","command":"parse","success":false,"error":"duplicate key \"type\" at line 1 column 36","code":"duplicate_key","line":1}"#
+            ]
+        );
+        assert_eq!(
+            run(
+                &mut s,
+                r#"{"type":"set_retry_settings","settings":{"baseDelayMs":-1,"baseDelayMs":5}}"#
+            ),
+            [
+                r#"{"type":"response","command":"parse","success":false,"error":"duplicate key \"baseDelayMs\" in settings at line 1 column 74","code":"duplicate_key","line":2}"#
+            ]
+        );
+        assert_eq!(s.machine().settings(), RetrySettings::DEFAULT);
     }
 
     #[test]
     fn the_usage_limit_answer_carries_the_marked_text() {
         let host = HostOptions::default().with_credential_store(true);
-        let mut driver = ThreadDriver::new(Machine::new(RetrySettings::DEFAULT, host));
-        let mut s = Sidecar::new(Vec::new());
+        let mut s = Sidecar::new(Machine::new(RetrySettings::DEFAULT, host), Vec::new());
         let limited = r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"usage_limit_reached retry-after-ms: 1500"}}"#;
         assert_eq!(
-            run(&mut driver, &mut s, limited),
+            run(&mut s, limited),
             [r#"{"type":"action","action":"mark_usage_limit","retryAfterMs":1500}"#]
         );
         assert_eq!(
-            run(
-                &mut driver,
-                &mut s,
-                r#"{"type":"usage_limit_marked","switched":true}"#
-            ),
+            run(&mut s, r#"{"type":"usage_limit_marked","switched":true}"#),
             [
                 r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":0,"errorMessage":"usage_limit_reached retry-after-ms: 1500"}"#,
                 r#"{"type":"action","action":"drop_trailing_error"}"#,
@@ -468,20 +857,14 @@ mod tests {
             ]
         );
         // A late answer is ignored.
-        assert!(run(
-            &mut driver,
-            &mut s,
-            r#"{"type":"usage_limit_marked","switched":false}"#
-        )
-        .is_empty());
+        assert!(run(&mut s, r#"{"type":"usage_limit_marked","switched":false}"#).is_empty());
     }
 
     #[test]
     fn commands_answer_first() {
-        let mut driver = ThreadDriver::new(Machine::default());
-        let mut s = Sidecar::new(Vec::new());
+        let mut s = Sidecar::new(Machine::default(), Vec::new());
         assert_eq!(
-            run(&mut driver, &mut s, r#"{"type":"abort","id":"x"}"#),
+            run(&mut s, r#"{"type":"abort","id":"x"}"#),
             [
                 r#"{"id":"x","type":"response","command":"abort","success":true}"#,
                 r#"{"type":"action","action":"abort_agent"}"#,
@@ -489,25 +872,67 @@ mod tests {
         );
         assert_eq!(
             run(
-                &mut driver,
                 &mut s,
                 r#"{"type":"set_retry_settings","settings":{"maxRetries":1,"bogus":2}}"#
             ),
             [
-                r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry: unknown key \"bogus\""}"#
+                r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry: unknown key \"bogus\"","code":"invalid_settings","line":2}"#
             ]
         );
-        assert_eq!(driver.machine().settings(), RetrySettings::DEFAULT);
-        assert!(run(&mut driver, &mut s, "  \r").is_empty());
-        s.feed_line(&mut driver, b"{\"type\":\"abort\xff\"}")
-            .unwrap();
+        assert_eq!(s.machine().settings(), RetrySettings::DEFAULT);
+        assert!(run(&mut s, "  \r").is_empty());
+        s.feed_line(b"{\"type\":\"abort\xff\"}", T0).unwrap();
         let out = String::from_utf8(s.into_inner()).unwrap();
         let last = out.lines().last().unwrap();
         assert!(
             last.starts_with(
                 r#"{"type":"response","command":"parse","success":false,"error":"invalid UTF-8: "#
-            ),
+            ) && last.ends_with(r#","code":"invalid_json","line":4}"#),
             "{last}"
         );
+    }
+
+    #[test]
+    fn the_reader_bounds_long_lines() {
+        let mut input = b"ab\n".to_vec();
+        input.extend(vec![b'x'; 100_000]);
+        input.extend(b"\ncd\r\nlast");
+        // Three bytes per read: lines arrive in pieces.
+        struct Trickle(io::Cursor<Vec<u8>>);
+        impl Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(3);
+                self.0.read(&mut buf[..n])
+            }
+        }
+        let mut pipe = Pipe::new(Trickle(io::Cursor::new(input)), 10);
+        let mut items = Vec::new();
+        loop {
+            let item = pipe.next(None).unwrap().item;
+            let end = matches!(item, Item::End);
+            items.push(format!("{item:?}"));
+            if end {
+                break;
+            }
+        }
+        assert_eq!(
+            items,
+            [
+                format!("{:?}", Item::Line(b"ab".to_vec())),
+                format!(
+                    "{:?}",
+                    Item::TooLong {
+                        bytes: 100_000,
+                        limit: 10
+                    }
+                ),
+                format!("{:?}", Item::Line(b"cd\r".to_vec())),
+                format!("{:?}", Item::Line(b"last".to_vec())),
+                format!("{:?}", Item::End),
+            ]
+        );
+        // Exactly the limit is accepted.
+        let mut pipe = Pipe::new(&b"0123456789\n"[..], 10);
+        assert!(matches!(pipe.next(None).unwrap().item, Item::Line(l) if l.len() == 10));
     }
 }

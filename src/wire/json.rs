@@ -1,14 +1,23 @@
 //! JSON-lines decoding of host inputs (feature `json`).
 //!
-//! Lines are parsed with serde_json into a `Value`, then read field by field
-//! so every error names its field. Integers are read exactly (`u64` up to
-//! `18446744073709551615`, never through `f64`). The field readers
-//! ([`uint`], [`boolean`], [`string`], [`object`], [`required`]) are public
-//! for hosts that decode objects of their own the same way.
+//! Lines are parsed with serde_json into a `Value` by [`parse_value`] (which
+//! refuses an object that gives a key twice, naming the key), then read
+//! field by field so every error names its field. Integers are read exactly
+//! (`u64` up to `18446744073709551615`, never through `f64`). The field
+//! readers ([`uint`], [`boolean`], [`string`], [`object`], [`required`],
+//! [`require`]) are public for hosts that decode objects of their own the
+//! same way.
+//!
+//! One rule for `null`: in an optional field it means absent (the readers
+//! return `Ok(None)`); a required field that is `null` is an error
+//! ([`require`]: `switched: expected a boolean, found null`). The settings
+//! group is stricter (spec §4: `null` is a wrong type for every key).
 
 use std::fmt;
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::machine::Input;
@@ -28,6 +37,18 @@ use crate::wire::SettingsGroup;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DecodeError {
     message: String,
+    kind: Kind,
+}
+
+/// What kind of bad input a [`DecodeError`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    /// A field is missing, `null` where it is required, or ill-typed.
+    Field,
+    /// The text is not JSON.
+    Syntax,
+    /// An object gives a key twice.
+    DuplicateKey,
 }
 
 impl DecodeError {
@@ -40,7 +61,30 @@ impl DecodeError {
     pub fn new(message: impl Into<String>) -> Self {
         DecodeError {
             message: message.into(),
+            kind: Kind::Field,
         }
+    }
+
+    /// Whether the text was not JSON at all (see [`parse_value`]).
+    ///
+    /// ```
+    /// use autoretry::wire::json::parse_value;
+    /// assert!(parse_value("{").unwrap_err().is_invalid_json());
+    /// assert!(!parse_value(r#"{"a":1,"a":2}"#).unwrap_err().is_invalid_json());
+    /// ```
+    pub fn is_invalid_json(&self) -> bool {
+        self.kind == Kind::Syntax
+    }
+
+    /// Whether an object gave a key twice (see [`parse_value`]).
+    ///
+    /// ```
+    /// use autoretry::wire::json::parse_value;
+    /// assert!(parse_value(r#"{"a":1,"a":2}"#).unwrap_err().is_duplicate_key());
+    /// assert!(!parse_value("{").unwrap_err().is_duplicate_key());
+    /// ```
+    pub fn is_duplicate_key(&self) -> bool {
+        self.kind == Kind::DuplicateKey
     }
 
     /// The message.
@@ -69,7 +113,10 @@ impl DecodeError {
                     .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
         });
         let sep = if names_field { "." } else { ": " };
-        DecodeError::new(format!("{prefix}{sep}{}", self.message))
+        DecodeError {
+            message: format!("{prefix}{sep}{}", self.message),
+            kind: self.kind,
+        }
     }
 }
 
@@ -100,25 +147,163 @@ pub fn describe(value: &Value) -> String {
     }
 }
 
-/// Parses one line as a JSON object.
+/// Parses one JSON text into a `Value`, strictly: an object that gives a
+/// key twice is bad input (serde_json alone keeps the last), and the error
+/// names the key and, below the top level, where it is
+/// (`duplicate key "baseDelayMs" in settings at line 1 column 59`). Text
+/// that is not JSON is `invalid JSON: ...`.
+///
+/// ```
+/// use autoretry::wire::json::parse_value;
+/// assert_eq!(parse_value(r#"{"a":[1,{"b":null}]}"#).unwrap(), serde_json::json!({"a": [1, {"b": null}]}));
+/// let err = parse_value(r#"{"type":"abort_retry","type":"abort"}"#).unwrap_err();
+/// assert_eq!(err.to_string(), r#"duplicate key "type" at line 1 column 37"#);
+/// let err = parse_value(r#"{"settings":{"baseDelayMs":-1,"baseDelayMs":5}}"#).unwrap_err();
+/// assert!(err.to_string().starts_with(r#"duplicate key "baseDelayMs" in settings"#), "{err}");
+/// assert!(parse_value("{nope").unwrap_err().to_string().starts_with("invalid JSON: "));
+/// ```
+pub fn parse_value(text: &str) -> Result<Value, DecodeError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    Strict { path: Path::Root }
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value))
+        .map_err(|e| match e.classify() {
+            // The only data error a `Value` can meet is ours.
+            serde_json::error::Category::Data => DecodeError {
+                message: e.to_string(),
+                kind: Kind::DuplicateKey,
+            },
+            _ => DecodeError {
+                message: format!("invalid JSON: {e}"),
+                kind: Kind::Syntax,
+            },
+        })
+}
+
+/// Where a value sits in the text being parsed, for the error message.
+#[derive(Clone, Copy)]
+enum Path<'p> {
+    Root,
+    Key(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Path::Root => Ok(()),
+            Path::Key(Path::Root, key) => f.write_str(key),
+            Path::Key(parent, key) => write!(f, "{parent}.{key}"),
+            Path::Index(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
+
+/// A `Value` whose objects have unique keys (see [`parse_value`]).
+struct Strict<'p> {
+    path: Path<'p>,
+}
+
+impl<'de> DeserializeSeed<'de> for Strict<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        // serde_json reads only finite numbers.
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.deserialize(deserializer)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            let path = Path::Index(&self.path, items.len());
+            match seq.next_element_seed(Strict { path })? {
+                Some(item) => items.push(item),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(Strict {
+                path: Path::Key(&self.path, &key),
+            })?;
+            match entries.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(slot) => {
+                    let name = to_json(slot.key());
+                    return Err(de::Error::custom(match self.path {
+                        Path::Root => format!("duplicate key {name}"),
+                        path => format!("duplicate key {name} in {path}"),
+                    }));
+                }
+            }
+        }
+        Ok(Value::Object(entries))
+    }
+}
+
+/// Parses one line as a JSON object ([`parse_value`]: a key given twice is
+/// an error naming it).
 ///
 /// ```
 /// use autoretry::wire::json::parse_object;
 /// assert!(parse_object(r#"{"a":1}"#).is_ok());
 /// assert_eq!(parse_object("[1]").unwrap_err().to_string(), "expected a JSON object, found an array");
+/// assert!(parse_object(r#"{"a":1,"a":1}"#).unwrap_err().to_string().starts_with(r#"duplicate key "a""#));
 /// ```
 pub fn parse_object(line: &str) -> Result<Map<String, Value>, DecodeError> {
-    match serde_json::from_str::<Value>(line) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(DecodeError::new(format!(
+    match parse_value(line)? {
+        Value::Object(map) => Ok(map),
+        other => Err(DecodeError::new(format!(
             "expected a JSON object, found {}",
             describe(&other)
         ))),
-        Err(e) => Err(DecodeError::new(format!("invalid JSON: {e}"))),
     }
 }
 
-/// `field` as an object of `obj`, if present.
+/// `obj[field]`, with `null` taken as absent.
+fn present<'v>(obj: &'v Map<String, Value>, field: &str) -> Option<&'v Value> {
+    obj.get(field).filter(|value| !value.is_null())
+}
+
+/// `field` as an object of `obj`, if present (`null` is absent).
 ///
 /// ```
 /// use autoretry::wire::json::{object, parse_object};
@@ -130,7 +315,7 @@ pub fn object<'v>(
     obj: &'v Map<String, Value>,
     field: &str,
 ) -> Result<Option<&'v Map<String, Value>>, DecodeError> {
-    match obj.get(field) {
+    match present(obj, field) {
         None => Ok(None),
         Some(Value::Object(map)) => Ok(Some(map)),
         Some(other) => Err(DecodeError::new(format!(
@@ -140,8 +325,8 @@ pub fn object<'v>(
     }
 }
 
-/// `field` as a `u64` of `obj`, if present: a plain non-negative integer
-/// literal, read exactly.
+/// `field` as a `u64` of `obj`, if present (`null` is absent): a plain
+/// non-negative integer literal, read exactly.
 ///
 /// ```
 /// use autoretry::wire::json::{parse_object, uint};
@@ -151,7 +336,7 @@ pub fn object<'v>(
 /// assert_eq!(uint(&obj, "b").unwrap_err().to_string(), "b: expected a non-negative integer that fits u64, found 1.0");
 /// ```
 pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, DecodeError> {
-    match obj.get(field) {
+    match present(obj, field) {
         None => Ok(None),
         Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
         Some(other) => Err(DecodeError::new(format!(
@@ -161,7 +346,7 @@ pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, Decode
     }
 }
 
-/// `field` as a boolean of `obj`, if present.
+/// `field` as a boolean of `obj`, if present (`null` is absent).
 ///
 /// ```
 /// use autoretry::wire::json::{boolean, parse_object};
@@ -170,7 +355,7 @@ pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, Decode
 /// assert_eq!(boolean(&obj, "b").unwrap_err().to_string(), r#"b: expected a boolean, found a string "yes""#);
 /// ```
 pub fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, DecodeError> {
-    match obj.get(field) {
+    match present(obj, field) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(DecodeError::new(format!(
@@ -180,7 +365,7 @@ pub fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, De
     }
 }
 
-/// `field` as a string of `obj`, if present.
+/// `field` as a string of `obj`, if present (`null` is absent).
 ///
 /// ```
 /// use autoretry::wire::json::{parse_object, string};
@@ -192,7 +377,7 @@ pub fn string<'v>(
     obj: &'v Map<String, Value>,
     field: &str,
 ) -> Result<Option<&'v str>, DecodeError> {
-    match obj.get(field) {
+    match present(obj, field) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(DecodeError::new(format!(
@@ -213,6 +398,31 @@ pub fn string<'v>(
 /// ```
 pub fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeError> {
     value.ok_or_else(|| DecodeError::new(format!("{field}: missing (expected {what})")))
+}
+
+/// A field of `obj` that must be present and not `null`, read with `read`
+/// (one of [`uint`], [`boolean`], [`string`], [`object`]): the error is
+/// `field: missing (expected what)` or `field: expected what, found null`.
+///
+/// ```
+/// use autoretry::wire::json::{boolean, parse_object, require};
+/// let obj = parse_object(r#"{"a":true,"b":null}"#).unwrap();
+/// assert_eq!(require(&obj, "a", "a boolean", boolean).unwrap(), true);
+/// assert_eq!(require(&obj, "b", "a boolean", boolean).unwrap_err().to_string(), "b: expected a boolean, found null");
+/// assert_eq!(require(&obj, "c", "a boolean", boolean).unwrap_err().to_string(), "c: missing (expected a boolean)");
+/// ```
+pub fn require<'v, T>(
+    obj: &'v Map<String, Value>,
+    field: &str,
+    what: &str,
+    read: impl FnOnce(&'v Map<String, Value>, &str) -> Result<Option<T>, DecodeError>,
+) -> Result<T, DecodeError> {
+    if obj.get(field).is_some_and(Value::is_null) {
+        return Err(DecodeError::new(format!(
+            "{field}: expected {what}, found null"
+        )));
+    }
+    required(read(obj, field)?, field, what)
 }
 
 /// Decodes a `retry` settings group strictly (see [`SettingsGroup`]); the
@@ -277,6 +487,7 @@ impl MessageOwned {
     /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n}`.
     /// `stopReason` is required and must be one of the five names;
     /// `role`, when present, must be `"assistant"`; other fields are ignored.
+    /// An optional field given as `null` is absent.
     /// Errors name the field (`stopReason: ...`, `usage.input: ...`,
     /// `shouldRetry: ...`).
     ///
@@ -301,7 +512,7 @@ impl MessageOwned {
                 )))
             }
         }
-        let name = required(string(obj, "stopReason")?, "stopReason", "a string")?;
+        let name = require(obj, "stopReason", "a string", string)?;
         let stop_reason = StopReason::from_wire(name).ok_or_else(|| {
             DecodeError::new(format!(
                 "stopReason: expected one of \"stop\", \"length\", \"toolUse\", \"error\", \"aborted\", found {}",
@@ -434,7 +645,7 @@ impl InputOwned {
                 describe(value)
             )));
         };
-        let ty = required(string(obj, "type")?, "type", "a string")?;
+        let ty = require(obj, "type", "a string", string)?;
         let message = || -> Result<MessageOwned, DecodeError> {
             let value = required(obj.get("message"), "message", "an object")?;
             MessageOwned::from_json(value).map_err(|e| e.within("message"))
@@ -448,22 +659,20 @@ impl InputOwned {
                 now_ms: uint(obj, "nowMs")?,
             },
             "timer_fired" => InputOwned::TimerFired {
-                timer: required(uint(obj, "timer")?, "timer", "a non-negative integer")?,
+                timer: require(obj, "timer", "a non-negative integer", uint)?,
             },
             "usage_limit_marked" => InputOwned::UsageLimitMarked {
-                switched: required(boolean(obj, "switched")?, "switched", "a boolean")?,
+                switched: require(obj, "switched", "a boolean", boolean)?,
             },
             "abort_retry" => InputOwned::AbortRetry,
             "abort" => InputOwned::Abort,
-            "set_auto_retry" => {
-                match boolean(obj, "enabled").and_then(|b| required(b, "enabled", "a boolean")) {
-                    Ok(enabled) => InputOwned::SetAutoRetry { enabled },
-                    Err(e) => InputOwned::Invalid {
-                        type_name: "set_auto_retry",
-                        error: e.message,
-                    },
-                }
-            }
+            "set_auto_retry" => match require(obj, "enabled", "a boolean", boolean) {
+                Ok(enabled) => InputOwned::SetAutoRetry { enabled },
+                Err(e) => InputOwned::Invalid {
+                    type_name: "set_auto_retry",
+                    error: e.message,
+                },
+            },
             "settings" => {
                 let group = required(obj.get("settings"), "settings", "an object")?;
                 match settings_from_json(group) {
@@ -595,8 +804,12 @@ mod tests {
                 "message.shouldRetry: expected a boolean, found a string \"yes\"",
             ),
             (
-                json!({"type":"agent_end","message":{"stopReason":"error","shouldRetry":null}}),
-                "message.shouldRetry: expected a boolean, found null",
+                json!({"type":"agent_end","message":{"stopReason":null}}),
+                "message.stopReason: expected a string, found null",
+            ),
+            (
+                json!({"type":"usage_limit_marked","switched":null}),
+                "switched: expected a boolean, found null",
             ),
             (
                 json!({"type":"message_end","message":{"stopReason":"error","retryAfterMs":-5}}),
@@ -614,6 +827,56 @@ mod tests {
         for (value, want) in cases {
             assert_eq!(InputOwned::from_json(&value).unwrap_err().to_string(), want);
         }
+    }
+
+    #[test]
+    fn null_in_an_optional_field_is_absent() {
+        let line = r#"{"type":"agent_end","nowMs":null,"message":{"role":null,"stopReason":"error","errorMessage":null,"usage":null,"shouldRetry":null,"retryAfterMs":null}}"#;
+        assert_eq!(
+            InputOwned::from_json(&parse_value(line).unwrap()).unwrap(),
+            InputOwned::AgentEnd {
+                message: MessageOwned::new(StopReason::Error, None),
+                now_ms: None
+            }
+        );
+        let line = r#"{"type":"message_end","message":{"stopReason":"stop","usage":{"input":null,"cacheRead":3,"cacheWrite":null}}}"#;
+        let Ok(InputOwned::MessageEnd { message }) =
+            InputOwned::from_json(&parse_value(line).unwrap())
+        else {
+            panic!()
+        };
+        assert_eq!(message.usage, Some(Usage::new(0, 3)));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_at_any_depth() {
+        let cases = [
+            (
+                r#"{"type":"abort_retry","type":"abort"}"#,
+                r#"duplicate key "type" at line 1 column 37"#,
+            ),
+            (
+                r#"{"type":"agent_end","message":{"stopReason":"error","stopReason":"stop"}}"#,
+                r#"duplicate key "stopReason" in message at line 1 column 72"#,
+            ),
+            (
+                r#"{"in":{"type":"settings","settings":{"baseDelayMs":-1,"baseDelayMs":5}}}"#,
+                r#"duplicate key "baseDelayMs" in in.settings at line 1 column 70"#,
+            ),
+            (
+                r#"{"out":[{},{"a":1,"a":2}]}"#,
+                r#"duplicate key "a" in out[1] at line 1 column 24"#,
+            ),
+            (
+                r#"{"\u0061":1,"a":2}"#,
+                r#"duplicate key "a" at line 1 column 18"#,
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(parse_value(line).unwrap_err().to_string(), want, "{line}");
+        }
+        // The same keys in different objects are no duplicates.
+        assert!(parse_value(r#"{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]}"#).is_ok());
     }
 
     #[test]

@@ -26,18 +26,41 @@
 //! `id` may be any JSON string and is echoed first in the response. A
 //! request with an `id` that is present but not a string (a number, `null`,
 //! ...) is answered with an error naming the field `id`
-//! (`{"type":"response","command":"<type>","success":false,"error":"id: expected a string, found 5"}`),
+//! (`{"type":"response","command":"<type>","success":false,"error":"id: expected a string, found 5","code":"invalid_field"}`),
 //! without an `id`, and the command is not executed.
+//!
+//! # Error codes
+//!
+//! Every failed response carries, next to the sentence of `error`, a
+//! machine-readable `code` (an [`ErrorCode`]), and a host that counts its
+//! lines may add the number of the line (`"line":n`, 1-based; the sidecar
+//! does):
+//! `{"type":"response","command":"parse","success":false,"error":"duplicate key \"type\" at line 1 column 37","code":"duplicate_key","line":3}`.
+//!
+//! | `code` | the line |
+//! |---|---|
+//! | `invalid_json` | is not JSON (or not UTF-8) |
+//! | `duplicate_key` | has an object that gives a key twice |
+//! | `not_an_object` | is JSON, but not an object |
+//! | `invalid_field` | misses a field, gives a required one as `null`, or gives one of the wrong type (`type` and `id` included) |
+//! | `unknown_command` | has a `type` nobody knows |
+//! | `invalid_settings` | has a `retry` group that fails validation (spec §4) |
+//! | `line_too_long` | is longer than the host's limit |
+//! | `agent_run_during_backoff` | is refused (spec §6a): an agent event while a backoff is pending |
+//! | `awaiting_usage_limit_answer` | is refused: an agent event while the usage-limit answer is awaited |
+//! | `usage_limit_text_mismatch` | is refused: `usage_limit_marked` for a text other than the marked one |
 
 use std::fmt;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::machine::{Input, Machine};
+use crate::machine::{Input, Machine, Refused};
 use crate::output::Outputs;
 use crate::settings::RetrySettings;
-use crate::wire::json::{boolean, describe, settings_from_json, to_json};
+use crate::wire::json::{
+    boolean, describe, parse_value, require, settings_from_json, to_json, DecodeError,
+};
 use crate::wire::SettingsGroup;
 
 /// A request line that is a JSON object with a string `type` (spec §7).
@@ -59,23 +82,26 @@ pub struct Envelope {
 
 impl Envelope {
     /// Reads one line. The error is the response to send: `parse` when the
-    /// line is not a JSON object with a string `type`, or an error naming
-    /// `id` when `id` is present but not a string.
+    /// line is not a JSON object with a string `type` (an object that gives
+    /// a key twice is not: `duplicate key "type" at line 1 column 37`, see
+    /// [`parse_value`]), or an error naming `id` when `id` is present but
+    /// not a string.
     pub fn parse(line: &str) -> Result<Envelope, Response> {
-        let parse_error = |id: Option<String>, error: String| Response {
+        let parse_error = |id: Option<String>, code: ErrorCode, error: String| Response {
             id,
             command: "parse".into(),
-            result: Err(error),
+            result: Err(Failure::new(code, error)),
         };
-        let mut fields = match serde_json::from_str::<Value>(line) {
+        let mut fields = match parse_value(line) {
             Ok(Value::Object(map)) => map,
             Ok(other) => {
                 return Err(parse_error(
                     None,
+                    ErrorCode::NotAnObject,
                     format!("expected a JSON object, found {}", describe(&other)),
                 ))
             }
-            Err(e) => return Err(parse_error(None, format!("invalid JSON: {e}"))),
+            Err(e) => return Err(parse_error(None, ErrorCode::of(&e), e.message().to_owned())),
         };
         let string_id = match fields.get("id") {
             Some(Value::String(id)) => Some(id.clone()),
@@ -86,12 +112,14 @@ impl Envelope {
             Some(other) => {
                 return Err(parse_error(
                     string_id,
+                    ErrorCode::InvalidField,
                     format!("type: expected a string, found {}", describe(&other)),
                 ))
             }
             None => {
                 return Err(parse_error(
                     string_id,
+                    ErrorCode::InvalidField,
                     "type: missing (expected a string)".into(),
                 ))
             }
@@ -103,7 +131,10 @@ impl Envelope {
                 return Err(Response {
                     id: None,
                     command: type_name,
-                    result: Err(format!("id: expected a string, found {}", describe(&other))),
+                    result: Err(Failure::new(
+                        ErrorCode::InvalidField,
+                        format!("id: expected a string, found {}", describe(&other)),
+                    )),
                 })
             }
         };
@@ -151,14 +182,11 @@ impl Envelope {
     /// use autoretry::wire::rpc::Envelope;
     /// let env = Envelope::parse(r#"{"type":"set_auto_retry","enabled":"yes"}"#).unwrap();
     /// assert_eq!(env.bool_field("enabled").unwrap_err().to_json_line(),
-    ///     r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found a string \"yes\""}"#);
+    ///     r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found a string \"yes\"","code":"invalid_field"}"#);
     /// ```
     pub fn bool_field(&self, name: &str) -> Result<bool, Response> {
-        match boolean(&self.fields, name) {
-            Ok(Some(b)) => Ok(b),
-            Ok(None) => Err(self.error(format!("{name}: missing (expected a boolean)"))),
-            Err(e) => Err(self.error(e.message().to_owned())),
-        }
+        require(&self.fields, name, "a boolean", boolean)
+            .map_err(|e| self.error(ErrorCode::InvalidField, e.message().to_owned()))
     }
 
     /// A success response without data.
@@ -195,16 +223,30 @@ impl Envelope {
     /// An error response.
     ///
     /// ```
-    /// use autoretry::wire::rpc::Envelope;
+    /// use autoretry::wire::rpc::{Envelope, ErrorCode};
     /// let env = Envelope::parse(r#"{"type":"x","id":"7"}"#).unwrap();
-    /// assert_eq!(env.error("boom".into()).to_json_line(), r#"{"id":"7","type":"response","command":"x","success":false,"error":"boom"}"#);
+    /// assert_eq!(env.error(ErrorCode::InvalidField, "n: missing".into()).to_json_line(),
+    ///     r#"{"id":"7","type":"response","command":"x","success":false,"error":"n: missing","code":"invalid_field"}"#);
     /// ```
-    pub fn error(&self, error: String) -> Response {
+    pub fn error(&self, code: ErrorCode, error: String) -> Response {
         Response {
             id: self.id.clone(),
             command: self.type_name.clone(),
-            result: Err(error),
+            result: Err(Failure::new(code, error)),
         }
+    }
+
+    /// The response to a refused input (spec §6a): the refusal's sentence
+    /// and code.
+    ///
+    /// ```
+    /// use autoretry::{Refused, wire::rpc::Envelope};
+    /// let env = Envelope::parse(r#"{"type":"agent_end"}"#).unwrap();
+    /// assert_eq!(env.refused(Refused::AgentRunDuringBackoff).to_json_line(),
+    ///     r#"{"type":"response","command":"agent_end","success":false,"error":"the agent must not run while a retry backoff is pending","code":"agent_run_during_backoff"}"#);
+    /// ```
+    pub fn refused(&self, refused: Refused) -> Response {
+        self.error(ErrorCode::from(refused), refused.to_string())
     }
 
     /// The answer to a type nobody knows: `Unknown command: <type>`.
@@ -212,10 +254,13 @@ impl Envelope {
     /// ```
     /// use autoretry::wire::rpc::Envelope;
     /// let env = Envelope::parse(r#"{"type":"reboot"}"#).unwrap();
-    /// assert_eq!(env.unknown().to_json_line(), r#"{"type":"response","command":"reboot","success":false,"error":"Unknown command: reboot"}"#);
+    /// assert_eq!(env.unknown().to_json_line(), r#"{"type":"response","command":"reboot","success":false,"error":"Unknown command: reboot","code":"unknown_command"}"#);
     /// ```
     pub fn unknown(&self) -> Response {
-        self.error(format!("Unknown command: {}", self.type_name))
+        self.error(
+            ErrorCode::UnknownCommand,
+            format!("Unknown command: {}", self.type_name),
+        )
     }
 }
 
@@ -279,10 +324,15 @@ impl Command {
             "get_retry_state" => Ok(Command::GetRetryState),
             "abort" => Ok(Command::Abort),
             "set_retry_settings" => match envelope.fields().get("settings") {
-                None => Err(envelope.error("settings: missing (expected an object)".into())),
+                None => Err(envelope.error(
+                    ErrorCode::InvalidField,
+                    "settings: missing (expected an object)".into(),
+                )),
                 Some(group) => settings_from_json(group)
                     .map(|settings| Command::SetRetrySettings { settings })
-                    .map_err(|e| envelope.error(e.message().to_owned())),
+                    .map_err(|e| {
+                        envelope.error(ErrorCode::InvalidSettings, e.message().to_owned())
+                    }),
             },
             _ => return None,
         })
@@ -344,7 +394,7 @@ impl Command {
         let outputs = match self.input().map(|input| machine.handle(input)) {
             None => Outputs::new(),
             Some(Ok(outputs)) => outputs,
-            Some(Err(refused)) => return (envelope.error(refused.to_string()), Outputs::new()),
+            Some(Err(refused)) => return (envelope.refused(refused), Outputs::new()),
         };
         (self.answer(envelope, machine), outputs)
     }
@@ -361,7 +411,7 @@ impl Command {
 /// let (r, _) = handle_line(&mut m, r#"{"type":"get_retry_state","id":"q"}"#);
 /// assert_eq!(r.to_json_line(), r#"{"id":"q","type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#);
 /// let (r, _) = handle_line(&mut m, r#"{"type":"set_auto_retry","id":"r1"}"#);
-/// assert_eq!(r.to_json_line(), r#"{"id":"r1","type":"response","command":"set_auto_retry","success":false,"error":"enabled: missing (expected a boolean)"}"#);
+/// assert_eq!(r.to_json_line(), r#"{"id":"r1","type":"response","command":"set_auto_retry","success":false,"error":"enabled: missing (expected a boolean)","code":"invalid_field"}"#);
 /// ```
 pub fn handle_line(machine: &mut Machine, line: &str) -> (Response, Outputs<'static>) {
     let envelope = match Envelope::parse(line) {
@@ -375,9 +425,125 @@ pub fn handle_line(machine: &mut Machine, line: &str) -> (Response, Outputs<'sta
     }
 }
 
+/// The machine-readable `code` of a failed response, next to its sentence
+/// (the table of the [module docs](self#error-codes)).
+///
+/// ```
+/// use autoretry::{Refused, wire::rpc::ErrorCode};
+/// assert_eq!(ErrorCode::DuplicateKey.as_str(), "duplicate_key");
+/// assert_eq!(ErrorCode::from(Refused::AwaitingUsageLimitAnswer).as_str(), "awaiting_usage_limit_answer");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `invalid_json`: the line is not JSON (or not UTF-8).
+    InvalidJson,
+    /// `duplicate_key`: an object of the line gives a key twice.
+    DuplicateKey,
+    /// `not_an_object`: the line is JSON, but not an object.
+    NotAnObject,
+    /// `invalid_field`: a field is missing, `null` where it is required, or
+    /// of the wrong type.
+    InvalidField,
+    /// `unknown_command`: nobody knows the line's `type`.
+    UnknownCommand,
+    /// `invalid_settings`: the `retry` group fails validation (spec §4).
+    InvalidSettings,
+    /// `line_too_long`: the line is longer than the host's limit.
+    LineTooLong,
+    /// `agent_run_during_backoff`: [`Refused::AgentRunDuringBackoff`].
+    AgentRunDuringBackoff,
+    /// `awaiting_usage_limit_answer`: [`Refused::AwaitingUsageLimitAnswer`].
+    AwaitingUsageLimitAnswer,
+    /// `usage_limit_text_mismatch`: [`Refused::UsageLimitTextMismatch`].
+    UsageLimitTextMismatch,
+}
+
+impl ErrorCode {
+    /// The code as it travels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJson => "invalid_json",
+            ErrorCode::DuplicateKey => "duplicate_key",
+            ErrorCode::NotAnObject => "not_an_object",
+            ErrorCode::InvalidField => "invalid_field",
+            ErrorCode::UnknownCommand => "unknown_command",
+            ErrorCode::InvalidSettings => "invalid_settings",
+            ErrorCode::LineTooLong => "line_too_long",
+            ErrorCode::AgentRunDuringBackoff => "agent_run_during_backoff",
+            ErrorCode::AwaitingUsageLimitAnswer => "awaiting_usage_limit_answer",
+            ErrorCode::UsageLimitTextMismatch => "usage_limit_text_mismatch",
+        }
+    }
+
+    /// The code of a decoding error: `invalid_json`, `duplicate_key` or
+    /// `invalid_field`.
+    ///
+    /// ```
+    /// use autoretry::wire::{json::parse_value, rpc::ErrorCode};
+    /// assert_eq!(ErrorCode::of(&parse_value("{").unwrap_err()), ErrorCode::InvalidJson);
+    /// ```
+    pub fn of(error: &DecodeError) -> ErrorCode {
+        if error.is_invalid_json() {
+            ErrorCode::InvalidJson
+        } else if error.is_duplicate_key() {
+            ErrorCode::DuplicateKey
+        } else {
+            ErrorCode::InvalidField
+        }
+    }
+}
+
+impl From<Refused> for ErrorCode {
+    fn from(refused: Refused) -> Self {
+        match refused {
+            Refused::AgentRunDuringBackoff => ErrorCode::AgentRunDuringBackoff,
+            Refused::AwaitingUsageLimitAnswer => ErrorCode::AwaitingUsageLimitAnswer,
+            Refused::UsageLimitTextMismatch => ErrorCode::UsageLimitTextMismatch,
+        }
+    }
+}
+
+/// Why a request failed: the sentence (`error`), its [`ErrorCode`] and,
+/// when the host counts its lines, the line's number.
+///
+/// ```
+/// use autoretry::wire::rpc::{ErrorCode, Failure};
+/// let failure = Failure::new(ErrorCode::LineTooLong, "too long".into()).at_line(7);
+/// assert_eq!((failure.code, failure.line), (ErrorCode::LineTooLong, Some(7)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Failure {
+    /// `code`.
+    pub code: ErrorCode,
+    /// `error`: one sentence, naming the field when a field is at fault.
+    pub message: String,
+    /// `line`: the 1-based number of the request's line, when known.
+    pub line: Option<u64>,
+}
+
+impl Failure {
+    /// A failure with no line number.
+    pub fn new(code: ErrorCode, message: String) -> Self {
+        Failure {
+            code,
+            message,
+            line: None,
+        }
+    }
+
+    /// The same failure on line `line`.
+    pub fn at_line(self, line: u64) -> Self {
+        Failure {
+            line: Some(line),
+            ..self
+        }
+    }
+}
+
 /// A response line (spec §7):
 /// `{"id":..,"type":"response","command":..,"success":true[,"data":..]}` or
-/// `{"id":..,"type":"response","command":..,"success":false,"error":".."}`,
+/// `{"id":..,"type":"response","command":..,"success":false,"error":"..","code":"..",["line":n]}`,
 /// `id` first and only when the request had one.
 ///
 /// ```
@@ -392,16 +558,17 @@ pub struct Response {
     /// `command`: the request's `type`, or `parse`.
     pub command: String,
     /// `Ok(data)` for `success: true`, with `data` as JSON text when there
-    /// is some; `Err(error)` for `success: false`.
-    pub result: Result<Option<String>, String>,
+    /// is some; `Err(failure)` for `success: false`.
+    pub result: Result<Option<String>, Failure>,
 }
 
 impl Response {
     /// Whether the response reports success.
     ///
     /// ```
-    /// use autoretry::wire::rpc::Response;
-    /// assert!(!Response { id: None, command: "parse".into(), result: Err("x".into()) }.is_success());
+    /// use autoretry::wire::rpc::{ErrorCode, Failure, Response};
+    /// let failure = Failure::new(ErrorCode::InvalidJson, "x".into());
+    /// assert!(!Response { id: None, command: "parse".into(), result: Err(failure) }.is_success());
     /// ```
     pub fn is_success(&self) -> bool {
         self.result.is_ok()
@@ -410,9 +577,10 @@ impl Response {
     /// The response as one JSON line (without the newline).
     ///
     /// ```
-    /// use autoretry::wire::rpc::Response;
-    /// let r = Response { id: None, command: "x".into(), result: Err("Unknown command: x".into()) };
-    /// assert_eq!(r.to_json_line(), r#"{"type":"response","command":"x","success":false,"error":"Unknown command: x"}"#);
+    /// use autoretry::wire::rpc::{ErrorCode, Failure, Response};
+    /// let failure = Failure::new(ErrorCode::UnknownCommand, "Unknown command: x".into()).at_line(2);
+    /// let r = Response { id: None, command: "x".into(), result: Err(failure) };
+    /// assert_eq!(r.to_json_line(), r#"{"type":"response","command":"x","success":false,"error":"Unknown command: x","code":"unknown_command","line":2}"#);
     /// ```
     pub fn to_json_line(&self) -> String {
         let mut line = String::from("{");
@@ -429,9 +597,16 @@ impl Response {
                 line.push_str(",\"success\":true,\"data\":");
                 line.push_str(data);
             }
-            Err(error) => {
+            Err(failure) => {
                 line.push_str(",\"success\":false,\"error\":");
-                line.push_str(&to_json(error));
+                line.push_str(&to_json(&failure.message));
+                line.push_str(",\"code\":\"");
+                line.push_str(failure.code.as_str());
+                line.push('"');
+                if let Some(number) = failure.line {
+                    line.push_str(",\"line\":");
+                    line.push_str(&number.to_string());
+                }
             }
         }
         line.push('}');
@@ -468,29 +643,29 @@ mod tests {
             (r#"{"id":"é\"\u2028","type":"get_retry_state"}"#,
              "{\"id\":\"é\\\"\u{2028}\",\"type\":\"response\",\"command\":\"get_retry_state\",\"success\":true,\"data\":{\"autoRetryEnabled\":true,\"isRetrying\":false,\"retryAttempt\":0}}"),
             (r#"{"type":"frobnicate","id":"r9"}"#,
-             r#"{"id":"r9","type":"response","command":"frobnicate","success":false,"error":"Unknown command: frobnicate"}"#),
+             r#"{"id":"r9","type":"response","command":"frobnicate","success":false,"error":"Unknown command: frobnicate","code":"unknown_command"}"#),
             (r#"{"type":"set_auto_retry","enabled":1,"id":"r3"}"#,
-             r#"{"id":"r3","type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found 1"}"#),
+             r#"{"id":"r3","type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found 1","code":"invalid_field"}"#),
             (r#"{"type":"set_auto_retry","enabled":null}"#,
-             r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found null"}"#),
+             r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found null","code":"invalid_field"}"#),
             (r#"{"type":"set_auto_retry"}"#,
-             r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: missing (expected a boolean)"}"#),
+             r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: missing (expected a boolean)","code":"invalid_field"}"#),
             (r#"{"type":"abort_retry","id":5}"#,
-             r#"{"type":"response","command":"abort_retry","success":false,"error":"id: expected a string, found 5"}"#),
+             r#"{"type":"response","command":"abort_retry","success":false,"error":"id: expected a string, found 5","code":"invalid_field"}"#),
             (r#"[1]"#,
-             r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array"}"#),
+             r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array","code":"not_an_object"}"#),
             (r#"{"type":3,"id":"r4"}"#,
-             r#"{"id":"r4","type":"response","command":"parse","success":false,"error":"type: expected a string, found 3"}"#),
+             r#"{"id":"r4","type":"response","command":"parse","success":false,"error":"type: expected a string, found 3","code":"invalid_field"}"#),
             (r#"{"type":"abort","id":"g"}"#,
              r#"{"id":"g","type":"response","command":"abort","success":true}"#),
             (r#"{"type":"set_retry_settings","settings":{"baseDelayMs":"1"}}"#,
-             r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry.baseDelayMs: expected a non-negative integer that fits u64, found a string \"1\""}"#),
+             r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry.baseDelayMs: expected a non-negative integer that fits u64, found a string \"1\"","code":"invalid_settings"}"#),
             (r#"{"type":"set_retry_settings","settings":[]}"#,
-             r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry: expected an object, found an array"}"#),
+             r#"{"type":"response","command":"set_retry_settings","success":false,"error":"retry: expected an object, found an array","code":"invalid_settings"}"#),
             (r#"{"type":"set_retry_settings","settings":{"enabled":true},"id":"s"}"#,
              r#"{"id":"s","type":"response","command":"set_retry_settings","success":true,"data":{"enabled":true,"maxRetries":3,"baseDelayMs":2000}}"#),
             (r#"{"id":"r5"}"#,
-             r#"{"id":"r5","type":"response","command":"parse","success":false,"error":"type: missing (expected a string)"}"#),
+             r#"{"id":"r5","type":"response","command":"parse","success":false,"error":"type: missing (expected a string)","code":"invalid_field"}"#),
         ];
         for (line, want) in cases {
             assert_eq!(answer(&mut m, line), want, "{line}");

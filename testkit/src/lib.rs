@@ -16,7 +16,8 @@
 //!   - [`replay`]: the vectors replayed on the real machine
 //!     ([`replay::Replayer`]);
 //!   - [`fuzzing`]: the entry points of the fuzz targets, which **panic**
-//!     on a violated guarantee, and the texts they draw from.
+//!     on a violated guarantee, and the texts they draw from;
+//!   - [`sidecar`]: the sidecar on a virtual clock ([`sidecar::Script`]).
 //! - With feature `proptest`: [`strategies`], proptest strategies for
 //!   settings, host options, messages, inputs and whole host scenarios.
 //! - With feature `rules-fuzz`: [`rules_fuzz`], generated rule sets with
@@ -56,6 +57,9 @@ pub mod replay;
 
 #[cfg(feature = "std")]
 pub mod fuzzing;
+
+#[cfg(feature = "std")]
+pub mod sidecar;
 
 #[cfg(feature = "rules-fuzz")]
 pub mod rules_fuzz;

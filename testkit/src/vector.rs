@@ -3,7 +3,7 @@
 //! input decoder ([`InputOwned`]), errors naming the field.
 
 use autoretry::wire::json::{
-    boolean, describe, object, parse_object, required, settings_from_json, string, uint,
+    boolean, describe, object, parse_object, require, required, settings_from_json, string, uint,
     DecodeError, InputOwned,
 };
 use autoretry::{HostOptions, RetrySettings};
@@ -46,7 +46,7 @@ impl ScenarioHeader {
                 describe(value)
             )));
         };
-        let name = required(string(obj, "scenario")?, "scenario", "a string")?.to_owned();
+        let name = require(obj, "scenario", "a string", string)?.to_owned();
         let settings = match obj.get("settings") {
             None => RetrySettings::DEFAULT,
             // The message already names the key (`retry.maxRetries: ...`).

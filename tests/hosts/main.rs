@@ -7,4 +7,5 @@ mod common;
 
 mod embassy;
 mod ffi;
+mod sidecar;
 mod tokio;
