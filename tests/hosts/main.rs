@@ -7,3 +7,4 @@ mod common;
 
 mod embassy;
 mod ffi;
+mod ffi_hostile;

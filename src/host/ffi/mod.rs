@@ -4,10 +4,14 @@
 //!
 //! # Model
 //!
-//! - **Machines** live in a fixed pool of [`POOL_SIZE`] slots in a static;
-//!   a handle is a slot index. [`autoretry_new_ex`] (every setting and host
-//!   option) or [`autoretry_new`] (the settings of spec §4 alone) takes a
-//!   free slot, [`autoretry_free`] releases it.
+//! - **Machines** live in a fixed pool of [`POOL_SIZE`] slots in a static.
+//!   [`autoretry_new_ex`] (every setting and host option) or
+//!   [`autoretry_new`] (the settings of spec §4 alone) takes a free slot,
+//!   [`autoretry_free`] releases it. A handle is a non-negative `i32`, the
+//!   slot index in its low 8 bits and the slot's *generation* above them:
+//!   freeing a machine bumps its slot's generation, so a freed machine's
+//!   handle is refused ([`ERR_HANDLE`]) and never reaches the slot's next
+//!   machine. (The generation wraps after 2^23 machines in one slot.)
 //! - **Inputs** are one function each, with scalar arguments; texts (an
 //!   `errorMessage`) come as a pointer and a byte length, UTF-8, at most
 //!   [`MAX_TEXT`] bytes; a length of `-1` means "no text". An optional
@@ -16,9 +20,19 @@
 //! - **Outputs** of an input are written, as UTF-8 JSON, into the caller's
 //!   buffer `(out, out_cap)`: an array of the output objects exactly as in
 //!   the vectors and on the RPC stream (`[{"type":"sleep","ms":2000,"timer":1}]`,
-//!   event keys in spec order). Timer ids are the machine's own. The return
-//!   value is the JSON's length in bytes, or a negative error code
-//!   (`ERR_*`); on [`ERR_REFUSED`] nothing changed (spec §6a).
+//!   event keys in spec order). A timer id carries the machine's own id in
+//!   its low 40 bits and its slot's generation above them (so a slot's
+//!   first machine shows the machine's own ids, 1, 2, ...): a freed
+//!   machine's timer fired at the slot's next machine is ignored (spec §6),
+//!   never applied. The return value is the JSON's length in bytes, or a
+//!   negative error code (`ERR_*`).
+//! - **A failed call changes nothing.** Every pointer and length is checked
+//!   before any state is touched ([`ERR_BUFFER`], [`ERR_ARG`],
+//!   [`ERR_TEXT_LEN`]); an input is handled on a copy of the machine that
+//!   replaces it only once the outputs are written, so a refusal
+//!   ([`ERR_REFUSED`], spec §6a) or too small a buffer
+//!   ([`ERR_OUT_TOO_SMALL`]) leaves the machine as it was, and every other
+//!   machine is untouched by any call on one.
 //! - **Usage-limit answer**: when an `agent_end` produces
 //!   `mark_usage_limit`, the slot keeps a copy of the message's error text
 //!   (at most [`MAX_TEXT`] bytes, the limit for every text, so the copy
@@ -110,8 +124,11 @@ pub const ERR_POOL_FULL: i32 = -5;
 /// An argument is out of range (a stop reason, a `shouldRetry` code, a
 /// null pointer with a length, a text that overlaps the output buffer).
 pub const ERR_ARG: i32 = -6;
-/// The output buffer is too small. The input **was** handled: the outputs
-/// are lost, so pass at least [`OUT_BUFFER_LEN`] bytes.
+/// The output buffer is too small for the input's outputs. Nothing changed:
+/// the machine is as before the call (the input is handled on a copy that
+/// replaces the machine only once its outputs are written), so the host
+/// may repeat the call with a larger buffer. At least [`OUT_BUFFER_LEN`]
+/// bytes always suffice.
 pub const ERR_OUT_TOO_SMALL: i32 = -7;
 /// A settings value is out of range: a `jitterPct` above 100, or a
 /// `profile` or `classifier` that is not one of the `PROFILE_*` /
@@ -119,6 +136,14 @@ pub const ERR_OUT_TOO_SMALL: i32 = -7;
 /// `PROFILE_MODERN` or `CLASSIFIER_EXTENDED`). Nothing changed: no machine was made, or the
 /// settings in force stay (spec §4: bad settings are rejected).
 pub const ERR_SETTINGS: i32 = -8;
+
+/// A buffer (a text or `out`) the module will not touch: its end wraps
+/// around the address space, it runs past the end of an exchange buffer
+/// it starts in or overlaps, or it overlaps the module's own data (the
+/// pool, the kept texts). On WebAssembly also a buffer past the end of the
+/// module's memory, or below `__heap_base` (the stack, the constants and
+/// every static) other than within an exchange buffer. Nothing changed.
+pub const ERR_BUFFER: i32 = -9;
 
 /// `retry.profile` `"classic"`.
 pub const PROFILE_CLASSIC: u32 = 0;
