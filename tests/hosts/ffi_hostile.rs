@@ -326,3 +326,76 @@ fn a_freed_machines_timer_never_reaches_the_next_one() {
         Ok(r#"[{"type":"continue_agent"}]"#.to_owned())
     );
 }
+
+/// The C form's own arguments: the input struct and the output array are
+/// checked as every buffer is (null, misaligned, wrapping), an unknown
+/// kind is refused, and too small an array changes nothing.
+#[test]
+fn the_c_form_refuses_bad_arguments_and_changes_nothing() {
+    let _turn = turn();
+    let m = Machine::new();
+    let text = "529 overloaded_error";
+    let input = AutoretryInput {
+        kind: INPUT_AGENT_END,
+        stop_reason: STOP_ERROR,
+        text: text.as_ptr(),
+        text_len: text.len() as i32,
+        should_retry: SHOULD_RETRY_ABSENT,
+        has_usage: 0,
+        has_retry_after: 0,
+        has_now: 0,
+        flag: 0,
+        usage_input: 0,
+        usage_cache_read: 0,
+        usage_cache_write: 0,
+        retry_after_ms: 0,
+        now_ms: 0,
+        timer: 0,
+        settings: AutoretrySettings::default(),
+    };
+    let mut out = [AutoretryOutput::default(); 8];
+    let o = out.as_mut_ptr();
+    let before = snapshot(&[m.0]);
+    let misaligned_out = o.cast::<u8>().wrapping_add(1).cast::<AutoretryOutput>();
+    let misaligned_in = (&input as *const AutoretryInput)
+        .cast::<u8>()
+        .wrapping_add(1)
+        .cast::<AutoretryInput>();
+    let unknown = AutoretryInput { kind: 99, ..input };
+    // SAFETY: every bad pointer here is refused before it is touched;
+    // `input` and `out` are live.
+    unsafe {
+        assert_eq!(autoretry_handle_c(m.0, std::ptr::null(), o, 8), ERR_ARG);
+        assert_eq!(autoretry_handle_c(m.0, misaligned_in, o, 8), ERR_ARG);
+        assert_eq!(autoretry_handle_c(m.0, &unknown, o, 8), ERR_ARG);
+        assert_eq!(
+            autoretry_handle_c(m.0, &input, std::ptr::null_mut(), 8),
+            ERR_ARG
+        );
+        assert_eq!(autoretry_handle_c(m.0, &input, misaligned_out, 8), ERR_ARG);
+        let wrapping = std::ptr::without_provenance_mut::<AutoretryOutput>(usize::MAX - 64);
+        assert_eq!(autoretry_handle_c(m.0, &input, wrapping, 8), ERR_BUFFER);
+        for cap in 0..3 {
+            assert_eq!(autoretry_handle_c(m.0, &input, o, cap), ERR_OUT_TOO_SMALL);
+        }
+        assert_eq!(snapshot(&[m.0]), before);
+        let mut state = AutoretryState::default();
+        assert_eq!(autoretry_state_c(m.0, std::ptr::null_mut()), ERR_ARG);
+        assert_eq!(autoretry_state_c(m.0 ^ 0x100, &mut state), ERR_HANDLE);
+        assert_eq!(autoretry_state_c(m.0, &mut state), 0);
+        assert_eq!(state.is_retrying, 0);
+        // Then the input runs, and its structs are the JSON form's outputs.
+        assert_eq!(autoretry_handle_c(m.0, &input, o, 3), 3);
+        let kinds: Vec<u32> = out[..3].iter().map(|o| o.kind).collect();
+        assert_eq!(
+            kinds,
+            [OUTPUT_START, OUTPUT_DROP_TRAILING_ERROR, OUTPUT_SLEEP]
+        );
+        let start = out[0];
+        let message = std::slice::from_raw_parts(start.text, start.text_len as usize);
+        assert_eq!(message, text.as_bytes());
+        assert_eq!(out[2].timer, autoretry_pending_timer(m.0));
+        assert_eq!(autoretry_state_c(m.0, &mut state), 0);
+        assert_eq!((state.is_retrying, state.retry_attempt), (1, 1));
+    }
+}

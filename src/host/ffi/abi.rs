@@ -9,6 +9,7 @@
 // blocks forward the callers' contracts to `pool.rs`'s two conversions.
 #![allow(unsafe_code)]
 
+use super::c::{self, AutoretryOutput};
 use super::pool::{self, with_slots, Slot, Slots, Texts};
 // The modern profile and the extended classifier exist with feature
 // `extended`; without it their codes are refused like any unknown one.
@@ -22,7 +23,7 @@ use super::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use crate::classify::Classifier;
 use crate::{
     AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
-    StopReason, TimerId, Usage,
+    RetryState, StopReason, TimerId, Usage,
 };
 
 /// The address of a [`MAX_TEXT`]-byte buffer for a host with no allocator
@@ -165,7 +166,7 @@ fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOp
 /// The whole `retry` group from its scalar form (see [`autoretry_new_ex`]),
 /// or [`ERR_SETTINGS`].
 #[allow(clippy::too_many_arguments)]
-fn retry_settings(
+pub(super) fn retry_settings(
     profile: u32,
     enabled: u32,
     max_retries: u32,
@@ -261,11 +262,15 @@ pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32
         Ok(out) => out,
         Err(code) => return code,
     };
-    with_slots(|slots, _| {
-        let Some(machine) = slots.live(handle).and_then(|slot| slots.machine(slot)) else {
-            return ERR_HANDLE;
-        };
-        out::state(out, &machine.state())
+    state(handle, |state| out::state(out, &state))
+}
+
+/// Runs `write` with the state of the machine of `handle`, or returns
+/// [`ERR_HANDLE`].
+pub(super) fn state(handle: i32, write: impl FnOnce(RetryState) -> i32) -> i32 {
+    with_live(handle, |slots, _, slot| match slots.machine(slot) {
+        Some(machine) => write(machine.state()),
+        None => ERR_HANDLE,
     })
 }
 
@@ -341,7 +346,16 @@ pub unsafe extern "C" fn autoretry_message_end(
         retry_after_ms: None,
     };
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), None, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            None,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `message_end` with every message field (spec §2 and §10.2):
@@ -400,7 +414,16 @@ pub unsafe extern "C" fn autoretry_message_end_ex(
         retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
     };
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), None, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            None,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `agent_end`: as [`autoretry_message_end`], plus `nowMs` (`has_now != 0`:
@@ -445,7 +468,16 @@ pub unsafe extern "C" fn autoretry_agent_end(
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), now, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            now,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `agent_end` with every message field: the arguments of
@@ -502,7 +534,16 @@ pub unsafe extern "C" fn autoretry_agent_end_ex(
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), now, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            now,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `timer_fired` with the machine's timer id (a stale or unknown id is
@@ -531,15 +572,19 @@ pub unsafe extern "C" fn autoretry_timer_fired(
     out_cap: u32,
 ) -> i32 {
     // SAFETY: the caller's contract.
-    let out = match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => timer_fired(handle, timer, Sink::Json(out)),
+        Err(code) => code,
+    }
+}
+
+/// `timer_fired` with a timer id as the host sees it.
+pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| match slot.timer_from_host(timer) {
         Some(id) => run(slots, slot, Input::TimerFired { timer: TimerId(id) }, out)
             .map_or_else(|code| code, |(n, _)| n),
         // Another generation's timer: a freed machine's, unknown here.
-        None => out::outputs(out, &[]),
+        None => out.write(&[]),
     })
 }
 
@@ -574,10 +619,14 @@ pub unsafe extern "C" fn autoretry_usage_limit_marked(
     out_cap: u32,
 ) -> i32 {
     // SAFETY: the caller's contract.
-    let out = match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => usage_limit_marked(handle, switched, Sink::Json(out)),
+        Err(code) => code,
+    }
+}
+
+/// `usage_limit_marked` with the slot's kept text.
+pub(super) fn usage_limit_marked(handle: i32, switched: u32, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, texts, slot| {
         // The copy was taken from a `&str`, so it is UTF-8.
         let text = core::str::from_utf8(slots.kept(texts, slot)).unwrap_or("");
@@ -781,12 +830,7 @@ fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -
 /// replaces the machine only once the outputs are written. So a failed
 /// call, [`ERR_REFUSED`] or [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL), changes nothing. Returns
 /// the JSON's length and whether the outputs mark a usage limit.
-fn run(
-    slots: &mut Slots,
-    slot: Slot,
-    input: Input<'_>,
-    out: &mut [u8],
-) -> Result<(i32, bool), i32> {
+fn run(slots: &mut Slots, slot: Slot, input: Input<'_>, out: Sink<'_>) -> Result<(i32, bool), i32> {
     let mut machine = slots.machine(slot).ok_or(ERR_HANDLE)?.clone();
     let mut outputs = machine.handle(input).map_err(|_| ERR_REFUSED)?;
     let mut marks = false;
@@ -799,7 +843,7 @@ fn run(
             _ => {}
         }
     }
-    let n = out::outputs(out, &outputs);
+    let n = out.write(&outputs);
     if n < 0 {
         return Err(n);
     }
@@ -807,30 +851,52 @@ fn run(
     Ok((n, marks))
 }
 
-/// Feeds an input that carries no text.
+/// Where a call's outputs go: their JSON (the entry points above) or their
+/// C structs ([`autoretry_handle_c`](super::autoretry_handle_c)).
+pub(super) enum Sink<'a> {
+    Json(&'a mut [u8]),
+    Structs(&'a mut [AutoretryOutput]),
+}
+
+impl Sink<'_> {
+    /// Writes the outputs: the JSON's length or the structs' count, or
+    /// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+    fn write(self, outputs: &[Output<'_>]) -> i32 {
+        match self {
+            Sink::Json(out) => out::outputs(out, outputs),
+            Sink::Structs(out) => c::outputs(out, outputs),
+        }
+    }
+}
+
+/// Feeds an input that carries no text, outputs as JSON.
 ///
 /// # Safety
 ///
 /// As [`pool::host_out`].
 unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap: u32) -> i32 {
     // SAFETY: the caller's contract.
-    let out = match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => handle_simple(handle, input, Sink::Json(out)),
+        Err(code) => code,
+    }
+}
+
+/// Feeds an input that carries no text.
+pub(super) fn handle_simple(handle: i32, input: Input<'static>, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| {
         run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
 /// A message's fields other than its text, as the exports received them.
-struct Fields {
+pub(super) struct Fields {
     /// A `STOP_*` code.
-    stop_reason: u32,
-    usage: Option<Usage>,
+    pub(super) stop_reason: u32,
+    pub(super) usage: Option<Usage>,
     /// A `SHOULD_RETRY_*` code.
-    should_retry: i32,
-    retry_after_ms: Option<u64>,
+    pub(super) should_retry: i32,
+    pub(super) retry_after_ms: Option<u64>,
 }
 
 /// Feeds a `message_end` (`now == None`) or an `agent_end`.
@@ -839,12 +905,13 @@ struct Fields {
 ///
 /// As [`pool::host_buffers`]. Every range is checked before any slice is
 /// made.
-unsafe fn feed_message(
+pub(super) unsafe fn feed_message<'a, T>(
     handle: i32,
     fields: Fields,
     text: (*const u8, i32),
     now: Option<Option<u64>>,
-    out: (*mut u8, u32),
+    out: (*mut T, u32),
+    sink: fn(&'a mut [T]) -> Sink<'a>,
 ) -> i32 {
     let stop_reason = match fields.stop_reason {
         STOP_STOP => StopReason::Stop,
@@ -880,7 +947,7 @@ unsafe fn feed_message(
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
     with_live(handle, |slots, texts, slot| {
-        match run(slots, slot, input, out) {
+        match run(slots, slot, input, sink(out)) {
             Ok((n, marks)) => {
                 if marks {
                     slots.keep(texts, slot, text.as_bytes());

@@ -272,39 +272,69 @@ pub(super) fn check_range(addr: usize, len: usize) -> Result<(), i32> {
     Ok(())
 }
 
-/// The output buffer as a slice, once checked ([`check_range`]).
+/// The output buffer, `out_cap` elements of `T` (bytes for the JSON form,
+/// output structs for the C form), as a slice once checked:
+/// [`check_range`] on its bytes ([`ERR_BUFFER`] also for a byte length
+/// beyond the address space), and [`ERR_ARG`] for a pointer not aligned for
+/// `T`.
 ///
 /// # Safety
 ///
-/// `out` valid for writes of `out_cap` bytes, and not otherwise accessed,
-/// for `'a` (the call that received it), when the range passes
-/// [`check_range`].
-pub(super) unsafe fn host_out<'a>(out: *mut u8, out_cap: u32) -> Result<&'a mut [u8], i32> {
+/// `out` valid for writes of `out_cap` elements, and not otherwise
+/// accessed, for `'a` (the call that received it), when the range passes
+/// these checks.
+pub(super) unsafe fn host_out<'a, T>(out: *mut T, out_cap: u32) -> Result<&'a mut [T], i32> {
     let len = out_cap as usize;
-    check_range(out as usize, len)?;
+    let bytes = len
+        .checked_mul(core::mem::size_of::<T>())
+        .ok_or(ERR_BUFFER)?;
+    check_range(out as usize, bytes)?;
     if len == 0 {
         return Ok(&mut []);
     }
-    // SAFETY: non-null, outside the module's own data (checked), and valid
-    // for `len` bytes by the caller's contract; the slice lives only for
-    // the call.
+    if (out as usize) % core::mem::align_of::<T>() != 0 {
+        return Err(ERR_ARG);
+    }
+    // SAFETY: non-null, aligned, outside the module's own data (checked),
+    // and valid for `len` elements by the caller's contract; `T` is a byte
+    // or a plain `repr(C)` struct of integers and a pointer, for which any
+    // bytes the host left there are only overwritten; the slice lives only
+    // for the call.
     Ok(unsafe { core::slice::from_raw_parts_mut(out, len) })
+}
+
+/// One value of the host's, read by copy once checked: [`check_range`] on
+/// its bytes, [`ERR_ARG`] for a null or misaligned pointer.
+///
+/// # Safety
+///
+/// `value` valid for reads of one `T` when it passes these checks, and
+/// its bytes a valid `T` (a `repr(C)` struct of integers and pointers).
+pub(super) unsafe fn host_value<T: Copy>(value: *const T) -> Result<T, i32> {
+    if value.is_null() || (value as usize) % core::mem::align_of::<T>() != 0 {
+        return Err(ERR_ARG);
+    }
+    check_range(value as usize, core::mem::size_of::<T>())?;
+    // SAFETY: non-null, aligned, outside the module's own data (checked),
+    // valid for reads by the caller's contract.
+    Ok(unsafe { core::ptr::read(value) })
 }
 
 /// A message's text and the output buffer, both checked before either slice
 /// is made. The text is `None` for `text_len == -1` (no text), else the
 /// `text_len` bytes at `text`: [`ERR_TEXT_LEN`] for a length beyond
 /// [`MAX_TEXT`] or negative other than `-1`; each range as
-/// [`check_range`]; [`ERR_ARG`] for a text that overlaps the output buffer.
+/// [`check_range`] (the output's as [`host_out`]); [`ERR_ARG`] for a text
+/// that overlaps the output buffer.
 ///
 /// # Safety
 ///
 /// `text` valid for reads of `text_len` bytes when `text_len > 0`, and not
 /// written, for `'a`; `out` as [`host_out`].
-pub(super) unsafe fn host_buffers<'a>(
+pub(super) unsafe fn host_buffers<'a, T>(
     (text, text_len): (*const u8, i32),
-    (out, out_cap): (*mut u8, u32),
-) -> Result<(Option<&'a [u8]>, &'a mut [u8]), i32> {
+    (out, out_cap): (*mut T, u32),
+) -> Result<(Option<&'a [u8]>, &'a mut [T]), i32> {
     let n = match text_len {
         -1 => None,
         n => match usize::try_from(n) {
@@ -312,7 +342,10 @@ pub(super) unsafe fn host_buffers<'a>(
             _ => return Err(ERR_TEXT_LEN),
         },
     };
-    let (t, o, cap) = (text as usize, out as usize, out_cap as usize);
+    let (t, o) = (text as usize, out as usize);
+    let cap = (out_cap as usize)
+        .checked_mul(core::mem::size_of::<T>())
+        .ok_or(ERR_BUFFER)?;
     if let Some(n) = n {
         check_range(t, n)?;
         check_range(o, cap)?;
