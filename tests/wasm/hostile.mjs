@@ -170,6 +170,39 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
   expect("free b", x.autoretry_free(b), 0);
 }
 
+// ---------------------------------------------------------------- the C form
+// autoretry_handle_c reads an input struct and writes output structs: both
+// are checked like any buffer. An all-zero input is a message_end.
+{
+  const a = newMachine();
+  const before = snapshot([a]);
+  const free = heapBase + 64;
+  const input = free;
+  mem().fill(0, input, input + 256);
+  new DataView(x.memory.buffer).setInt32(input + 12, -1, true); // text_len: none
+  new DataView(x.memory.buffer).setInt32(input + 16, -1, true); // should_retry: absent
+  const outs = free + 512;
+  const cases = [
+    ["input in the statics", heapBase - 64, outs, 8, ERR.BUFFER],
+    ["input past the end of memory", memEnd() - 8, outs, 8, ERR.BUFFER],
+    ["input misaligned", input + 1, outs, 8, ERR.ARG],
+    ["input null", 0, outs, 8, ERR.ARG],
+    ["outputs in the statics", input, heapBase - 64, 8, ERR.BUFFER],
+    ["outputs past the end of memory", input, memEnd() - 64, 8, ERR.BUFFER],
+    ["outputs misaligned", input, outs + 4, 8, ERR.ARG],
+    ["outputs wrapping", input, 0xffff_ff00, 8, ERR.BUFFER],
+    ["outputs of the largest count", input, outs, 0xffff_ffff, ERR.BUFFER],
+  ];
+  for (const [what, i, o, cap, want] of cases) {
+    expect(`handle_c: ${what}`, call(what, () => x.autoretry_handle_c(a, i, o, cap >>> 0)), want);
+    expect(`handle_c: ${what}: nothing changed`, snapshot([a]), before);
+  }
+  expect("handle_c: message_end", x.autoretry_handle_c(a, input, outs, 8), 0);
+  expect("state_c in the statics", x.autoretry_state_c(a, heapBase - 16), ERR.BUFFER);
+  expect("settings_defaults past the memory", x.autoretry_settings_defaults(0, memEnd() - 4), ERR.BUFFER);
+  expect("free", x.autoretry_free(a), 0);
+}
+
 // ---------------------------------------------------------------- handles
 {
   for (const h of [-1, -2147483648, POOL_SIZE, 255, 256, 2147483647]) {
