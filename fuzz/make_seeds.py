@@ -172,3 +172,41 @@ write("rules_from_bytes", bytes([4]))
 for counts in (0x01, 0x04, 0x05, 0x0F, 0x0A):
     for _ in range(4):
         write("rules_match", bytes([counts]) + bytes(rng.randrange(256) for _ in range(rng.randrange(16, 120))))
+
+# ffi (fuzz_targets/ffi.rs): call sequences through the C ABI. Each step is
+# an op byte (0 new, 1 new_ex, 2 free, 3 pending_timer, 4-7 message_end /
+# agent_end and their _ex forms, 8-9 timer_fired, 10 usage_limit_marked,
+# 11 abort_retry, 12 abort, 13 set_auto_retry, 14 settings, 15 settings_ex),
+# a handle selector (2.. picks a live or freed handle) and its arguments.
+def ffi_u64(v):
+    return bytes([0, v]) if v < 256 else bytes([1]) + struct.pack("<H", v // 100)
+
+
+def ffi_new(profile=0, retries=3, base=20, seed=0):
+    return (bytes([1, 2, profile, 1, retries]) + ffi_u64(base) + ffi_u64(0) + ffi_u64(0)
+            + bytes([0, 0, profile]) + ffi_u64(0) + bytes([1]) + ffi_u64(seed))
+
+
+def ffi_input(op, handle=2, out=(3, 1, 25600), stop=3, text=16, text_at=(8, 40, 100),
+              timer=2, flag=1):
+    sel, a, b = out
+    out_bytes = bytes([sel, a]) + struct.pack("<H", b) if sel == 3 else bytes([sel]) + struct.pack("<HH", a, b)
+    tsel, tlen, tat = text_at
+    text_bytes = bytes([tsel]) + struct.pack("<HH", tlen, tat)
+    return (bytes([op, handle]) + out_bytes + bytes([stop, text]) + text_bytes
+            + bytes([0, 0]) + ffi_u64(0) * 3 + bytes([0]) + ffi_u64(0) + bytes([0]) + ffi_u64(0)
+            + bytes([timer, flag]) + bytes([0, 1, 3]) + ffi_u64(20) + ffi_u64(0) + ffi_u64(0) + bytes([0, 0, 0]))
+
+
+ffi_steps = {
+    "retry": ffi_new() + ffi_input(5) + ffi_input(8) + ffi_input(5, stop=0, text=0),
+    "usage_limit": ffi_new() + ffi_input(7, text=2) + ffi_input(10) + ffi_input(8),
+    "reuse": ffi_new() + ffi_input(5) + bytes([2, 2]) + ffi_new() + ffi_input(5, handle=3) + ffi_input(8, timer=1),
+    "exhaust": ffi_new() * 9 + bytes([2, 4]) + ffi_new() + ffi_input(12, handle=5),
+    "small_out": ffi_new() + ffi_input(5, out=(8, 16, 0)) + ffi_input(5, out=(8, 600, 4000)),
+    "bad_out": ffi_new() + ffi_input(5, out=(0, 64, 0)) + ffi_input(11, out=(1, 64, 0)) + ffi_input(12, out=(2, 1, 16)),
+    "overlap": ffi_new() + ffi_input(5, out=(8, 400, 0), text_at=(8, 40, 100)),
+    "settings": ffi_new(profile=1) + ffi_input(15) + ffi_input(14) + ffi_input(13, flag=0) + ffi_input(5),
+}
+for steps in ffi_steps.values():
+    write("ffi", steps)

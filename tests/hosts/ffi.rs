@@ -15,7 +15,8 @@ use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
 use autoretry::wire::json::{InputOwned, MessageOwned};
 use autoretry::{
-    HostOptions, Input, JitterPct, Machine, Profile, RetrySettings, StopReason, Usage,
+    HostOptions, Input, JitterPct, Machine, Output, Outputs, Profile, RetrySettings, StopReason,
+    TimerId, Usage,
 };
 use autoretry_testkit::vector::VectorLine;
 use autoretry_testkit::VectorHost;
@@ -24,7 +25,7 @@ use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
 
-fn turn() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -131,7 +132,9 @@ impl Handle {
                 InputOwned::MessageEnd { message } | InputOwned::AgentEnd { message, .. } => {
                     self.feed_message(input, message, o, cap)
                 }
-                InputOwned::TimerFired { timer } => autoretry_timer_fired(h, *timer, o, cap),
+                InputOwned::TimerFired { timer } => {
+                    autoretry_timer_fired(h, self.host_timer(*timer), o, cap)
+                }
                 InputOwned::UsageLimitMarked { switched } => {
                     autoretry_usage_limit_marked(h, u32::from(*switched), o, cap)
                 }
@@ -281,6 +284,21 @@ impl Handle {
         }
     }
 
+    /// The timer id the module shows for the machine's own timer `id`.
+    fn host_timer(&self, id: u64) -> u64 {
+        host_timer(self.0, id)
+    }
+
+    /// The library's outputs with the timer ids the module shows.
+    fn host_outputs<'a>(&self, mut outputs: Outputs<'a>) -> Outputs<'a> {
+        for output in &mut outputs {
+            if let Output::Sleep { timer, .. } | Output::CancelTimer { timer } = output {
+                *timer = TimerId(self.host_timer(timer.get()));
+            }
+        }
+        outputs
+    }
+
     fn state(&self) -> Value {
         let mut out = [0u8; 128];
         // SAFETY: `out` is live and `out.len()` bytes long.
@@ -294,6 +312,13 @@ impl Drop for Handle {
     fn drop(&mut self) {
         assert_eq!(autoretry_free(self.0), 0);
     }
+}
+
+/// The timer id the module shows for the machine's own timer `id` on the
+/// machine of `handle`: the slot's generation (the handle's bits above its
+/// low 8) above the low 40 bits.
+pub(crate) fn host_timer(handle: i32, id: u64) -> u64 {
+    ((handle as u64) >> 8) << 40 | id
 }
 
 /// What one vector file gave through the ABI.
@@ -369,7 +394,8 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
         let marked = host.marked_text().to_owned();
         let native_input = input.as_input(&marked).ok();
         let outputs = native_input.and_then(|i| native.handle(i).ok());
-        let serde = (outputs.as_ref()).map(|o| serde_json::to_string(o.as_slice()).unwrap());
+        let serde =
+            (outputs.clone()).map(|o| serde_json::to_string(h.host_outputs(o).as_slice()).unwrap());
         assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
         let mut problems = Vec::new();
         match (got, native_input.zip(outputs)) {
@@ -481,13 +507,8 @@ fn json_matches_serde_byte_for_byte() {
             InputOwned::AbortRetry,
         ];
         for input in &inputs {
-            let want = serde_json::to_string(
-                &native
-                    .handle(input.as_input("").unwrap())
-                    .unwrap()
-                    .as_slice(),
-            )
-            .unwrap();
+            let outputs = native.handle(input.as_input("").unwrap()).unwrap();
+            let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
             assert_eq!(h.feed(input).unwrap(), want, "{text:?}");
         }
     }
@@ -511,20 +532,17 @@ fn usage_limit_answer_passes_back_the_kept_text() {
         now_ms: None,
     };
     let marked = InputOwned::UsageLimitMarked { switched: false };
-    let want = serde_json::to_string(&native.handle(end.as_input("").unwrap()).unwrap().as_slice())
-        .unwrap();
+    let outputs = native.handle(end.as_input("").unwrap()).unwrap();
+    let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
     assert_eq!(h.feed(&end).unwrap(), want);
     // The machine keeps only a fingerprint; the slot's copy answers.
-    let want = serde_json::to_string(
-        &native
-            .handle(Input::UsageLimitMarked {
-                switched: false,
-                error_message: &text,
-            })
-            .unwrap()
-            .as_slice(),
-    )
-    .unwrap();
+    let outputs = native
+        .handle(Input::UsageLimitMarked {
+            switched: false,
+            error_message: &text,
+        })
+        .unwrap();
+    let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
     assert_eq!(h.feed(&marked).unwrap(), want);
     assert!(want.contains(&text));
 }
@@ -532,7 +550,7 @@ fn usage_limit_answer_passes_back_the_kept_text() {
 #[test]
 fn error_codes() {
     let _turn = turn();
-    let mut out = [0u8; 64];
+    let mut out = [0u8; 512];
     let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
     // Unknown handles.
     for bad in [-1, POOL_SIZE as i32, i32::MAX] {
@@ -548,7 +566,9 @@ fn error_codes() {
     let freed = handles[3].0;
     drop(handles);
     let h = Handle::new(Api::Classic, RetrySettings::DEFAULT, HostOptions::default());
-    assert!(h.0 <= freed);
+    // The lowest free slot, with a handle of its next generation.
+    assert!(h.0 & 0xff <= freed & 0xff);
+    assert_ne!(h.0, freed);
     // SAFETY: `out` is live and `cap` bytes long; texts are live and of the
     // given lengths (the overlap case points into `out` on purpose).
     unsafe {
@@ -594,33 +614,57 @@ fn error_codes() {
         // None of those reached the machine.
         assert_eq!(h.state()["isRetrying"], false);
 
-        // Too small a buffer: the input was handled, the outputs are lost.
+        // Too small a buffer: nothing changed, and the same call with a
+        // buffer large enough then runs.
         let text = "overloaded";
         let mut tiny = [0u8; 8];
-        assert_eq!(
-            autoretry_agent_end(
-                h.0,
-                STOP_ERROR,
-                text.as_ptr(),
-                text.len() as i32,
-                0,
-                0,
-                0,
-                0,
-                0,
-                tiny.as_mut_ptr(),
-                tiny.len() as u32
-            ),
-            ERR_OUT_TOO_SMALL
+        for cap in [0, 2, tiny.len() as u32] {
+            assert_eq!(
+                autoretry_agent_end(
+                    h.0,
+                    STOP_ERROR,
+                    text.as_ptr(),
+                    text.len() as i32,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    tiny.as_mut_ptr(),
+                    cap
+                ),
+                ERR_OUT_TOO_SMALL
+            );
+            assert_eq!(h.state()["isRetrying"], false);
+            assert_eq!(autoretry_pending_timer(h.0), 0);
+        }
+        let n = autoretry_agent_end(
+            h.0,
+            STOP_ERROR,
+            text.as_ptr(),
+            text.len() as i32,
+            0,
+            0,
+            0,
+            0,
+            0,
+            o,
+            cap,
         );
+        assert!(out[..n as usize]
+            .starts_with(br#"[{"type":"emit","event":{"type":"auto_retry_start","attempt":1"#));
         assert_eq!(h.state()["isRetrying"], true);
         // The agent must not run during the backoff.
         assert_eq!(
             autoretry_agent_end(h.0, STOP_STOP, std::ptr::null(), -1, 0, 0, 0, 0, 0, o, cap),
             ERR_REFUSED
         );
-        assert_eq!(autoretry_pending_timer(h.0), 1);
-        let n = autoretry_timer_fired(h.0, 1, o, cap);
+        let timer = host_timer(h.0, 1);
+        assert_eq!(autoretry_pending_timer(h.0), timer);
+        // Too small for `[{"type":"continue_agent"}]`: the timer stays.
+        assert_eq!(autoretry_timer_fired(h.0, timer, o, 8), ERR_OUT_TOO_SMALL);
+        assert_eq!(autoretry_pending_timer(h.0), timer);
+        let n = autoretry_timer_fired(h.0, timer, o, cap);
         assert_eq!(&out[..n as usize], br#"[{"type":"continue_agent"}]"#);
     }
     // Settings the module refuses: no machine is made, the settings in
@@ -748,7 +792,8 @@ fn every_entry_point_once() {
         let n = autoretry_message_end(h, STOP_STOP, text, -1, 0, 0, 0, out, cap);
         assert_eq!(n, ERR_REFUSED);
         let n = autoretry_usage_limit_marked(h, 1, out, cap);
-        assert!(read(n).ends_with(r#"{"type":"sleep","ms":0,"timer":1}]"#));
+        let sleep = format!(r#"{{"type":"sleep","ms":0,"timer":{}}}]"#, host_timer(h, 1));
+        assert!(read(n).ends_with(&sleep));
         let timer = autoretry_pending_timer(h);
         assert_eq!(read(autoretry_set_auto_retry(h, 1, out, cap)), "[]");
         assert_eq!(read(autoretry_settings(h, 1, 3, 10, out, cap)), "[]");
@@ -1106,7 +1151,7 @@ proptest! {
                 if let (Input::AgentEnd { message, .. }, true) = (input, marks) {
                     kept = Some(message.error_message.unwrap_or("").to_owned());
                 }
-                serde_json::to_string(outputs.as_slice()).unwrap()
+                serde_json::to_string(handle.host_outputs(outputs).as_slice()).unwrap()
             });
             if let Some(text) = kept {
                 marked = text;

@@ -7,5 +7,6 @@ mod common;
 
 mod embassy;
 mod ffi;
+mod ffi_hostile;
 mod sidecar;
 mod tokio;

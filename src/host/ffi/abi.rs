@@ -9,7 +9,8 @@
 // blocks forward the callers' contracts to `pool.rs`'s two conversions.
 #![allow(unsafe_code)]
 
-use super::pool::{self, with_slots};
+use super::c::{self, AutoretryOutput};
+use super::pool::{self, with_slots, Slot, Slots, Texts};
 // The modern profile and the extended classifier exist with feature
 // `extended`; without it their codes are refused like any unknown one.
 use super::{
@@ -22,7 +23,7 @@ use super::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use crate::classify::Classifier;
 use crate::{
     AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
-    StopReason, TimerId, Usage,
+    RetryState, StopReason, TimerId, Usage,
 };
 
 /// The address of a [`MAX_TEXT`]-byte buffer for a host with no allocator
@@ -165,7 +166,7 @@ fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOp
 /// The whole `retry` group from its scalar form (see [`autoretry_new_ex`]),
 /// or [`ERR_SETTINGS`].
 #[allow(clippy::too_many_arguments)]
-fn retry_settings(
+pub(super) fn retry_settings(
     profile: u32,
     enabled: u32,
     max_retries: u32,
@@ -206,32 +207,28 @@ fn retry_settings(
 /// Puts a new machine in a free slot: its handle, or [`ERR_POOL_FULL`].
 fn create(settings: RetrySettings, host: HostOptions) -> i32 {
     let machine = Machine::new(settings, host);
-    with_slots(
-        |slots, _| match slots.machines.iter().position(Option::is_none) {
-            Some(i) => {
-                slots.machines[i] = Some(machine);
-                slots.marked_len[i] = 0;
-                i as i32
-            }
-            None => ERR_POOL_FULL,
-        },
-    )
+    with_slots(|slots, _| slots.insert(machine).unwrap_or(ERR_POOL_FULL))
 }
 
-/// Frees a machine. Returns 0, or [`ERR_HANDLE`].
+/// Frees a machine. Returns 0, or [`ERR_HANDLE`]. The slot's next machine
+/// gets another handle: the freed handle, and the freed machine's timer
+/// ids, never reach it.
 ///
 /// ```
 /// use autoretry::host::ffi::*;
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// assert_eq!(autoretry_free(h), 0);
 /// assert_eq!(autoretry_free(h), ERR_HANDLE);
+/// let next = autoretry_new(1, 3, 2000, 0, 0);
+/// assert_ne!(next, h);
+/// assert_eq!(autoretry_free(h), ERR_HANDLE);
+/// autoretry_free(next);
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_free(handle: i32) -> i32 {
     with_slots(|slots, _| match slots.live(handle) {
-        Some(i) => {
-            slots.machines[i] = None;
-            slots.marked_len[i] = 0;
+        Some(slot) => {
+            slots.remove(slot);
             0
         }
         None => ERR_HANDLE,
@@ -261,14 +258,19 @@ pub extern "C" fn autoretry_free(handle: i32) -> i32 {
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32) -> i32 {
     // SAFETY: the caller's contract.
-    let Some(out) = (unsafe { pool::host_out(out, out_cap) }) else {
-        return ERR_ARG;
+    let out = match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => out,
+        Err(code) => return code,
     };
-    with_slots(|slots, _| {
-        let Some(machine) = slots.machine(handle) else {
-            return ERR_HANDLE;
-        };
-        out::state(out, &machine.state())
+    state(handle, |state| out::state(out, &state))
+}
+
+/// Runs `write` with the state of the machine of `handle`, or returns
+/// [`ERR_HANDLE`].
+pub(super) fn state(handle: i32, write: impl FnOnce(RetryState) -> i32) -> i32 {
+    with_live(handle, |slots, _, slot| match slots.machine(slot) {
+        Some(machine) => write(machine.state()),
+        None => ERR_HANDLE,
     })
 }
 
@@ -284,10 +286,13 @@ pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32
 #[no_mangle]
 pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
     with_slots(|slots, _| {
+        let Some(slot) = slots.live(handle) else {
+            return 0;
+        };
         slots
-            .machine(handle)
-            .and_then(|m| m.pending_timer())
-            .map_or(0, TimerId::get)
+            .machine(slot)
+            .and_then(Machine::pending_timer)
+            .map_or(0, |timer| slot.timer_to_host(timer.get()))
     })
 }
 
@@ -299,10 +304,12 @@ pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
 /// JSON to `out`; returns its length or an error code: [`ERR_HANDLE`],
 /// [`ERR_REFUSED`], [`ERR_UTF8`], [`ERR_TEXT_LEN`], [`ERR_ARG`] (an
 /// unknown stop reason, a null pointer with a length, overlapping
-/// buffers), [`ERR_OUT_TOO_SMALL`].
+/// buffers), [`ERR_BUFFER`] (a buffer the module will not touch),
+/// [`ERR_OUT_TOO_SMALL`] (nothing changed).
 ///
 /// [`ERR_TEXT_LEN`]: super::ERR_TEXT_LEN
 /// [`ERR_OUT_TOO_SMALL`]: super::ERR_OUT_TOO_SMALL
+/// [`ERR_BUFFER`]: super::ERR_BUFFER
 ///
 /// # Safety
 ///
@@ -339,7 +346,16 @@ pub unsafe extern "C" fn autoretry_message_end(
         retry_after_ms: None,
     };
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), None, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            None,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `message_end` with every message field (spec §2 and §10.2):
@@ -398,7 +414,16 @@ pub unsafe extern "C" fn autoretry_message_end_ex(
         retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
     };
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), None, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            None,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `agent_end`: as [`autoretry_message_end`], plus `nowMs` (`has_now != 0`:
@@ -443,7 +468,16 @@ pub unsafe extern "C" fn autoretry_agent_end(
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), now, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            now,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `agent_end` with every message field: the arguments of
@@ -500,7 +534,16 @@ pub unsafe extern "C" fn autoretry_agent_end_ex(
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
-    unsafe { feed_message(handle, fields, (text, text_len), now, (out, out_cap)) }
+    unsafe {
+        feed_message(
+            handle,
+            fields,
+            (text, text_len),
+            now,
+            (out, out_cap),
+            Sink::Json,
+        )
+    }
 }
 
 /// `timer_fired` with the machine's timer id (a stale or unknown id is
@@ -528,17 +571,21 @@ pub unsafe extern "C" fn autoretry_timer_fired(
     out: *mut u8,
     out_cap: u32,
 ) -> i32 {
-    // SAFETY: the caller's contract, forwarded.
-    unsafe {
-        feed_simple(
-            handle,
-            Input::TimerFired {
-                timer: TimerId(timer),
-            },
-            out,
-            out_cap,
-        )
+    // SAFETY: the caller's contract.
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => timer_fired(handle, timer, Sink::Json(out)),
+        Err(code) => code,
     }
+}
+
+/// `timer_fired` with a timer id as the host sees it.
+pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
+    with_live(handle, |slots, _, slot| match slot.timer_from_host(timer) {
+        Some(id) => run(slots, slot, Input::TimerFired { timer: TimerId(id) }, out)
+            .map_or_else(|code| code, |(n, _)| n),
+        // Another generation's timer: a freed machine's, unknown here.
+        None => out.write(&[]),
+    })
 }
 
 /// `usage_limit_marked`: the host's answer to `mark_usage_limit`
@@ -572,29 +619,22 @@ pub unsafe extern "C" fn autoretry_usage_limit_marked(
     out_cap: u32,
 ) -> i32 {
     // SAFETY: the caller's contract.
-    let Some(out) = (unsafe { pool::host_out(out, out_cap) }) else {
-        return ERR_ARG;
-    };
-    with_slots(|slots, texts| {
-        let Some(i) = slots.live(handle) else {
-            return ERR_HANDLE;
-        };
-        let Some(machine) = slots.machines.get_mut(i).and_then(Option::as_mut) else {
-            return ERR_HANDLE;
-        };
-        let kept = (texts.get(i).zip(slots.marked_len.get(i)))
-            .and_then(|(text, &len)| text.get(..len))
-            .unwrap_or_default();
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => usage_limit_marked(handle, switched, Sink::Json(out)),
+        Err(code) => code,
+    }
+}
+
+/// `usage_limit_marked` with the slot's kept text.
+pub(super) fn usage_limit_marked(handle: i32, switched: u32, out: Sink<'_>) -> i32 {
+    with_live(handle, |slots, texts, slot| {
         // The copy was taken from a `&str`, so it is UTF-8.
-        let text = core::str::from_utf8(kept).unwrap_or("");
+        let text = core::str::from_utf8(slots.kept(texts, slot)).unwrap_or("");
         let input = Input::UsageLimitMarked {
             switched: switched != 0,
             error_message: text,
         };
-        match machine.handle(input) {
-            Ok(outputs) => out::outputs(out, &outputs),
-            Err(_) => ERR_REFUSED,
-        }
+        run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -776,49 +816,102 @@ pub unsafe extern "C" fn autoretry_settings_ex(
     unsafe { feed_simple(handle, Input::Settings(settings), out, out_cap) }
 }
 
-/// Feeds an input that carries no text.
+/// Runs `f` on the live slot of `handle` under the pool's lock, or
+/// returns [`ERR_HANDLE`].
+fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -> i32 {
+    with_slots(|slots, texts| match slots.live(handle) {
+        Some(slot) => f(slots, texts, slot),
+        None => ERR_HANDLE,
+    })
+}
+
+/// Feeds `input` to a copy of the slot's machine and writes its outputs
+/// (timer ids as the host sees them, see [`Slot::timer_to_host`]); the copy
+/// replaces the machine only once the outputs are written. So a failed
+/// call, [`ERR_REFUSED`] or [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL), changes nothing. Returns
+/// the JSON's length and whether the outputs mark a usage limit.
+fn run(slots: &mut Slots, slot: Slot, input: Input<'_>, out: Sink<'_>) -> Result<(i32, bool), i32> {
+    let mut machine = slots.machine(slot).ok_or(ERR_HANDLE)?.clone();
+    let mut outputs = machine.handle(input).map_err(|_| ERR_REFUSED)?;
+    let mut marks = false;
+    for output in &mut outputs {
+        match output {
+            Output::Sleep { timer, .. } | Output::CancelTimer { timer } => {
+                *timer = TimerId(slot.timer_to_host(timer.get()));
+            }
+            Output::MarkUsageLimit { .. } => marks = true,
+            _ => {}
+        }
+    }
+    let n = out.write(&outputs);
+    if n < 0 {
+        return Err(n);
+    }
+    slots.commit(slot, machine);
+    Ok((n, marks))
+}
+
+/// Where a call's outputs go: their JSON (the entry points above) or their
+/// C structs ([`autoretry_handle_c`](super::autoretry_handle_c)).
+pub(super) enum Sink<'a> {
+    Json(&'a mut [u8]),
+    Structs(&'a mut [AutoretryOutput]),
+}
+
+impl Sink<'_> {
+    /// Writes the outputs: the JSON's length or the structs' count, or
+    /// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+    fn write(self, outputs: &[Output<'_>]) -> i32 {
+        match self {
+            Sink::Json(out) => out::outputs(out, outputs),
+            Sink::Structs(out) => c::outputs(out, outputs),
+        }
+    }
+}
+
+/// Feeds an input that carries no text, outputs as JSON.
 ///
 /// # Safety
 ///
 /// As [`pool::host_out`].
 unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap: u32) -> i32 {
     // SAFETY: the caller's contract.
-    let Some(out) = (unsafe { pool::host_out(out, out_cap) }) else {
-        return ERR_ARG;
-    };
-    with_slots(|slots, _| {
-        let Some(machine) = slots.machine(handle) else {
-            return ERR_HANDLE;
-        };
-        match machine.handle(input) {
-            Ok(outputs) => out::outputs(out, &outputs),
-            Err(_) => ERR_REFUSED,
-        }
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => handle_simple(handle, input, Sink::Json(out)),
+        Err(code) => code,
+    }
+}
+
+/// Feeds an input that carries no text.
+pub(super) fn handle_simple(handle: i32, input: Input<'static>, out: Sink<'_>) -> i32 {
+    with_live(handle, |slots, _, slot| {
+        run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
 /// A message's fields other than its text, as the exports received them.
-struct Fields {
+pub(super) struct Fields {
     /// A `STOP_*` code.
-    stop_reason: u32,
-    usage: Option<Usage>,
+    pub(super) stop_reason: u32,
+    pub(super) usage: Option<Usage>,
     /// A `SHOULD_RETRY_*` code.
-    should_retry: i32,
-    retry_after_ms: Option<u64>,
+    pub(super) should_retry: i32,
+    pub(super) retry_after_ms: Option<u64>,
 }
 
 /// Feeds a `message_end` (`now == None`) or an `agent_end`.
 ///
 /// # Safety
 ///
-/// `text` as [`pool::host_text`], `out` as [`pool::host_out`]. Overlap is
-/// checked before any slice is made.
-unsafe fn feed_message(
+/// As [`pool::host_buffers`]. Every range is checked before any slice is
+/// made.
+pub(super) unsafe fn feed_message<'a, T>(
     handle: i32,
     fields: Fields,
-    (text, text_len): (*const u8, i32),
+    text: (*const u8, i32),
     now: Option<Option<u64>>,
-    (out, out_cap): (*mut u8, u32),
+    out: (*mut T, u32),
+    sink: fn(&'a mut [T]) -> Sink<'a>,
 ) -> i32 {
     let stop_reason = match fields.stop_reason {
         STOP_STOP => StopReason::Stop,
@@ -834,18 +927,13 @@ unsafe fn feed_message(
         SHOULD_RETRY_YES => Some(true),
         _ => return ERR_ARG,
     };
-    // SAFETY: the caller's contract, forwarded; `out` is only compared.
-    let bytes = match unsafe { pool::host_text(text, text_len, out, out_cap) } {
-        Ok(bytes) => bytes,
+    // SAFETY: the caller's contract, forwarded.
+    let (bytes, out) = match unsafe { pool::host_buffers(text, out) } {
+        Ok(buffers) => buffers,
         Err(code) => return code,
     };
     let Ok(text) = core::str::from_utf8(bytes.unwrap_or_default()) else {
         return ERR_UTF8;
-    };
-    // SAFETY: the caller's contract; disjoint from `text` (checked by
-    // `host_text`).
-    let Some(out) = (unsafe { pool::host_out(out, out_cap) }) else {
-        return ERR_ARG;
     };
     let message = AssistantMessage {
         stop_reason,
@@ -858,27 +946,15 @@ unsafe fn feed_message(
         None => Input::MessageEnd { message },
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
-    with_slots(|slots, texts| {
-        let Some(i) = slots.live(handle) else {
-            return ERR_HANDLE;
-        };
-        let Some(machine) = slots.machines.get_mut(i).and_then(Option::as_mut) else {
-            return ERR_HANDLE;
-        };
-        let outputs = match machine.handle(input) {
-            Ok(outputs) => outputs,
-            Err(_) => return ERR_REFUSED,
-        };
-        if outputs
-            .iter()
-            .any(|o| matches!(o, Output::MarkUsageLimit { .. }))
-        {
-            // `text.len() <= MAX_TEXT` (`host_text`), so the copy fits.
-            if let Some(kept) = texts.get_mut(i).and_then(|t| t.get_mut(..text.len())) {
-                kept.copy_from_slice(text.as_bytes());
-                slots.marked_len[i] = text.len();
+    with_live(handle, |slots, texts, slot| {
+        match run(slots, slot, input, sink(out)) {
+            Ok((n, marks)) => {
+                if marks {
+                    slots.keep(texts, slot, text.as_bytes());
+                }
+                n
             }
+            Err(code) => code,
         }
-        out::outputs(out, &outputs)
     })
 }

@@ -5,37 +5,141 @@
 //! 1. the pool in a static, behind an atomic lock ([`with_slots`]);
 //! 2. the two static exchange buffers, whose addresses are exported;
 //! 3. turning the host's `(pointer, length)` pairs into slices
-//!    ([`host_text`], [`host_out`]).
+//!    ([`host_out`], [`host_buffers`]), after [`check_range`] has refused
+//!    every pair that is outside the memory or overlaps the module's own
+//!    data.
 //!
 //! Everything here is safe to use from the rest of the module except the
 //! two conversions, whose contracts are the exported functions' own.
+//!
+//! # No trap under the lock
+//!
+//! Every host range is checked, and every slice made, before the lock is
+//! taken; under the lock the code only reads and writes the pool and the
+//! already-checked slices. So no call traps (WebAssembly) while it holds
+//! the lock. On WebAssembly without threads there is nothing to lock at all
+//! (one thread, no reentrancy), so not even a trap the checks missed could
+//! leave a lock held; and every change a call makes to a slot is committed
+//! at its very end, after its outputs were written.
 // The crate denies `unsafe_code`; this file is where it is needed.
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;
+#[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::{ERR_ARG, ERR_TEXT_LEN, MAX_TEXT, OUT_BUFFER_LEN, POOL_SIZE};
+use super::{ERR_ARG, ERR_BUFFER, ERR_TEXT_LEN, MAX_TEXT, OUT_BUFFER_LEN, POOL_SIZE};
 use crate::Machine;
 
-/// The pool's machines, and the length of each slot's kept text.
+/// How many low bits of a handle hold its slot index.
+const SLOT_BITS: u32 = 8;
+/// A slot's generation wraps within this mask, so that a handle
+/// (`generation << SLOT_BITS | slot`) stays a positive `i32`.
+const GENERATION_MASK: u32 = (1 << (31 - SLOT_BITS)) - 1;
+/// How many low bits of a timer id, as the ABI shows it, are the machine's
+/// own id; the bits above hold the slot's generation.
+pub(super) const TIMER_BITS: u32 = 40;
+const _: () = assert!(POOL_SIZE <= 1 << SLOT_BITS);
+
+/// The pool's machines, each slot's generation and the length of its kept
+/// text.
 pub(super) struct Slots {
-    pub(super) machines: [Option<Machine>; POOL_SIZE],
-    pub(super) marked_len: [usize; POOL_SIZE],
+    machines: [Option<Machine>; POOL_SIZE],
+    /// Bumped when a slot's machine is freed, so that the handles and timer
+    /// ids of a freed machine never match its slot's next machine.
+    generation: [u32; POOL_SIZE],
+    marked_len: [usize; POOL_SIZE],
+}
+
+/// A live machine's slot, found from its handle by [`Slots::live`].
+#[derive(Clone, Copy)]
+pub(super) struct Slot {
+    index: usize,
+    generation: u32,
+}
+
+impl Slot {
+    /// The timer id the host sees for the machine's timer `id`: the
+    /// machine's id in the low [`TIMER_BITS`] bits, the slot's generation
+    /// above them.
+    pub(super) fn timer_to_host(self, id: u64) -> u64 {
+        (u64::from(self.generation) << TIMER_BITS) | (id & ((1 << TIMER_BITS) - 1))
+    }
+
+    /// The machine's own id of a timer id the host passed back; `None` for
+    /// a timer of another generation (a freed machine's).
+    pub(super) fn timer_from_host(self, timer: u64) -> Option<u64> {
+        (timer >> TIMER_BITS == u64::from(self.generation))
+            .then_some(timer & ((1 << TIMER_BITS) - 1))
+    }
 }
 
 impl Slots {
-    /// The slot index of a live handle.
-    pub(super) fn live(&self, handle: i32) -> Option<usize> {
-        usize::try_from(handle)
-            .ok()
-            .filter(|&i| self.machines.get(i).is_some_and(Option::is_some))
+    /// The slot of a live handle: in range, of the slot's current
+    /// generation, and holding a machine.
+    pub(super) fn live(&self, handle: i32) -> Option<Slot> {
+        let handle = u32::try_from(handle).ok()?;
+        let index = (handle & ((1 << SLOT_BITS) - 1)) as usize;
+        let generation = handle >> SLOT_BITS;
+        (self.generation.get(index) == Some(&generation)
+            && self.machines.get(index).is_some_and(Option::is_some))
+        .then_some(Slot { index, generation })
     }
 
-    /// The machine of a live handle.
-    pub(super) fn machine(&mut self, handle: i32) -> Option<&mut Machine> {
-        let i = self.live(handle)?;
-        self.machines.get_mut(i)?.as_mut()
+    /// The machine in a live slot.
+    pub(super) fn machine(&self, slot: Slot) -> Option<&Machine> {
+        self.machines.get(slot.index)?.as_ref()
+    }
+
+    /// Replaces the machine of a live slot (the end of a successful call).
+    pub(super) fn commit(&mut self, slot: Slot, machine: Machine) {
+        if let Some(place) = self.machines.get_mut(slot.index) {
+            *place = Some(machine);
+        }
+    }
+
+    /// Puts `machine` in a free slot; its handle, or `None` when the pool
+    /// is full.
+    pub(super) fn insert(&mut self, machine: Machine) -> Option<i32> {
+        let index = self.machines.iter().position(Option::is_none)?;
+        self.machines[index] = Some(machine);
+        self.marked_len[index] = 0;
+        let handle = (self.generation[index] << SLOT_BITS) | index as u32;
+        i32::try_from(handle).ok()
+    }
+
+    /// Frees a live slot; its next machine gets a new generation.
+    pub(super) fn remove(&mut self, slot: Slot) {
+        if let (Some(machine), Some(generation), Some(len)) = (
+            self.machines.get_mut(slot.index),
+            self.generation.get_mut(slot.index),
+            self.marked_len.get_mut(slot.index),
+        ) {
+            *machine = None;
+            *generation = generation.wrapping_add(1) & GENERATION_MASK;
+            *len = 0;
+        }
+    }
+
+    /// The slot's kept text (the usage-limit answer's).
+    pub(super) fn kept<'t>(&self, texts: &'t Texts, slot: Slot) -> &'t [u8] {
+        (texts.get(slot.index).zip(self.marked_len.get(slot.index)))
+            .and_then(|(text, &len)| text.get(..len))
+            .unwrap_or_default()
+    }
+
+    /// Keeps a copy of `text` in the slot (at most [`MAX_TEXT`] bytes, as
+    /// every text the module accepts).
+    pub(super) fn keep(&mut self, texts: &mut Texts, slot: Slot, text: &[u8]) {
+        if let (Some(kept), Some(len)) = (
+            texts
+                .get_mut(slot.index)
+                .and_then(|t| t.get_mut(..text.len())),
+            self.marked_len.get_mut(slot.index),
+        ) {
+            kept.copy_from_slice(text);
+            *len = text.len();
+        }
     }
 }
 
@@ -44,25 +148,30 @@ impl Slots {
 /// room in the module's data section or the firmware's flash.
 pub(super) type Texts = [[u8; MAX_TEXT]; POOL_SIZE];
 
-/// Data shared by every call, guarded by `LOCK`.
+/// Data shared by every call, guarded by the lock.
 struct Guarded<T>(UnsafeCell<T>);
 
 // SAFETY: the contents are only reached through `with_slots`, which holds
-// `LOCK` (acquired with compare-exchange, released with a release store)
-// for the whole borrow, so no two threads ever touch them at once.
+// the lock (acquired with compare-exchange, released with a release store;
+// on WebAssembly without threads there is one thread and no reentrancy)
+// for the whole borrow, so no two calls ever touch them at once.
 unsafe impl<T> Sync for Guarded<T> {}
 
+#[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
 static LOCK: AtomicBool = AtomicBool::new(false);
 static SLOTS: Guarded<Slots> = Guarded(UnsafeCell::new(Slots {
     machines: [const { None }; POOL_SIZE],
+    generation: [0; POOL_SIZE],
     marked_len: [0; POOL_SIZE],
 }));
 static TEXTS: Guarded<Texts> = Guarded(UnsafeCell::new([[0; MAX_TEXT]; POOL_SIZE]));
 
 /// Runs `f` with exclusive access to the pool. Nothing in `f` calls back
 /// into this module, so the lock is never taken twice by one thread; other
-/// threads (native hosts only: wasm32 has one) spin until it is free.
+/// threads (native hosts only) spin until it is free. Callers check and
+/// convert every host range before, so nothing in `f` can trap.
 pub(super) fn with_slots<R>(f: impl FnOnce(&mut Slots, &mut Texts) -> R) -> R {
+    #[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
     while LOCK
         .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
         .is_err()
@@ -71,10 +180,12 @@ pub(super) fn with_slots<R>(f: impl FnOnce(&mut Slots, &mut Texts) -> R) -> R {
     }
     // SAFETY: the lock is held (see `impl Sync for Guarded`), so these are
     // the only references to the pool until the release below; `f` cannot
-    // keep them, as the borrows end with the call.
+    // keep them, as the borrows end with the call. No host slice overlaps
+    // them (`check_range`).
     let result = f(unsafe { &mut *SLOTS.0.get() }, unsafe {
         &mut *TEXTS.0.get()
     });
+    #[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
     LOCK.store(false, Ordering::Release);
     result
 }
@@ -101,59 +212,158 @@ pub(super) fn out_buffer() -> *mut u8 {
     OUT_BUFFER.0.get().cast()
 }
 
-/// The output buffer as a slice; `None` for a null pointer with a length.
+/// The start and end addresses of a static.
+fn span<T>(value: &T) -> (usize, usize) {
+    let start = core::ptr::from_ref(value) as usize;
+    (start, start + core::mem::size_of::<T>())
+}
+
+/// Checks a host range `[addr, addr + len)` before anything is touched:
+/// [`ERR_ARG`] for a null pointer with a length; [`ERR_BUFFER`] for a range
+/// whose end wraps, that runs past the end of an exchange buffer it
+/// overlaps, or that overlaps the module's own data (the pool, the kept
+/// texts, the lock). On WebAssembly the module knows its memory, so also a
+/// range past the end of the memory, or below `__heap_base` (the stack,
+/// the constants and every static) other than within an exchange buffer.
+/// An empty range is never touched and always fine. Addresses only: no
+/// byte is read.
+pub(super) fn check_range(addr: usize, len: usize) -> Result<(), i32> {
+    if len == 0 {
+        return Ok(());
+    }
+    if addr == 0 {
+        return Err(ERR_ARG);
+    }
+    let end = addr.checked_add(len).ok_or(ERR_BUFFER)?;
+    let overlaps = |(start, stop): (usize, usize)| addr < stop && start < end;
+    for (start, n) in [
+        (text_buffer() as usize, MAX_TEXT),
+        (out_buffer() as usize, OUT_BUFFER_LEN),
+    ] {
+        if overlaps((start, start + n)) {
+            return if start <= addr && end <= start + n {
+                Ok(())
+            } else {
+                Err(ERR_BUFFER)
+            };
+        }
+    }
+    #[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
+    if overlaps(span(&LOCK)) {
+        return Err(ERR_BUFFER);
+    }
+    if overlaps(span(&SLOTS)) || overlaps(span(&TEXTS)) {
+        return Err(ERR_BUFFER);
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        extern "C" {
+            /// The end of the module's own data (the linker's symbol): the
+            /// stack, the constants and the statics lie below it.
+            static __heap_base: u8;
+        }
+        // Only the address of the linker's symbol is taken (safe).
+        let heap_base = core::ptr::addr_of!(__heap_base) as usize;
+        let memory = core::arch::wasm32::memory_size::<0>().saturating_mul(65536);
+        if addr < heap_base || end > memory {
+            return Err(ERR_BUFFER);
+        }
+    }
+    Ok(())
+}
+
+/// The output buffer, `out_cap` elements of `T` (bytes for the JSON form,
+/// output structs for the C form), as a slice once checked:
+/// [`check_range`] on its bytes ([`ERR_BUFFER`] also for a byte length
+/// beyond the address space), and [`ERR_ARG`] for a pointer not aligned for
+/// `T`.
 ///
 /// # Safety
 ///
-/// `out` valid for writes of `out_cap` bytes, and not otherwise accessed,
-/// for `'a` (the call that received it).
-pub(super) unsafe fn host_out<'a>(out: *mut u8, out_cap: u32) -> Option<&'a mut [u8]> {
-    if out_cap == 0 {
-        return Some(&mut []);
+/// `out` valid for writes of `out_cap` elements, and not otherwise
+/// accessed, for `'a` (the call that received it), when the range passes
+/// these checks.
+pub(super) unsafe fn host_out<'a, T>(out: *mut T, out_cap: u32) -> Result<&'a mut [T], i32> {
+    let len = out_cap as usize;
+    let bytes = len
+        .checked_mul(core::mem::size_of::<T>())
+        .ok_or(ERR_BUFFER)?;
+    check_range(out as usize, bytes)?;
+    if len == 0 {
+        return Ok(&mut []);
     }
-    if out.is_null() {
-        return None;
+    if (out as usize) % core::mem::align_of::<T>() != 0 {
+        return Err(ERR_ARG);
     }
-    // SAFETY: non-null, and valid for `out_cap` bytes by the caller's
-    // contract; the slice lives only for the call.
-    Some(unsafe { core::slice::from_raw_parts_mut(out, out_cap as usize) })
+    // SAFETY: non-null, aligned, outside the module's own data (checked),
+    // and valid for `len` elements by the caller's contract; `T` is a byte
+    // or a plain `repr(C)` struct of integers and a pointer, for which any
+    // bytes the host left there are only overwritten; the slice lives only
+    // for the call.
+    Ok(unsafe { core::slice::from_raw_parts_mut(out, len) })
 }
 
-/// The bytes of a text argument: `Ok(None)` for `text_len == -1` (no text),
-/// else the `text_len` bytes at `text`; [`ERR_TEXT_LEN`] for a length
-/// beyond [`MAX_TEXT`] or negative other than `-1`, [`ERR_ARG`] for a null
-/// pointer with a length or a text that overlaps `(out, out_cap)`. Only the
-/// addresses of `out` are compared; it is not read.
+/// One value of the host's, read by copy once checked: [`check_range`] on
+/// its bytes, [`ERR_ARG`] for a null or misaligned pointer.
+///
+/// # Safety
+///
+/// `value` valid for reads of one `T` when it passes these checks, and
+/// its bytes a valid `T` (a `repr(C)` struct of integers and pointers).
+pub(super) unsafe fn host_value<T: Copy>(value: *const T) -> Result<T, i32> {
+    if value.is_null() || (value as usize) % core::mem::align_of::<T>() != 0 {
+        return Err(ERR_ARG);
+    }
+    check_range(value as usize, core::mem::size_of::<T>())?;
+    // SAFETY: non-null, aligned, outside the module's own data (checked),
+    // valid for reads by the caller's contract.
+    Ok(unsafe { core::ptr::read(value) })
+}
+
+/// A message's text and the output buffer, both checked before either slice
+/// is made. The text is `None` for `text_len == -1` (no text), else the
+/// `text_len` bytes at `text`: [`ERR_TEXT_LEN`] for a length beyond
+/// [`MAX_TEXT`] or negative other than `-1`; each range as
+/// [`check_range`] (the output's as [`host_out`]); [`ERR_ARG`] for a text
+/// that overlaps the output buffer.
 ///
 /// # Safety
 ///
 /// `text` valid for reads of `text_len` bytes when `text_len > 0`, and not
-/// written, for `'a` (the call that received it).
-pub(super) unsafe fn host_text<'a>(
-    text: *const u8,
-    text_len: i32,
-    out: *mut u8,
-    out_cap: u32,
-) -> Result<Option<&'a [u8]>, i32> {
+/// written, for `'a`; `out` as [`host_out`].
+pub(super) unsafe fn host_buffers<'a, T>(
+    (text, text_len): (*const u8, i32),
+    (out, out_cap): (*mut T, u32),
+) -> Result<(Option<&'a [u8]>, &'a mut [T]), i32> {
     let n = match text_len {
-        -1 => return Ok(None),
+        -1 => None,
         n => match usize::try_from(n) {
-            Ok(n) if n <= MAX_TEXT => n,
+            Ok(n) if n <= MAX_TEXT => Some(n),
             _ => return Err(ERR_TEXT_LEN),
         },
     };
-    if n == 0 {
-        return Ok(Some(&[]));
-    }
-    if text.is_null() {
-        return Err(ERR_ARG);
-    }
-    // Address comparison only: the ranges must be disjoint.
     let (t, o) = (text as usize, out as usize);
-    if out_cap > 0 && t < o.saturating_add(out_cap as usize) && o < t.saturating_add(n) {
-        return Err(ERR_ARG);
+    let cap = (out_cap as usize)
+        .checked_mul(core::mem::size_of::<T>())
+        .ok_or(ERR_BUFFER)?;
+    if let Some(n) = n {
+        check_range(t, n)?;
+        check_range(o, cap)?;
+        // Address comparison only: the ranges must be disjoint (both are
+        // checked, so neither end wraps).
+        if n > 0 && cap > 0 && t < o + cap && o < t + n {
+            return Err(ERR_ARG);
+        }
     }
-    // SAFETY: non-null (checked), valid for `n` bytes by the caller's
-    // contract, disjoint from `out` (checked); read-only for the call.
-    Ok(Some(unsafe { core::slice::from_raw_parts(text, n) }))
+    // SAFETY: the caller's contract; checked here (`check_range`).
+    let out = unsafe { host_out(out, out_cap) }?;
+    let text = match n {
+        None => None,
+        Some(0) => Some(&[][..]),
+        // SAFETY: non-null, outside the module's own data and disjoint from
+        // `out` (checked), valid for `n` bytes by the caller's contract;
+        // read-only for the call.
+        Some(n) => Some(unsafe { core::slice::from_raw_parts(text, n) }),
+    };
+    Ok((text, out))
 }

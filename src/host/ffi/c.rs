@@ -1,0 +1,479 @@
+//! The C form of inputs and outputs: fixed `repr(C)` structs, for hosts
+//! that would rather not parse JSON. One entry point takes any input
+//! ([`autoretry_handle_c`]); the outputs come back as an array of
+//! [`AutoretryOutput`], filled from the same [`Output`]s the JSON form
+//! writes ([`outputs`] is the struct form's only mapping), with the same
+//! checks, timer ids and guarantees (a failed call changes nothing).
+// `#[no_mangle]` and `unsafe extern "C" fn` are `unsafe_code` by the lint's
+// definition; the only `unsafe` blocks forward the callers' contracts to
+// `pool.rs`.
+#![allow(unsafe_code)]
+
+use super::abi::{self, Fields, Sink};
+use super::pool;
+#[cfg(feature = "extended")]
+use super::{CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, PROFILE_MODERN};
+use super::{ERR_ARG, ERR_OUT_TOO_SMALL, ERR_SETTINGS, PROFILE_CLASSIC};
+use crate::{Event, FinalError, Input, Output, RetrySettings, Usage};
+
+/// `message_end`: the message fields of [`AutoretryInput`].
+pub const INPUT_MESSAGE_END: u32 = 0;
+/// `agent_end`: the message fields and `has_now`/`now_ms`.
+pub const INPUT_AGENT_END: u32 = 1;
+/// `timer_fired`: `timer`.
+pub const INPUT_TIMER_FIRED: u32 = 2;
+/// `usage_limit_marked`: `flag` is `switched` (0 is false).
+pub const INPUT_USAGE_LIMIT_MARKED: u32 = 3;
+/// `abort_retry`.
+pub const INPUT_ABORT_RETRY: u32 = 4;
+/// `abort`, the global abort.
+pub const INPUT_ABORT: u32 = 5;
+/// `set_auto_retry`: `flag` is `enabled` (0 is false).
+pub const INPUT_SET_AUTO_RETRY: u32 = 6;
+/// `settings`: `settings`, the whole `retry` group.
+pub const INPUT_SETTINGS: u32 = 7;
+
+/// `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
+/// event's `delayMs`) and `text` (its `errorMessage`).
+pub const OUTPUT_START: u32 = 1;
+/// `emit` of `auto_retry_end`: `success`, `attempt` and `final_error`
+/// (with `text`, and for [`FINAL_ERROR_WAIT_TOO_LONG`] `requested_ms` and
+/// `max_delay_ms`).
+pub const OUTPUT_END: u32 = 2;
+/// `drop_trailing_error`.
+pub const OUTPUT_DROP_TRAILING_ERROR: u32 = 3;
+/// `sleep`: `ms` and `timer`.
+pub const OUTPUT_SLEEP: u32 = 4;
+/// `cancel_timer`: `timer`.
+pub const OUTPUT_CANCEL_TIMER: u32 = 5;
+/// `continue_agent`.
+pub const OUTPUT_CONTINUE_AGENT: u32 = 6;
+/// `mark_usage_limit`: `has_retry_after` and `retry_after_ms`.
+pub const OUTPUT_MARK_USAGE_LIMIT: u32 = 7;
+/// `check_compaction`.
+pub const OUTPUT_CHECK_COMPACTION: u32 = 8;
+/// `abort_agent`.
+pub const OUTPUT_ABORT_AGENT: u32 = 9;
+/// `settled`.
+pub const OUTPUT_SETTLED: u32 = 10;
+
+/// An end event without `finalError` (a success).
+pub const FINAL_ERROR_NONE: u32 = 0;
+/// `finalError` is `text` as it is.
+pub const FINAL_ERROR_TEXT: u32 = 1;
+/// `finalError` is the fail-fast sentence of spec §10.3:
+/// `Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs
+/// ({max_delay_ms}ms). Original error: {text}`.
+pub const FINAL_ERROR_WAIT_TOO_LONG: u32 = 2;
+
+/// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
+/// of [`autoretry_new_ex`](super::autoretry_new_ex), same codes and ranges.
+/// [`autoretry_settings_defaults`] fills one with a profile's column.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoretrySettings {
+    /// `PROFILE_*`.
+    pub profile: u32,
+    /// 0 is false.
+    pub enabled: u32,
+    /// `maxRetries`.
+    pub max_retries: u32,
+    /// `jitterPct`, 0 to 100.
+    pub jitter_pct: u32,
+    /// `baseDelayMs`.
+    pub base_delay_ms: u64,
+    /// `maxDelayMs`, 0: none.
+    pub max_delay_ms: u64,
+    /// `backoffCapMs`, 0: none.
+    pub backoff_cap_ms: u64,
+    /// `honorHints`, 0 is false.
+    pub honor_hints: u32,
+    /// `CLASSIFIER_*`.
+    pub classifier: u32,
+}
+
+impl AutoretrySettings {
+    /// The settings, or [`ERR_SETTINGS`].
+    fn decode(&self) -> Result<RetrySettings, i32> {
+        abi::retry_settings(
+            self.profile,
+            self.enabled,
+            self.max_retries,
+            self.base_delay_ms,
+            self.max_delay_ms,
+            self.backoff_cap_ms,
+            self.jitter_pct,
+            self.honor_hints,
+            self.classifier,
+        )
+    }
+}
+
+/// One input (spec §2 and §10.2), for [`autoretry_handle_c`]. `kind` is an
+/// `INPUT_*` code and says which fields are read; the others are ignored.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AutoretryInput {
+    /// `INPUT_*`.
+    pub kind: u32,
+    /// Messages: a `STOP_*` code.
+    pub stop_reason: u32,
+    /// Messages: the `errorMessage`, UTF-8, `text_len` bytes (`-1`: none).
+    pub text: *const u8,
+    /// Messages: the text's length, `-1` for none.
+    pub text_len: i32,
+    /// Messages: a `SHOULD_RETRY_*` code.
+    pub should_retry: i32,
+    /// Messages: non-zero when the message has `usage`.
+    pub has_usage: u32,
+    /// Messages: non-zero when the message has `retryAfterMs`.
+    pub has_retry_after: u32,
+    /// `agent_end`: non-zero when the input has `nowMs`.
+    pub has_now: u32,
+    /// `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`.
+    pub flag: u32,
+    /// `usage.input`.
+    pub usage_input: u64,
+    /// `usage.cacheRead`.
+    pub usage_cache_read: u64,
+    /// `usage.cacheWrite`.
+    pub usage_cache_write: u64,
+    /// `retryAfterMs`.
+    pub retry_after_ms: u64,
+    /// `nowMs`, the host's wall clock in Unix ms.
+    pub now_ms: u64,
+    /// `timer_fired`: the timer id as the module gave it.
+    pub timer: u64,
+    /// `settings`: the whole group.
+    pub settings: AutoretrySettings,
+}
+
+/// One output, as [`autoretry_handle_c`] writes it. `kind` is an
+/// `OUTPUT_*` code and says which fields are set; the others are 0.
+///
+/// `text` points to `text_len` bytes of UTF-8 (not NUL-terminated): the
+/// input's own text, a constant of the module, or the machine's kept
+/// usage-limit text. It stays valid while the input's text does and until
+/// the next call on the same machine.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoretryOutput {
+    /// `OUTPUT_*`.
+    pub kind: u32,
+    /// Start and end: `attempt`.
+    pub attempt: u32,
+    /// Start: `maxAttempts`.
+    pub max_attempts: u32,
+    /// End: `success` (1 or 0).
+    pub success: u32,
+    /// End: `FINAL_ERROR_*`.
+    pub final_error: u32,
+    /// `mark_usage_limit`: 1 when `retry_after_ms` is set.
+    pub has_retry_after: u32,
+    /// Start: `errorMessage`; end: the final error's text (the original
+    /// error of a fail-fast end); else null.
+    pub text: *const u8,
+    /// The length of `text` in bytes.
+    pub text_len: u32,
+    /// Sleep: `ms`; start: `delayMs`.
+    pub ms: u64,
+    /// Sleep and cancel: the timer id.
+    pub timer: u64,
+    /// `mark_usage_limit`: `retryAfterMs`.
+    pub retry_after_ms: u64,
+    /// A fail-fast end: the wait the provider asked for, in ms.
+    pub requested_ms: u64,
+    /// A fail-fast end: `retry.maxDelayMs`.
+    pub max_delay_ms: u64,
+}
+
+impl AutoretryOutput {
+    const EMPTY: AutoretryOutput = AutoretryOutput {
+        kind: 0,
+        attempt: 0,
+        max_attempts: 0,
+        success: 0,
+        final_error: FINAL_ERROR_NONE,
+        has_retry_after: 0,
+        text: core::ptr::null(),
+        text_len: 0,
+        ms: 0,
+        timer: 0,
+        retry_after_ms: 0,
+        requested_ms: 0,
+        max_delay_ms: 0,
+    };
+
+    /// The struct form of one output: the C form's only mapping.
+    fn of(output: &Output<'_>) -> Self {
+        let text = |text: &str| (text.as_ptr(), text.len() as u32);
+        let mut o = AutoretryOutput::EMPTY;
+        match *output {
+            Output::Emit(Event::Start {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            }) => {
+                (o.kind, o.attempt, o.max_attempts, o.ms) =
+                    (OUTPUT_START, attempt, max_attempts, delay_ms);
+                (o.text, o.text_len) = text(error_message);
+            }
+            Output::Emit(Event::End {
+                success,
+                attempt,
+                final_error,
+            }) => {
+                (o.kind, o.success, o.attempt) = (OUTPUT_END, u32::from(success), attempt);
+                match final_error {
+                    None => {}
+                    Some(FinalError::Text(error)) => {
+                        o.final_error = FINAL_ERROR_TEXT;
+                        (o.text, o.text_len) = text(error);
+                    }
+                    Some(FinalError::WaitTooLong {
+                        requested_ms,
+                        max_delay_ms,
+                        error,
+                    }) => {
+                        o.final_error = FINAL_ERROR_WAIT_TOO_LONG;
+                        (o.requested_ms, o.max_delay_ms) = (requested_ms, max_delay_ms);
+                        (o.text, o.text_len) = text(error);
+                    }
+                }
+            }
+            Output::DropTrailingError => o.kind = OUTPUT_DROP_TRAILING_ERROR,
+            Output::Sleep { ms, timer } => {
+                (o.kind, o.ms, o.timer) = (OUTPUT_SLEEP, ms, timer.get());
+            }
+            Output::CancelTimer { timer } => (o.kind, o.timer) = (OUTPUT_CANCEL_TIMER, timer.get()),
+            Output::ContinueAgent => o.kind = OUTPUT_CONTINUE_AGENT,
+            Output::MarkUsageLimit { retry_after_ms } => {
+                o.kind = OUTPUT_MARK_USAGE_LIMIT;
+                if let Some(ms) = retry_after_ms {
+                    (o.has_retry_after, o.retry_after_ms) = (1, ms);
+                }
+            }
+            Output::CheckCompaction => o.kind = OUTPUT_CHECK_COMPACTION,
+            Output::AbortAgent => o.kind = OUTPUT_ABORT_AGENT,
+            Output::Settled => o.kind = OUTPUT_SETTLED,
+        }
+        o
+    }
+}
+
+/// Writes the outputs' structs into `out`: their count, or
+/// [`ERR_OUT_TOO_SMALL`].
+pub(super) fn outputs(out: &mut [AutoretryOutput], outputs: &[Output<'_>]) -> i32 {
+    let Some(slots) = out.get_mut(..outputs.len()) else {
+        return ERR_OUT_TOO_SMALL;
+    };
+    for (slot, output) in slots.iter_mut().zip(outputs) {
+        *slot = AutoretryOutput::of(output);
+    }
+    outputs.len() as i32
+}
+
+/// The machine's state: `autoRetryEnabled`, `isRetrying` (1 or 0) and
+/// `retryAttempt`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoretryState {
+    /// `autoRetryEnabled`.
+    pub auto_retry_enabled: u32,
+    /// `isRetrying`.
+    pub is_retrying: u32,
+    /// `retryAttempt`.
+    pub retry_attempt: u32,
+}
+
+/// Feeds one input ([`AutoretryInput`]) and writes its outputs as
+/// [`AutoretryOutput`] structs into `out` (room for `out_cap` of them; an
+/// input has at most 8). Returns their count, or an error code as the
+/// JSON entry point of the same input ([`ERR_ARG`] also for an unknown
+/// `kind`, or a null or misaligned `input` or `out`). A failed call changes
+/// nothing.
+///
+/// # Safety
+///
+/// `input` must be valid for reads of one [`AutoretryInput`], its `text`
+/// as the JSON entry points' (`message_end` and `agent_end` only); `out`
+/// valid for writes of `out_cap` structs; the text and `out` must not
+/// overlap (checked: [`ERR_ARG`]).
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// let h = autoretry_new(1, 3, 2000, 0, 0);
+/// let text = "529 overloaded_error";
+/// let mut input = AutoretryInput {
+///     kind: INPUT_AGENT_END, stop_reason: STOP_ERROR, text: text.as_ptr(), text_len: text.len() as i32,
+///     should_retry: SHOULD_RETRY_ABSENT, has_usage: 0, has_retry_after: 0, has_now: 0, flag: 0,
+///     usage_input: 0, usage_cache_read: 0, usage_cache_write: 0, retry_after_ms: 0, now_ms: 0, timer: 0,
+///     settings: AutoretrySettings::default(),
+/// };
+/// let mut out = [AutoretryOutput::default(); 8];
+/// // SAFETY: `input`, its text and `out` are live, disjoint and of the given sizes.
+/// let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
+/// assert_eq!(n, 3);
+/// assert_eq!((out[0].kind, out[0].attempt, out[0].ms), (OUTPUT_START, 1, 2000));
+/// assert_eq!((out[2].kind, out[2].ms), (OUTPUT_SLEEP, 2000));
+/// input.kind = INPUT_TIMER_FIRED;
+/// input.timer = out[2].timer;
+/// // SAFETY: as above.
+/// let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
+/// assert_eq!((n, out[0].kind), (1, OUTPUT_CONTINUE_AGENT));
+/// autoretry_free(h);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_handle_c(
+    handle: i32,
+    input: *const AutoretryInput,
+    out: *mut AutoretryOutput,
+    out_cap: u32,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let input = match unsafe { pool::host_value(input) } {
+        Ok(input) => input,
+        Err(code) => return code,
+    };
+    if let INPUT_MESSAGE_END | INPUT_AGENT_END = input.kind {
+        let usage = Usage::new(input.usage_input, input.usage_cache_read)
+            .with_cache_write(input.usage_cache_write);
+        let fields = Fields {
+            stop_reason: input.stop_reason,
+            usage: (input.has_usage != 0).then_some(usage),
+            should_retry: input.should_retry,
+            retry_after_ms: (input.has_retry_after != 0).then_some(input.retry_after_ms),
+        };
+        let now =
+            (input.kind == INPUT_AGENT_END).then_some((input.has_now != 0).then_some(input.now_ms));
+        let text = (input.text, input.text_len);
+        // SAFETY: the caller's contract, forwarded.
+        return unsafe {
+            abi::feed_message(handle, fields, text, now, (out, out_cap), Sink::Structs)
+        };
+    }
+    let simple = match input.kind {
+        INPUT_TIMER_FIRED => None,
+        INPUT_USAGE_LIMIT_MARKED => None,
+        INPUT_ABORT_RETRY => Some(Input::AbortRetry),
+        INPUT_ABORT => Some(Input::Abort),
+        INPUT_SET_AUTO_RETRY => Some(Input::SetAutoRetry {
+            enabled: input.flag != 0,
+        }),
+        INPUT_SETTINGS => match input.settings.decode() {
+            Ok(settings) => Some(Input::Settings(settings)),
+            Err(code) => return code,
+        },
+        _ => return ERR_ARG,
+    };
+    // SAFETY: the caller's contract.
+    let out = match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => Sink::Structs(out),
+        Err(code) => return code,
+    };
+    match (simple, input.kind) {
+        (Some(simple), _) => abi::handle_simple(handle, simple, out),
+        (None, INPUT_TIMER_FIRED) => abi::timer_fired(handle, input.timer, out),
+        (None, _) => abi::usage_limit_marked(handle, input.flag, out),
+    }
+}
+
+/// The machine's state into `*out`; returns 0 or an error code:
+/// [`ERR_HANDLE`](super::ERR_HANDLE), [`ERR_ARG`] (a null or misaligned
+/// `out`), [`ERR_BUFFER`](super::ERR_BUFFER).
+///
+/// # Safety
+///
+/// `out` must be valid for writes of one [`AutoretryState`].
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// let h = autoretry_new(1, 3, 2000, 0, 0);
+/// let mut state = AutoretryState::default();
+/// // SAFETY: `state` is live.
+/// assert_eq!(unsafe { autoretry_state_c(h, &mut state) }, 0);
+/// assert_eq!(state, AutoretryState { auto_retry_enabled: 1, is_retrying: 0, retry_attempt: 0 });
+/// autoretry_free(h);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_state_c(handle: i32, out: *mut AutoretryState) -> i32 {
+    // SAFETY: the caller's contract.
+    let out = match unsafe { pool::host_out(out, 1) } {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
+    abi::state(handle, |state| {
+        if let Some(slot) = out.first_mut() {
+            *slot = AutoretryState {
+                auto_retry_enabled: u32::from(state.auto_retry_enabled),
+                is_retrying: u32::from(state.is_retrying),
+                retry_attempt: state.retry_attempt,
+            };
+        }
+        0
+    })
+}
+
+/// Fills `*out` with the column of a profile of spec §10.1 (the defaults
+/// of the keys a `retry` group leaves out): [`PROFILE_CLASSIC`] or
+/// [`PROFILE_MODERN`]. Returns 0, [`ERR_SETTINGS`] for another code (and
+/// `PROFILE_MODERN` in a build without feature `extended`), or as
+/// [`autoretry_state_c`] for `out`.
+///
+/// # Safety
+///
+/// `out` must be valid for writes of one [`AutoretrySettings`].
+///
+/// ```
+/// use autoretry::host::ffi::*;
+/// let mut s = AutoretrySettings::default();
+/// // SAFETY: `s` is live.
+/// assert_eq!(unsafe { autoretry_settings_defaults(PROFILE_MODERN, &mut s) }, 0);
+/// assert_eq!((s.max_retries, s.base_delay_ms, s.jitter_pct, s.classifier), (10, 500, 25, CLASSIFIER_EXTENDED));
+/// assert_eq!(unsafe { autoretry_settings_defaults(7, &mut s) }, ERR_SETTINGS);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_settings_defaults(
+    profile: u32,
+    out: *mut AutoretrySettings,
+) -> i32 {
+    let settings = match profile {
+        PROFILE_CLASSIC => RetrySettings::CLASSIC,
+        #[cfg(feature = "extended")]
+        PROFILE_MODERN => RetrySettings::MODERN,
+        _ => return ERR_SETTINGS,
+    };
+    // SAFETY: the caller's contract.
+    let out = match unsafe { pool::host_out(out, 1) } {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
+    #[cfg(feature = "extended")]
+    let classifier = match settings.classifier {
+        crate::classify::Classifier::Extended => CLASSIFIER_EXTENDED,
+        _ => CLASSIFIER_CLASSIC,
+    };
+    #[cfg(not(feature = "extended"))]
+    let classifier = super::CLASSIFIER_CLASSIC;
+    if let Some(slot) = out.first_mut() {
+        *slot = AutoretrySettings {
+            profile,
+            enabled: u32::from(settings.enabled),
+            max_retries: settings.max_retries,
+            jitter_pct: u32::from(settings.jitter_pct.get()),
+            base_delay_ms: settings.base_delay_ms,
+            max_delay_ms: settings.max_delay_ms,
+            backoff_cap_ms: settings.backoff_cap_ms,
+            honor_hints: u32::from(settings.honor_hints),
+            classifier,
+        };
+    }
+    0
+}
+
+impl Default for AutoretryOutput {
+    fn default() -> Self {
+        AutoretryOutput::EMPTY
+    }
+}
