@@ -67,8 +67,9 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
 #[inline(always)]
 pub(super) fn scan_str(want: u8, text: &str) -> u8 {
     #[cfg(feature = "prefilter")]
-    return super::prefilter::scan(Scan::new(want), text.as_bytes());
-    #[cfg(not(feature = "prefilter"))]
+    if text.len() >= super::prefilter::MIN_LEN {
+        return super::prefilter::scan(Scan::new(want), text.as_bytes());
+    }
     scan(want, super::table::symbols(text))
 }
 
@@ -76,8 +77,9 @@ pub(super) fn scan_str(want: u8, text: &str) -> u8 {
 #[inline(always)]
 pub(super) fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
     #[cfg(feature = "prefilter")]
-    return super::prefilter::scan(Scan::new(want), bytes);
-    #[cfg(not(feature = "prefilter"))]
+    if bytes.len() >= super::prefilter::MIN_LEN {
+        return super::prefilter::scan(Scan::new(want), bytes);
+    }
     scan(want, super::table::lossy_symbols(bytes))
 }
 

@@ -45,7 +45,6 @@ pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
 use dfa::{HINT, OVERFLOW, OVERFLOW_AT_START, RETRYABLE, USAGE_LIMIT};
-#[cfg_attr(all(feature = "prefilter", not(test)), allow(unused_imports))]
 use table::{lossy_symbols, symbols};
 
 /// Which pattern set classifies texts (spec §10.1 `classifier`, §10.5).
@@ -418,16 +417,18 @@ fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
 /// The labels among `want` that `text` has.
 fn scan_str(want: u8, text: &str) -> u8 {
     #[cfg(feature = "prefilter")]
-    return prefilter::scan(Scan::new(want), text.as_bytes());
-    #[cfg(not(feature = "prefilter"))]
+    if text.len() >= prefilter::MIN_LEN {
+        return prefilter::scan(Scan::new(want), text.as_bytes());
+    }
     scan(want, symbols(text))
 }
 
 /// [`scan_str`] over the lossy reading of `bytes`.
 fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
     #[cfg(feature = "prefilter")]
-    return prefilter::scan(Scan::new(want), bytes);
-    #[cfg(not(feature = "prefilter"))]
+    if bytes.len() >= prefilter::MIN_LEN {
+        return prefilter::scan(Scan::new(want), bytes);
+    }
     scan(want, lossy_symbols(bytes))
 }
 
@@ -445,9 +446,9 @@ const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize)
 /// tables report where heads end, and the tail of a pattern runs from the
 /// first such point until it dies at the end of the line, when the next
 /// head can start it again.
-// With feature `prefilter` the scans skip (see `prefilter`), and this one
-// is their reference in the tests.
-#[cfg_attr(all(feature = "prefilter", not(test)), allow(dead_code))]
+// With feature `prefilter`, texts of `prefilter::MIN_LEN` bytes or more
+// are scanned skipping (see `prefilter`), and this scan is the reference
+// of its tests.
 #[inline(always)]
 fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut found = 0;

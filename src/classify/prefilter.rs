@@ -28,10 +28,9 @@
 //! count lines) those that start with a line feed, are never skipped, so
 //! the skipped bytes are ASCII characters, one per symbol.
 //!
-//! The crate's classifier tests (the differential tests against `regex`,
-//! the corpus) run through this path, and `tests::same_as_every_symbol`
-//! checks it against the plain scan on texts built from the patterns'
-//! pieces.
+//! Texts shorter than [`MIN_LEN`] take the plain scan.
+//! `tests::same_as_every_symbol` checks this path against the plain scan
+//! on texts built from the patterns' pieces, with every set of labels.
 
 extern crate std;
 
@@ -44,6 +43,10 @@ use super::table::Table;
 /// One bit per string of three codes (see [`Prefilter::codes`]), at
 /// `cx << 12 | cy << 6 | cz`: set when the string may not be harmless.
 type Triples = [u64; 4096];
+
+/// Shorter texts are scanned symbol by symbol: too little to skip to pay
+/// for the skipping's bookkeeping (and for its one-time tables).
+pub(super) const MIN_LEN: usize = 256;
 
 /// The code of every non-ASCII byte.
 const NON_ASCII: u8 = 63;

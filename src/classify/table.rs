@@ -118,7 +118,6 @@ impl Delayed {
 }
 
 /// The symbol of every character of `text`, in order.
-#[cfg_attr(all(feature = "prefilter", not(test)), allow(dead_code))]
 #[inline(always)]
 pub(super) fn symbols(text: &str) -> Symbols<'_> {
     Symbols(text.as_bytes().iter())
@@ -126,7 +125,6 @@ pub(super) fn symbols(text: &str) -> Symbols<'_> {
 
 /// The symbols of `String::from_utf8_lossy(bytes)`, without allocating: one
 /// [`OTHER`] (U+FFFD) per maximal invalid subpart.
-#[cfg_attr(all(feature = "prefilter", not(test)), allow(dead_code))]
 #[inline(always)]
 pub(super) fn lossy_symbols(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
     bytes.utf8_chunks().flat_map(|chunk| {
@@ -135,7 +133,6 @@ pub(super) fn lossy_symbols(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
 }
 
 /// See [`symbols`]. (It reads the bytes of a `&str`, so they are UTF-8.)
-#[cfg_attr(all(feature = "prefilter", not(test)), allow(dead_code))]
 pub(super) struct Symbols<'a>(core::slice::Iter<'a, u8>);
 
 impl Iterator for Symbols<'_> {
