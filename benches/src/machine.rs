@@ -153,9 +153,8 @@ fn machine_benches(c: &mut Criterion) {
         };
         b.iter(|| m.handle(black_box(input)))
     });
-    let with = |settings: RetrySettings| {
-        move || Machine::new(settings, HostOptions::DEFAULT.with_seed(7))
-    };
+    let with =
+        |settings: RetrySettings| move || Machine::new(settings, HostOptions::DEFAULT.with_seed(7));
     g.bench_function("agent_end_retryable_jitter", |b| {
         b.iter_batched_ref(
             with(RetrySettings::DEFAULT.with_jitter_pct(JitterPct::saturating(25))),
