@@ -2,7 +2,7 @@
 # The whole performance report in one command: the criterion benches
 # (classifier against regex, RegexSet, aho-corasick and a naive baseline;
 # the machine per input), the JavaScript RegExp reference, size_of, and the
-# allocation test, then one Markdown report of medians and ratios on stdout
+# allocation test and the size report, then one Markdown report of medians and ratios on stdout
 # (also written to benches/target/report/report.md).
 #
 #     bash benches/report.sh
@@ -33,6 +33,9 @@ log "JavaScript RegExp reference ($(node --version))"
 cargo run -q --bin patterns > "$out/patterns.json"
 node js/classify.mjs "$out/patterns.json" > "$out/js.json"
 
+log "tests/size-report.sh (log: benches/$out/size-report.txt)"
+(cd .. && bash tests/size-report.sh) > "$out/size-report.txt" 2>&1 || true
+
 log "tests/no_alloc.rs"
 if (cd .. && cargo test -q --test no_alloc) > "$out/no_alloc.log" 2>&1; then
     no_alloc=passed
@@ -44,11 +47,11 @@ aho=$(grep -m1 '^aho-corasick literals:' "$out/criterion.log" || true)
 elapsed=$(($(date +%s) - start))
 {
     echo "Machine: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), $(nproc) cores;" \
-        "$(rustc --version); Node $(node --version)."
+        "$(rustc --version); Node $(node --version); commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- .. || echo ' (with local changes)')."
     echo "Load average before/after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg);" \
         "the report took ${elapsed} s."
     echo
-    python3 report.py target/criterion "$out/js.json" "$out/sizes.json" "$no_alloc"
+    python3 report.py target/criterion "$out/js.json" "$out/sizes.json" "$no_alloc" "$out/size-report.txt"
     echo
     echo "${aho:-aho-corasick literals: no comparison found in the log.}"
 } > "$out/report.md"

@@ -21,10 +21,12 @@ rustup target add thumbv7m-none-eabi >/dev/null 2>&1 || true
 elf=tests/firmware/target/thumbv7m-none-eabi/release
 (cd tests/firmware && cargo build --quiet --release --bin footprint --features extended)
 cp "$elf/footprint" "$elf/footprint-extended"
+(cd tests/firmware && cargo build --quiet --release --bin footprint --features serde)
+cp "$elf/footprint" "$elf/footprint-serde"
 (cd tests/firmware && cargo build --quiet --release --bin footprint --bin baseline)
 wasm=$(tests/wasm/build.sh)
 
-python3 - "$elf/footprint" "$elf/baseline" "$wasm" "$elf/footprint-extended" <<'PY'
+python3 - "$elf/footprint" "$elf/baseline" "$wasm" "$elf/footprint-extended" "$elf/footprint-serde" <<'PY'
 import struct
 import sys
 
@@ -113,6 +115,9 @@ print(f"    also .data {delta('.data')} bytes (flash and RAM), .bss {delta('.bss
 extended, _ = elf_sections(sys.argv[4])
 ext_core = flash(extended) - flash(baseline)
 print(f"  the same with feature extended (the extended classifier, the modern profile): {ext_core} bytes ({kib(ext_core)}; {ext_core - core:+} bytes), .data {extended.get('.data', 0) - baseline.get('.data', 0)} bytes")
+with_serde, _ = elf_sections(sys.argv[5])
+serde_core = flash(with_serde) - flash(baseline)
+print(f"  the same with feature serde on (the program decodes nothing, so only what the core links): {serde_core} bytes ({kib(serde_core)}; {serde_core - core:+} bytes), .data {with_serde.get('.data', 0) - baseline.get('.data', 0)} bytes")
 print(f"  wasm32-unknown-unknown (features ffi, extended), .wasm: {total} bytes ({kib(total)}; goal <= 64 KiB: {'met' if total <= 64 * 1024 else 'NOT met'})")
 print(f"    code section {sections.get(10, 0)} bytes, data section {sections.get(11, 0)} bytes")
 PY

@@ -11,17 +11,28 @@
 //!   → compaction check).
 //! - `machine/agent_end_retryable`: an overloaded error opens a chain
 //!   (→ start event, drop the error, sleep).
+//! - `machine/settings`, `machine/set_auto_retry`, `machine/abort_idle`,
+//!   `machine/message_end_success`: the other inputs that classify nothing.
+//! - The option paths (spec §10), each against `agent_end_retryable`:
+//!   `agent_end_retryable_jitter` (jitter 25 %: one draw of the generator),
+//!   `agent_end_retryable_hint` (hints honoured, a `retry-after` in the
+//!   text), `agent_end_retryable_modern` (the modern profile: the extended
+//!   classifier, jitter, hints, cap and ceiling).
 //! - `machine/default_chain`: 4 × agent_end (overloaded) and 3 ×
 //!   timer_fired: three retries, then the chain gives up (7 inputs).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use autoretry::{AssistantMessage, Input, Machine, Output, StopReason, TimerId};
+use autoretry::{
+    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, RetrySettings, StopReason,
+    TimerId,
+};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 const OVERLOADED: &str =
     r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+const OVERLOADED_HINT: &str = r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}} retry-after: 7"#;
 const AUTH: &str =
     r#"401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#;
 
@@ -118,6 +129,50 @@ fn machine_benches(c: &mut Criterion) {
         b.iter_batched_ref(
             Machine::default,
             |m| m.handle(black_box(agent_end(OVERLOADED))),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("settings", |b| {
+        let mut m = Machine::default();
+        let input = Input::Settings(RetrySettings::DEFAULT);
+        b.iter(|| m.handle(black_box(input)))
+    });
+    g.bench_function("set_auto_retry", |b| {
+        let mut m = Machine::default();
+        let input = Input::SetAutoRetry { enabled: true };
+        b.iter(|| m.handle(black_box(input)))
+    });
+    g.bench_function("abort_idle", |b| {
+        let mut m = Machine::default();
+        b.iter(|| m.handle(black_box(Input::Abort)))
+    });
+    g.bench_function("message_end_success", |b| {
+        let mut m = Machine::default();
+        let input = Input::MessageEnd {
+            message: AssistantMessage::new(StopReason::Stop),
+        };
+        b.iter(|| m.handle(black_box(input)))
+    });
+    let with =
+        |settings: RetrySettings| move || Machine::new(settings, HostOptions::DEFAULT.with_seed(7));
+    g.bench_function("agent_end_retryable_jitter", |b| {
+        b.iter_batched_ref(
+            with(RetrySettings::DEFAULT.with_jitter_pct(JitterPct::saturating(25))),
+            |m| m.handle(black_box(agent_end(OVERLOADED))),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("agent_end_retryable_hint", |b| {
+        b.iter_batched_ref(
+            with(RetrySettings::DEFAULT.with_honor_hints(true)),
+            |m| m.handle(black_box(agent_end(OVERLOADED_HINT))),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("agent_end_retryable_modern", |b| {
+        b.iter_batched_ref(
+            with(RetrySettings::MODERN),
+            |m| m.handle(black_box(agent_end(OVERLOADED_HINT))),
             BatchSize::SmallInput,
         )
     });

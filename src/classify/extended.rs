@@ -12,6 +12,7 @@ use super::{overflow_step, Classification, Tails};
 /// that the symbols have under the extended patterns. `RETRYABLE` is the
 /// retryable pattern alone; the usage-limit pattern makes a text
 /// retryable in [`labels`].
+#[cfg_attr(all(feature = "prefilter", not(test)), allow(dead_code))]
 #[inline(always)]
 pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut found = 0;
@@ -62,6 +63,117 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     found
 }
 
+/// [`scan`] over the characters of `text`.
+#[inline(always)]
+pub(super) fn scan_str(want: u8, text: &str) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if text.len() >= super::prefilter::MIN_LEN {
+        return super::prefilter::scan(Scan::new(want), text.as_bytes());
+    }
+    scan(want, super::table::symbols(text))
+}
+
+/// [`scan`] over the lossy reading of `bytes`.
+#[inline(always)]
+pub(super) fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if bytes.len() >= super::prefilter::MIN_LEN {
+        return super::prefilter::scan(Scan::new(want), bytes);
+    }
+    scan(want, super::table::lossy_symbols(bytes))
+}
+
+/// [`scan`] as a state between two symbols, for the skipping scan of
+/// `prefilter` (its tests keep the two equal).
+#[cfg(feature = "prefilter")]
+pub(super) struct Scan {
+    /// The labels still looked for.
+    pub(super) want: u8,
+    /// The labels found.
+    pub(super) found: u8,
+    /// States of `EXTENDED`.
+    pub(super) states: [u8; dfa::EXTENDED_LEN],
+    /// States of `dfa::WORDS`.
+    pub(super) words: [u8; dfa::WORDS_LEN],
+    /// The running tails.
+    pub(super) tails: Tails,
+    /// The window alternatives.
+    windows: Windows,
+    /// Characters read so far: where a match reported now ends.
+    pub(super) pos: usize,
+}
+
+#[cfg(feature = "prefilter")]
+impl Scan {
+    #[inline(always)]
+    pub(super) fn new(want: u8) -> Self {
+        Scan {
+            want,
+            found: 0,
+            states: [0; dfa::EXTENDED_LEN],
+            words: [0; dfa::WORDS_LEN],
+            tails: Tails::default(),
+            windows: Windows::default(),
+            pos: 0,
+        }
+    }
+
+    /// Steps the tables still needed on one symbol; whether every label
+    /// looked for is found.
+    #[inline(always)]
+    pub(super) fn step(&mut self, sym: u8) -> bool {
+        let want = self.want;
+        let mut out = 0;
+        for (state, table) in self.states.iter_mut().zip(EXTENDED) {
+            if table.labels & want != 0 {
+                *state = table.next(*state, sym);
+                if *state >= table.special {
+                    out |= table.output(*state);
+                }
+            }
+        }
+        self.found |= out & want & !WINDOW_WORD_BITS;
+        if out & WINDOW_WORD_BITS != 0
+            && want & USAGE_LIMIT != 0
+            && self.windows.words(out, self.pos)
+        {
+            self.found |= USAGE_LIMIT;
+        }
+        if sym == b'\n' {
+            self.windows.line_break();
+        }
+        // The twenty unanchored overflow patterns of spec 3.3.
+        if want & OVERFLOW != 0 && overflow_step(&mut self.words, &mut self.tails, sym, OVERFLOW) {
+            self.found |= OVERFLOW;
+        }
+        self.want &= !self.found;
+        self.pos = self.pos.saturating_add(1);
+        self.want == 0
+    }
+
+    /// The labels found, with the matches that end with the text.
+    #[inline(always)]
+    pub(super) fn finish(mut self) -> u8 {
+        if self.want == 0 {
+            return self.found;
+        }
+        let mut out = 0;
+        for (state, table) in self.states.iter().zip(EXTENDED) {
+            if table.labels & self.want != 0 {
+                out |= table.eoi(*state);
+            }
+        }
+        self.found |= out & self.want & !WINDOW_WORD_BITS;
+        if out & WINDOW_WORD_BITS != 0
+            && self.want & USAGE_LIMIT != 0
+            && self.windows.words(out, self.pos)
+        {
+            self.found |= USAGE_LIMIT;
+        }
+        self.found
+    }
+}
+
 /// The [`Classification`] of an extended scan's findings (spec 10.5: a
 /// usage-limit text is retryable too).
 pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
@@ -72,5 +184,45 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
         overflow,
         usage_limit,
         hint_ms: hint_ms.filter(|_| found & HINT != 0),
+    }
+}
+
+#[cfg(feature = "prefilter")]
+impl super::prefilter::Skip for Scan {
+    #[inline(always)]
+    fn step(&mut self, sym: u8) -> bool {
+        Scan::step(self, sym)
+    }
+
+    #[inline(always)]
+    fn key(&self) -> usize {
+        let tails = self.want & OVERFLOW != 0 && self.tails.active != 0;
+        usize::from(self.want & 15)
+            | super::prefilter::KEY_EXTENDED
+            | if tails {
+                super::prefilter::KEY_TAILS
+            } else {
+                0
+            }
+    }
+
+    #[inline(always)]
+    fn settled(&self, p: &super::prefilter::Prefilter, prev: [u8; 2]) -> bool {
+        p.extended_settled(&self.states, self.want, prev)
+            && (self.want & OVERFLOW == 0
+                || p.words_settled(&self.words, prev)
+                    && p.tails_quiet(&self.tails.states, self.tails.active))
+    }
+
+    #[inline(always)]
+    fn restart(&mut self, p: &super::prefilter::Prefilter, before: u8, skipped: usize) {
+        self.states = p.extended_idle(before);
+        self.words = p.words_idle(before);
+        self.pos = self.pos.saturating_add(skipped);
+    }
+
+    #[inline(always)]
+    fn finish(self) -> u8 {
+        Scan::finish(self)
     }
 }

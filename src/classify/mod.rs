@@ -33,6 +33,8 @@ mod decimal;
 mod extended;
 mod hint;
 pub mod patterns;
+#[cfg(feature = "prefilter")]
+mod prefilter;
 mod symbol;
 mod table;
 mod wait_hint;
@@ -207,7 +209,7 @@ pub fn classify_with(text: &str, classifier: Classifier) -> Classification {
         Classifier::Classic => classify(text),
         #[cfg(feature = "extended")]
         Classifier::Extended => {
-            let found = extended::scan(ALL | HINT, symbols(text));
+            let found = extended::scan_str(ALL | HINT, text);
             let hint_ms = if found & HINT != 0 {
                 wait_hint_ms(text, None)
             } else {
@@ -233,7 +235,7 @@ pub fn classify_bytes_with(bytes: &[u8], classifier: Classifier) -> Classificati
         Classifier::Classic => classify_bytes(bytes),
         #[cfg(feature = "extended")]
         Classifier::Extended => {
-            let found = extended::scan(ALL | HINT, lossy_symbols(bytes));
+            let found = extended::scan_bytes(ALL | HINT, bytes);
             let hint_ms = if found & HINT != 0 {
                 wait_hint_ms_bytes(bytes, None)
             } else {
@@ -263,7 +265,7 @@ pub fn matches_retryable_with(text: &str, classifier: Classifier) -> bool {
     match classifier {
         Classifier::Classic => matches_retryable(text),
         #[cfg(feature = "extended")]
-        Classifier::Extended => extended::scan(RETRYABLE | USAGE_LIMIT, symbols(text)) != 0,
+        Classifier::Extended => extended::scan_str(RETRYABLE | USAGE_LIMIT, text) != 0,
     }
 }
 
@@ -283,7 +285,7 @@ pub fn matches_overflow_with(text: &str, classifier: Classifier) -> bool {
     match classifier {
         Classifier::Classic => matches_overflow(text),
         #[cfg(feature = "extended")]
-        Classifier::Extended => extended::scan(OVERFLOW, symbols(text)) != 0,
+        Classifier::Extended => extended::scan_str(OVERFLOW, text) != 0,
     }
 }
 
@@ -304,7 +306,7 @@ pub fn matches_usage_limit_with(text: &str, classifier: Classifier) -> bool {
     match classifier {
         Classifier::Classic => matches_usage_limit(text),
         #[cfg(feature = "extended")]
-        Classifier::Extended => extended::scan(USAGE_LIMIT, symbols(text)) != 0,
+        Classifier::Extended => extended::scan_str(USAGE_LIMIT, text) != 0,
     }
 }
 
@@ -416,11 +418,19 @@ fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
 
 /// The labels among `want` that `text` has.
 fn scan_str(want: u8, text: &str) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if text.len() >= prefilter::MIN_LEN {
+        return prefilter::scan(Scan::new(want), text.as_bytes());
+    }
     scan(want, symbols(text))
 }
 
 /// [`scan_str`] over the lossy reading of `bytes`.
 fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if bytes.len() >= prefilter::MIN_LEN {
+        return prefilter::scan(Scan::new(want), bytes);
+    }
     scan(want, lossy_symbols(bytes))
 }
 
@@ -438,6 +448,9 @@ const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize)
 /// tables report where heads end, and the tail of a pattern runs from the
 /// first such point until it dies at the end of the line, when the next
 /// head can start it again.
+// With feature `prefilter`, texts of `prefilter::MIN_LEN` bytes or more
+// are scanned skipping (see `prefilter`), and this scan is the reference
+// of its tests.
 #[inline(always)]
 fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut found = 0;
@@ -464,6 +477,95 @@ fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
         }
     }
     found
+}
+
+/// [`scan`] as a state between two symbols, for the skipping scan of
+/// `prefilter` (its tests keep the two equal).
+#[cfg(feature = "prefilter")]
+struct Scan {
+    /// The labels still looked for.
+    want: u8,
+    /// The labels found.
+    found: u8,
+    /// State of `dfa::LABELS`.
+    labels: u8,
+    /// States of `dfa::WORDS`.
+    words: [u8; dfa::WORDS_LEN],
+    /// The running tails.
+    tails: Tails,
+}
+
+#[cfg(feature = "prefilter")]
+impl Scan {
+    #[inline(always)]
+    fn new(want: u8) -> Self {
+        Scan {
+            want,
+            found: 0,
+            labels: 0,
+            words: [0; dfa::WORDS_LEN],
+            tails: Tails::default(),
+        }
+    }
+
+    /// Steps the tables still needed on one symbol, as [`scan`] does;
+    /// whether every label looked for is found.
+    #[inline(always)]
+    fn step(&mut self, sym: u8) -> bool {
+        if self.want & (RETRYABLE | USAGE_LIMIT | HINT) != 0 {
+            self.labels = dfa::LABELS.next(self.labels, sym);
+            if self.labels >= dfa::LABELS.special {
+                let new = dfa::LABELS.output(self.labels) & self.want;
+                self.found |= new;
+                self.want &= !new;
+            }
+        }
+        if self.want & OVERFLOW != 0
+            && overflow_step(
+                &mut self.words,
+                &mut self.tails,
+                sym,
+                OVERFLOW | OVERFLOW_AT_START,
+            )
+        {
+            self.found |= OVERFLOW;
+            self.want &= !OVERFLOW;
+        }
+        self.want == 0
+    }
+}
+
+#[cfg(feature = "prefilter")]
+impl prefilter::Skip for Scan {
+    #[inline(always)]
+    fn step(&mut self, sym: u8) -> bool {
+        Scan::step(self, sym)
+    }
+
+    #[inline(always)]
+    fn key(&self) -> usize {
+        let tails = self.want & OVERFLOW != 0 && self.tails.active != 0;
+        usize::from(self.want & 15) | if tails { prefilter::KEY_TAILS } else { 0 }
+    }
+
+    #[inline(always)]
+    fn settled(&self, p: &prefilter::Prefilter, prev: [u8; 2]) -> bool {
+        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || p.labels_settled(self.labels, prev))
+            && (self.want & OVERFLOW == 0
+                || p.words_settled(&self.words, prev)
+                    && p.tails_quiet(&self.tails.states, self.tails.active))
+    }
+
+    #[inline(always)]
+    fn restart(&mut self, p: &prefilter::Prefilter, before: u8, _skipped: usize) {
+        self.labels = p.labels_idle(before);
+        self.words = p.words_idle(before);
+    }
+
+    #[inline(always)]
+    fn finish(self) -> u8 {
+        self.found
+    }
 }
 
 /// Steps the overflow tables (`words` and the running tails) on one

@@ -1,0 +1,751 @@
+//! Skipping text where no match can start (feature `prefilter`, on std).
+//!
+//! A table's DFA reads one character per dependent memory load. Most of a
+//! long body, though, is text where no pattern is under way: there the
+//! scan looks at each string of three bytes through one bit table, with no
+//! chain from one byte to the next, and hands the text back to the DFAs
+//! only where a match could start. The result is the DFAs' on every
+//! character, by this argument.
+//!
+//! A table is *quiet* in its idle state (no match under way; tables with
+//! `\b` have two, after a word character and after another) or, for a
+//! tail, in a state that waits for its next literal. Call `R(c)` the quiet
+//! state after character `c`. A string `xyz` is *harmless* when, from the
+//! quiet state `r` the scan is in, `δ(r, xyz) = δ(R(x), yz)`: a match
+//! started at `x` leaves no trace once `z` is read. If the scan may restart
+//! in a quiet state at position `m` and the strings at `m, m+1, .., p-1`
+//! are all harmless, then (the DFA being deterministic) it may restart at
+//! `p` in state `R(text[p-1])`: from `p + 2` on the states agree with the
+//! DFA's. No match can end in between: a string where one or two
+//! characters from a quiet state reach a reporting state is never
+//! harmless. A scan in the DFAs may skip again once its state is quiet, or
+//! is where a quiet state two characters back leads.
+//!
+//! [`Prefilter`] computes, once and from the tables themselves, which
+//! strings of three ASCII characters are harmless for every table a scan
+//! steps (by their *codes*: characters that every table steps alike).
+//! Strings with a non-ASCII byte, and (for the extended windows, which
+//! count lines) those that start with a line feed, are never skipped, so
+//! the skipped bytes are ASCII characters, one per symbol.
+//!
+//! Texts shorter than [`MIN_LEN`] take the plain scan.
+//! `tests::same_as_every_symbol` checks this path against the plain scan
+//! on texts built from the patterns' pieces, with every set of labels.
+
+extern crate std;
+
+use std::sync::OnceLock;
+
+use super::dfa::{self, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use super::symbol::{LS, OTHER, PS, SYMBOLS};
+use super::table::Table;
+
+/// One bit per string of three codes (see [`Prefilter::codes`]), at
+/// `cx << 12 | cy << 6 | cz`: set when the string may not be harmless.
+type Triples = [u64; 4096];
+
+/// Shorter texts are scanned symbol by symbol: too little to skip to pay
+/// for the skipping's bookkeeping (and for its one-time tables).
+pub(super) const MIN_LEN: usize = 256;
+
+/// The code of every non-ASCII byte.
+const NON_ASCII: u8 = 63;
+
+/// A symbol that stands for "not an ASCII character".
+const NOT_ASCII: u8 = 0x80;
+
+/// The part of a scan the skipping needs.
+pub(super) trait Skip {
+    /// Steps on one symbol; whether every label looked for is found.
+    fn step(&mut self, sym: u8) -> bool;
+    /// Which [`Prefilter::triples`] apply to the tables the scan steps now.
+    fn key(&self) -> usize;
+    /// Whether every table the scan steps is quiet after `prev` (the two
+    /// ASCII symbols just read), or was two symbols ago.
+    fn settled(&self, p: &Prefilter, prev: [u8; 2]) -> bool;
+    /// Puts the tables back in their quiet states after the ASCII
+    /// character `before`, `skipped` characters on.
+    fn restart(&mut self, p: &Prefilter, before: u8, skipped: usize);
+    /// The labels found.
+    fn finish(self) -> u8;
+}
+
+/// The scan of `bytes` (read as `String::from_utf8_lossy` would), skipping
+/// what the triples allow; the labels found.
+pub(super) fn scan<S: Skip>(mut s: S, bytes: &[u8]) -> u8 {
+    let p = prefilter();
+    let n = bytes.len();
+    let mut i = 0;
+    let mut prev = [NOT_ASCII; 2];
+    let mut key = usize::MAX;
+    let mut triples = p.triples(0);
+    while i < n {
+        let (sym, len) = decode(bytes, i);
+        i += len;
+        if s.step(sym) {
+            break;
+        }
+        prev = [prev[1], if len == 1 { sym } else { NOT_ASCII }];
+        // Skipping needs the strings at i - 2 and i - 1 harmless, and text
+        // beyond them to skip.
+        if prev[0] == NOT_ASCII || i + 2 >= n {
+            continue;
+        }
+        let (Some(&c), Some(&d)) = (bytes.get(i), bytes.get(i + 1)) else {
+            continue;
+        };
+        if s.key() != key {
+            key = s.key();
+            triples = p.triples(key);
+        }
+        if p.hit(triples, prev[0], prev[1], c)
+            || p.hit(triples, prev[1], c, d)
+            || !s.settled(p, prev)
+        {
+            continue;
+        }
+        let to = p.skip(triples, bytes, i);
+        let before = bytes.get(to.wrapping_sub(1)).map_or(0, |&b| b);
+        s.restart(p, before, to - i);
+        i = to;
+        prev = [NOT_ASCII; 2];
+    }
+    s.finish()
+}
+
+/// The symbol of the character at `i` and its length in bytes, as
+/// `String::from_utf8_lossy` reads it (one U+FFFD per maximal invalid
+/// subpart).
+#[inline(always)]
+fn decode(bytes: &[u8], i: usize) -> (u8, usize) {
+    let rest = bytes.get(i..).unwrap_or_default();
+    match rest.first() {
+        Some(&b) if b < 0x80 => (b, 1),
+        None => (OTHER, 1),
+        Some(&b) => {
+            let head = rest.get(..4).unwrap_or(rest);
+            match core::str::from_utf8(head) {
+                Ok(_) => char_at(head, b),
+                Err(e) if e.valid_up_to() > 0 => char_at(head, b),
+                Err(e) => (OTHER, e.error_len().map_or(head.len(), usize::from)),
+            }
+        }
+    }
+}
+
+/// The symbol and length of the valid character at the start of `head`.
+fn char_at(head: &[u8], lead: u8) -> (u8, usize) {
+    match head {
+        [0xE2, 0x80, 0xA8, ..] => (LS, 3),
+        [0xE2, 0x80, 0xA9, ..] => (PS, 3),
+        _ => (
+            OTHER,
+            match lead {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            },
+        ),
+    }
+}
+
+/// Whether an ASCII character is a word character of `\b` (spec 3.1).
+#[inline(always)]
+fn word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// A table's quiet states: after a character that is not a word
+/// character and after one that is (the same for tables without `\b`).
+#[derive(Clone, Copy)]
+struct Idle {
+    other: u8,
+    word: u8,
+}
+
+impl Idle {
+    /// The quiet state after the ASCII character `c`.
+    #[inline(always)]
+    fn after(self, c: u8) -> u8 {
+        if word(c) {
+            self.word
+        } else {
+            self.other
+        }
+    }
+}
+
+/// Bit `cx * n * n + cy * n + cz` (`n` classes): a table's strings of
+/// three classes that may not be harmless.
+type ClassTriples = [u64; 1024];
+
+/// A table's quiet states, if it has them, and the strings it may not skip.
+struct Quiet {
+    idle: Option<Idle>,
+    harmful: Harmful,
+}
+
+impl Quiet {
+    fn new(next: impl Fn(u8, u8) -> u8, classes: &'static [u8; SYMBOLS], special: u8) -> Self {
+        let idle = idle(&next, special);
+        Quiet {
+            idle,
+            harmful: Harmful::new(&next, classes, special, idle.as_slice()),
+        }
+    }
+
+    /// Whether `state`, after `prev`, is quiet, or is where a quiet state
+    /// two symbols ago leads.
+    #[inline(always)]
+    fn settled(&self, state: u8, prev: [u8; 2], next: impl Fn(u8, u8) -> u8) -> bool {
+        self.idle.is_some_and(|q| {
+            state == q.after(prev[1])
+                || state == next(next(q.other, prev[0]), prev[1])
+                || q.word != q.other && state == next(next(q.word, prev[0]), prev[1])
+        })
+    }
+
+    /// The quiet state after `before` (the start state if there is none:
+    /// then the scan never settles, and never restarts).
+    #[inline(always)]
+    fn after(&self, before: u8) -> u8 {
+        self.idle.map_or(0, |q| q.after(before))
+    }
+}
+
+/// A tail's quiet states (bit `s`: state `s`) and the strings it may not
+/// skip.
+struct TailQuiet {
+    states: u64,
+    harmful: Harmful,
+}
+
+/// What the skipping knows of the tables, computed from them once.
+pub(super) struct Prefilter {
+    /// Per byte, its code: ASCII characters that every table steps alike
+    /// (and that are alike as word characters and line feeds) share one;
+    /// [`NON_ASCII`] for the others.
+    codes: [u8; 256],
+    /// Per code, its first ASCII character.
+    reps: [u8; 64],
+    /// Number of ASCII codes.
+    len: usize,
+    labels: Quiet,
+    words: [Quiet; dfa::WORDS_LEN],
+    tails: [TailQuiet; dfa::TAILS_LEN],
+    #[cfg(feature = "extended")]
+    extended: [Quiet; dfa::EXTENDED_LEN],
+}
+
+/// Keys: the labels looked for (4 bits), whether a tail runs (16), and the
+/// classifier (32: extended).
+const KEYS: usize = 64;
+/// Key bit: a tail runs.
+pub(super) const KEY_TAILS: usize = 16;
+/// Key bit: the extended classifier.
+#[cfg(feature = "extended")]
+pub(super) const KEY_EXTENDED: usize = 32;
+
+/// Per key (see [`Prefilter::triples`]), built when first needed.
+static COMBINED: [OnceLock<Triples>; KEYS] = [const { OnceLock::new() }; KEYS];
+
+fn prefilter() -> &'static Prefilter {
+    static P: OnceLock<Prefilter> = OnceLock::new();
+    P.get_or_init(Prefilter::new)
+}
+
+impl Prefilter {
+    fn new() -> Self {
+        let table = |t: &'static Table| Quiet::new(|s, c| t.next(s, c), t.classes, t.special);
+        let tail = |t: &'static Table| {
+            let mut quiet = [Idle { other: 0, word: 0 }; 64];
+            let mut len = 0;
+            let mut states = 0;
+            for s in (0..t.special.min(64)).filter(|&s| Some(s) != t.dead && t.next(s, 1) == s) {
+                quiet[len] = Idle { other: s, word: s };
+                len += 1;
+                states |= 1 << s;
+            }
+            TailQuiet {
+                states,
+                harmful: Harmful::new(|s, c| t.next(s, c), t.classes, t.special, &quiet[..len]),
+            }
+        };
+        let mut all: [&'static [u8; SYMBOLS]; 8 + dfa::EXTENDED_LEN] =
+            [dfa::LABELS.classes; 8 + dfa::EXTENDED_LEN];
+        for (a, t) in all
+            .iter_mut()
+            .skip(1)
+            .zip(dfa::WORDS.iter().chain(&dfa::TAILS))
+        {
+            *a = t.classes;
+        }
+        #[cfg(feature = "extended")]
+        for (a, t) in all.iter_mut().skip(8).zip(dfa::EXTENDED) {
+            *a = t.classes;
+        }
+        // The codes: ASCII characters alike in every table share one.
+        let mut codes = [NON_ASCII; 256];
+        let mut reps = [0u8; 64];
+        let mut len = 0;
+        for c in 0..128u8 {
+            let alike = |r: u8| {
+                word(r) == word(c)
+                    && (r == b'\n') == (c == b'\n')
+                    && all.iter().all(|t| t[usize::from(r)] == t[usize::from(c)])
+            };
+            match reps[..len].iter().position(|&r| alike(r)) {
+                Some(k) => codes[usize::from(c)] = k as u8,
+                None if len < usize::from(NON_ASCII) => {
+                    codes[usize::from(c)] = len as u8;
+                    reps[len] = c;
+                    len += 1;
+                }
+                // Too many kinds: the rest read as non-ASCII (never skipped).
+                None => {}
+            }
+        }
+        Prefilter {
+            codes,
+            reps,
+            len,
+            labels: table(&dfa::LABELS),
+            words: dfa::WORDS.map(table),
+            tails: dfa::TAILS.map(tail),
+            #[cfg(feature = "extended")]
+            extended: dfa::EXTENDED.map(|t| Quiet::new(|s, c| t.next(s, c), t.classes, t.special)),
+        }
+    }
+
+    /// The strings not to skip for a key: the labels looked for, bit
+    /// [`KEY_TAILS`] when a tail runs, [`KEY_EXTENDED`] for the extended
+    /// classifier.
+    #[inline(always)]
+    pub(super) fn triples(&self, key: usize) -> &Triples {
+        let at = key % KEYS;
+        COMBINED[at].get_or_init(|| self.combine(at))
+    }
+
+    fn combine(&self, key: usize) -> Triples {
+        let want = (key & 15) as u8;
+        let extended = key >= 32;
+        // The tables the key steps.
+        let overflow = want & OVERFLOW != 0;
+        let tails = overflow && key & KEY_TAILS != 0;
+        let labels = !extended && want & (RETRYABLE | USAGE_LIMIT | HINT) != 0;
+        let mut tables: [Option<&Harmful>; 8 + dfa::EXTENDED_LEN] = [None; 8 + dfa::EXTENDED_LEN];
+        let words = self.words.iter().map(|w| (overflow, &w.harmful));
+        let tail = self.tails.iter().map(|t| (tails, &t.harmful));
+        #[cfg(feature = "extended")]
+        let ext = self
+            .extended
+            .iter()
+            .zip(dfa::EXTENDED)
+            .map(|(q, t)| (extended && t.labels & want != 0, &q.harmful));
+        #[cfg(not(feature = "extended"))]
+        let ext = core::iter::empty();
+        let stepped = core::iter::once((labels, &self.labels.harmful))
+            .chain(words)
+            .chain(tail)
+            .chain(ext);
+        for (slot, (on, h)) in tables.iter_mut().zip(stepped) {
+            *slot = on.then_some(h);
+        }
+        let mut all = [0u64; 4096];
+        for cx in 0..64 {
+            for cy in 0..64 {
+                for cz in 0..64 {
+                    let bad = if cx >= self.len || cy >= self.len || cz >= self.len {
+                        true
+                    } else {
+                        let (x, y, z) = (self.reps[cx], self.reps[cy], self.reps[cz]);
+                        // The line feed ends the extended windows.
+                        extended && x == b'\n' || tables.iter().flatten().any(|h| h.get(x, y, z))
+                    };
+                    if bad {
+                        let at = cx << 12 | cy << 6 | cz;
+                        all[at >> 6] |= 1 << (at & 63);
+                    }
+                }
+            }
+        }
+        all
+    }
+
+    /// Whether the string `xyz` may not be harmless.
+    #[inline(always)]
+    fn hit(&self, triples: &Triples, x: u8, y: u8, z: u8) -> bool {
+        let code = |b: u8| usize::from(self.codes[usize::from(b)] & 63);
+        let at = code(x) << 12 | code(y) << 6 | code(z);
+        triples[at >> 6] >> (at & 63) & 1 != 0
+    }
+
+    /// The first position from `from` on where a string may not be
+    /// harmless, or where fewer than three bytes are left.
+    #[inline(always)]
+    fn skip(&self, triples: &Triples, bytes: &[u8], from: usize) -> usize {
+        let end = bytes.len().saturating_sub(2);
+        let Some(text) = bytes.get(from..).filter(|_| from < end) else {
+            return from;
+        };
+        let code = |b: u8| usize::from(self.codes[usize::from(b)] & 63);
+        // Each string on its own (no chain from one to the next).
+        let found = text.windows(3).position(|w| {
+            let at = code(w[0]) << 12 | code(w[1]) << 6 | code(w[2]);
+            triples[at >> 6] >> (at & 63) & 1 != 0
+        });
+        if let Some(k) = found {
+            return from + k;
+        }
+        end
+    }
+
+    /// Whether `state` of the classic labels table is settled after `prev`.
+    #[inline(always)]
+    pub(super) fn labels_settled(&self, state: u8, prev: [u8; 2]) -> bool {
+        self.labels
+            .settled(state, prev, |s, c| dfa::LABELS.next(s, c))
+    }
+
+    /// Whether the states of the words tables are settled after `prev`.
+    #[inline(always)]
+    pub(super) fn words_settled(&self, states: &[u8; dfa::WORDS_LEN], prev: [u8; 2]) -> bool {
+        self.words
+            .iter()
+            .zip(states)
+            .zip(dfa::WORDS)
+            .all(|((q, &s), t)| q.settled(s, prev, |s, c| t.next(s, c)))
+    }
+
+    /// Whether every running tail (bits of `active`) waits in a quiet state.
+    #[inline(always)]
+    pub(super) fn tails_quiet(&self, states: &[u8; dfa::TAILS_LEN], active: u8) -> bool {
+        self.tails
+            .iter()
+            .zip(states)
+            .enumerate()
+            .all(|(k, (t, &s))| active & (1 << k) == 0 || s < 64 && t.states >> s & 1 != 0)
+    }
+
+    /// The quiet states of the words tables after `before`.
+    #[inline(always)]
+    pub(super) fn words_idle(&self, before: u8) -> [u8; dfa::WORDS_LEN] {
+        let mut idle = [0; dfa::WORDS_LEN];
+        for (i, q) in idle.iter_mut().zip(&self.words) {
+            *i = q.after(before);
+        }
+        idle
+    }
+
+    /// The quiet state of the classic labels table after `before`.
+    #[inline(always)]
+    pub(super) fn labels_idle(&self, before: u8) -> u8 {
+        self.labels.after(before)
+    }
+
+    /// Whether the extended tables that `want` steps are settled after
+    /// `prev`.
+    #[cfg(feature = "extended")]
+    #[inline(always)]
+    pub(super) fn extended_settled(
+        &self,
+        states: &[u8; dfa::EXTENDED_LEN],
+        want: u8,
+        prev: [u8; 2],
+    ) -> bool {
+        self.extended
+            .iter()
+            .zip(states)
+            .zip(dfa::EXTENDED)
+            .all(|((q, &s), t)| t.labels & want == 0 || q.settled(s, prev, |s, c| t.next(s, c)))
+    }
+
+    /// The quiet states of the extended tables after `before`.
+    #[cfg(feature = "extended")]
+    #[inline(always)]
+    pub(super) fn extended_idle(&self, before: u8) -> [u8; dfa::EXTENDED_LEN] {
+        let mut idle = [0; dfa::EXTENDED_LEN];
+        for (i, q) in idle.iter_mut().zip(&self.extended) {
+            *i = q.after(before);
+        }
+        idle
+    }
+}
+
+/// The quiet states of an unanchored table: where a character that no
+/// pattern names leads, and stays; and where a word character that no
+/// pattern starts with leads from there (the same state without `\b`).
+fn idle(next: impl Fn(u8, u8) -> u8, special: u8) -> Option<Idle> {
+    let other = next(next(0, 1), 1);
+    if other >= special || next(other, 1) != other {
+        return None;
+    }
+    let w = next(other, b'z');
+    let word = if w < special && next(w, b'z') == w && next(w, 1) == other {
+        w
+    } else {
+        other
+    };
+    Some(Idle { other, word })
+}
+
+/// The strings of three characters `xyz` a table may not skip in its
+/// quiet states, by class: where, from a quiet state `r`, `δ(r, xyz)`
+/// differs from `δ(R(x), yz)` (`R(x)`: the quiet state after `x`), or one
+/// or two characters reach a state that reports a match.
+struct Harmful {
+    classes: &'static [u8; SYMBOLS],
+    /// Number of classes.
+    n: usize,
+    /// `None`: every string.
+    bits: Option<ClassTriples>,
+}
+
+impl Harmful {
+    fn new(
+        next: impl Fn(u8, u8) -> u8,
+        classes: &'static [u8; SYMBOLS],
+        special: u8,
+        quiet: &[Idle],
+    ) -> Self {
+        let n = classes
+            .iter()
+            .map(|&c| usize::from(c) + 1)
+            .max()
+            .unwrap_or(0);
+        let mut this = Harmful {
+            classes,
+            n,
+            bits: None,
+        };
+        if quiet.is_empty() || n * n * n > 1024 * 64 {
+            // Never quiet (the scan never settles) or too many classes.
+            return this;
+        }
+        // One symbol per class (the first: ASCII when the class has one).
+        let mut reps = [0u8; SYMBOLS];
+        let mut len = 0;
+        let mut seen = [false; 256];
+        for sym in 0..SYMBOLS as u8 {
+            let class = usize::from(classes[usize::from(sym)]);
+            if !seen[class] {
+                seen[class] = true;
+                reps[len] = sym;
+                len += 1;
+            }
+        }
+        let any = &reps[..len];
+        let mut bits = [0u64; 1024];
+        for q in quiet {
+            for r in [q.other, q.word] {
+                for &x in any.iter().filter(|&&x| x < 0x80) {
+                    let a = next(r, x);
+                    for &y in any.iter().filter(|&&y| y < 0x80) {
+                        let b = next(a, y);
+                        let yb = next(q.after(x), y);
+                        for &z in any {
+                            if a >= special || b >= special || next(b, z) != next(yb, z) {
+                                let at = this.at(x, y, z);
+                                bits[at >> 6] |= 1 << (at & 63);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        this.bits = Some(bits);
+        this
+    }
+
+    fn at(&self, x: u8, y: u8, z: u8) -> usize {
+        let class = |c: u8| usize::from(self.classes[usize::from(c)]);
+        (class(x) * self.n + class(y)) * self.n + class(z)
+    }
+
+    /// Whether `xyz` (ASCII) may not be harmless.
+    fn get(&self, x: u8, y: u8, z: u8) -> bool {
+        let at = self.at(x, y, z);
+        self.bits
+            .as_ref()
+            .map_or(true, |b| b[at >> 6] >> (at & 63) & 1 != 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::table::lossy_symbols;
+    use super::super::{patterns, scan as plain, Scan, ALL};
+    use super::*;
+    use std::{string::String, vec::Vec};
+
+    /// Pieces of texts: the patterns' literal runs (so that matches start,
+    /// break off and complete), words of a body, and characters the skipping
+    /// must not pass over.
+    fn pieces() -> Vec<Vec<u8>> {
+        let mut all: Vec<&str> = [patterns::RETRYABLE, patterns::USAGE_LIMIT]
+            .into_iter()
+            .collect();
+        all.extend(patterns::OVERFLOW);
+        #[cfg(feature = "extended")]
+        {
+            all.extend([patterns::RETRYABLE_EXTENDED, patterns::USAGE_LIMIT_EXTENDED]);
+            all.extend(patterns::OVERFLOW_EXTENDED);
+        }
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        for p in all {
+            for run in p.split(|c: char| "|()?*+.\\/[]{}^".contains(c)) {
+                if !run.is_empty() {
+                    pieces.push(run.as_bytes().to_vec());
+                    // A prefix: a match that starts and breaks off.
+                    pieces.push(run.as_bytes()[..run.len().div_ceil(2)].to_vec());
+                }
+            }
+        }
+        for w in [
+            "the",
+            " ",
+            "  ",
+            "proxy",
+            "<p>",
+            "retry-after: 5",
+            "x-ratelimit-reset",
+            "é",
+            "😀",
+            "\u{2028}",
+            "\u{2029}",
+            "—",
+            "\n",
+            "\r\n",
+            "\t",
+            "4",
+            "0",
+            "13",
+            "s",
+            "'s",
+            "_",
+            "-",
+            "account",
+            "rate limit",
+            "exceeds",
+            "n_ctx",
+        ] {
+            pieces.push(w.as_bytes().to_vec());
+        }
+        pieces.push(b"\xFF".to_vec());
+        pieces.push(b"\xE2\x80".to_vec());
+        pieces.push(b"\xF0\x9F\x98".to_vec());
+        pieces
+    }
+
+    /// Texts of random pieces, upper-cased at random, from a fixed seed.
+    fn texts(count: usize) -> Vec<Vec<u8>> {
+        let pieces = pieces();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rand = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        (0..count)
+            .map(|_| {
+                let mut t = Vec::new();
+                for _ in 0..rand(40) {
+                    let piece = &pieces[rand(pieces.len())];
+                    if rand(4) == 0 {
+                        t.extend(piece.iter().map(u8::to_ascii_uppercase));
+                    } else {
+                        t.extend(piece);
+                    }
+                    match rand(6) {
+                        0 => t.push(b' '),
+                        1 => t.extend(b"lorem ipsum dolor sit "),
+                        _ => {}
+                    }
+                }
+                t
+            })
+            .collect()
+    }
+
+    const WANTS: [u8; 6] = [
+        ALL | HINT,
+        RETRYABLE,
+        USAGE_LIMIT,
+        OVERFLOW,
+        HINT,
+        RETRYABLE | USAGE_LIMIT,
+    ];
+
+    #[test]
+    fn same_as_every_symbol() {
+        for t in texts(3000) {
+            for want in WANTS {
+                assert_eq!(
+                    scan(Scan::new(want), &t),
+                    plain(want, lossy_symbols(&t)),
+                    "classic, want {want}: {:?}",
+                    String::from_utf8_lossy(&t)
+                );
+                #[cfg(feature = "extended")]
+                assert_eq!(
+                    scan(super::super::extended::Scan::new(want), &t),
+                    super::super::extended::scan(want, lossy_symbols(&t)),
+                    "extended, want {want}: {:?}",
+                    String::from_utf8_lossy(&t)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn long_bodies_skip_most_bytes() {
+        // Not a timing: that the tables leave something to skip.
+        let p = prefilter();
+        assert!(p.len < 63, "{} codes", p.len);
+        for key in [usize::from(ALL | HINT), usize::from(ALL | HINT) | KEY_TAILS] {
+            let t = p.triples(key);
+            let lower = b'a'..=b'z';
+            let set = lower
+                .clone()
+                .flat_map(|x| {
+                    lower
+                        .clone()
+                        .flat_map(move |y| (b'a'..=b'z').map(move |z| (x, y, z)))
+                })
+                .filter(|&(x, y, z)| p.hit(t, x, y, z))
+                .count();
+            assert!(
+                set < 26 * 26 * 26 / 20,
+                "key {key}: {set} of the lower-case strings"
+            );
+        }
+        let t = p.triples(usize::from(RETRYABLE));
+        assert!(!p.hit(t, b'z', b'z', b'z'));
+        assert!(p.hit(t, b'o', b'v', b'e'));
+        assert!(p.hit(t, b'O', b'v', b'E'));
+        assert!(!p.hit(t, b'o', b'v', b'a'));
+        assert!(p.hit(t, b'a', b'b', 0xC3));
+        #[cfg(feature = "extended")]
+        assert!(p.hit(
+            p.triples(usize::from(RETRYABLE) | KEY_EXTENDED),
+            b'\n',
+            b'a',
+            b'b'
+        ));
+    }
+
+    #[test]
+    fn decodes_like_from_utf8_lossy() {
+        for t in texts(500) {
+            let mut syms = Vec::new();
+            let mut i = 0;
+            while i < t.len() {
+                let (sym, len) = decode(&t, i);
+                syms.push(sym);
+                i += len;
+            }
+            assert_eq!(syms, lossy_symbols(&t).collect::<Vec<u8>>());
+        }
+    }
+}
