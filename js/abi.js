@@ -22,6 +22,8 @@ export const ERR_ARG = -6;
 export const ERR_OUT_TOO_SMALL = -7;
 /** A settings value is invalid; nothing changed. */
 export const ERR_SETTINGS = -8;
+/** A buffer the module will not touch (past its memory, wrapping, or over its own data); nothing changed. */
+export const ERR_BUFFER = -9;
 
 /** `stopReason` codes. */
 export const STOP_STOP = 0;
@@ -56,6 +58,7 @@ export const ERROR_NAMES = Object.freeze({
   [ERR_ARG]: "ERR_ARG",
   [ERR_OUT_TOO_SMALL]: "ERR_OUT_TOO_SMALL",
   [ERR_SETTINGS]: "ERR_SETTINGS",
+  [ERR_BUFFER]: "ERR_BUFFER",
 });
 
 const flag = (b) => (b ? 1 : 0);

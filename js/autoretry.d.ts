@@ -126,6 +126,7 @@ export const ERR_POOL_FULL: -5;
 export const ERR_ARG: -6;
 export const ERR_OUT_TOO_SMALL: -7;
 export const ERR_SETTINGS: -8;
+export const ERR_BUFFER: -9;
 export const ERROR_NAMES: Readonly<Record<number, string>>;
 
 export const STOP_STOP: 0;

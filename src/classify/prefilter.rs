@@ -567,7 +567,7 @@ impl Harmful {
         let at = self.at(x, y, z);
         self.bits
             .as_ref()
-            .map_or(true, |b| b[at >> 6] >> (at & 63) & 1 != 0)
+            .is_none_or(|b| b[at >> 6] >> (at & 63) & 1 != 0)
     }
 }
 

@@ -7,6 +7,8 @@
 //! (The module's own data below `__heap_base` has no native counterpart the
 //! test can name; the WebAssembly script covers it.)
 
+#![cfg(all(feature = "ffi", feature = "json"))]
+
 use crate::ffi::{host_timer, turn};
 
 use autoretry::host::ffi::*;
