@@ -22,7 +22,7 @@ CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
 CARGO_PROFILE_RELEASE_PANIC=abort \
 CARGO_PROFILE_RELEASE_STRIP=symbols \
     cargo rustc --quiet --lib --crate-type cdylib --release \
-        --target wasm32-unknown-unknown --no-default-features --features ffi,extended >&2
+        --target wasm32-unknown-unknown --no-default-features --features ${AUTORETRY_WASM_FEATURES:-ffi,extended} >&2
 raw=target/wasm32-unknown-unknown/release/autoretry.wasm
 if [ "${AUTORETRY_WASM_OPT:-1}" = 0 ]; then
     echo "$raw"

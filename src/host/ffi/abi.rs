@@ -825,13 +825,19 @@ fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -
     })
 }
 
-/// Feeds `input` to a copy of the slot's machine and writes its outputs
+/// Feeds `input` to a copy of the slot's machine (its message with the
+/// verdict of the machine's rules, if it holds any) and writes its outputs
 /// (timer ids as the host sees them, see [`Slot::timer_to_host`]); the copy
 /// replaces the machine only once the outputs are written. So a failed
 /// call, [`ERR_REFUSED`] or [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL), changes nothing. Returns
 /// the JSON's length and whether the outputs mark a usage limit.
 fn run(slots: &mut Slots, slot: Slot, input: Input<'_>, out: Sink<'_>) -> Result<(i32, bool), i32> {
     let mut machine = slots.machine(slot).ok_or(ERR_HANDLE)?.clone();
+    #[cfg(feature = "rules")]
+    let input = match slots.rules(slot) {
+        Some(rules) => rules.apply_input(input),
+        None => input,
+    };
     let mut outputs = machine.handle(input).map_err(|_| ERR_REFUSED)?;
     let mut marks = false;
     for output in &mut outputs {

@@ -75,6 +75,16 @@
 //! builds the static and shared libraries, and `examples/c/replay.c`
 //! replays every vector through them.
 //!
+//! # Your own rules
+//!
+//! With feature `rules` too, [`autoretry_rules_load`] lends a machine a
+//! compiled rules blob (`autoretry rules compile`), which the module
+//! validates once and searches in place; its verdict is the `shouldRetry`
+//! of every message that comes without one (spec §10.2).
+//! [`autoretry_rules_clear`] takes it back. A bad blob is refused with an
+//! `ERR_RULES_*` code and changes nothing. The blob stays the host's
+//! memory, which no output may overlap while a machine holds it.
+//!
 //! A WebAssembly host has no allocator to put texts in the module's memory:
 //! it writes them into [`autoretry_text_buffer`] ([`MAX_TEXT`] bytes) and
 //! passes [`autoretry_out_buffer`] ([`OUT_BUFFER_LEN`] bytes) for outputs.
@@ -93,7 +103,8 @@
 //!   pointers are `unsafe extern "C" fn` whose contract, stated on each,
 //!   is forwarded to `pool.rs`): argument checks, inputs, the kept text;
 //! - `out.rs`: the outputs' and the state's JSON, written by `wire`'s
-//!   `Serialize` impls through serde-json-core; safe code.
+//!   `Serialize` impls through serde-json-core; safe code;
+//! - `rules.rs`: the rules' two exports and their error codes.
 //!
 //! ```
 //! use autoretry::host::ffi::*;
@@ -113,9 +124,14 @@ mod abi;
 mod c;
 mod out;
 mod pool;
+#[cfg(feature = "rules")]
+mod rules;
 
 pub use abi::*;
 pub use c::*;
+#[cfg(feature = "rules")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
+pub use rules::*;
 
 /// How many machines can be alive at once.
 pub const POOL_SIZE: usize = 8;
@@ -156,7 +172,9 @@ pub const ERR_SETTINGS: i32 = -8;
 /// A buffer (a text or `out`) the module will not touch: its end wraps
 /// around the address space, it runs past the end of an exchange buffer
 /// it starts in or overlaps, or it overlaps the module's own data (the
-/// pool, the kept texts). On WebAssembly also a buffer past the end of the
+/// pool, the kept texts); a buffer the module writes that overlaps a rules
+/// blob a machine holds; a rules blob that overlaps an exchange buffer
+/// (feature `rules`). On WebAssembly also a buffer past the end of the
 /// module's memory, or below `__heap_base` (the stack, the constants and
 /// every static) other than within an exchange buffer. Nothing changed.
 pub const ERR_BUFFER: i32 = -9;

@@ -5,12 +5,13 @@
 //! 1. the pool in a static, behind an atomic lock ([`with_slots`]);
 //! 2. the two static exchange buffers, whose addresses are exported;
 //! 3. turning the host's `(pointer, length)` pairs into slices
-//!    ([`host_out`], [`host_buffers`]), after [`check_range`] has refused
-//!    every pair that is outside the memory or overlaps the module's own
-//!    data.
+//!    ([`host_out`], [`host_buffers`], and with feature `rules`
+//!    `host_blob`), after [`check_range`] has refused every pair that is
+//!    outside the memory or overlaps the module's own data (and, for a
+//!    buffer the module writes, a rules blob a machine holds).
 //!
 //! Everything here is safe to use from the rest of the module except the
-//! two conversions, whose contracts are the exported functions' own.
+//! conversions, whose contracts are the exported functions' own.
 //!
 //! # No trap under the lock
 //!
@@ -26,10 +27,19 @@
 
 use core::cell::UnsafeCell;
 #[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::AtomicBool;
+#[cfg(any(
+    feature = "rules",
+    not(all(target_family = "wasm", not(target_feature = "atomics")))
+))]
+use core::sync::atomic::Ordering;
 
 use super::{ERR_ARG, ERR_BUFFER, ERR_TEXT_LEN, MAX_TEXT, OUT_BUFFER_LEN, POOL_SIZE};
+#[cfg(feature = "rules")]
+use crate::rules::Rules;
 use crate::Machine;
+#[cfg(feature = "rules")]
+use core::sync::atomic::AtomicUsize;
 
 /// How many low bits of a handle hold its slot index.
 const SLOT_BITS: u32 = 8;
@@ -49,6 +59,11 @@ pub(super) struct Slots {
     /// ids of a freed machine never match its slot's next machine.
     generation: [u32; POOL_SIZE],
     marked_len: [usize; POOL_SIZE],
+    /// The rules each machine was lent (`autoretry_rules_load`): they
+    /// borrow the host's blob, which the contract of `host_blob` keeps
+    /// alive and unchanged until they are dropped here.
+    #[cfg(feature = "rules")]
+    rules: [Option<Rules<'static>>; POOL_SIZE],
 }
 
 /// A live machine's slot, found from its handle by [`Slots::live`].
@@ -119,6 +134,32 @@ impl Slots {
             *generation = generation.wrapping_add(1) & GENERATION_MASK;
             *len = 0;
         }
+        #[cfg(feature = "rules")]
+        self.set_rules(slot, None);
+    }
+
+    /// The rules of a live slot's machine, if it was lent any.
+    #[cfg(feature = "rules")]
+    pub(super) fn rules(&self, slot: Slot) -> Option<&Rules<'static>> {
+        self.rules.get(slot.index)?.as_ref()
+    }
+
+    /// Gives a live slot's machine the rules of `blob` (their blob's bytes),
+    /// or takes its rules away (`None`); records the blob's range, so that
+    /// no buffer the module writes may overlap it ([`check_writable`]).
+    #[cfg(feature = "rules")]
+    pub(super) fn set_rules(&mut self, slot: Slot, rules: Option<(Rules<'static>, &'static [u8])>) {
+        let (start, end) = rules.as_ref().map_or((0, 0), |(_, blob)| {
+            let start = blob.as_ptr() as usize;
+            (start, start + blob.len())
+        });
+        if let (Some(place), Some([lo, hi])) =
+            (self.rules.get_mut(slot.index), BLOBS.get(slot.index))
+        {
+            *place = rules.map(|(rules, _)| rules);
+            lo.store(start, Ordering::Relaxed);
+            hi.store(end, Ordering::Relaxed);
+        }
     }
 
     /// The slot's kept text (the usage-limit answer's).
@@ -163,7 +204,18 @@ static SLOTS: Guarded<Slots> = Guarded(UnsafeCell::new(Slots {
     machines: [const { None }; POOL_SIZE],
     generation: [0; POOL_SIZE],
     marked_len: [0; POOL_SIZE],
+    #[cfg(feature = "rules")]
+    rules: [const { None }; POOL_SIZE],
 }));
+
+/// The byte range `[start, end)` of the rules blob each slot's machine
+/// holds (`[0, 0)`: none). Written under the lock by [`Slots::set_rules`],
+/// read by [`check_writable`] before it is taken: on a native host another
+/// thread may change a range meanwhile, but only by loading a blob that a
+/// buffer of this call overlaps, which breaks both calls' contracts.
+#[cfg(feature = "rules")]
+static BLOBS: [[AtomicUsize; 2]; POOL_SIZE] =
+    [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; POOL_SIZE];
 static TEXTS: Guarded<Texts> = Guarded(UnsafeCell::new([[0; MAX_TEXT]; POOL_SIZE]));
 
 /// Runs `f` with exclusive access to the pool. Nothing in `f` calls back
@@ -272,9 +324,27 @@ pub(super) fn check_range(addr: usize, len: usize) -> Result<(), i32> {
     Ok(())
 }
 
+/// A range the module writes: [`check_range`], and with feature `rules`
+/// [`ERR_BUFFER`] for a range that overlaps a rules blob a machine holds
+/// (the module would write over the DFA it searches).
+pub(super) fn check_writable(addr: usize, len: usize) -> Result<(), i32> {
+    check_range(addr, len)?;
+    #[cfg(feature = "rules")]
+    if len > 0 {
+        let end = addr + len; // no wrap: `check_range` refused it
+        if BLOBS
+            .iter()
+            .any(|[lo, hi]| addr < hi.load(Ordering::Relaxed) && lo.load(Ordering::Relaxed) < end)
+        {
+            return Err(ERR_BUFFER);
+        }
+    }
+    Ok(())
+}
+
 /// The output buffer, `out_cap` elements of `T` (bytes for the JSON form,
 /// output structs for the C form), as a slice once checked:
-/// [`check_range`] on its bytes ([`ERR_BUFFER`] also for a byte length
+/// [`check_writable`] on its bytes ([`ERR_BUFFER`] also for a byte length
 /// beyond the address space), and [`ERR_ARG`] for a pointer not aligned for
 /// `T`.
 ///
@@ -288,7 +358,7 @@ pub(super) unsafe fn host_out<'a, T>(out: *mut T, out_cap: u32) -> Result<&'a mu
     let bytes = len
         .checked_mul(core::mem::size_of::<T>())
         .ok_or(ERR_BUFFER)?;
-    check_range(out as usize, bytes)?;
+    check_writable(out as usize, bytes)?;
     if len == 0 {
         return Ok(&mut []);
     }
@@ -366,4 +436,38 @@ pub(super) unsafe fn host_buffers<'a, T>(
         Some(n) => Some(unsafe { core::slice::from_raw_parts(text, n) }),
     };
     Ok((text, out))
+}
+
+/// A rules blob the host lends a machine (`autoretry_rules_load`), as a
+/// slice once checked: [`check_range`], and [`ERR_BUFFER`] for a blob that
+/// overlaps an exchange buffer (the module writes the out buffer, and the
+/// host the text buffer, on later calls).
+///
+/// # Safety
+///
+/// `blob` valid for reads of `len` bytes, and neither written nor freed
+/// until the machine's rules are cleared or replaced or the machine is
+/// freed: the slice's `'static` is that span. It stays in the pool
+/// ([`Slots::set_rules`]), is only read under the lock, and is dropped at
+/// the end of the span.
+#[cfg(feature = "rules")]
+pub(super) unsafe fn host_blob(blob: *const u8, len: u32) -> Result<&'static [u8], i32> {
+    let (addr, len) = (blob as usize, len as usize);
+    check_range(addr, len)?;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    let end = addr + len; // no wrap: `check_range` refused it
+    for (start, n) in [
+        (text_buffer() as usize, MAX_TEXT),
+        (out_buffer() as usize, OUT_BUFFER_LEN),
+    ] {
+        if addr < start + n && start < end {
+            return Err(ERR_BUFFER);
+        }
+    }
+    // SAFETY: non-null, outside the module's own data and the exchange
+    // buffers (checked), valid for reads and unchanged for the slice's
+    // life by the caller's contract.
+    Ok(unsafe { core::slice::from_raw_parts(blob, len) })
 }
