@@ -995,6 +995,11 @@ const TEXTS: &[&str] = &[
     "upstream hiccup",
     "rate limit retry-after-ms=400000",
     "",
+    // What the example rules retry, forbid, and what they cannot make
+    // retried (an overflow).
+    "stream stalled",
+    "503 billing: insufficient funds",
+    "upstream_error: prompt is too long",
 ];
 
 #[derive(Clone, Debug)]
@@ -1071,97 +1076,142 @@ proptest! {
         seed in any::<u64>(),
         steps in proptest::collection::vec(step(), 1..24),
     ) {
-        let _turn = turn();
-        let h = autoretry_new_ex(
-            create.profile,
-            u32::from(create.enabled),
-            create.max_retries,
-            create.base_delay_ms,
-            create.max_delay_ms,
-            create.backoff_cap_ms,
-            create.jitter_pct,
-            u32::from(create.honor_hints),
-            create.classifier,
-            context_window,
-            u32::from(credential_store),
-            seed,
-        );
-        let Some(settings) = create.settings() else {
-            prop_assert_eq!(h, ERR_SETTINGS);
-            return Ok(());
-        };
-        prop_assert!(h >= 0, "autoretry_new_ex: {}", h);
-        let handle = Handle(h, Api::Ex);
-        let host = HostOptions::DEFAULT
-            .with_context_window(context_window)
-            .with_credential_store(credential_store)
-            .with_seed(seed);
-        let mut native = Machine::new(settings, host);
-        let mut marked = String::new();
-        let mut out = vec![0u8; OUT_BUFFER_LEN];
-        let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
-        for (k, step) in steps.iter().enumerate() {
-            let owned = match step {
-                Step::Message { agent_end, stop, text, usage, should_retry, retry_after_ms, now_ms } => {
-                    let message = MessageOwned {
-                        stop_reason: *stop,
-                        error_message: text.map(|t| TEXTS[t].to_owned()),
-                        usage: *usage,
-                        should_retry: *should_retry,
-                        retry_after_ms: *retry_after_ms,
-                    };
-                    if *agent_end {
-                        InputOwned::AgentEnd { message, now_ms: *now_ms }
-                    } else {
-                        InputOwned::MessageEnd { message }
-                    }
-                }
-                Step::FirePending => InputOwned::TimerFired {
-                    timer: native.pending_timer().map_or(1, |t| t.get()),
-                },
-                Step::Marked(switched) => InputOwned::UsageLimitMarked { switched: *switched },
-                Step::AbortRetry => InputOwned::AbortRetry,
-                Step::Abort => InputOwned::Abort,
-                Step::SetAutoRetry(enabled) => InputOwned::SetAutoRetry { enabled: *enabled },
-                Step::Settings(args) => {
-                    let Some(s) = args.settings() else {
-                        let before = native.state();
-                        // SAFETY: `out` is live and `cap` bytes long.
-                        let n = unsafe {
-                            autoretry_settings_ex(
-                                h, args.profile, u32::from(args.enabled), args.max_retries,
-                                args.base_delay_ms, args.max_delay_ms, args.backoff_cap_ms,
-                                args.jitter_pct, u32::from(args.honor_hints), args.classifier, o, cap,
-                            )
-                        };
-                        prop_assert_eq!(n, ERR_SETTINGS, "step {}", k);
-                        prop_assert_eq!(handle.state(), serde_json::to_value(before).unwrap());
-                        continue;
-                    };
-                    InputOwned::Settings(s)
-                }
-            };
-            let got = handle.feed(&owned);
-            let input = owned.as_input(&marked).unwrap();
-            let mut kept = None;
-            let want = native.handle(input).map(|outputs| {
-                let marks = outputs
-                    .iter()
-                    .any(|o| matches!(o, autoretry::Output::MarkUsageLimit { .. }));
-                if let (Input::AgentEnd { message, .. }, true) = (input, marks) {
-                    kept = Some(message.error_message.unwrap_or("").to_owned());
-                }
-                serde_json::to_string(handle.host_outputs(outputs).as_slice()).unwrap()
-            });
-            if let Some(text) = kept {
-                marked = text;
-            }
-            match (&got, &want) {
-                (Ok(got), Ok(want)) => prop_assert_eq!(got, want, "step {}: {:?}", k, step),
-                (Err(code), Err(_)) => prop_assert_eq!(*code, ERR_REFUSED, "step {}", k),
-                _ => prop_assert!(false, "step {} {:?}: module {:?}, library {:?}", k, step, got, want),
-            }
-            prop_assert_eq!(handle.state(), serde_json::to_value(native.state()).unwrap(), "step {}", k);
-        }
+        same_as_the_library(&create, context_window, credential_store, seed, &steps, None)?;
     }
+
+    /// The same with the example rules lent to the module's machine
+    /// (`autoretry_rules_load`) and applied to the library's inputs
+    /// (`Rules::apply_input`): the module applies them as the library does.
+    #[cfg(feature = "rules")]
+    #[test]
+    fn rules_over_the_c_abi_answer_as_the_library(
+        create in settings_args(),
+        context_window in prop_oneof![Just(0u64), Just(1000)],
+        credential_store in any::<bool>(),
+        seed in any::<u64>(),
+        steps in proptest::collection::vec(step(), 1..24),
+    ) {
+        same_as_the_library(&create, context_window, credential_store, seed, &steps, Some(RULES_BLOB))?;
+    }
+}
+
+/// The compiled example rules, as `autoretry rules compile` writes them.
+#[cfg(feature = "rules")]
+pub(crate) static RULES_BLOB: &[u8] = autoretry::include_rules!("../rules/example.bin");
+
+/// Creates a machine with `create` through `autoretry_new_ex` and the
+/// library's, lends the module's `rules` (and applies them to the library's
+/// inputs), feeds both `steps`, and compares every output and state.
+fn same_as_the_library(
+    create: &SettingsArgs,
+    context_window: u64,
+    credential_store: bool,
+    seed: u64,
+    steps: &[Step],
+    rules: Option<&'static [u8]>,
+) -> Result<(), TestCaseError> {
+    let _turn = turn();
+    let h = autoretry_new_ex(
+        create.profile,
+        u32::from(create.enabled),
+        create.max_retries,
+        create.base_delay_ms,
+        create.max_delay_ms,
+        create.backoff_cap_ms,
+        create.jitter_pct,
+        u32::from(create.honor_hints),
+        create.classifier,
+        context_window,
+        u32::from(credential_store),
+        seed,
+    );
+    let Some(settings) = create.settings() else {
+        prop_assert_eq!(h, ERR_SETTINGS);
+        return Ok(());
+    };
+    prop_assert!(h >= 0, "autoretry_new_ex: {}", h);
+    let handle = Handle(h, Api::Ex);
+    #[cfg(feature = "rules")]
+    let rules = rules.map(|blob| {
+        // SAFETY: a static: valid and never written.
+        let loaded = unsafe { autoretry_rules_load(h, blob.as_ptr(), blob.len() as u32) };
+        assert_eq!(loaded, 0, "autoretry_rules_load");
+        autoretry::rules::Rules::from_bytes(blob).unwrap()
+    });
+    #[cfg(not(feature = "rules"))]
+    assert!(rules.is_none(), "rules need feature `rules`");
+    let host = HostOptions::DEFAULT
+        .with_context_window(context_window)
+        .with_credential_store(credential_store)
+        .with_seed(seed);
+    let mut native = Machine::new(settings, host);
+    let mut marked = String::new();
+    let mut out = vec![0u8; OUT_BUFFER_LEN];
+    let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
+    for (k, step) in steps.iter().enumerate() {
+        let owned = match step {
+            Step::Message { agent_end, stop, text, usage, should_retry, retry_after_ms, now_ms } => {
+                let message = MessageOwned {
+                    stop_reason: *stop,
+                    error_message: text.map(|t| TEXTS[t].to_owned()),
+                    usage: *usage,
+                    should_retry: *should_retry,
+                    retry_after_ms: *retry_after_ms,
+                };
+                if *agent_end {
+                    InputOwned::AgentEnd { message, now_ms: *now_ms }
+                } else {
+                    InputOwned::MessageEnd { message }
+                }
+            }
+            Step::FirePending => InputOwned::TimerFired {
+                timer: native.pending_timer().map_or(1, |t| t.get()),
+            },
+            Step::Marked(switched) => InputOwned::UsageLimitMarked { switched: *switched },
+            Step::AbortRetry => InputOwned::AbortRetry,
+            Step::Abort => InputOwned::Abort,
+            Step::SetAutoRetry(enabled) => InputOwned::SetAutoRetry { enabled: *enabled },
+            Step::Settings(args) => {
+                let Some(s) = args.settings() else {
+                    let before = native.state();
+                    // SAFETY: `out` is live and `cap` bytes long.
+                    let n = unsafe {
+                        autoretry_settings_ex(
+                            h, args.profile, u32::from(args.enabled), args.max_retries,
+                            args.base_delay_ms, args.max_delay_ms, args.backoff_cap_ms,
+                            args.jitter_pct, u32::from(args.honor_hints), args.classifier, o, cap,
+                        )
+                    };
+                    prop_assert_eq!(n, ERR_SETTINGS, "step {}", k);
+                    prop_assert_eq!(handle.state(), serde_json::to_value(before).unwrap());
+                    continue;
+                };
+                InputOwned::Settings(s)
+            }
+        };
+        let got = handle.feed(&owned);
+        let input = owned.as_input(&marked).unwrap();
+        #[cfg(feature = "rules")]
+        let input = rules.as_ref().map_or(input, |rules| rules.apply_input(input));
+        let mut kept = None;
+        let want = native.handle(input).map(|outputs| {
+            let marks = outputs
+                .iter()
+                .any(|o| matches!(o, autoretry::Output::MarkUsageLimit { .. }));
+            if let (Input::AgentEnd { message, .. }, true) = (input, marks) {
+                kept = Some(message.error_message.unwrap_or("").to_owned());
+            }
+            serde_json::to_string(handle.host_outputs(outputs).as_slice()).unwrap()
+        });
+        if let Some(text) = kept {
+            marked = text;
+        }
+        match (&got, &want) {
+            (Ok(got), Ok(want)) => prop_assert_eq!(got, want, "step {}: {:?}", k, step),
+            (Err(code), Err(_)) => prop_assert_eq!(*code, ERR_REFUSED, "step {}", k),
+            _ => prop_assert!(false, "step {} {:?}: module {:?}, library {:?}", k, step, got, want),
+        }
+        prop_assert_eq!(handle.state(), serde_json::to_value(native.state()).unwrap(), "step {}", k);
+    }
+    Ok(())
 }

@@ -14,10 +14,10 @@ use crate::ffi::{host_timer, turn};
 use autoretry::host::ffi::*;
 
 /// A live machine, made with the §4 entry point, freed on drop.
-struct Machine(i32);
+pub(crate) struct Machine(pub(crate) i32);
 
 impl Machine {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let h = autoretry_new(1, 3, 2000, 0, 1);
         assert!(h >= 0, "autoretry_new: {h}");
         Machine(h)
@@ -36,7 +36,7 @@ fn buffer() -> Vec<u8> {
 }
 
 /// `agent_end` with an error text; `Ok(json)` or the error code.
-fn agent_end(h: i32, text: &str) -> Result<String, i32> {
+pub(crate) fn agent_end(h: i32, text: &str) -> Result<String, i32> {
     let mut out = buffer();
     // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
     let n = unsafe {
@@ -73,7 +73,7 @@ fn written(out: &[u8], n: i32) -> Result<String, i32> {
 
 /// Everything a failed call must leave as it was: each machine's state and
 /// pending timer.
-fn snapshot(handles: &[i32]) -> Vec<(String, u64)> {
+pub(crate) fn snapshot(handles: &[i32]) -> Vec<(String, u64)> {
     handles
         .iter()
         .map(|&h| {
@@ -91,7 +91,7 @@ fn snapshot(handles: &[i32]) -> Vec<(String, u64)> {
 /// # Safety
 ///
 /// `(out, cap)` valid for writes, or one the module refuses before writing.
-unsafe fn every_output_call(h: i32, out: *mut u8, cap: u32) -> Vec<(&'static str, i32)> {
+pub(crate) unsafe fn every_output_call(h: i32, out: *mut u8, cap: u32) -> Vec<(&'static str, i32)> {
     let text = autoretry_text_buffer();
     // SAFETY: the text buffer is MAX_TEXT bytes long; this thread alone
     // uses it (`turn`).

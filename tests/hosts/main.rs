@@ -8,5 +8,6 @@ mod common;
 mod embassy;
 mod ffi;
 mod ffi_hostile;
+mod ffi_rules;
 mod sidecar;
 mod tokio;
