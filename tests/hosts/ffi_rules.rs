@@ -59,9 +59,20 @@ impl Copy {
         }
     }
 
+    /// The copy, to change before it is lent.
     fn bytes(&mut self) -> &mut [u8] {
         let (shift, len) = (self.shift, self.len);
         &mut bytes_mut(&mut self.words)[shift..shift + len]
+    }
+
+    /// The copy, to lend: shared, so it stays valid while the module
+    /// holds it (a `&mut` would not, by Rust's aliasing rules).
+    fn shared(&self) -> &[u8] {
+        // SAFETY: `shift + len` bytes of the `u32`s' own memory, borrowed
+        // from `words` for the slice's life; any byte is a valid `u8`.
+        unsafe {
+            std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>().add(self.shift), self.len)
+        }
     }
 }
 
@@ -108,9 +119,7 @@ fn abi_rules_steer_the_machine_in_both_forms() {
         // SAFETY: `input` and `out` are live; `out` holds 8 outputs.
         let n = unsafe { autoretry_handle_c(m.0, &input, out.as_mut_ptr(), 8) };
         assert!(n >= 0, "autoretry_handle_c: {n}");
-        let retried = out[..n as usize]
-            .iter()
-            .any(|o| o.kind == OUTPUT_START);
+        let retried = out[..n as usize].iter().any(|o| o.kind == OUTPUT_START);
         if retried {
             let mut out = vec![0u8; OUT_BUFFER_LEN];
             // SAFETY: `out` is live and of the given length.
@@ -146,7 +155,11 @@ fn abi_bad_blobs_have_their_codes_and_change_nothing() {
     padded.len += 1;
     let cases: [(&str, &[u8], i32); 8] = [
         ("no bytes", &[], ERR_RULES_FOREIGN),
-        ("a rules file, not a blob", br#"{"retry":["x"]}"#, ERR_RULES_FOREIGN),
+        (
+            "a rules file, not a blob",
+            br#"{"retry":["x"]}"#,
+            ERR_RULES_FOREIGN,
+        ),
         ("another format version", version.bytes(), ERR_RULES_FOREIGN),
         ("the other byte order", endian.bytes(), ERR_RULES_FOREIGN),
         ("truncated", &RULES_BLOB[..n - 1], ERR_RULES_LENGTH),
@@ -200,14 +213,14 @@ fn abi_a_dense_blob_needs_its_alignment() {
         .unwrap();
     let _turn = turn();
     let m = Machine::new();
-    let mut aligned = Copy::new(&dense, 0, 0);
-    let mut off = Copy::new(&dense, 1, 0);
-    let mut sparse_off = Copy::new(RULES_BLOB, 3, 0);
-    assert_eq!(load(m.0, off.bytes()), ERR_RULES_MISALIGNED);
+    let aligned = Copy::new(&dense, 0, 0);
+    let off = Copy::new(&dense, 1, 0);
+    let sparse_off = Copy::new(RULES_BLOB, 3, 0);
+    assert_eq!(load(m.0, off.shared()), ERR_RULES_MISALIGNED);
     assert!(retried(m.0, BILLING));
-    assert_eq!(load(m.0, aligned.bytes()), 0);
+    assert_eq!(load(m.0, aligned.shared()), 0);
     assert!(!retried(m.0, BILLING) && retried(m.0, STALLED));
-    assert_eq!(load(m.0, sparse_off.bytes()), 0);
+    assert_eq!(load(m.0, sparse_off.shared()), 0);
     assert!(!retried(m.0, BILLING) && retried(m.0, STALLED));
     assert_eq!(autoretry_rules_clear(m.0), 0);
 }
@@ -219,12 +232,12 @@ fn abi_a_dense_blob_needs_its_alignment() {
 #[test]
 fn abi_a_loaded_blob_is_never_written_over() {
     let _turn = turn();
-    let mut blob = Copy::new(RULES_BLOB, 0, 16);
-    let (ptr, len) = (blob.bytes().as_mut_ptr(), blob.len);
+    let blob = Copy::new(RULES_BLOB, 0, 16);
+    let (ptr, len) = (blob.shared().as_ptr().cast_mut(), blob.len);
     let a = Machine::new();
     let b = Machine::new();
-    assert_eq!(load(a.0, blob.bytes()), 0);
-    assert_eq!(load(b.0, blob.bytes()), 0);
+    assert_eq!(load(a.0, blob.shared()), 0);
+    assert_eq!(load(b.0, blob.shared()), 0);
     assert!(!retried(a.0, BILLING) && !retried(b.0, BILLING));
 
     let before = snapshot(&[a.0, b.0]);
