@@ -57,7 +57,9 @@
 // A buffer (a text or `out`) the module will not touch: its end wraps
 // around the address space, it runs past the end of an exchange buffer
 // it starts in or overlaps, or it overlaps the module's own data (the
-// pool, the kept texts). On WebAssembly also a buffer past the end of the
+// pool, the kept texts); a buffer the module writes that overlaps a rules
+// blob a machine holds; a rules blob that overlaps an exchange buffer
+// (feature `rules`). On WebAssembly also a buffer past the end of the
 // module's memory, or below `__heap_base` (the stack, the constants and
 // every static) other than within an exchange buffer. Nothing changed.
 #define AUTORETRY_ERR_BUFFER -9
@@ -166,6 +168,25 @@
 // `Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs
 // ({max_delay_ms}ms). Original error: {text}`.
 #define AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG 2
+
+// The bytes are not a compiled rules blob, or one of another format
+// version or byte order ([`RulesError::Foreign`], [`RulesError::Version`],
+// [`RulesError::Endian`]). Nothing changed.
+#define AUTORETRY_ERR_RULES_FOREIGN -10
+
+// The blob is shorter or longer than its header says: a truncated or
+// padded file ([`RulesError::Truncated`], [`RulesError::TrailingBytes`]).
+// Nothing changed.
+#define AUTORETRY_ERR_RULES_LENGTH -11
+
+// The blob holds a dense DFA and does not start at a 4-byte aligned
+// address ([`RulesError::Misaligned`]). Nothing changed.
+#define AUTORETRY_ERR_RULES_MISALIGNED -12
+
+// The blob is damaged: a header field, its checksum, its rule counts, or
+// a DFA that regex-automata refuses ([`RulesError::Corrupt`],
+// [`RulesError::Dfa`]). Nothing changed.
+#define AUTORETRY_ERR_RULES_CORRUPT -13
 
 // The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
 // of [`autoretry_new_ex`](super::autoretry_new_ex), same codes and ranges.
@@ -828,6 +849,68 @@ int32_t autoretry_state_c(int32_t handle, struct autoretry_retry_state *out);
 // ```
 int32_t autoretry_settings_defaults(uint32_t profile,
                                     struct autoretry_retry_settings *out);
+
+// Lends the machine of `handle` the compiled rules blob `(blob,
+// blob_len)`, in place of any it held: from the next input on, a
+// `message_end` or `agent_end` whose message has an error text and no
+// `shouldRetry` gets the rules' verdict as its `shouldRetry` (the
+// built-in classifier and the overflow rule still apply, spec §10.2).
+//
+// Returns 0, or an error code, and then nothing changed (the machine
+// keeps the rules it had): [`ERR_HANDLE`]; [`ERR_ARG`](super::ERR_ARG)
+// (a null `blob` with a length); [`ERR_BUFFER`](super::ERR_BUFFER) (a
+// range the module will not read, as for any buffer, or one that overlaps
+// an exchange buffer); [`ERR_RULES_FOREIGN`], [`ERR_RULES_LENGTH`],
+// [`ERR_RULES_MISALIGNED`], [`ERR_RULES_CORRUPT`] (the blob, checked as
+// [`Rules::from_bytes`] checks it).
+//
+// While a machine holds a blob, no call may write over it: an `out`
+// buffer that overlaps it is refused with `ERR_BUFFER`.
+//
+// # Safety
+//
+// `blob` must be valid for reads of `blob_len` bytes and stay so,
+// neither written nor freed, until the machine's rules are cleared
+// ([`autoretry_rules_clear`]) or replaced, or the machine is freed. One
+// blob may be lent to several machines.
+//
+// ```
+// use autoretry::host::ffi::*;
+// static BLOB: &[u8] = autoretry::include_rules!("../../../tests/rules/example.bin");
+// let h = autoretry_new(1, 3, 2000, 0, 0);
+// // SAFETY: `BLOB` is a static: valid, and never written.
+// assert_eq!(unsafe { autoretry_rules_load(h, BLOB.as_ptr(), BLOB.len() as u32) }, 0);
+// // A `never` rule: the 503 of a billing error is not retried.
+// let text = "503 billing: insufficient funds";
+// let mut out = [0u8; 512];
+// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
+// let n = unsafe {
+//     autoretry_agent_end(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32)
+// };
+// // No retry chain: the turn ends as any error that is not retried.
+// assert_eq!(&out[..n as usize], br#"[{"type":"check_compaction"}]"#);
+// // A truncated blob is refused, and the machine keeps its rules.
+// // SAFETY: as above.
+// assert_eq!(unsafe { autoretry_rules_load(h, BLOB.as_ptr(), 100) }, ERR_RULES_LENGTH);
+// assert_eq!(autoretry_free(h), 0);
+// ```
+int32_t autoretry_rules_load(int32_t handle,
+                             const uint8_t *blob,
+                             uint32_t blob_len);
+
+// Takes the rules of the machine of `handle` away (if it held any): its
+// messages are classified by the patterns alone again, and the host may
+// reuse the blob's memory. Returns 0 or [`ERR_HANDLE`]. Freeing a machine
+// clears its rules too.
+//
+// ```
+// use autoretry::host::ffi::*;
+// let h = autoretry_new(1, 3, 2000, 0, 0);
+// assert_eq!(autoretry_rules_clear(h), 0);
+// autoretry_free(h);
+// assert_eq!(autoretry_rules_clear(h), ERR_HANDLE);
+// ```
+int32_t autoretry_rules_clear(int32_t handle);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -70,7 +70,6 @@ fn code(error: &RulesError) -> i32 {
 ///
 /// ```
 /// use autoretry::host::ffi::*;
-/// use autoretry::rules::Aligned;
 /// static BLOB: &[u8] = autoretry::include_rules!("../../../tests/rules/example.bin");
 /// let h = autoretry_new(1, 3, 2000, 0, 0);
 /// // SAFETY: `BLOB` is a static: valid, and never written.
