@@ -1150,7 +1150,15 @@ fn same_as_the_library(
     let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
     for (k, step) in steps.iter().enumerate() {
         let owned = match step {
-            Step::Message { agent_end, stop, text, usage, should_retry, retry_after_ms, now_ms } => {
+            Step::Message {
+                agent_end,
+                stop,
+                text,
+                usage,
+                should_retry,
+                retry_after_ms,
+                now_ms,
+            } => {
                 let message = MessageOwned {
                     stop_reason: *stop,
                     error_message: text.map(|t| TEXTS[t].to_owned()),
@@ -1159,7 +1167,10 @@ fn same_as_the_library(
                     retry_after_ms: *retry_after_ms,
                 };
                 if *agent_end {
-                    InputOwned::AgentEnd { message, now_ms: *now_ms }
+                    InputOwned::AgentEnd {
+                        message,
+                        now_ms: *now_ms,
+                    }
                 } else {
                     InputOwned::MessageEnd { message }
                 }
@@ -1167,7 +1178,9 @@ fn same_as_the_library(
             Step::FirePending => InputOwned::TimerFired {
                 timer: native.pending_timer().map_or(1, |t| t.get()),
             },
-            Step::Marked(switched) => InputOwned::UsageLimitMarked { switched: *switched },
+            Step::Marked(switched) => InputOwned::UsageLimitMarked {
+                switched: *switched,
+            },
             Step::AbortRetry => InputOwned::AbortRetry,
             Step::Abort => InputOwned::Abort,
             Step::SetAutoRetry(enabled) => InputOwned::SetAutoRetry { enabled: *enabled },
@@ -1177,9 +1190,18 @@ fn same_as_the_library(
                     // SAFETY: `out` is live and `cap` bytes long.
                     let n = unsafe {
                         autoretry_settings_ex(
-                            h, args.profile, u32::from(args.enabled), args.max_retries,
-                            args.base_delay_ms, args.max_delay_ms, args.backoff_cap_ms,
-                            args.jitter_pct, u32::from(args.honor_hints), args.classifier, o, cap,
+                            h,
+                            args.profile,
+                            u32::from(args.enabled),
+                            args.max_retries,
+                            args.base_delay_ms,
+                            args.max_delay_ms,
+                            args.backoff_cap_ms,
+                            args.jitter_pct,
+                            u32::from(args.honor_hints),
+                            args.classifier,
+                            o,
+                            cap,
                         )
                     };
                     prop_assert_eq!(n, ERR_SETTINGS, "step {}", k);
@@ -1192,7 +1214,9 @@ fn same_as_the_library(
         let got = handle.feed(&owned);
         let input = owned.as_input(&marked).unwrap();
         #[cfg(feature = "rules")]
-        let input = rules.as_ref().map_or(input, |rules| rules.apply_input(input));
+        let input = rules
+            .as_ref()
+            .map_or(input, |rules| rules.apply_input(input));
         let mut kept = None;
         let want = native.handle(input).map(|outputs| {
             let marks = outputs
@@ -1209,9 +1233,21 @@ fn same_as_the_library(
         match (&got, &want) {
             (Ok(got), Ok(want)) => prop_assert_eq!(got, want, "step {}: {:?}", k, step),
             (Err(code), Err(_)) => prop_assert_eq!(*code, ERR_REFUSED, "step {}", k),
-            _ => prop_assert!(false, "step {} {:?}: module {:?}, library {:?}", k, step, got, want),
+            _ => prop_assert!(
+                false,
+                "step {} {:?}: module {:?}, library {:?}",
+                k,
+                step,
+                got,
+                want
+            ),
         }
-        prop_assert_eq!(handle.state(), serde_json::to_value(native.state()).unwrap(), "step {}", k);
+        prop_assert_eq!(
+            handle.state(),
+            serde_json::to_value(native.state()).unwrap(),
+            "step {}",
+            k
+        );
     }
     Ok(())
 }
