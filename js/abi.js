@@ -24,6 +24,14 @@ export const ERR_OUT_TOO_SMALL = -7;
 export const ERR_SETTINGS = -8;
 /** A buffer the module will not touch (past its memory, wrapping, or over its own data); nothing changed. */
 export const ERR_BUFFER = -9;
+/** Not a compiled rules blob, or one of another format version or byte order; nothing changed. */
+export const ERR_RULES_FOREIGN = -10;
+/** The rules blob is shorter or longer than its header says (truncated or padded); nothing changed. */
+export const ERR_RULES_LENGTH = -11;
+/** The rules blob holds a dense DFA and does not start at a 4-byte aligned address; nothing changed. */
+export const ERR_RULES_MISALIGNED = -12;
+/** The rules blob is damaged (a header field, its checksum, its rule counts or its DFA); nothing changed. */
+export const ERR_RULES_CORRUPT = -13;
 
 /** `stopReason` codes. */
 export const STOP_STOP = 0;
@@ -59,6 +67,10 @@ export const ERROR_NAMES = Object.freeze({
   [ERR_OUT_TOO_SMALL]: "ERR_OUT_TOO_SMALL",
   [ERR_SETTINGS]: "ERR_SETTINGS",
   [ERR_BUFFER]: "ERR_BUFFER",
+  [ERR_RULES_FOREIGN]: "ERR_RULES_FOREIGN",
+  [ERR_RULES_LENGTH]: "ERR_RULES_LENGTH",
+  [ERR_RULES_MISALIGNED]: "ERR_RULES_MISALIGNED",
+  [ERR_RULES_CORRUPT]: "ERR_RULES_CORRUPT",
 });
 
 const flag = (b) => (b ? 1 : 0);
@@ -77,6 +89,13 @@ export class Abi {
     this.maxText = x.autoretry_max_text();
     this.outPtr = x.autoretry_out_buffer();
     this.outLen = x.autoretry_out_buffer_len();
+    /** Whether the module loads rules blobs (`autoretry-rules.wasm`, feature `rules`). */
+    this.hasRules = typeof x.autoretry_rules_load === "function";
+  }
+
+  /** The module's memory (grown by `memory.grow` for rules blobs). */
+  get memory() {
+    return this.x.memory;
   }
 
   /** The outputs' (or state's) JSON of a non-negative result. */
@@ -147,6 +166,15 @@ export class Abi {
 
   setAutoRetry(h, enabled) {
     return this.x.autoretry_set_auto_retry(h, flag(enabled), this.outPtr, this.outLen);
+  }
+
+  /** Lends machine `h` the rules blob at `[ptr, ptr + len)` of the memory. */
+  rulesLoad(h, ptr, len) {
+    return this.x.autoretry_rules_load(h, ptr, len);
+  }
+
+  rulesClear(h) {
+    return this.x.autoretry_rules_clear(h);
   }
 
   settings(h, s) {

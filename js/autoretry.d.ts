@@ -82,7 +82,12 @@ export class AutoretryModule {
   private constructor();
   /** The longest `errorMessage` the module takes, in UTF-8 bytes. */
   readonly maxText: number;
+  /** Whether its machines can load rules (`autoretry-rules.wasm`). */
+  readonly hasRules: boolean;
 }
+
+/** The module that loads your own rules, `autoretry-rules.wasm` next to the wrapper. */
+export const RULES_WASM_URL: URL;
 
 /**
  * Instantiates the module from bytes, a `WebAssembly.Module`, a `Response`
@@ -100,6 +105,15 @@ export class Machine {
   state(): RetryState;
   /** The pending backoff timer's id, or null. */
   pendingTimer(): U64 | null;
+  /**
+   * Lends the machine a compiled rules blob (`autoretry rules compile`),
+   * copied into the module's memory. Throws ERR_RULES_FOREIGN,
+   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT (the machine keeps the rules it
+   * had), or ERR_ARG on a module without rules.
+   */
+  loadRules(bytes: Uint8Array | ArrayBuffer): void;
+  /** Takes the machine's rules away, if it had any. */
+  clearRules(): void;
   /** Releases the machine's slot; using it after throws ERR_HANDLE. */
   free(): void;
 }
@@ -127,6 +141,10 @@ export const ERR_ARG: -6;
 export const ERR_OUT_TOO_SMALL: -7;
 export const ERR_SETTINGS: -8;
 export const ERR_BUFFER: -9;
+export const ERR_RULES_FOREIGN: -10;
+export const ERR_RULES_LENGTH: -11;
+export const ERR_RULES_MISALIGNED: -12;
+export const ERR_RULES_CORRUPT: -13;
 export const ERROR_NAMES: Readonly<Record<number, string>>;
 
 export const STOP_STOP: 0;

@@ -17,12 +17,17 @@ import {
   ERR_HANDLE,
   ERR_POOL_FULL,
   ERR_REFUSED,
+  ERR_RULES_CORRUPT,
+  ERR_RULES_FOREIGN,
+  ERR_RULES_LENGTH,
+  ERR_RULES_MISALIGNED,
   ERR_SETTINGS,
   ERR_TEXT_LEN,
   ERR_UTF8,
   PROFILES,
   STOP_REASONS,
 } from "./abi.js";
+import { Blobs } from "./blobs.js";
 import { parseJson } from "./json.js";
 
 export * from "./abi.js";
@@ -184,13 +189,34 @@ export class AutoretryModule {
   constructor(instance) {
     /** @internal */
     this.abi = new Abi(instance);
+    /** @internal The rules blobs machines hold, in the module's memory. */
+    this.blobs = new Blobs(this.abi.memory);
   }
 
   /** The longest `errorMessage` the module takes, in UTF-8 bytes. */
   get maxText() {
     return this.abi.maxText;
   }
+
+  /** Whether machines of this module can load rules (`autoretry-rules.wasm`). */
+  get hasRules() {
+    return this.abi.hasRules;
+  }
 }
+
+/**
+ * The URL of the module that loads your own rules, `autoretry-rules.wasm`
+ * next to this file: `load(RULES_WASM_URL)`.
+ */
+export const RULES_WASM_URL = new URL("./autoretry-rules.wasm", import.meta.url);
+
+// What each refusal of a rules blob means.
+const RULES_REFUSALS = {
+  [ERR_RULES_FOREIGN]: "not a compiled rules blob (`autoretry rules compile`), or one of another format version or byte order",
+  [ERR_RULES_LENGTH]: "the blob is shorter or longer than its header says (truncated or padded)",
+  [ERR_RULES_MISALIGNED]: "a dense DFA not at a 4-byte aligned address",
+  [ERR_RULES_CORRUPT]: "the blob is damaged (a header field, its checksum, its rule counts or its DFA)",
+};
 
 /**
  * Instantiates the module. `source` is the `.wasm` as bytes, a
@@ -216,14 +242,19 @@ export async function load(source = new URL("./autoretry.wasm", import.meta.url)
   return new AutoretryModule(instance);
 }
 
-// Frees the slot of a machine that was dropped without `free()`.
-const slots = new FinalizationRegistry(({ abi, handle }) => abi.free(handle));
+// Frees the slot of a machine that was dropped without `free()`, and its
+// hold on a rules blob.
+const slots = new FinalizationRegistry(({ module, handle }) => {
+  module.abi.free(handle);
+  module.blobs.release(handle);
+});
 
 /**
  * One retry machine. Feed it every input of the agent in order and carry out
  * every output of an input before the next (the drain rule).
  */
 export class Machine {
+  #module;
   #abi;
   #handle;
 
@@ -240,9 +271,10 @@ export class Machine {
     const handle = module.abi.create(s, h);
     if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every machine of the module is in use: free() one first");
     if (handle < 0) throw new AutoretryError(handle, `creating the machine failed: ${ERROR_NAMES[handle] ?? handle}`);
+    this.#module = module;
     this.#abi = module.abi;
     this.#handle = handle;
-    slots.register(this, { abi: module.abi, handle }, this);
+    slots.register(this, { module, handle }, this);
   }
 
   #live() {
@@ -324,10 +356,58 @@ export class Machine {
     return id <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : id;
   }
 
-  /** Releases the machine's slot in the module; using it after is an error. */
+  /**
+   * Lends the machine your own rules: a blob of `autoretry rules compile`.
+   * From the next input on, a message with an error text and no
+   * `shouldRetry` gets the rules' verdict as its `shouldRetry` (a `never`
+   * rule: false, else a `retry` rule: true, else none); the classifier and
+   * the overflow rule still apply (spec §10.2). Replaces the rules the
+   * machine had.
+   *
+   * The bytes are copied into the module's memory (grown for them; machines
+   * that load the same bytes share one copy) and validated there once. A
+   * refused blob throws ERR_RULES_FOREIGN, ERR_RULES_LENGTH or
+   * ERR_RULES_CORRUPT, and the machine keeps the rules it had. A module
+   * without rules (`autoretry.wasm`) throws ERR_ARG: load
+   * `autoretry-rules.wasm` (`RULES_WASM_URL`).
+   * @param {Uint8Array | ArrayBuffer} bytes
+   */
+  loadRules(bytes) {
+    const h = this.#live();
+    if (!this.#abi.hasRules) {
+      throw new AutoretryError(ERR_ARG, "loadRules: this module has no rules loader: load autoretry-rules.wasm (RULES_WASM_URL) instead of autoretry.wasm");
+    }
+    if (!(bytes instanceof Uint8Array || bytes instanceof ArrayBuffer)) {
+      throw new AutoretryError(ERR_ARG, `loadRules: expected the blob as a Uint8Array or an ArrayBuffer, found ${describe(bytes)}`);
+    }
+    const blobs = this.#module.blobs;
+    // A copy: the caller's bytes may change, or be a view that growing the memory detaches.
+    const place = blobs.place(new Uint8Array(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes));
+    const n = this.#abi.rulesLoad(h, place.start, place.length);
+    if (n !== 0) {
+      const why = RULES_REFUSALS[n] ?? `the module returned ${ERROR_NAMES[n] ?? n}`;
+      throw new AutoretryError(n, `loadRules: ${why}; the machine keeps the rules it had`);
+    }
+    blobs.hold(place, h);
+  }
+
+  /**
+   * Takes the machine's rules away (if it had any): the classifier alone
+   * decides again. A module without rules has none to take.
+   */
+  clearRules() {
+    const h = this.#live();
+    if (!this.#abi.hasRules) return;
+    const n = this.#abi.rulesClear(h);
+    if (n !== 0) throw new AutoretryError(n, `clearRules: the module returned ${ERROR_NAMES[n] ?? n}`);
+    this.#module.blobs.release(h);
+  }
+
+  /** Releases the machine's slot in the module (and its rules); using it after is an error. */
   free() {
     if (this.#handle < 0) return;
     this.#abi.free(this.#handle);
+    this.#module.blobs.release(this.#handle);
     slots.unregister(this);
     this.#handle = -1;
   }

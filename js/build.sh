@@ -1,9 +1,13 @@
 #!/usr/bin/env sh
-# Builds the WebAssembly module (the crate's core with its C ABI, features
-# `ffi` and `extended`, for wasm32-unknown-unknown) and copies it next to
-# the wrapper as `autoretry.wasm`. Needs the Rust toolchain (rustup).
+# Builds the two WebAssembly modules (the crate's core with its C ABI, for
+# wasm32-unknown-unknown) and copies them next to the wrapper:
+# `autoretry.wasm` (features `ffi`, `extended`) and `autoretry-rules.wasm`
+# (`rules` too: `Machine.loadRules`). Needs the Rust toolchain (rustup).
 set -eu
 cd "$(dirname "$0")"
-wasm=$(../tests/wasm/build.sh)
-cp "../$wasm" autoretry.wasm
-echo "js/autoretry.wasm: $(wc -c < autoretry.wasm) bytes"
+for flavour in default rules; do
+    wasm=$(../tests/wasm/build.sh "$flavour")
+    name=$(basename "$wasm")
+    cp "../$wasm" "$name"
+    echo "js/$name: $(wc -c < "$name") bytes"
+done

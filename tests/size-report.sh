@@ -9,7 +9,8 @@
 #   the same again with the core's feature `extended` (the extended
 #   classifier and the modern profile), reported apart;
 # - the size of the WebAssembly module (features `ffi` and `extended`), with
-#   its code and data sections.
+#   its code and data sections; the same for the module with the rules
+#   loader (`rules` too, `autoretry-rules.wasm`), which has no goal.
 #
 # Goals, reported against (not asserted): the classic core + classifier
 # <= 48 KiB of flash; .wasm <= 64 KiB. ELF and wasm headers are read with python3, so no
@@ -25,8 +26,9 @@ cp "$elf/footprint" "$elf/footprint-extended"
 cp "$elf/footprint" "$elf/footprint-serde"
 (cd tests/firmware && cargo build --quiet --release --bin footprint --bin baseline)
 wasm=$(tests/wasm/build.sh)
+rules_wasm=$(tests/wasm/build.sh rules)
 
-python3 - "$elf/footprint" "$elf/baseline" "$wasm" "$elf/footprint-extended" "$elf/footprint-serde" <<'PY'
+python3 - "$elf/footprint" "$elf/baseline" "$wasm" "$elf/footprint-extended" "$elf/footprint-serde" "$rules_wasm" <<'PY'
 import struct
 import sys
 
@@ -120,6 +122,9 @@ serde_core = flash(with_serde) - flash(baseline)
 print(f"  the same with feature serde on (the program decodes nothing, so only what the core links): {serde_core} bytes ({kib(serde_core)}; {serde_core - core:+} bytes), .data {with_serde.get('.data', 0) - baseline.get('.data', 0)} bytes")
 print(f"  wasm32-unknown-unknown (features ffi, extended), .wasm: {total} bytes ({kib(total)}; goal <= 64 KiB: {'met' if total <= 64 * 1024 else 'NOT met'})")
 print(f"    code section {sections.get(10, 0)} bytes, data section {sections.get(11, 0)} bytes")
+rules_total, rules_sections = wasm_sections(sys.argv[6])
+print(f"  the module with the rules loader (features ffi, extended, rules), autoretry-rules.wasm, {rules_total} bytes ({kib(rules_total)}; {rules_total - total:+} bytes; no goal)")
+print(f"    code section {rules_sections.get(10, 0)} bytes, data section {rules_sections.get(11, 0)} bytes")
 PY
 
 # Your own rules (feature `rules`): the firmware's `rules_footprint` (the

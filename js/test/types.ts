@@ -1,6 +1,6 @@
 // The types in use: CI compiles this file with `tsc --noEmit --strict`
 // (it is not run). A mistake in autoretry.d.ts, or in this use of it, fails.
-import { AutoretryError, ERR_REFUSED, Machine, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
+import { AutoretryError, ERR_REFUSED, ERR_RULES_LENGTH, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
 import type { Event, Input, Output, RetryState } from "../autoretry.js";
 
 const machine = new Machine(await load(), { settings: { profile: "modern", baseDelayMs: 2000, maxRetries: 3n }, host: { seed: 42n } });
@@ -23,3 +23,16 @@ const state: RetryState = machine.state();
 const pending: number | bigint | null = machine.pendingTimer();
 console.log(state.retryAttempt, pending, STOP_ERROR, stringifyJson(parseJson("[1]")));
 machine.free();
+
+// Your own rules: the other module.
+const withRules = await load(RULES_WASM_URL);
+const ruled = new Machine(withRules);
+if (withRules.hasRules) {
+  try {
+    ruled.loadRules(new Uint8Array(await (await fetch("rules.bin")).arrayBuffer()));
+  } catch (e) {
+    if (e instanceof AutoretryError && e.code === ERR_RULES_LENGTH) console.log("a truncated blob");
+  }
+  ruled.clearRules();
+}
+ruled.free();

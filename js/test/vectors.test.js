@@ -2,15 +2,19 @@
 // tests/vectors/options/*.jsonl, the options of section 10) through the
 // wrapper: outputs, state, refusals and the events' key order.
 //
-// The module: $AUTORETRY_WASM, else js/autoretry.wasm (`sh js/build.sh`).
+// The modules: $AUTORETRY_WASM, else both js/autoretry.wasm and
+// js/autoretry-rules.wasm (`sh js/build.sh`), the latter with no rules
+// loaded: it must behave as the former.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { AutoretryError, ERR_REFUSED, ERR_SETTINGS, Machine, load, parseJson } from "../autoretry.js";
 
-const wasm = process.env.AUTORETRY_WASM ?? new URL("../autoretry.wasm", import.meta.url).pathname;
-if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
+const wasms = process.env.AUTORETRY_WASM ? [process.env.AUTORETRY_WASM] : ["autoretry.wasm", "autoretry-rules.wasm"].map((f) => new URL(`../${f}`, import.meta.url).pathname);
+for (const wasm of wasms) {
+  if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
+}
 
 const root = new URL("../../tests/vectors/", import.meta.url);
 const files = [root, new URL("options/", root)].flatMap((dir) =>
@@ -35,53 +39,56 @@ function scenarios(file) {
   return out;
 }
 
-const module = await load(readFileSync(wasm));
-let stepsRun = 0;
+for (const wasm of wasms) {
+  const name = wasm.split("/").at(-1);
+  const module = await load(readFileSync(wasm));
+  let stepsRun = 0;
 
-for (const file of files) {
-  for (const { header, where, steps } of scenarios(file)) {
-    test(`${where} ${header.scenario}`, () => {
-      const machine = new Machine(module, { settings: header.settings, host: header.host });
-      try {
-        const ids = []; // ids[n - 1]: the machine's id of the vectors' timer n
-        for (const step of steps) {
-          let input = step.in;
-          if (input.type === "timer_fired") {
-            // An ordinal never produced is fed as an id never issued.
-            const id = ids[Number(input.timer) - 1] ?? 0xffffffffffffffffn;
-            input = { ...input, timer: id };
+  for (const file of files) {
+    for (const { header, where, steps } of scenarios(file)) {
+      test(`${name} ${where} ${header.scenario}`, () => {
+        const machine = new Machine(module, { settings: header.settings, host: header.host });
+        try {
+          const ids = []; // ids[n - 1]: the machine's id of the vectors' timer n
+          for (const step of steps) {
+            let input = step.in;
+            if (input.type === "timer_fired") {
+              // An ordinal never produced is fed as an id never issued.
+              const id = ids[Number(input.timer) - 1] ?? 0xffffffffffffffffn;
+              input = { ...input, timer: id };
+            }
+            let out = [];
+            let refused = false;
+            try {
+              out = machine.handle(input);
+            } catch (e) {
+              if (!(e instanceof AutoretryError)) throw e;
+              assert.equal(e.code, input.type === "settings" ? ERR_SETTINGS : ERR_REFUSED, `${step.where}: ${e.message}`);
+              refused = true;
+            }
+            const ordinals = out.map((o) => {
+              if (o.type === "sleep") ids.push(o.timer);
+              if (o.type !== "sleep" && o.type !== "cancel_timer") return o;
+              return { ...o, timer: ids.lastIndexOf(o.timer) + 1 };
+            });
+            assert.equal(refused, step.refused === true, `${step.where}: refused`);
+            assert.deepEqual(ordinals, step.out, `${step.where}: outputs`);
+            assert.deepEqual(machine.state(), step.state, `${step.where}: state`);
+            // The key order of an event is part of the contract (spec §8).
+            out.forEach((o, k) => {
+              if (o.event) assert.deepEqual(Object.keys(o.event), Object.keys(step.out[k].event), `${step.where}: event key order`);
+            });
+            stepsRun++;
           }
-          let out = [];
-          let refused = false;
-          try {
-            out = machine.handle(input);
-          } catch (e) {
-            if (!(e instanceof AutoretryError)) throw e;
-            assert.equal(e.code, input.type === "settings" ? ERR_SETTINGS : ERR_REFUSED, `${step.where}: ${e.message}`);
-            refused = true;
-          }
-          const ordinals = out.map((o) => {
-            if (o.type === "sleep") ids.push(o.timer);
-            if (o.type !== "sleep" && o.type !== "cancel_timer") return o;
-            return { ...o, timer: ids.lastIndexOf(o.timer) + 1 };
-          });
-          assert.equal(refused, step.refused === true, `${step.where}: refused`);
-          assert.deepEqual(ordinals, step.out, `${step.where}: outputs`);
-          assert.deepEqual(machine.state(), step.state, `${step.where}: state`);
-          // The key order of an event is part of the contract (spec §8).
-          out.forEach((o, k) => {
-            if (o.event) assert.deepEqual(Object.keys(o.event), Object.keys(step.out[k].event), `${step.where}: event key order`);
-          });
-          stepsRun++;
+        } finally {
+          machine.free();
         }
-      } finally {
-        machine.free();
-      }
-    });
+      });
+    }
   }
-}
 
-test("every vector step ran", () => {
-  assert.ok(files.length >= 40, `${files.length} vector files`);
-  assert.ok(stepsRun >= 200, `${stepsRun} steps`);
-});
+  test(`${name}: every vector step ran`, () => {
+    assert.ok(files.length >= 40, `${files.length} vector files`);
+    assert.ok(stepsRun >= 200, `${stepsRun} steps`);
+  });
+}

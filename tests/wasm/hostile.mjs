@@ -3,9 +3,14 @@
 // overlap each other or alias the module's own data (its stack, statics and
 // pool, all below `__heap_base`), too-small output buffers, pool exhaustion
 // and reuse, a freed machine's timer fired at the slot's next machine, and
-// calls that trapped in earlier builds followed by normal calls.
+// calls that trapped in earlier builds followed by normal calls. For a
+// module with rules (`tests/wasm/build.sh rules`) also hostile rules
+// blobs: past the memory, below `__heap_base`, in an exchange buffer,
+// wrapping, misaligned, refused, shared by two machines, and output buffers
+// over a blob a machine holds.
 //
 //     node tests/wasm/hostile.mjs autoretry.wasm
+//     node tests/wasm/hostile.mjs autoretry-rules.wasm
 //
 // Every failed call must return its error code, change nothing (the state and
 // pending timer of every machine are compared before and after) and leave
@@ -23,7 +28,21 @@ if (!path) {
 const { instance } = await WebAssembly.instantiate(readFileSync(path), {});
 const x = instance.exports;
 
-const ERR = { HANDLE: -1, REFUSED: -2, UTF8: -3, TEXT_LEN: -4, POOL_FULL: -5, ARG: -6, OUT_TOO_SMALL: -7, SETTINGS: -8, BUFFER: -9 };
+const ERR = {
+  HANDLE: -1,
+  REFUSED: -2,
+  UTF8: -3,
+  TEXT_LEN: -4,
+  POOL_FULL: -5,
+  ARG: -6,
+  OUT_TOO_SMALL: -7,
+  SETTINGS: -8,
+  BUFFER: -9,
+  RULES_FOREIGN: -10,
+  RULES_LENGTH: -11,
+  RULES_MISALIGNED: -12,
+  RULES_CORRUPT: -13,
+};
 const STOP_STOP = 0;
 const STOP_ERROR = 3;
 const POOL_SIZE = 8;
@@ -255,6 +274,167 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
     last = h;
   }
   checks++;
+}
+
+// ---------------------------------------------------------------- rules
+// A module with rules: blobs the host lends (`autoretry_rules_load`) are
+// checked like any buffer, and no output may be written over one a machine
+// holds. Machines `a` and `b` idle, `c` in a backoff.
+if (typeof x.autoretry_rules_load === "function") {
+  const root = new URL("../../", import.meta.url);
+  const example = readFileSync(new URL("tests/rules/example.bin", root)); // sparse
+  const dense = readFileSync(new URL("tests/wasm/dense.bin", root));
+  // The host's memory for blobs: pages above everything the module had.
+  const page = 65536;
+  const base = x.memory.grow(4) * page;
+  const at = { example: base, dense: base + page, scratch: base + 2 * page };
+  mem().set(example, at.example);
+  mem().set(dense, at.dense);
+  const load = (h, ptr, len) => call(`rules_load(${h}, ${ptr}, ${len})`, () => x.autoretry_rules_load(h, ptr, len >>> 0));
+  // Whether an idle machine retries a stream stall (a rule of both blobs; the
+  // classifier alone does not): then its backoff is called off again.
+  const ruled = (h) => {
+    const retried = json(agentEnd(h, "stream stalled")).includes('"sleep"');
+    if (retried) json(x.autoretry_abort_retry(h, outBuf, outLen));
+    return retried;
+  };
+  const a = newMachine();
+  const b = newMachine();
+  const c = newMachine();
+  expect("c retries", json(agentEnd(c, "overloaded")).includes('"sleep"'), true);
+  expect("without rules a stall is not retried", ruled(a), false);
+  expect("a takes the example blob", load(a, at.example, example.length), 0);
+  expect("a: a stall is retried", ruled(a), true);
+  expect("a: a billing 503 is not", json(agentEnd(a, "503 billing")), '[{"type":"check_compaction"}]');
+  const before = snapshot([a, b, c]);
+  const intact = () => Buffer.compare(mem().subarray(at.example, at.example + example.length), example) === 0;
+
+  // Blobs the module will not read, and refused blobs: each changes nothing,
+  // and `a` keeps its rules.
+  mem().set(example, at.scratch);
+  const truncated = example.length - 1;
+  const badBlobs = [
+    ["blob past the end of memory", memEnd() + 16, 64, ERR.BUFFER],
+    ["blob running past the end of memory", memEnd() - 100, example.length, ERR.BUFFER],
+    ["blob at the end of memory", memEnd(), 1, ERR.BUFFER],
+    ["blob on the stack", 1024, 64, ERR.BUFFER],
+    ["blob in the statics", heapBase - 256, 64, ERR.BUFFER],
+    ["blob ending above __heap_base", heapBase - 8, 64, ERR.BUFFER],
+    ["blob wrapping the address space", 0xffff_fff0, 64, ERR.BUFFER],
+    ["blob with the largest length", at.example, 0xffff_ffff, ERR.BUFFER],
+    ["blob null with a length", 0, 64, ERR.ARG],
+    ["blob in the text buffer", textBuf, maxText, ERR.BUFFER],
+    ["blob in the out buffer", outBuf, example.length, ERR.BUFFER],
+    ["blob running past the out buffer", outBuf + outLen - 8, 64, ERR.BUFFER],
+    ["blob starting before the text buffer", textBuf - 8, 64, ERR.BUFFER],
+    ["blob null and empty", 0, 0, ERR.RULES_FOREIGN],
+    ["blob of host bytes that are none", at.scratch + 64, 256, ERR.RULES_FOREIGN],
+    ["blob truncated by one byte", at.scratch, truncated, ERR.RULES_LENGTH],
+    ["blob of its header alone", at.scratch, 24, ERR.RULES_LENGTH],
+    ["dense blob misaligned", at.scratch + 1, dense.length, ERR.RULES_MISALIGNED],
+  ];
+  mem().set(dense, at.scratch + 1);
+  for (const [what, ptr, len, want] of badBlobs) {
+    if (what === "blob truncated by one byte" || what === "blob of its header alone") mem().set(example, at.scratch);
+    if (what === "blob of host bytes that are none") mem().fill(0x5a, at.scratch, at.scratch + 1024);
+    if (what === "dense blob misaligned") mem().set(dense, at.scratch + 1);
+    expect(`a: ${what}`, load(a, ptr, len), want);
+    expect(`a: ${what}: nothing changed`, snapshot([a, b, c]), before);
+    expect(`a: ${what}: the rules kept`, ruled(a), true);
+  }
+  // A valid blob in the out buffer is refused for its place alone; the
+  // module checks where a blob is before what it holds.
+  mem().set(example, outBuf);
+  expect("a valid blob in the out buffer", load(b, outBuf, example.length), ERR.BUFFER);
+  expect("b: still without rules", ruled(b), false);
+  // A damaged checksum byte.
+  mem().set(example, at.scratch);
+  mem()[at.scratch + example.length - 1] ^= 1;
+  expect("a damaged blob", load(a, at.scratch, example.length), ERR.RULES_CORRUPT);
+  expect("a damaged blob: the rules kept", ruled(a), true);
+  // Aligned, the dense blob loads; a sparse one needs no alignment.
+  expect("b takes the dense blob", load(b, at.dense, dense.length), 0);
+  expect("b: a stall is retried", ruled(b), true);
+  mem().copyWithin(at.scratch + 1, at.example, at.example + example.length);
+  expect("b takes a misaligned sparse blob", load(b, at.scratch + 1, example.length), 0);
+  expect("b: a stall is retried", ruled(b), true);
+  expect("b: upstream_error too (the example's rule)", json(agentEnd(b, "upstream_error")).includes('"sleep"'), true);
+  json(x.autoretry_abort_retry(b, outBuf, outLen));
+
+  // Output buffers over a blob a machine holds: refused, nothing written.
+  const holdsBefore = snapshot([a, b, c]);
+  const overBlob = [
+    ["out inside a held blob", at.example + 16, 64],
+    ["out over a held blob's start", at.example - 8, 64],
+    ["out over a held blob's end", at.example + example.length - 8, 64],
+    ["out around a held blob", at.example - 8, example.length + 16],
+    ["out inside b's misaligned blob", at.scratch + 2, 64],
+  ];
+  const writers = [
+    ["abort", (out, cap) => x.autoretry_abort(a, out, cap)],
+    ["abort_retry", (out, cap) => x.autoretry_abort_retry(c, out, cap)],
+    ["timer_fired", (out, cap) => x.autoretry_timer_fired(c, x.autoretry_pending_timer(c), out, cap)],
+    ["set_auto_retry", (out, cap) => x.autoretry_set_auto_retry(a, 0, out, cap)],
+    ["settings_ex", (out, cap) => x.autoretry_settings_ex(a, 0, 0, 1, 5n, 0n, 0n, 0, 0, 0, out, cap)],
+    ["state", (out, cap) => x.autoretry_state(a, out, cap)],
+    ["agent_end", (out, cap) => x.autoretry_agent_end(a, STOP_ERROR, textBuf, writeText(textBuf, "stream stalled"), 0, 0n, 0n, 0, 0n, out, cap)],
+    ["agent_end of a machine without the blob", (out, cap) => x.autoretry_agent_end(c, STOP_ERROR, textBuf, -1, 0, 0n, 0n, 0, 0n, out, cap)],
+    ["state_c", (out) => x.autoretry_state_c(a, out)],
+    ["settings_defaults", (out) => x.autoretry_settings_defaults(0, out)],
+  ];
+  const aligned = (n) => n - (n % 8);
+  for (const [what, out, cap] of overBlob) {
+    for (const [name, f] of writers) {
+      expect(`${name}: ${what}`, call(`${name}: ${what}`, () => f(aligned(out), cap)), ERR.BUFFER);
+    }
+    expect(`${what}: nothing changed`, snapshot([a, b, c]), holdsBefore);
+    expect(`${what}: the blob intact`, intact(), true);
+  }
+  {
+    // handle_c's outputs over the blob (an input of its own, a message_end).
+    const input = at.scratch + 32768;
+    mem().fill(0, input, input + 64);
+    new DataView(x.memory.buffer).setInt32(input + 12, -1, true);
+    new DataView(x.memory.buffer).setInt32(input + 16, -1, true);
+    expect("handle_c: outputs over a held blob", x.autoretry_handle_c(a, input, at.example + 64, 8), ERR.BUFFER);
+    expect("handle_c: nothing changed", snapshot([a, b, c]), holdsBefore);
+    expect("handle_c: the blob intact", intact(), true);
+  }
+  // Right next to the blob is the host's, though.
+  expect("out just past a held blob", x.autoretry_state(a, at.example + example.length, 64) > 0, true);
+  expect("out just before a held blob", x.autoretry_state(a, at.example - 64, 64) > 0, true);
+
+  // One blob lent to two machines: it is held until both let it go.
+  expect("b takes a's blob too", load(b, at.example, example.length), 0);
+  expect("a clears", x.autoretry_rules_clear(a), 0);
+  expect("a: no rules", ruled(a), false);
+  expect("b: its rules", ruled(b), true);
+  expect("out over the blob b holds", x.autoretry_state(a, at.example + 16, 64), ERR.BUFFER);
+  expect("b's old misaligned blob is let go", x.autoretry_state(a, at.scratch + 8, 64) > 0, true);
+  const staleB = b;
+  expect("free b (it held the blob)", x.autoretry_free(b), 0);
+  expect("out over the blob nobody holds", x.autoretry_state(a, at.example + 16, 64) > 0, true);
+  mem().set(example, at.example); // the host's again: written over, and restored
+  // b's slot's next machine has no rules; b's handle is stale everywhere.
+  const d = newMachine();
+  expect("d takes b's slot", (d & 0xff) === (staleB & 0xff), true);
+  expect("d: no rules", ruled(d), false);
+  const dBefore = snapshot([a, c, d]);
+  expect("stale handle: rules_load", load(staleB, at.example, example.length), ERR.HANDLE);
+  expect("stale handle: rules_clear", x.autoretry_rules_clear(staleB), ERR.HANDLE);
+  expect("stale handle: nothing changed", snapshot([a, c, d]), dBefore);
+  expect("d: still no rules", ruled(d), false);
+  for (const h of [-1, -2147483648, POOL_SIZE, 255, 256, 2147483647]) {
+    expect(`handle ${h}: rules_load`, load(h, at.example, example.length), ERR.HANDLE);
+    expect(`handle ${h}: rules_clear`, x.autoretry_rules_clear(h), ERR.HANDLE);
+  }
+  // A machine freed while it holds a blob lets it go.
+  expect("d takes the blob", load(d, at.example, example.length), 0);
+  expect("free d", x.autoretry_free(d), 0);
+  expect("out over the blob after the free", x.autoretry_state(a, at.example + 16, 64) > 0, true);
+  for (const h of [a, c]) expect(`free ${h}`, x.autoretry_free(h), 0);
+} else {
+  expect("a module without rules exports no rules_clear", typeof x.autoretry_rules_clear, "undefined");
 }
 
 console.log(`${checks - failures} of ${checks} hostile-call checks passed`);
