@@ -12,15 +12,23 @@
 //! `Machine` per handle is fed the same input, and the module's JSON must be
 //! serde_json's of the shadow's outputs (timer ids as the module shows them),
 //! its refusals the shadow's.
+//!
+//! Rules too: the example blob (or a prefix of it, which the module must
+//! refuse by code) is lent to a machine or taken back, and its shadow
+//! applies the same rules (`Rules::apply_input`) to every input.
 
 use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
+use autoretry::rules::Rules;
 use autoretry::{
     AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
     StopReason, TimerId, Usage,
 };
 
 const SCRATCH: usize = 8192;
+/// The compiled example rules; never written, so they may be lent for the
+/// whole run.
+static BLOB: &[u8] = autoretry::include_rules!("../../tests/rules/example.bin");
 /// The low bits of a timer id the module shows that are the machine's own.
 const TIMER_BITS: u32 = 40;
 
@@ -63,6 +71,8 @@ struct Live {
     shadow: Machine,
     /// The text the shadow's usage-limit answer needs (the slot keeps its own).
     kept: String,
+    /// The rules lent to the machine, which the shadow applies.
+    rules: Option<Rules<'static>>,
 }
 
 /// What a failed call must leave as it was.
@@ -218,7 +228,7 @@ fn run(data: &[u8]) {
     let mut steps = 0;
     while !b.is_empty() && steps < 64 {
         steps += 1;
-        let op = b.u8() % 16;
+        let op = b.u8() % 18;
         let handle = match b.u8() % 8 {
             0 => b.u32() as i32,
             1 => -1,
@@ -307,6 +317,7 @@ fn run(data: &[u8]) {
                         handle: h,
                         shadow: Machine::new(s, host),
                         kept: String::new(),
+                        rules: None,
                     });
                     handles.push(h);
                 }
@@ -328,6 +339,37 @@ fn run(data: &[u8]) {
             let after = snapshot(&live);
             let kept: Vec<_> = before.into_iter().filter(|s| s.0 != handle).collect();
             assert_eq!(after, kept, "free changes no other machine");
+            continue;
+        }
+        if op >= 16 {
+            // Lend the example blob, or a prefix of it, or take rules back.
+            let (got, lent) = if op == 16 {
+                let len = match b.u8() % 4 {
+                    0 => usize::from(b.u16()) % BLOB.len(),
+                    _ => BLOB.len(),
+                };
+                let blob = &BLOB[..len];
+                // SAFETY: a static, never written.
+                let got = unsafe { autoretry_rules_load(handle, blob.as_ptr(), len as u32) };
+                let want = match (len, target) {
+                    (0, _) => ERR_RULES_FOREIGN,
+                    (n, _) if n < BLOB.len() => ERR_RULES_LENGTH,
+                    (_, None) => ERR_HANDLE,
+                    (_, Some(_)) => 0,
+                };
+                assert_eq!(got, want, "rules_load of {len} bytes");
+                (got, Some(Rules::from_bytes(BLOB).expect("the example blob")))
+            } else {
+                let got = autoretry_rules_clear(handle);
+                assert_eq!(got, if target.is_some() { 0 } else { ERR_HANDLE });
+                (got, None)
+            };
+            if got == 0 {
+                if let Some(i) = target {
+                    live[i].rules = lent;
+                }
+            }
+            assert_eq!(snapshot(&live), before, "rules change no state");
             continue;
         }
         if op == 3 {
@@ -616,7 +658,10 @@ fn run(data: &[u8]) {
         let mut shadow = m.shadow.clone();
         let want: Result<Vec<Output<'_>>, ()> = match input {
             None => Ok(Vec::new()),
-            Some(input) => shadow.handle(input).map(|o| o.to_vec()).map_err(|_| ()),
+            Some(input) => {
+                let input = m.rules.as_ref().map_or(input, |r| r.apply_input(input));
+                shadow.handle(input).map(|o| o.to_vec()).map_err(|_| ())
+            }
         };
         let want = want.map(|mut outputs| {
             for output in &mut outputs {
