@@ -233,6 +233,7 @@ fn abi_a_dense_blob_needs_its_alignment() {
 fn abi_a_loaded_blob_is_never_written_over() {
     let _turn = turn();
     let blob = Copy::new(RULES_BLOB, 0, 16);
+    // Only passed to calls that must refuse it: never written through.
     let (ptr, len) = (blob.shared().as_ptr().cast_mut(), blob.len);
     let a = Machine::new();
     let b = Machine::new();
@@ -264,8 +265,9 @@ fn abi_a_loaded_blob_is_never_written_over() {
     // SAFETY: refused before writing.
     assert_eq!(unsafe { autoretry_state(a.0, ptr, 128) }, ERR_BUFFER);
     assert_eq!(autoretry_rules_clear(a.0), 0);
-    // SAFETY: `ptr` is the test's own memory, `len` bytes.
-    let n = unsafe { autoretry_state(a.0, ptr, 128) };
+    let mut blob = blob;
+    // SAFETY: the test's own memory, no longer lent, `len >= 128` bytes.
+    let n = unsafe { autoretry_state(a.0, blob.bytes().as_mut_ptr(), 128) };
     assert!(n > 0, "autoretry_state: {n}");
     assert!(retried(a.0, BILLING), "the rules were cleared");
 
