@@ -9,7 +9,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import { AutoretryError, ERR_ARG, ERR_HANDLE, ERR_RULES_CORRUPT, ERR_RULES_FOREIGN, ERR_RULES_LENGTH, ERROR_NAMES, Machine, RULES_WASM_URL, load } from "../autoretry.js";
+import { ERR_ARG, ERR_HANDLE, ERR_RULES_CORRUPT, ERR_RULES_FOREIGN, ERR_RULES_LENGTH, ERROR_NAMES, Machine, RULES_WASM_URL, load } from "../autoretry.js";
+import { thrown } from "./support.js";
 
 const path = (env, file) => {
   const p = process.env[env] ?? new URL(`../${file}`, import.meta.url).pathname;
@@ -42,16 +43,6 @@ function withMachine(m, blob, f) {
   }
 }
 
-// The AutoretryError `f` throws.
-function thrown(f) {
-  try {
-    f();
-  } catch (e) {
-    assert.ok(e instanceof AutoretryError, `${e}`);
-    return e;
-  }
-  assert.fail("no error");
-}
 
 // Whether the machine retries `text` (a first failure): the chain opens.
 const retries = (machine, text, extra) => {

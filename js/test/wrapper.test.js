@@ -9,7 +9,8 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
 import * as autoretry from "../autoretry.js";
-import { AutoretryError, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_TEXT_LEN, ERR_UTF8, Machine, load, parseJson, stringifyJson } from "../autoretry.js";
+import { ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_TEXT_LEN, ERR_UTF8, Machine, load, parseJson, stringifyJson } from "../autoretry.js";
+import { thrown } from "./support.js";
 
 const wasm = process.env.AUTORETRY_WASM ?? new URL("../autoretry.wasm", import.meta.url).pathname;
 if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
@@ -29,16 +30,6 @@ function withMachine(options, f) {
   }
 }
 
-// The AutoretryError `f` throws.
-function thrown(f) {
-  try {
-    f();
-  } catch (e) {
-    assert.ok(e instanceof AutoretryError, `${e}`);
-    return e;
-  }
-  assert.fail("no error");
-}
 
 test("u64 arguments take numbers: the raw export does not", () => {
   // The module's u64 parameters are BigInts in JS; the wrapper converts.

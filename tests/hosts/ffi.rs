@@ -1069,14 +1069,8 @@ proptest! {
     /// points give byte for byte the JSON of the library's machine made and
     /// fed the same; out-of-range settings are refused and change nothing.
     #[test]
-    fn ex_entry_points_answer_as_the_library(
-        create in settings_args(),
-        context_window in prop_oneof![Just(0u64), Just(1000)],
-        credential_store in any::<bool>(),
-        seed in any::<u64>(),
-        steps in proptest::collection::vec(step(), 1..24),
-    ) {
-        same_as_the_library(&create, context_window, credential_store, seed, &steps, None)?;
+    fn ex_entry_points_answer_as_the_library(script in script()) {
+        same_as_the_library(&script, None)?;
     }
 
     /// The same with the example rules lent to the module's machine
@@ -1084,14 +1078,8 @@ proptest! {
     /// (`Rules::apply_input`): the module applies them as the library does.
     #[cfg(feature = "rules")]
     #[test]
-    fn rules_over_the_c_abi_answer_as_the_library(
-        create in settings_args(),
-        context_window in prop_oneof![Just(0u64), Just(1000)],
-        credential_store in any::<bool>(),
-        seed in any::<u64>(),
-        steps in proptest::collection::vec(step(), 1..24),
-    ) {
-        same_as_the_library(&create, context_window, credential_store, seed, &steps, Some(RULES_BLOB))?;
+    fn rules_over_the_c_abi_answer_as_the_library(script in script()) {
+        same_as_the_library(&script, Some(RULES_BLOB))?;
     }
 }
 
@@ -1099,17 +1087,29 @@ proptest! {
 #[cfg(feature = "rules")]
 pub(crate) static RULES_BLOB: &[u8] = autoretry::include_rules!("../rules/example.bin");
 
-/// Creates a machine with `create` through `autoretry_new_ex` and the
-/// library's, lends the module's `rules` (and applies them to the library's
-/// inputs), feeds both `steps`, and compares every output and state.
+/// A random script: the settings arguments to create a machine with, its
+/// host options (context window, credential store, seed), and its steps.
+type Script = (SettingsArgs, u64, bool, u64, Vec<Step>);
+
+fn script() -> impl Strategy<Value = Script> {
+    (
+        settings_args(),
+        prop_oneof![Just(0u64), Just(1000)],
+        any::<bool>(),
+        any::<u64>(),
+        proptest::collection::vec(step(), 1..24),
+    )
+}
+
+/// Creates a machine with the script's settings through `autoretry_new_ex`
+/// and the library's, lends the module's `rules` (and applies them to the
+/// library's inputs), feeds both the steps, and compares every output and
+/// state.
 fn same_as_the_library(
-    create: &SettingsArgs,
-    context_window: u64,
-    credential_store: bool,
-    seed: u64,
-    steps: &[Step],
+    (create, context_window, credential_store, seed, steps): &Script,
     rules: Option<&'static [u8]>,
 ) -> Result<(), TestCaseError> {
+    let (context_window, credential_store, seed) = (*context_window, *credential_store, *seed);
     let _turn = turn();
     let h = autoretry_new_ex(
         create.profile,

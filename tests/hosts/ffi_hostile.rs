@@ -332,17 +332,15 @@ fn a_freed_machines_timer_never_reaches_the_next_one() {
 /// The C form's own arguments: the input struct and the output array are
 /// checked as every buffer is (null, misaligned, wrapping), an unknown
 /// kind is refused, and too small an array changes nothing.
-#[test]
-fn the_c_form_refuses_bad_arguments_and_changes_nothing() {
-    let _turn = turn();
-    let m = Machine::new();
-    let text = "529 overloaded_error";
-    let input = AutoretryInput {
+/// The C form's `agent_end` of an error `text` with a `SHOULD_RETRY_*`
+/// code, the other fields absent.
+pub(crate) fn agent_end_input(text: &str, should_retry: i32) -> AutoretryInput {
+    AutoretryInput {
         kind: INPUT_AGENT_END,
         stop_reason: STOP_ERROR,
         text: text.as_ptr(),
         text_len: text.len() as i32,
-        should_retry: SHOULD_RETRY_ABSENT,
+        should_retry,
         has_usage: 0,
         has_retry_after: 0,
         has_now: 0,
@@ -354,7 +352,15 @@ fn the_c_form_refuses_bad_arguments_and_changes_nothing() {
         now_ms: 0,
         timer: 0,
         settings: AutoretrySettings::default(),
-    };
+    }
+}
+
+#[test]
+fn the_c_form_refuses_bad_arguments_and_changes_nothing() {
+    let _turn = turn();
+    let m = Machine::new();
+    let text = "529 overloaded_error";
+    let input = agent_end_input(text, SHOULD_RETRY_ABSENT);
     let mut out = [AutoretryOutput::default(); 8];
     let o = out.as_mut_ptr();
     let before = snapshot(&[m.0]);

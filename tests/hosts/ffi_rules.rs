@@ -9,7 +9,7 @@
 #![cfg(all(feature = "ffi", feature = "json", feature = "rules"))]
 
 use crate::ffi::{turn, RULES_BLOB};
-use crate::ffi_hostile::{agent_end, every_output_call, snapshot, Machine};
+use crate::ffi_hostile::{agent_end, agent_end_input, every_output_call, snapshot, Machine};
 
 use autoretry::host::ffi::*;
 
@@ -97,24 +97,7 @@ fn abi_rules_steer_the_machine_in_both_forms() {
 
     // The C form applies them too, and the host's own verdict stays.
     let c_form = |text: &str, should_retry: i32| {
-        let input = AutoretryInput {
-            kind: INPUT_AGENT_END,
-            stop_reason: STOP_ERROR,
-            text: text.as_ptr(),
-            text_len: text.len() as i32,
-            should_retry,
-            has_usage: 0,
-            has_retry_after: 0,
-            has_now: 0,
-            flag: 0,
-            usage_input: 0,
-            usage_cache_read: 0,
-            usage_cache_write: 0,
-            retry_after_ms: 0,
-            now_ms: 0,
-            timer: 0,
-            settings: AutoretrySettings::default(),
-        };
+        let input = agent_end_input(text, should_retry);
         let mut out = [AutoretryOutput::default(); 8];
         // SAFETY: `input` and `out` are live; `out` holds 8 outputs.
         let n = unsafe { autoretry_handle_c(m.0, &input, out.as_mut_ptr(), 8) };
