@@ -410,21 +410,22 @@ impl Prefilter {
     /// Whether the states of the words tables are settled after `prev`.
     #[inline(always)]
     pub(super) fn words_settled(&self, states: &[u8; dfa::WORDS_LEN], prev: [u8; 2]) -> bool {
-        self.words
-            .iter()
-            .zip(states)
-            .zip(dfa::WORDS)
-            .all(|((q, &s), t)| q.settled(s, prev, |s, c| t.next(s, c)))
+        // By hand: as an iterator's `all`, it is not inlined.
+        let [q0, q1] = &self.words;
+        let [t0, t1] = dfa::WORDS;
+        q0.settled(states[0], prev, |s, c| t0.next(s, c))
+            && q1.settled(states[1], prev, |s, c| t1.next(s, c))
     }
 
     /// Whether every running tail (bits of `active`) waits in a quiet state.
     #[inline(always)]
     pub(super) fn tails_quiet(&self, states: &[u8; dfa::TAILS_LEN], active: u8) -> bool {
-        self.tails
-            .iter()
-            .zip(states)
-            .enumerate()
-            .all(|(k, (t, &s))| active & (1 << k) == 0 || s < 64 && t.states >> s & 1 != 0)
+        for (k, (t, &s)) in self.tails.iter().zip(states).enumerate() {
+            if active & (1 << k) != 0 && !(s < 64 && t.states >> s & 1 != 0) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The quiet states of the words tables after `before`.
@@ -453,11 +454,13 @@ impl Prefilter {
         want: u8,
         prev: [u8; 2],
     ) -> bool {
-        self.extended
-            .iter()
-            .zip(states)
-            .zip(dfa::EXTENDED)
-            .all(|((q, &s), t)| t.labels & want == 0 || q.settled(s, prev, |s, c| t.next(s, c)))
+        // A loop: as an iterator's `all`, it is not inlined.
+        for ((q, &s), t) in self.extended.iter().zip(states).zip(dfa::EXTENDED) {
+            if t.labels & want != 0 && !q.settled(s, prev, |s, c| t.next(s, c)) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The quiet states of the extended tables after `before`.
