@@ -29,6 +29,8 @@
 #[rustfmt::skip]
 mod dfa;
 mod decimal;
+#[cfg(all(feature = "prefilter", feature = "extended"))]
+mod dense;
 #[cfg(feature = "extended")]
 mod extended;
 mod hint;

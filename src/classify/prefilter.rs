@@ -455,8 +455,9 @@ impl Prefilter {
         prev: [u8; 2],
     ) -> bool {
         // A loop: as an iterator's `all`, it is not inlined.
-        for ((q, &s), t) in self.extended.iter().zip(states).zip(dfa::EXTENDED) {
-            if t.labels & want != 0 && !q.settled(s, prev, |s, c| t.next(s, c)) {
+        let tables = dfa::EXTENDED.iter().zip(super::dense::extended());
+        for ((q, &s), (t, d)) in self.extended.iter().zip(states).zip(tables) {
+            if t.labels & want != 0 && !q.settled(s, prev, |s, c| d.next(s, c)) {
                 return false;
             }
         }
