@@ -237,6 +237,12 @@ impl super::prefilter::Skip for Scan {
     }
 
     #[inline(always)]
+    fn near(&self, p: &super::prefilter::Prefilter) -> bool {
+        p.extended_near(&self.states, self.want)
+            && (self.want & OVERFLOW == 0 || p.words_near(&self.words))
+    }
+
+    #[inline(always)]
     fn restart(&mut self, p: &super::prefilter::Prefilter, before: u8, skipped: usize) {
         self.states = p.extended_idle(before);
         self.words = p.words_idle(before);

@@ -559,6 +559,12 @@ impl prefilter::Skip for Scan {
     }
 
     #[inline(always)]
+    fn near(&self, p: &prefilter::Prefilter) -> bool {
+        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || p.labels_near(self.labels))
+            && (self.want & OVERFLOW == 0 || p.words_near(&self.words))
+    }
+
+    #[inline(always)]
     fn restart(&mut self, p: &prefilter::Prefilter, before: u8, _skipped: usize) {
         self.labels = p.labels_idle(before);
         self.words = p.words_idle(before);
