@@ -17,12 +17,18 @@ use super::table::Delayed;
 /// Classes a row holds.
 const CLASSES: usize = 64;
 
-/// One extended table, unpacked when it fits in rows of [`CLASSES`].
+// Every table fits in rows of `CLASSES` (and its states are bytes).
+const _: () = {
+    let mut k = 0;
+    while k < dfa::EXTENDED_LEN {
+        assert!(EXTENDED[k].default.len() <= CLASSES);
+        k += 1;
+    }
+};
+
+/// One extended table, unpacked.
 pub(super) struct Dense {
-    table: &'static Delayed,
-    /// Whether `rows` holds the table (else its transitions are the
-    /// compressed table's).
-    fits: bool,
+    classes: &'static [u8; SYMBOLS],
     /// `rows[state][class]`: the state after `state` reads a symbol of
     /// `class`.
     rows: [[u8; CLASSES]; 256],
@@ -30,25 +36,20 @@ pub(super) struct Dense {
 
 impl Dense {
     fn new(table: &'static Delayed) -> Self {
-        let classes = table.default.len();
-        let states = table.base.len();
         let mut this = Dense {
-            table,
-            fits: classes <= CLASSES && states <= 256,
+            classes: table.classes,
             rows: [[0; CLASSES]; 256],
         };
-        if this.fits {
-            // One symbol per class.
-            let mut reps = [None; CLASSES];
-            for sym in 0..SYMBOLS as u8 {
-                if let Some(r) = reps.get_mut(usize::from(table.classes[usize::from(sym)])) {
-                    r.get_or_insert(sym);
-                }
+        // One symbol per class.
+        let mut reps = [None; CLASSES];
+        for sym in 0..SYMBOLS as u8 {
+            if let Some(r) = reps.get_mut(usize::from(table.classes[usize::from(sym)])) {
+                r.get_or_insert(sym);
             }
-            for (s, row) in this.rows.iter_mut().take(states).enumerate() {
-                for (t, r) in row.iter_mut().zip(reps) {
-                    *t = r.map_or(0, |sym| table.next(s as u8, sym));
-                }
+        }
+        for (s, row) in this.rows.iter_mut().take(table.base.len()).enumerate() {
+            for (t, r) in row.iter_mut().zip(reps) {
+                *t = r.map_or(0, |sym| table.next(s as u8, sym));
             }
         }
         this
@@ -57,10 +58,7 @@ impl Dense {
     /// The state after `state` reads `sym`, as [`Delayed::next`] gives it.
     #[inline(always)]
     pub(super) fn next(&self, state: u8, sym: u8) -> u8 {
-        if !self.fits {
-            return self.table.next(state, sym);
-        }
-        let class = self.table.classes.get(usize::from(sym)).map_or(0, |&c| c);
+        let class = self.classes.get(usize::from(sym)).map_or(0, |&c| c);
         self.rows[usize::from(state)][usize::from(class) % CLASSES]
     }
 }
@@ -78,7 +76,6 @@ mod tests {
     #[test]
     fn same_as_the_compressed_tables() {
         for (d, t) in extended().iter().zip(EXTENDED) {
-            assert!(d.fits, "{} classes", t.default.len());
             for s in 0..t.base.len() as u8 {
                 for sym in 0..SYMBOLS as u8 {
                     assert_eq!(d.next(s, sym), t.next(s, sym));
