@@ -67,9 +67,12 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
 #[inline(always)]
 pub(super) fn scan_str(want: u8, text: &str) -> u8 {
     #[cfg(feature = "prefilter")]
-    if text.len() >= super::prefilter::MIN_LEN {
-        return super::prefilter::scan(Scan::new(want), text.as_bytes());
-    }
+    return if text.len() >= super::prefilter::MIN_LEN {
+        super::prefilter::scan(Scan::new(want), text.as_bytes())
+    } else {
+        Scan::new(want).run(super::table::symbols(text))
+    };
+    #[cfg(not(feature = "prefilter"))]
     scan(want, super::table::symbols(text))
 }
 
@@ -77,9 +80,12 @@ pub(super) fn scan_str(want: u8, text: &str) -> u8 {
 #[inline(always)]
 pub(super) fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
     #[cfg(feature = "prefilter")]
-    if bytes.len() >= super::prefilter::MIN_LEN {
-        return super::prefilter::scan(Scan::new(want), bytes);
-    }
+    return if bytes.len() >= super::prefilter::MIN_LEN {
+        super::prefilter::scan(Scan::new(want), bytes)
+    } else {
+        Scan::new(want).run(super::table::lossy_symbols(bytes))
+    };
+    #[cfg(not(feature = "prefilter"))]
     scan(want, super::table::lossy_symbols(bytes))
 }
 
@@ -101,6 +107,8 @@ pub(super) struct Scan {
     windows: Windows,
     /// Characters read so far: where a match reported now ends.
     pub(super) pos: usize,
+    /// `EXTENDED`, unpacked.
+    dense: &'static [super::dense::Dense; dfa::EXTENDED_LEN],
 }
 
 #[cfg(feature = "prefilter")]
@@ -115,6 +123,7 @@ impl Scan {
             tails: Tails::default(),
             windows: Windows::default(),
             pos: 0,
+            dense: super::dense::extended(),
         }
     }
 
@@ -124,9 +133,9 @@ impl Scan {
     pub(super) fn step(&mut self, sym: u8) -> bool {
         let want = self.want;
         let mut out = 0;
-        for (state, table) in self.states.iter_mut().zip(EXTENDED) {
+        for ((state, table), dense) in self.states.iter_mut().zip(EXTENDED).zip(self.dense) {
             if table.labels & want != 0 {
-                *state = table.next(*state, sym);
+                *state = dense.next(*state, sym);
                 if *state >= table.special {
                     out |= table.output(*state);
                 }
@@ -149,6 +158,19 @@ impl Scan {
         self.want &= !self.found;
         self.pos = self.pos.saturating_add(1);
         self.want == 0
+    }
+
+    /// Steps on the symbols until every label looked for is found (on
+    /// std: the unpacked tables, for texts too short to skip); the labels
+    /// found.
+    #[inline(always)]
+    pub(super) fn run(mut self, symbols: impl Iterator<Item = u8>) -> u8 {
+        for sym in symbols {
+            if self.step(sym) {
+                break;
+            }
+        }
+        self.finish()
     }
 
     /// The labels found, with the matches that end with the text.
@@ -215,6 +237,12 @@ impl super::prefilter::Skip for Scan {
     }
 
     #[inline(always)]
+    fn near(&self, p: &super::prefilter::Prefilter) -> bool {
+        p.extended_near(&self.states, self.want)
+            && (self.want & OVERFLOW == 0 || p.words_near(&self.words))
+    }
+
+    #[inline(always)]
     fn restart(&mut self, p: &super::prefilter::Prefilter, before: u8, skipped: usize) {
         self.states = p.extended_idle(before);
         self.words = p.words_idle(before);
@@ -224,5 +252,32 @@ impl super::prefilter::Skip for Scan {
     #[inline(always)]
     fn finish(self) -> u8 {
         Scan::finish(self)
+    }
+}
+
+#[cfg(all(test, feature = "prefilter"))]
+mod tests {
+    extern crate std;
+
+    use super::super::table::lossy_symbols;
+    use super::*;
+
+    #[test]
+    fn run_is_the_plain_scan() {
+        let corpus = include_str!("../../tests/corpus/extended/errors.jsonl");
+        let texts = corpus
+            .lines()
+            .chain(include_str!("../../tests/corpus/errors.jsonl").lines());
+        let mut labelled = 0;
+        for line in texts {
+            // Whole lines (JSON, escapes and all) are texts too.
+            for want in [RETRYABLE, USAGE_LIMIT, OVERFLOW, HINT, 15] {
+                let bytes = line.as_bytes();
+                let plain = scan(want, lossy_symbols(bytes));
+                assert_eq!(Scan::new(want).run(lossy_symbols(bytes)), plain, "{line}");
+                labelled += usize::from(plain != 0);
+            }
+        }
+        assert!(labelled > 100, "{labelled}");
     }
 }

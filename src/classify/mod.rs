@@ -29,6 +29,8 @@
 #[rustfmt::skip]
 mod dfa;
 mod decimal;
+#[cfg(all(feature = "prefilter", feature = "extended"))]
+mod dense;
 #[cfg(feature = "extended")]
 mod extended;
 mod hint;
@@ -554,6 +556,12 @@ impl prefilter::Skip for Scan {
             && (self.want & OVERFLOW == 0
                 || p.words_settled(&self.words, prev)
                     && p.tails_quiet(&self.tails.states, self.tails.active))
+    }
+
+    #[inline(always)]
+    fn near(&self, p: &prefilter::Prefilter) -> bool {
+        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || p.labels_near(self.labels))
+            && (self.want & OVERFLOW == 0 || p.words_near(&self.words))
     }
 
     #[inline(always)]

@@ -63,6 +63,10 @@ pub(super) trait Skip {
     /// Whether every table the scan steps is quiet after `prev` (the two
     /// ASCII symbols just read), or was two symbols ago.
     fn settled(&self, p: &Prefilter, prev: [u8; 2]) -> bool;
+    /// Whether every table the scan steps is in a state that its quiet
+    /// states reach in at most two ASCII characters: what `settled` needs,
+    /// at one load a table (most characters of a match under way fail it).
+    fn near(&self, p: &Prefilter) -> bool;
     /// Puts the tables back in their quiet states after the ASCII
     /// character `before`, `skipped` characters on.
     fn restart(&mut self, p: &Prefilter, before: u8, skipped: usize);
@@ -98,7 +102,8 @@ pub(super) fn scan<S: Skip>(mut s: S, bytes: &[u8]) -> u8 {
             key = s.key();
             triples = p.triples(key);
         }
-        if p.hit(triples, prev[0], prev[1], c)
+        if !s.near(p)
+            || p.hit(triples, prev[0], prev[1], c)
             || p.hit(triples, prev[1], c, d)
             || !s.settled(p, prev)
         {
@@ -183,15 +188,37 @@ type ClassTriples = [u64; 1024];
 struct Quiet {
     idle: Option<Idle>,
     harmful: Harmful,
+    /// Bit `s`: the quiet states reach state `s` in at most two ASCII
+    /// characters (none: no quiet states).
+    near: [u64; 4],
 }
 
 impl Quiet {
     fn new(next: impl Fn(u8, u8) -> u8, classes: &'static [u8; SYMBOLS], special: u8) -> Self {
         let idle = idle(&next, special);
+        let mut near = [0u64; 4];
+        let mut set = |s: u8| near[usize::from(s >> 6)] |= 1 << (s & 63);
+        for q in idle.iter().flat_map(|q| [q.other, q.word]) {
+            set(q);
+            for a in 0..0x80 {
+                let s = next(q, a);
+                set(s);
+                for b in 0..0x80 {
+                    set(next(s, b));
+                }
+            }
+        }
         Quiet {
             idle,
             harmful: Harmful::new(&next, classes, special, idle.as_slice()),
+            near,
         }
+    }
+
+    /// Whether `state` may be settled (see [`Quiet::near`]'s field).
+    #[inline(always)]
+    fn near(&self, state: u8) -> bool {
+        self.near[usize::from(state >> 6)] >> (state & 63) & 1 != 0
     }
 
     /// Whether `state`, after `prev`, is quiet, or is where a quiet state
@@ -407,24 +434,50 @@ impl Prefilter {
             .settled(state, prev, |s, c| dfa::LABELS.next(s, c))
     }
 
+    /// Whether the classic labels table's `state` may be settled.
+    #[inline(always)]
+    pub(super) fn labels_near(&self, state: u8) -> bool {
+        self.labels.near(state)
+    }
+
+    /// Whether the states of the words tables may be settled.
+    #[inline(always)]
+    pub(super) fn words_near(&self, states: &[u8; dfa::WORDS_LEN]) -> bool {
+        let [q0, q1] = &self.words;
+        q0.near(states[0]) & q1.near(states[1])
+    }
+
+    /// Whether the states of the extended tables that `want` steps may be
+    /// settled.
+    #[cfg(feature = "extended")]
+    #[inline(always)]
+    pub(super) fn extended_near(&self, states: &[u8; dfa::EXTENDED_LEN], want: u8) -> bool {
+        let mut all = true;
+        for ((q, &s), t) in self.extended.iter().zip(states).zip(dfa::EXTENDED) {
+            all &= t.labels & want == 0 || q.near(s);
+        }
+        all
+    }
+
     /// Whether the states of the words tables are settled after `prev`.
     #[inline(always)]
     pub(super) fn words_settled(&self, states: &[u8; dfa::WORDS_LEN], prev: [u8; 2]) -> bool {
-        self.words
-            .iter()
-            .zip(states)
-            .zip(dfa::WORDS)
-            .all(|((q, &s), t)| q.settled(s, prev, |s, c| t.next(s, c)))
+        // By hand: as an iterator's `all`, it is not inlined.
+        let [q0, q1] = &self.words;
+        let [t0, t1] = dfa::WORDS;
+        q0.settled(states[0], prev, |s, c| t0.next(s, c))
+            && q1.settled(states[1], prev, |s, c| t1.next(s, c))
     }
 
     /// Whether every running tail (bits of `active`) waits in a quiet state.
     #[inline(always)]
     pub(super) fn tails_quiet(&self, states: &[u8; dfa::TAILS_LEN], active: u8) -> bool {
-        self.tails
-            .iter()
-            .zip(states)
-            .enumerate()
-            .all(|(k, (t, &s))| active & (1 << k) == 0 || s < 64 && t.states >> s & 1 != 0)
+        for (k, (t, &s)) in self.tails.iter().zip(states).enumerate() {
+            if active & (1 << k) != 0 && !(s < 64 && t.states >> s & 1 != 0) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The quiet states of the words tables after `before`.
@@ -453,11 +506,14 @@ impl Prefilter {
         want: u8,
         prev: [u8; 2],
     ) -> bool {
-        self.extended
-            .iter()
-            .zip(states)
-            .zip(dfa::EXTENDED)
-            .all(|((q, &s), t)| t.labels & want == 0 || q.settled(s, prev, |s, c| t.next(s, c)))
+        // A loop: as an iterator's `all`, it is not inlined.
+        let tables = dfa::EXTENDED.iter().zip(super::dense::extended());
+        for ((q, &s), (t, d)) in self.extended.iter().zip(states).zip(tables) {
+            if t.labels & want != 0 && !q.settled(s, prev, |s, c| d.next(s, c)) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The quiet states of the extended tables after `before`.
@@ -733,6 +789,39 @@ mod tests {
             b'a',
             b'b'
         ));
+    }
+
+    #[test]
+    fn settled_states_are_near() {
+        // `near` only spares the scan the settled test where it fails.
+        let p = prefilter();
+        let reps = &p.reps[..p.len];
+        let check = |q: &Quiet, states: usize, next: &dyn Fn(u8, u8) -> u8| {
+            assert!(q.idle.is_some());
+            let mut near = 0;
+            for s in 0..states as u8 {
+                near += usize::from(q.near(s));
+                for &a in reps {
+                    for &b in reps {
+                        if q.settled(s, [a, b], next) {
+                            assert!(q.near(s), "state {s} after {a} {b}");
+                        }
+                    }
+                }
+            }
+            // Most states are deeper in a match.
+            assert!(near * 2 < states, "{near} of {states}");
+        };
+        check(&p.labels, dfa::LABELS.states, &|s, c| {
+            dfa::LABELS.next(s, c)
+        });
+        for (q, t) in p.words.iter().zip(dfa::WORDS) {
+            check(q, t.states, &|s, c| t.next(s, c));
+        }
+        #[cfg(feature = "extended")]
+        for (q, t) in p.extended.iter().zip(dfa::EXTENDED) {
+            check(q, t.base.len(), &|s, c| t.next(s, c));
+        }
     }
 
     #[test]
