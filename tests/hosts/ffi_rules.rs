@@ -186,6 +186,7 @@ fn abi_bad_blobs_have_their_codes_and_change_nothing() {
 /// A dense blob must start at a 4-byte aligned address; a sparse one may
 /// start anywhere.
 #[cfg(feature = "rules-compile")]
+#[cfg_attr(miri, ignore = "builds and minimizes a DFA: far too slow interpreted")]
 #[test]
 fn abi_a_dense_blob_needs_its_alignment() {
     use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
