@@ -264,6 +264,14 @@ pub(super) fn out_buffer() -> *mut u8 {
     OUT_BUFFER.0.get().cast()
 }
 
+/// The two exchange buffers, as (address, length).
+fn exchange_buffers() -> [(usize, usize); 2] {
+    [
+        (text_buffer() as usize, MAX_TEXT),
+        (out_buffer() as usize, OUT_BUFFER_LEN),
+    ]
+}
+
 /// The start and end addresses of a static.
 fn span<T>(value: &T) -> (usize, usize) {
     let start = core::ptr::from_ref(value) as usize;
@@ -288,10 +296,7 @@ pub(super) fn check_range(addr: usize, len: usize) -> Result<(), i32> {
     }
     let end = addr.checked_add(len).ok_or(ERR_BUFFER)?;
     let overlaps = |(start, stop): (usize, usize)| addr < stop && start < end;
-    for (start, n) in [
-        (text_buffer() as usize, MAX_TEXT),
-        (out_buffer() as usize, OUT_BUFFER_LEN),
-    ] {
+    for (start, n) in exchange_buffers() {
         if overlaps((start, start + n)) {
             return if start <= addr && end <= start + n {
                 Ok(())
@@ -458,10 +463,7 @@ pub(super) unsafe fn host_blob(blob: *const u8, len: u32) -> Result<&'static [u8
         return Ok(&[]);
     }
     let end = addr + len; // no wrap: `check_range` refused it
-    for (start, n) in [
-        (text_buffer() as usize, MAX_TEXT),
-        (out_buffer() as usize, OUT_BUFFER_LEN),
-    ] {
+    for (start, n) in exchange_buffers() {
         if addr < start + n && start < end {
             return Err(ERR_BUFFER);
         }
