@@ -226,6 +226,9 @@ fn run(data: &[u8]) {
     let mut handles: Vec<i32> = Vec::new();
     let mut timers: Vec<u64> = Vec::new();
     let mut steps = 0;
+    // The shadows' rules: the example blob, validated once per process.
+    static EXAMPLE: std::sync::OnceLock<Rules<'static>> = std::sync::OnceLock::new();
+    let example = EXAMPLE.get_or_init(|| Rules::from_bytes(BLOB).expect("the example blob"));
     while !b.is_empty() && steps < 64 {
         steps += 1;
         let op = b.u8() % 18;
@@ -358,7 +361,7 @@ fn run(data: &[u8]) {
                     (_, Some(_)) => 0,
                 };
                 assert_eq!(got, want, "rules_load of {len} bytes");
-                (got, Some(Rules::from_bytes(BLOB).expect("the example blob")))
+                (got, Some(example.clone()))
             } else {
                 let got = autoretry_rules_clear(handle);
                 assert_eq!(got, if target.is_some() { 0 } else { ERR_HANDLE });
