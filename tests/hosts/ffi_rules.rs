@@ -159,7 +159,7 @@ fn abi_bad_blobs_have_their_codes_and_change_nothing() {
     unsafe {
         assert_eq!(autoretry_rules_load(m.0, std::ptr::null(), 10), ERR_ARG);
         assert_eq!(
-            autoretry_rules_load(m.0, usize::MAX as *const u8, 2),
+            autoretry_rules_load(m.0, std::ptr::without_provenance(usize::MAX), 2),
             ERR_BUFFER
         );
         // A blob in an exchange buffer would be written over.
