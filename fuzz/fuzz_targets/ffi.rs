@@ -13,22 +13,45 @@
 //! serde_json's of the shadow's outputs (timer ids as the module shows them),
 //! its refusals the shadow's.
 //!
-//! Rules too: the example blob (or a prefix of it, which the module must
-//! refuse by code) is lent to a machine or taken back, and its shadow
-//! applies the same rules (`Rules::apply_input`) to every input.
+//! Rules too: a small blob (or a prefix of it, which the module must refuse
+//! by code) is lent to a machine or taken back, and its shadow applies the
+//! same rules (`Rules::apply_input`) to every input. The rules match texts
+//! the target sends, so verdicts change outcomes; they are small because
+//! the module validates a blob on every load, and validating the example
+//! blob (23 KB) took most of the time: checking blobs themselves is the
+//! `rules_from_bytes` target's job.
 
 use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
-use autoretry::rules::Rules;
+use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
 use autoretry::{
     AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
     StopReason, TimerId, Usage,
 };
 
 const SCRATCH: usize = 8192;
-/// The compiled example rules; never written, so they may be lent for the
-/// whole run.
-static BLOB: &[u8] = autoretry::include_rules!("../../tests/rules/example.bin");
+/// The rules lent to machines: `never` and `retry` patterns that match
+/// some of [`TEXTS`] (an overload and a usage limit never retried, a
+/// failed fetch and a rate limit retried).
+const RULES_JSON: &str =
+    r#"{"never": ["overloaded", "usage_limit"], "retry": ["fetch failed", "^rate limit"]}"#;
+
+/// [`RULES_JSON`] compiled to a sparse blob once per process, and the same
+/// rules loaded from it for the shadows. The blob is leaked, so it is never
+/// written or freed and may be lent for the whole run.
+fn rules() -> &'static (&'static [u8], Rules<'static>) {
+    static RULES: std::sync::OnceLock<(&'static [u8], Rules<'static>)> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| {
+        let set = RuleSet::from_json(RULES_JSON).expect("the target's rules");
+        let compiled = Rules::compile(&set).expect("the target's rules compile");
+        let blob: &'static [u8] = Vec::leak(
+            compiled
+                .to_bytes(Endian::NATIVE, DfaKind::Sparse)
+                .expect("a sparse blob"),
+        );
+        (blob, Rules::from_bytes(blob).expect("the target's blob"))
+    })
+}
 /// The low bits of a timer id the module shows that are the machine's own.
 const TIMER_BITS: u32 = 40;
 
@@ -226,9 +249,7 @@ fn run(data: &[u8]) {
     let mut handles: Vec<i32> = Vec::new();
     let mut timers: Vec<u64> = Vec::new();
     let mut steps = 0;
-    // The shadows' rules: the example blob, validated once per process.
-    static EXAMPLE: std::sync::OnceLock<Rules<'static>> = std::sync::OnceLock::new();
-    let example = EXAMPLE.get_or_init(|| Rules::from_bytes(BLOB).expect("the example blob"));
+    let (blob_full, shadow_rules) = rules();
     while !b.is_empty() && steps < 64 {
         steps += 1;
         let op = b.u8() % 18;
@@ -345,23 +366,23 @@ fn run(data: &[u8]) {
             continue;
         }
         if op >= 16 {
-            // Lend the example blob, or a prefix of it, or take rules back.
+            // Lend the blob, or a prefix of it, or take rules back.
             let (got, lent) = if op == 16 {
                 let len = match b.u8() % 4 {
-                    0 => usize::from(b.u16()) % BLOB.len(),
-                    _ => BLOB.len(),
+                    0 => usize::from(b.u16()) % blob_full.len(),
+                    _ => blob_full.len(),
                 };
-                let blob = &BLOB[..len];
-                // SAFETY: a static, never written.
+                let blob = &blob_full[..len];
+                // SAFETY: leaked, so live for the whole run and never written.
                 let got = unsafe { autoretry_rules_load(handle, blob.as_ptr(), len as u32) };
                 let want = match (len, target) {
                     (0, _) => ERR_RULES_FOREIGN,
-                    (n, _) if n < BLOB.len() => ERR_RULES_LENGTH,
+                    (n, _) if n < blob_full.len() => ERR_RULES_LENGTH,
                     (_, None) => ERR_HANDLE,
                     (_, Some(_)) => 0,
                 };
                 assert_eq!(got, want, "rules_load of {len} bytes");
-                (got, Some(example.clone()))
+                (got, Some(shadow_rules.clone()))
             } else {
                 let got = autoretry_rules_clear(handle);
                 assert_eq!(got, if target.is_some() { 0 } else { ERR_HANDLE });
