@@ -407,9 +407,10 @@ const PROBES: &[&str] = &[
 ];
 
 /// Loads `blob` in place (at a 4-byte aligned address, or one past it when
-/// `offset_by_one`); when it loads, searches the probe texts and the
-/// blob's own bytes as text. Returns whether it loaded.
-fn load_and_search(blob: &[u8], offset_by_one: bool) -> Result<(), RulesError> {
+/// `offset_by_one`); when it loads, searches the probe texts and `text`
+/// (the fuzzer's bytes, so that coverage steers the search through the
+/// DFA's states). Returns whether it loaded.
+fn load_and_search(blob: &[u8], offset_by_one: bool, text: &[u8]) -> Result<(), RulesError> {
     let mut padded = Vec::with_capacity(blob.len() + 1);
     if offset_by_one {
         padded.push(0);
@@ -421,7 +422,7 @@ fn load_and_search(blob: &[u8], offset_by_one: bool) -> Result<(), RulesError> {
     for text in PROBES {
         let _ = rules.verdict(text);
     }
-    let _ = rules.verdict(&String::from_utf8_lossy(blob));
+    let _ = rules.verdict(&String::from_utf8_lossy(text));
     assert_eq!(rules.never_len() + rules.retry_len(), {
         let n = u16::from_le_bytes([blob[12], blob[13]]);
         let r = u16::from_le_bytes([blob[14], blob[15]]);
@@ -443,8 +444,9 @@ fn load_and_search(blob: &[u8], offset_by_one: bool) -> Result<(), RulesError> {
 ///
 /// The blobs of modes 1 to 4 are those of [`SMALL_JSON`], or of the example
 /// rules when the first byte divided by 5 is a multiple of 8: validating
-/// and searching the example's blobs (23 and 82 KB) costs several times
-/// more, and the validation's code is the same for both.
+/// the example's blobs (23 and 82 KB) costs several times more, and the
+/// validation's code is the same for both. A blob that loads is searched
+/// with the probe texts and the fuzzer's bytes.
 ///
 /// # Panics
 ///
@@ -460,7 +462,7 @@ pub fn fuzz_rules_from_bytes(data: &[u8]) {
     };
     match first % 5 {
         0 => {
-            let _ = load_and_search(b.rest(), false);
+            let _ = load_and_search(b.rest(), false, data);
         }
         mode @ (1 | 2) => {
             let mut blob = if mode == 1 {
@@ -480,22 +482,22 @@ pub fn fuzz_rules_from_bytes(data: &[u8]) {
             }
             let sum = checksum(&blob[HEADER_LEN..]);
             blob[20..24].copy_from_slice(&sum.to_le_bytes());
-            let _ = load_and_search(&blob, false);
+            let _ = load_and_search(&blob, false, data);
         }
         3 => {
             let blob = if b.byte() % 2 == 0 { sparse } else { dense };
             let keep = usize::from(u16::from_le_bytes([b.byte(), b.byte()])) % blob.len();
-            match load_and_search(&blob[..keep], false) {
+            match load_and_search(&blob[..keep], false, data) {
                 Err(RulesError::Truncated { .. } | RulesError::Foreign) => {}
                 other => panic!("a blob truncated to {keep} bytes: {other:?}"),
             }
         }
         _ => {
-            match load_and_search(dense, true) {
+            match load_and_search(dense, true, data) {
                 Err(RulesError::Misaligned) => {}
                 other => panic!("a dense blob off its alignment: {other:?}"),
             }
-            load_and_search(sparse, true).expect("a sparse blob loads at any address");
+            load_and_search(sparse, true, data).expect("a sparse blob loads at any address");
         }
     }
 }
