@@ -3,11 +3,13 @@
 //! A compressed table ([`Delayed`]) finds a transition through a chain of
 //! four loads and a comparison; unpacked, it is two loads (the symbol's
 //! class, then the transition), one cache line per state. That is 16 KB a
-//! table, computed from the compressed tables at first use: too much for a
-//! firmware's flash, nothing for a std process.
+//! table, computed from the compressed tables at first use, on the heap
+//! (see [`super::heap`]): too much for a firmware's flash, nothing for a
+//! std process.
 
 extern crate std;
 
+use std::boxed::Box;
 use std::sync::OnceLock;
 
 use super::dfa::{self, EXTENDED};
@@ -30,15 +32,15 @@ const _: () = {
 pub(super) struct Dense {
     classes: &'static [u8; SYMBOLS],
     /// `rows[state][class]`: the state after `state` reads a symbol of
-    /// `class`.
-    rows: [[u8; CLASSES]; 256],
+    /// `class` (on the heap: see [`super::heap`]).
+    rows: Box<[[u8; CLASSES]; 256]>,
 }
 
 impl Dense {
     fn new(table: &'static Delayed) -> Self {
         let mut this = Dense {
             classes: table.classes,
-            rows: [[0; CLASSES]; 256],
+            rows: super::heap::filled([0; CLASSES]),
         };
         // One symbol per class.
         let mut reps = [None; CLASSES];

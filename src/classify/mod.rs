@@ -2,10 +2,11 @@
 //! context overflow, usage limit, and the retry hint.
 //!
 //! Pure functions of the text: no allocation, no panic, linear time, one
-//! pass. The patterns of [`patterns`] are compiled ahead of time into small
-//! DFAs that read one symbol per character (see `tools/dfa-gen/`), with the
-//! matching semantics of spec 3.1: only ASCII letters
-//! fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
+//! pass (on std, feature `prefilter` allocates its speed tables once per
+//! process, at first use). The patterns of [`patterns`] are compiled ahead
+//! of time into small DFAs that read one symbol per character (see
+//! `tools/dfa-gen/`), with the matching semantics of spec 3.1: only ASCII
+//! letters fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
 //! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space (and `\b`, in the
 //! extended patterns, an ASCII word boundary). The `*_bytes`
 //! functions read raw bytes exactly as `String::from_utf8_lossy` would (one
@@ -33,6 +34,8 @@ mod decimal;
 mod dense;
 #[cfg(feature = "extended")]
 mod extended;
+#[cfg(feature = "prefilter")]
+mod heap;
 mod hint;
 pub mod patterns;
 #[cfg(feature = "prefilter")]

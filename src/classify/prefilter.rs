@@ -34,6 +34,7 @@
 
 extern crate std;
 
+use std::boxed::Box;
 use std::sync::OnceLock;
 
 use super::dfa::{self, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
@@ -273,12 +274,15 @@ pub(super) const KEY_TAILS: usize = 16;
 #[cfg(feature = "extended")]
 pub(super) const KEY_EXTENDED: usize = 32;
 
-/// Per key (see [`Prefilter::triples`]), built when first needed.
-static COMBINED: [OnceLock<Triples>; KEYS] = [const { OnceLock::new() }; KEYS];
+/// Per key (see [`Prefilter::triples`]), built when first needed (on the
+/// heap: see [`super::heap`]).
+static COMBINED: [OnceLock<Box<Triples>>; KEYS] = [const { OnceLock::new() }; KEYS];
 
 fn prefilter() -> &'static Prefilter {
-    static P: OnceLock<Prefilter> = OnceLock::new();
-    P.get_or_init(Prefilter::new)
+    // Boxed: a kilobyte, which the initialization would copy through
+    // several frames of the first caller's stack (in debug builds).
+    static P: OnceLock<Box<Prefilter>> = OnceLock::new();
+    P.get_or_init(|| Box::new(Prefilter::new()))
 }
 
 impl Prefilter {
@@ -353,7 +357,7 @@ impl Prefilter {
         COMBINED[at].get_or_init(|| self.combine(at))
     }
 
-    fn combine(&self, key: usize) -> Triples {
+    fn combine(&self, key: usize) -> Box<Triples> {
         let want = (key & 15) as u8;
         let extended = key >= 32;
         // The tables the key steps.
@@ -378,7 +382,7 @@ impl Prefilter {
         for (slot, (on, h)) in tables.iter_mut().zip(stepped) {
             *slot = on.then_some(h);
         }
-        let mut all = [0u64; 4096];
+        let mut all: Box<Triples> = super::heap::filled(0);
         for cx in 0..64 {
             for cy in 0..64 {
                 for cz in 0..64 {
@@ -553,8 +557,8 @@ struct Harmful {
     classes: &'static [u8; SYMBOLS],
     /// Number of classes.
     n: usize,
-    /// `None`: every string.
-    bits: Option<ClassTriples>,
+    /// `None`: every string. On the heap: see [`super::heap`].
+    bits: Option<Box<ClassTriples>>,
 }
 
 impl Harmful {
@@ -591,7 +595,7 @@ impl Harmful {
             }
         }
         let any = &reps[..len];
-        let mut bits = [0u64; 1024];
+        let mut bits: Box<ClassTriples> = super::heap::filled(0);
         for q in quiet {
             for r in [q.other, q.word] {
                 for &x in any.iter().filter(|&&x| x < 0x80) {
