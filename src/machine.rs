@@ -433,16 +433,13 @@ impl Machine {
                 self.check_agent_may_run()?;
                 self.report_success(&message)
             }
-            Input::AgentEnd { message, now_ms } => {
-                self.check_agent_may_run()?;
-                match self.retry_text(&message) {
-                    Some(text) => return Ok(self.retry(&message, text, now_ms)),
-                    None if self.phase == Phase::Idle && self.attempt == 0 => {
-                        Some(Output::CheckCompaction)
-                    }
-                    None => return Ok(self.settle(&message)),
-                }
+            // No chain open and nothing to classify: the prompt is over.
+            Input::AgentEnd { message, .. }
+                if self.phase == Phase::Idle && self.attempt == 0 && !self.may_retry(&message) =>
+            {
+                Some(Output::CheckCompaction)
             }
+            Input::AgentEnd { message, now_ms } => return self.agent_end(&message, now_ms),
             Input::TimerFired { timer } => {
                 if self.pending_timer() == Some(timer) {
                     self.phase = Phase::Running;
@@ -481,6 +478,22 @@ impl Machine {
         Ok(out)
     }
 
+    /// Spec §5.1, §9 and §10.3: the decision at the end of a run.
+    #[inline(never)]
+    fn agent_end<'a>(
+        &mut self,
+        message: &AssistantMessage<'a>,
+        now_ms: Option<u64>,
+    ) -> Result<Outputs<'a>, Refused> {
+        self.check_agent_may_run()?;
+        let retries = self.may_retry(message)
+            && message.is_retryable_with(self.context_window, self.settings.classifier);
+        Ok(match message.error_text() {
+            Some(text) if retries => self.retry(message, text, now_ms),
+            _ => self.settle(message),
+        })
+    }
+
     fn check_agent_may_run(&self) -> Result<(), Refused> {
         match self.phase {
             Phase::Backoff => Err(Refused::AgentRunDuringBackoff),
@@ -494,21 +507,17 @@ impl Machine {
         (self.attempt > 0 && message.stop_reason.is_success()).then(|| self.end(true, None))
     }
 
-    /// Spec §5.1 step 1: the error text of a run that retries, or `None`.
-    /// Only an error message with a text, under `retry.enabled`, is
-    /// classified.
-    fn retry_text<'a>(&self, message: &AssistantMessage<'a>) -> Option<&'a str> {
-        let text = message.error_text()?;
-        let retries = message.stop_reason == StopReason::Error
+    /// Whether the run may retry at all: an error message with an error
+    /// text, under `retry.enabled`. Only then is the text classified.
+    fn may_retry(&self, message: &AssistantMessage<'_>) -> bool {
+        message.stop_reason == StopReason::Error
+            && message.error_text().is_some()
             && self.settings.enabled
-            && message.is_retryable_with(self.context_window, self.settings.classifier);
-        retries.then_some(text)
     }
 
-    /// Spec §5.2 and §9: a run that ends without a retry while a chain is
-    /// open. A success ends the chain's attempt with success, an error with
-    /// the message's error; the chain settles; the prompt is over.
-    #[inline(never)]
+    /// Spec §5.2 and §9: a run that ends without a retry. A success ends an
+    /// open chain's attempt with success, an error with the message's
+    /// error; an open chain settles; the prompt is over.
     fn settle<'a>(&mut self, message: &AssistantMessage<'a>) -> Outputs<'a> {
         let end = if self.attempt == 0 {
             None
@@ -528,8 +537,7 @@ impl Machine {
         }
     }
 
-    /// Spec §5.1, §10.3: the decision for a run whose error retries.
-    #[inline(never)]
+    /// Spec §5.1 and §10.3: a run whose error retries.
     fn retry<'a>(
         &mut self,
         message: &AssistantMessage<'a>,
