@@ -4,7 +4,7 @@
 use core::fmt;
 
 use crate::classify;
-use crate::message::AssistantMessage;
+use crate::message::{AssistantMessage, StopReason};
 use crate::output::{Event, FinalError, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR};
 use crate::settings::{HostOptions, RetrySettings};
 
@@ -423,61 +423,75 @@ impl Machine {
     /// ```
     #[must_use = "the host must carry out every output, in order"]
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
-        let mut out = Outputs::new();
-        match input {
+        // The outputs are written once, straight into the result: the
+        // common inputs (those that meet no open chain, and a pending timer)
+        // give at most one output, chosen here; the others return theirs
+        // from a call. A buffer of outputs copied into the result would cost
+        // more than all the rest of such an input.
+        let output = match input {
             Input::MessageEnd { message } => {
                 self.check_agent_may_run()?;
-                self.report_success(&message, &mut out);
+                self.report_success(&message)
             }
-            Input::AgentEnd { message, now_ms } => {
-                self.check_agent_may_run()?;
-                self.agent_end(&message, now_ms, &mut out);
+            // No chain open and nothing to classify: the prompt is over.
+            Input::AgentEnd { message, .. }
+                if self.phase == Phase::Idle && self.attempt == 0 && !self.may_retry(&message) =>
+            {
+                Some(Output::CheckCompaction)
             }
+            Input::AgentEnd { message, now_ms } => return self.agent_end(&message, now_ms),
             Input::TimerFired { timer } => {
                 if self.pending_timer() == Some(timer) {
                     self.phase = Phase::Running;
-                    push(&mut out, Output::ContinueAgent);
+                    Some(Output::ContinueAgent)
+                } else {
+                    None
                 }
             }
             Input::UsageLimitMarked {
                 switched,
                 error_message,
-            } => {
-                if self.phase == Phase::AwaitingUsageLimit {
-                    let marked = self.marked;
-                    if fingerprint(error_message) != marked.text_fingerprint {
-                        return Err(Refused::UsageLimitTextMismatch);
-                    }
-                    self.marked = Marked::NONE;
-                    if switched {
-                        // A switch makes the wait 0 and skips the ceiling.
-                        self.start(error_message, 0, marked.max_attempts, &mut out);
-                    } else if marked.exceeded_ceiling_ms > 0 {
-                        self.fail_fast(
-                            error_message,
-                            marked.delay_ms,
-                            marked.exceeded_ceiling_ms,
-                            &mut out,
-                        );
-                    } else {
-                        self.start(
-                            error_message,
-                            marked.delay_ms,
-                            marked.max_attempts,
-                            &mut out,
-                        );
-                    }
+            } => return self.usage_limit_marked(switched, error_message),
+            Input::AbortRetry | Input::Abort => {
+                let abort = input == Input::Abort;
+                if self.phase != Phase::Idle {
+                    return Ok(self.cancel(abort));
                 }
+                // No chain: nothing to cancel.
+                self.attempt = 0;
+                self.marked = Marked::NONE;
+                abort.then_some(Output::AbortAgent)
             }
-            Input::AbortRetry => self.cancel(&mut out),
-            Input::Abort => {
-                self.cancel(&mut out);
-                push(&mut out, Output::AbortAgent);
+            Input::SetAutoRetry { enabled } => {
+                self.settings.enabled = enabled;
+                None
             }
-            Input::SetAutoRetry { enabled } => self.settings.enabled = enabled,
-            Input::Settings(settings) => self.settings = settings,
+            Input::Settings(settings) => {
+                self.settings = settings;
+                None
+            }
+        };
+        let mut out = Outputs::new();
+        if let Some(output) = output {
+            push(&mut out, output);
         }
         Ok(out)
+    }
+
+    /// Spec §5.1, §9 and §10.3: the decision at the end of a run.
+    #[inline(never)]
+    fn agent_end<'a>(
+        &mut self,
+        message: &AssistantMessage<'a>,
+        now_ms: Option<u64>,
+    ) -> Result<Outputs<'a>, Refused> {
+        self.check_agent_may_run()?;
+        let retries = self.may_retry(message)
+            && message.is_retryable_with(self.context_window, self.settings.classifier);
+        Ok(match message.error_text() {
+            Some(text) if retries => self.retry(message, text, now_ms),
+            _ => self.settle(message),
+        })
     }
 
     fn check_agent_may_run(&self) -> Result<(), Refused> {
@@ -489,54 +503,59 @@ impl Machine {
     }
 
     /// Spec §5.2: the first good message of a chain reports its success.
-    fn report_success<'a>(&mut self, message: &AssistantMessage<'a>, out: &mut Outputs<'a>) {
-        if self.attempt > 0 && message.stop_reason.is_success() {
-            self.end(true, None, out);
+    fn report_success<'a>(&mut self, message: &AssistantMessage<'a>) -> Option<Output<'a>> {
+        (self.attempt > 0 && message.stop_reason.is_success()).then(|| self.end(true, None))
+    }
+
+    /// Whether the run may retry at all: an error message with an error
+    /// text, under `retry.enabled`. Only then is the text classified.
+    fn may_retry(&self, message: &AssistantMessage<'_>) -> bool {
+        message.stop_reason == StopReason::Error
+            && message.error_text().is_some()
+            && self.settings.enabled
+    }
+
+    /// Spec §5.2 and §9: a run that ends without a retry. A success ends an
+    /// open chain's attempt with success, an error with the message's
+    /// error; an open chain settles; the prompt is over.
+    fn settle<'a>(&mut self, message: &AssistantMessage<'a>) -> Outputs<'a> {
+        let end = if self.attempt == 0 {
+            None
+        } else if message.stop_reason.is_success() {
+            Some(self.end(true, None))
+        } else {
+            let text = message.error_text().unwrap_or(UNKNOWN_ERROR);
+            Some(self.end(false, Some(FinalError::Text(text))))
+        };
+        let settled = self.is_retrying();
+        self.phase = Phase::Idle;
+        match (end, settled) {
+            (Some(end), true) => outputs([end, Output::Settled, Output::CheckCompaction]),
+            (Some(end), false) => outputs([end, Output::CheckCompaction]),
+            (None, true) => outputs([Output::Settled, Output::CheckCompaction]),
+            (None, false) => outputs([Output::CheckCompaction]),
         }
     }
 
-    /// Spec §5.1, §9 and §10.3: the decision at the end of a run.
-    fn agent_end<'a>(
+    /// Spec §5.1 and §10.3: a run whose error retries.
+    fn retry<'a>(
         &mut self,
         message: &AssistantMessage<'a>,
+        retry_text: &'a str,
         now_ms: Option<u64>,
-        out: &mut Outputs<'a>,
-    ) {
-        self.report_success(message, out);
+    ) -> Outputs<'a> {
+        let mut out = Outputs::new();
         let settings = self.settings;
         let classifier = settings.classifier;
-        let retry_text = match message.error_text() {
-            Some(text)
-                if settings.enabled
-                    && message.is_retryable_with(self.context_window, classifier) =>
-            {
-                text
-            }
-            _ => {
-                // No retry: end an open chain with the message's error (§9).
-                if self.attempt > 0 {
-                    let text = message.error_text().unwrap_or(UNKNOWN_ERROR);
-                    self.end(false, Some(FinalError::Text(text)), out);
-                }
-                if self.is_retrying() {
-                    push(out, Output::Settled);
-                    self.phase = Phase::Idle;
-                }
-                push(out, Output::CheckCompaction);
-                return;
-            }
-        };
 
         // The chain opens (or goes on) atomically with the decision.
         self.attempt = self.attempt.saturating_add(1);
         let max_attempts = settings.max_retries;
         if self.attempt > max_attempts {
             self.attempt = self.attempt.saturating_sub(1);
-            self.end(false, Some(FinalError::Text(retry_text)), out);
-            push(out, Output::Settled);
-            push(out, Output::CheckCompaction);
+            let end = self.end(false, Some(FinalError::Text(retry_text)));
             self.phase = Phase::Idle;
-            return;
+            return outputs([end, Output::Settled, Output::CheckCompaction]);
         }
 
         // §10.3 steps 1–3: the exponential backoff, capped, under the ceiling.
@@ -578,12 +597,50 @@ impl Machine {
                 text_fingerprint: fingerprint(retry_text),
             };
             self.phase = Phase::AwaitingUsageLimit;
-            push(out, Output::MarkUsageLimit { retry_after_ms });
+            push(&mut out, Output::MarkUsageLimit { retry_after_ms });
         } else if exceeded_ceiling_ms > 0 {
-            self.fail_fast(retry_text, delay_ms, exceeded_ceiling_ms, out);
+            self.fail_fast(retry_text, delay_ms, exceeded_ceiling_ms, &mut out);
         } else {
-            self.start(retry_text, delay_ms, max_attempts, out);
+            self.start(retry_text, delay_ms, max_attempts, &mut out);
         }
+        out
+    }
+
+    /// Spec §10.3 steps 7–8: the host's answer to `mark_usage_limit`; late
+    /// answers give nothing.
+    #[inline(never)]
+    fn usage_limit_marked<'a>(
+        &mut self,
+        switched: bool,
+        error_message: &'a str,
+    ) -> Result<Outputs<'a>, Refused> {
+        let mut out = Outputs::new();
+        if self.phase == Phase::AwaitingUsageLimit {
+            let marked = self.marked;
+            if fingerprint(error_message) != marked.text_fingerprint {
+                return Err(Refused::UsageLimitTextMismatch);
+            }
+            self.marked = Marked::NONE;
+            if switched {
+                // A switch makes the wait 0 and skips the ceiling.
+                self.start(error_message, 0, marked.max_attempts, &mut out);
+            } else if marked.exceeded_ceiling_ms > 0 {
+                self.fail_fast(
+                    error_message,
+                    marked.delay_ms,
+                    marked.exceeded_ceiling_ms,
+                    &mut out,
+                );
+            } else {
+                self.start(
+                    error_message,
+                    marked.delay_ms,
+                    marked.max_attempts,
+                    &mut out,
+                );
+            }
+        }
+        Ok(out)
     }
 
     /// Spec §10.6: one draw of the jitter generator (SplitMix64's output,
@@ -612,7 +669,7 @@ impl Machine {
             max_delay_ms,
             error: text,
         };
-        self.end(false, Some(final_error), out);
+        push(out, self.end(false, Some(final_error)));
         push(out, Output::Settled);
         push(out, Output::CheckCompaction);
         self.phase = Phase::Idle;
@@ -647,21 +704,25 @@ impl Machine {
         self.phase = Phase::Backoff;
     }
 
-    /// Spec §5.3 and §6a: `abort_retry`.
-    fn cancel(&mut self, out: &mut Outputs<'_>) {
+    /// Spec §5.3 and §6a: `abort_retry` while a chain is open, and with
+    /// `abort` the global abort, which then aborts the agent.
+    #[inline(never)]
+    fn cancel(&mut self, abort: bool) -> Outputs<'static> {
         let cancelled = Some(FinalError::Text(RETRY_CANCELLED));
-        match self.phase {
-            Phase::Idle => {}
+        let out = match self.phase {
+            Phase::Idle => then_abort([], abort),
             Phase::Backoff => {
-                push(
-                    out,
-                    Output::CancelTimer {
-                        timer: TimerId(self.timer),
-                    },
-                );
-                self.end(false, cancelled, out);
-                push(out, Output::Settled);
-                push(out, Output::CheckCompaction);
+                let timer = TimerId(self.timer);
+                let end = self.end(false, cancelled);
+                then_abort(
+                    [
+                        Output::CancelTimer { timer },
+                        end,
+                        Output::Settled,
+                        Output::CheckCompaction,
+                    ],
+                    abort,
+                )
             }
             Phase::AwaitingUsageLimit => {
                 // As during a backoff, but no timer runs, and the attempt
@@ -670,40 +731,57 @@ impl Machine {
                 // after an earlier chain of the same waiting period).
                 self.attempt = self.attempt.saturating_sub(1);
                 if self.attempt > 0 {
-                    self.end(false, cancelled, out);
+                    let end = self.end(false, cancelled);
+                    then_abort([end, Output::Settled, Output::CheckCompaction], abort)
+                } else {
+                    then_abort([Output::Settled, Output::CheckCompaction], abort)
                 }
-                push(out, Output::Settled);
-                push(out, Output::CheckCompaction);
             }
             Phase::Running => {
                 if self.attempt > 0 {
-                    self.end(false, cancelled, out);
+                    let end = self.end(false, cancelled);
+                    then_abort([end, Output::Settled], abort)
+                } else {
+                    then_abort([Output::Settled], abort)
                 }
-                push(out, Output::Settled);
             }
-        }
+        };
         self.attempt = 0;
         self.marked = Marked::NONE;
         self.phase = Phase::Idle;
+        out
     }
 
-    /// Emits an `auto_retry_end` for the current attempt and resets it.
-    fn end<'a>(
-        &mut self,
-        success: bool,
-        final_error: Option<FinalError<'a>>,
-        out: &mut Outputs<'a>,
-    ) {
-        push(
-            out,
-            Output::Emit(Event::End {
-                success,
-                attempt: self.attempt,
-                final_error,
-            }),
-        );
+    /// The `auto_retry_end` of the current attempt; resets the attempt.
+    fn end<'a>(&mut self, success: bool, final_error: Option<FinalError<'a>>) -> Output<'a> {
+        let attempt = self.attempt;
         self.attempt = 0;
+        Output::Emit(Event::End {
+            success,
+            attempt,
+            final_error,
+        })
     }
+}
+
+/// The outputs `items`, in order. `K` is at most [`crate::MAX_OUTPUTS`]
+/// wherever this is called, so nothing is dropped; a fixed list (rather
+/// than pushes after branches) keeps every output at a fixed place.
+fn outputs<'a, const K: usize>(items: [Output<'a>; K]) -> Outputs<'a> {
+    let mut out = Outputs::new();
+    for item in items {
+        push(&mut out, item);
+    }
+    out
+}
+
+/// `items`, then `abort_agent` when `abort` is set.
+fn then_abort<const K: usize>(items: [Output<'static>; K], abort: bool) -> Outputs<'static> {
+    let mut out = outputs(items);
+    if abort {
+        push(&mut out, Output::AbortAgent);
+    }
+    out
 }
 
 /// Appends an output. The buffer holds [`crate::MAX_OUTPUTS`], the most any
