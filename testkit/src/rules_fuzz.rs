@@ -362,12 +362,15 @@ pub fn fuzz_rules_match(data: &[u8]) -> Option<Vec<Option<bool>>> {
 /// (sparse, as committed in `tests/rules/example.bin`, and dense).
 pub fn example_blobs() -> &'static [Vec<u8>; 2] {
     static BLOBS: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
-    BLOBS.get_or_init(|| {
-        let set = RuleSet::from_json(EXAMPLE_JSON).expect("the example rules file");
-        let rules = Rules::compile(&set).expect("the example rules");
-        [DfaKind::Sparse, DfaKind::Dense]
-            .map(|kind| rules.to_bytes(Endian::NATIVE, kind).expect("a blob"))
-    })
+    BLOBS.get_or_init(|| blobs_of(EXAMPLE_JSON))
+}
+
+/// The sparse and dense blobs of a rules file that compiles.
+fn blobs_of(json: &str) -> [Vec<u8>; 2] {
+    let set = RuleSet::from_json(json).expect("a rules file");
+    let rules = Rules::compile(&set).expect("rules that compile");
+    [DfaKind::Sparse, DfaKind::Dense]
+        .map(|kind| rules.to_bytes(Endian::NATIVE, kind).expect("a blob"))
 }
 
 /// `tests/rules/example.json`.
@@ -382,12 +385,7 @@ pub const SMALL_JSON: &str =
 /// The blobs of [`SMALL_JSON`] (sparse, dense).
 pub fn small_blobs() -> &'static [Vec<u8>; 2] {
     static BLOBS: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
-    BLOBS.get_or_init(|| {
-        let set = RuleSet::from_json(SMALL_JSON).expect("the small rules");
-        let rules = Rules::compile(&set).expect("the small rules compile");
-        [DfaKind::Sparse, DfaKind::Dense]
-            .map(|kind| rules.to_bytes(Endian::NATIVE, kind).expect("a blob"))
-    })
+    BLOBS.get_or_init(|| blobs_of(SMALL_JSON))
 }
 
 /// The header's checksum (FNV-1a, 32 bit, of the DFA's bytes).
