@@ -23,7 +23,7 @@
 
 use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
-use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
+use autoretry::rules::Rules;
 use autoretry::{
     AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
     StopReason, TimerId, Usage,
@@ -46,13 +46,8 @@ const RULES_JSON: &str =
 fn rules() -> &'static (&'static [u8], Rules<'static>) {
     static RULES: std::sync::OnceLock<(&'static [u8], Rules<'static>)> = std::sync::OnceLock::new();
     RULES.get_or_init(|| {
-        let set = RuleSet::from_json(RULES_JSON).expect("the target's rules");
-        let compiled = Rules::compile(&set).expect("the target's rules compile");
-        let blob: &'static [u8] = Vec::leak(
-            compiled
-                .to_bytes(Endian::NATIVE, DfaKind::Sparse)
-                .expect("a sparse blob"),
-        );
+        let [sparse, _] = autoretry_testkit::rules_fuzz::blobs_of(RULES_JSON);
+        let blob: &'static [u8] = Vec::leak(sparse);
         (blob, Rules::from_bytes(blob).expect("the target's blob"))
     })
 }

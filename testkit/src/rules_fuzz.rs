@@ -365,8 +365,20 @@ pub fn example_blobs() -> &'static [Vec<u8>; 2] {
     BLOBS.get_or_init(|| blobs_of(EXAMPLE_JSON))
 }
 
-/// The sparse and dense blobs of a rules file that compiles.
-fn blobs_of(json: &str) -> [Vec<u8>; 2] {
+/// The sparse and dense blobs of a rules file that compiles, in this
+/// machine's byte order.
+///
+/// ```
+/// use autoretry::rules::Rules;
+/// let [sparse, dense] = autoretry_testkit::rules_fuzz::blobs_of(r#"{"retry": ["hiccup"]}"#);
+/// assert_eq!(Rules::from_bytes(&sparse).unwrap().verdict("a HICCUP"), Some(true));
+/// assert!(dense.len() > sparse.len());
+/// ```
+///
+/// # Panics
+///
+/// When `json` is not a rules file that compiles.
+pub fn blobs_of(json: &str) -> [Vec<u8>; 2] {
     let set = RuleSet::from_json(json).expect("a rules file");
     let rules = Rules::compile(&set).expect("rules that compile");
     [DfaKind::Sparse, DfaKind::Dense]
