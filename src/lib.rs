@@ -117,7 +117,10 @@ mod machine;
 pub use machine::{Input, Machine, Refused, RetryState};
 
 mod message;
-pub use message::{AssistantMessage, StopReason, Usage};
+pub use message::{AssistantMessage, Partial, StopReason, Usage};
+
+mod budget;
+pub use budget::{BudgetError, RetryBudget};
 
 #[cfg(feature = "std")]
 mod owned;
@@ -129,7 +132,8 @@ pub use snapshot::{Snapshot, SnapshotError};
 
 mod output;
 pub use output::{
-    Event, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    Event, FallbackReason, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED,
+    UNKNOWN_ERROR,
 };
 
 mod settings;
@@ -177,6 +181,10 @@ const _: () = {
     formats::<AssistantMessage<'static>>();
     formats::<StopReason>();
     formats::<Usage>();
+    formats::<Partial>();
+    formats::<RetryBudget>();
+    formats::<BudgetError>();
+    formats::<FallbackReason>();
     formats::<Event<'static>>();
     formats::<FinalError<'static>>();
     formats::<Output<'static>>();

@@ -210,6 +210,11 @@ impl Sim {
                 self.clear_loader();
                 self.start_call();
             }
+            Output::ResumeAgent => {
+                self.clear_loader();
+                self.line("agent: continuing the partial turn");
+                self.start_call();
+            }
             Output::AbortAgent => {
                 self.clear_loader();
                 if self.call_due.take().is_some() {
@@ -221,6 +226,7 @@ impl Sim {
             | Output::CancelTimer { .. }
             | Output::DropTrailingError
             | Output::MarkUsageLimit { .. }
+            | Output::SwitchModel { .. }
             | Output::CheckCompaction
             | Output::Settled => {}
         }

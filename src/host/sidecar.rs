@@ -115,6 +115,8 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
             r#","retryAfterMs":{}"#,
             retry_after_ms.map_or_else(|| "null".to_owned(), |ms| ms.to_string())
         )),
+        Output::SwitchModel { reason } => action(&format!(r#","reason":"{}""#, reason.as_str())),
+        Output::ResumeAgent => action(r#","resume":true"#),
         Output::DropTrailingError
         | Output::ContinueAgent
         | Output::CheckCompaction

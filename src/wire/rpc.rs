@@ -457,6 +457,10 @@ pub enum ErrorCode {
     AwaitingUsageLimitAnswer,
     /// `usage_limit_text_mismatch`: [`Refused::UsageLimitTextMismatch`].
     UsageLimitTextMismatch,
+    /// `awaiting_model_switch_answer`: [`Refused::AwaitingModelSwitchAnswer`].
+    AwaitingModelSwitchAnswer,
+    /// `model_switch_text_mismatch`: [`Refused::ModelSwitchTextMismatch`].
+    ModelSwitchTextMismatch,
 }
 
 impl ErrorCode {
@@ -473,6 +477,8 @@ impl ErrorCode {
             ErrorCode::AgentRunDuringBackoff => "agent_run_during_backoff",
             ErrorCode::AwaitingUsageLimitAnswer => "awaiting_usage_limit_answer",
             ErrorCode::UsageLimitTextMismatch => "usage_limit_text_mismatch",
+            ErrorCode::AwaitingModelSwitchAnswer => "awaiting_model_switch_answer",
+            ErrorCode::ModelSwitchTextMismatch => "model_switch_text_mismatch",
         }
     }
 
@@ -500,6 +506,8 @@ impl From<Refused> for ErrorCode {
             Refused::AgentRunDuringBackoff => ErrorCode::AgentRunDuringBackoff,
             Refused::AwaitingUsageLimitAnswer => ErrorCode::AwaitingUsageLimitAnswer,
             Refused::UsageLimitTextMismatch => ErrorCode::UsageLimitTextMismatch,
+            Refused::AwaitingModelSwitchAnswer => ErrorCode::AwaitingModelSwitchAnswer,
+            Refused::ModelSwitchTextMismatch => ErrorCode::ModelSwitchTextMismatch,
         }
     }
 }

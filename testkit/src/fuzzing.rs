@@ -584,7 +584,9 @@ impl Monitor {
             Input::UsageLimitMarked { .. } => &["", "SDZ", "E-TC"],
             Input::AbortRetry => &["", "XE-TC", "E-TC", "TC", "E-T", "T"],
             Input::Abort => &["A", "XE-TCA", "E-TCA", "TCA", "E-TA", "TA"],
-            Input::SetAutoRetry { .. } | Input::Settings(_) => &[""],
+            // The Monitor models sections 1–10: its machines never ask for a
+            // model, so an answer is always ignored.
+            Input::SetAutoRetry { .. } | Input::Settings(_) | Input::ModelSwitched { .. } => &[""],
         };
         assert!(
             allowed.contains(&shape.as_str()),
@@ -686,7 +688,9 @@ impl Monitor {
                 }
                 self.awaiting = None;
             }
-            Input::MessageEnd { .. } | Input::UsageLimitMarked { .. } => {}
+            Input::MessageEnd { .. }
+            | Input::UsageLimitMarked { .. }
+            | Input::ModelSwitched { .. } => {}
         }
 
         for output in out {
@@ -786,7 +790,7 @@ impl Monitor {
                     assert_eq!(Some(timer), self.pending, "cancelled a timer not pending");
                     self.pending = None;
                 }
-                Output::ContinueAgent | Output::CheckCompaction => {
+                Output::ContinueAgent | Output::ResumeAgent | Output::CheckCompaction => {
                     assert!(
                         self.unresolved,
                         "{} resolves no agent_end",
@@ -812,6 +816,9 @@ impl Monitor {
                     );
                 }
                 Output::DropTrailingError | Output::AbortAgent => {}
+                Output::SwitchModel { .. } => {
+                    panic!("a model switch with modelFallback off: {input:?} -> {out:?}")
+                }
             }
         }
         if let Input::AgentEnd { .. } = input {
@@ -852,8 +859,9 @@ impl Monitor {
 }
 
 /// The kinds of the outputs as a short string: `S` start, `E+`/`E-` end,
-/// `D` drop, `Z` sleep, `X` cancel timer, `K` continue, `M` mark, `C` check
-/// compaction, `A` abort agent, `T` settled.
+/// `D` drop, `Z` sleep, `X` cancel timer, `K` continue, `R` resume, `M`
+/// mark, `W` switch model, `C` check compaction, `A` abort agent, `T`
+/// settled.
 fn shape(out: &[Output<'_>]) -> String {
     let mut s = String::new();
     for o in out {
@@ -865,6 +873,8 @@ fn shape(out: &[Output<'_>]) -> String {
             Output::Sleep { .. } => "Z",
             Output::CancelTimer { .. } => "X",
             Output::ContinueAgent => "K",
+            Output::ResumeAgent => "R",
+            Output::SwitchModel { .. } => "W",
             Output::MarkUsageLimit { .. } => "M",
             Output::CheckCompaction => "C",
             Output::AbortAgent => "A",
@@ -1121,6 +1131,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         usage,
         should_retry,
         retry_after_ms,
+        partial: autoretry::Partial::None,
     }
 }
 
@@ -1301,6 +1312,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         jitter_pct: JitterPct::new(0)?,
         honor_hints: false,
         classifier: Classifier::Classic,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
     };
     let modern = RetrySettings {
         profile: Profile::Modern,
@@ -1312,6 +1326,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         jitter_pct: JitterPct::new(25)?,
         honor_hints: true,
         classifier: Classifier::Extended,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
     };
     // The columns of the table of §10.1, picked by the group's profile.
     let mut s = match obj.get("profile") {
@@ -1332,6 +1349,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
             "backoffCapMs" => s.backoff_cap_ms = v.as_u64()?,
             "jitterPct" => s.jitter_pct = JitterPct::new(u8::try_from(v.as_u64()?).ok()?)?,
             "honorHints" => s.honor_hints = v.as_bool()?,
+            "modelFallback" => s.model_fallback = v.as_bool()?,
+            "maxUsageWaitMs" => s.max_usage_wait_ms = v.as_u64()?,
+            "maxTotalDelayMs" => s.max_total_delay_ms = v.as_u64()?,
             "classifier" => {
                 s.classifier = match v.as_str()? {
                     "classic" => Classifier::Classic,

@@ -183,6 +183,8 @@ pub fn settings() -> impl Strategy<Value = RetrySettings> {
                 jitter_pct,
                 honor_hints,
                 classifier,
+                // Section 11 stays off: the Monitor models sections 1–10.
+                ..RetrySettings::DEFAULT
             },
         )
 }

@@ -9,6 +9,7 @@
 mod common;
 
 mod arbitrary;
+mod beyond;
 mod cancel;
 mod chain;
 mod fuzz_regressions;

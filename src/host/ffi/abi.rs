@@ -947,6 +947,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         usage: fields.usage,
         should_retry,
         retry_after_ms: fields.retry_after_ms,
+        partial: crate::Partial::None,
     };
     let input = match now {
         None => Input::MessageEnd { message },
