@@ -269,7 +269,7 @@ export class Machine {
     const s = decodeSettings(settings);
     const h = decodeHost(host);
     const handle = module.abi.create(s, h);
-    if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every machine of the module is in use: free() one first");
+    if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every slot of the module's pool is in use or retired: free() a machine first (each slot serves 2^23 machines, then is retired: once all are, load() the module again)");
     if (handle < 0) throw new AutoretryError(handle, `creating the machine failed: ${ERROR_NAMES[handle] ?? handle}`);
     this.#module = module;
     this.#abi = module.abi;
