@@ -6,17 +6,20 @@ export type U64 = number | bigint;
 /** `stopReason` of an assistant message. */
 export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
 
-/** An assistant message (spec §2, §10.2); unknown fields are ignored. */
+/**
+ * An assistant message (spec §2, §10.2); unknown fields are ignored, and
+ * an optional field that is `null` is absent.
+ */
 export interface AssistantMessage {
-  role?: "assistant";
+  role?: "assistant" | null;
   stopReason: StopReason;
   /** At most `module.maxText` (4096) bytes of UTF-8. */
-  errorMessage?: string;
-  usage?: { input?: U64; cacheRead?: U64; cacheWrite?: U64 };
+  errorMessage?: string | null;
+  usage?: { input?: U64 | null; cacheRead?: U64 | null; cacheWrite?: U64 | null } | null;
   /** The host's own verdict (spec §10.2). */
-  shouldRetry?: boolean;
+  shouldRetry?: boolean | null;
   /** A wait the host read from the response headers (spec §10.2). */
-  retryAfterMs?: U64;
+  retryAfterMs?: U64 | null;
 }
 
 /** The `retry` settings group (spec §4, §10.1): missing keys default. */
@@ -45,7 +48,7 @@ export interface HostOptions {
 /** One input of the machine, as in the conformance vectors. */
 export type Input =
   | { type: "message_end"; message: AssistantMessage }
-  | { type: "agent_end"; message: AssistantMessage; nowMs?: U64 }
+  | { type: "agent_end"; message: AssistantMessage; nowMs?: U64 | null }
   | { type: "timer_fired"; timer: U64 }
   | { type: "usage_limit_marked"; switched: boolean }
   | { type: "abort_retry" }

@@ -67,6 +67,10 @@ function describe(v) {
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
+// An optional field of an input or message: `null` is absent (undefined),
+// as every other host of the machine reads it (the RPC stream, the vectors).
+const optional = (v) => (v === null ? undefined : v);
+
 // A non-negative integer up to `max`, as a BigInt; `null` when `v` is not one.
 function uintOf(v, max) {
   if (typeof v === "bigint") return v >= 0n && v <= max ? v : null;
@@ -150,17 +154,18 @@ function decodeHost(host) {
   return h;
 }
 
-// An assistant message (spec §2, §10.2); unknown fields are ignored.
+// An assistant message (spec §2, §10.2); unknown fields are ignored, and
+// an optional one that is `null` is absent.
 function decodeMessage(m, maxText) {
   if (!isObject(m)) throw new AutoretryError(ERR_ARG, `message: expected an object, found ${describe(m)}`);
-  const role = m.role;
+  const role = optional(m.role);
   if (role !== undefined && role !== "assistant") throw new AutoretryError(ERR_ARG, `message.role: expected "assistant", found ${describe(role)}`);
   const stop = m.stopReason;
   if (typeof stop !== "string" || !Object.hasOwn(STOP_REASONS, stop)) {
     throw new AutoretryError(ERR_ARG, `message.stopReason: expected one of "stop", "length", "toolUse", "error", "aborted", found ${describe(stop)}`);
   }
   const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined };
-  const text = m.errorMessage;
+  const text = optional(m.errorMessage);
   if (text !== undefined) {
     if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `message.errorMessage: expected a string, found ${describe(text)}`);
     // TextEncoder would turn a lone surrogate into U+FFFD silently.
@@ -172,14 +177,14 @@ function decodeMessage(m, maxText) {
       throw new AutoretryError(ERR_TEXT_LEN, `message.errorMessage: ${out.text.length} bytes of UTF-8, more than the module's ${maxText}`);
     }
   }
-  const usage = m.usage;
+  const usage = optional(m.usage);
   if (usage !== undefined) {
     if (!isObject(usage)) throw new AutoretryError(ERR_ARG, `message.usage: expected an object, found ${describe(usage)}`);
-    const count = (key) => (usage[key] === undefined ? 0n : uint(usage[key], `message.usage.${key}`));
+    const count = (key) => (optional(usage[key]) === undefined ? 0n : uint(usage[key], `message.usage.${key}`));
     out.usage = { input: count("input"), cacheRead: count("cacheRead"), cacheWrite: count("cacheWrite") };
   }
-  if (m.shouldRetry !== undefined) out.shouldRetry = bool(m.shouldRetry, "message.shouldRetry");
-  if (m.retryAfterMs !== undefined) out.retryAfterMs = uint(m.retryAfterMs, "message.retryAfterMs");
+  if (optional(m.shouldRetry) !== undefined) out.shouldRetry = bool(m.shouldRetry, "message.shouldRetry");
+  if (optional(m.retryAfterMs) !== undefined) out.retryAfterMs = uint(m.retryAfterMs, "message.retryAfterMs");
   return out;
 }
 
@@ -307,7 +312,7 @@ export class Machine {
         break;
       case "agent_end": {
         const message = decodeMessage(input.message, abi.maxText);
-        const now = input.nowMs === undefined ? undefined : uint(input.nowMs, "nowMs");
+        const now = optional(input.nowMs) === undefined ? undefined : uint(input.nowMs, "nowMs");
         n = abi.message(h, type, message, now);
         break;
       }

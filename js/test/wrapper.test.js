@@ -74,7 +74,9 @@ test("bad inputs throw with a code and a message, and change nothing", () => {
       [{ type: "agent_end" }, ERR_ARG, /^message: expected an object, found nothing$/],
       [{ type: "agent_end", message: { stopReason: "Error" } }, ERR_ARG, /^message\.stopReason: expected one of/],
       [{ type: "agent_end", message: { role: "user", stopReason: "stop" } }, ERR_ARG, /^message\.role/],
-      [{ type: "agent_end", message: { stopReason: "error", errorMessage: null } }, ERR_ARG, /^message\.errorMessage: expected a string, found null$/],
+      [{ type: "agent_end", message: { stopReason: "error", errorMessage: 5 } }, ERR_ARG, /^message\.errorMessage: expected a string, found 5$/],
+      [{ type: "agent_end", message: { stopReason: null } }, ERR_ARG, /^message\.stopReason: expected one of .*found null$/],
+      [{ type: "timer_fired", timer: null }, ERR_ARG, /^timer: .*found null$/],
       [{ type: "agent_end", message: { stopReason: "error", usage: { input: "5" } } }, ERR_ARG, /^message\.usage\.input:/],
       [{ type: "agent_end", message: { stopReason: "error", errorMessage: "x".repeat(module.maxText + 1) } }, ERR_TEXT_LEN, /4097 bytes/],
       [{ type: "agent_end", message: { stopReason: "error", errorMessage: "\ud800 503" } }, ERR_UTF8, /lone surrogate/],
@@ -97,6 +99,32 @@ test("bad inputs throw with a code and a message, and change nothing", () => {
   assert.equal(e.code, ERR_SETTINGS);
   assert.equal(thrown(() => new Machine(module, { host: { seed: 1.5 } })).code, ERR_ARG);
   assert.equal(thrown(() => new Machine(module, { host: { cores: 2 } })).code, ERR_ARG);
+});
+
+test("null in an optional field is absent, as on every other surface", () => {
+  // The RPC stream reads the same line, nulls and all, as the fields left out.
+  const nulls = { role: null, stopReason: "error", errorMessage: null, usage: null, shouldRetry: null, retryAfterMs: null };
+  const cases = [
+    [{ type: "agent_end", nowMs: null, message: nulls }, { type: "agent_end", message: { stopReason: "error" } }],
+    [
+      { type: "agent_end", nowMs: null, message: { ...nulls, errorMessage: "529 overloaded_error", usage: { input: null, cacheRead: 3, cacheWrite: null } } },
+      { type: "agent_end", message: { stopReason: "error", errorMessage: "529 overloaded_error", usage: { cacheRead: 3 } } },
+    ],
+    [{ type: "message_end", message: { ...nulls, stopReason: "stop" } }, { type: "message_end", message: { stopReason: "stop" } }],
+  ];
+  // The outputs, state and pending timer (a timer id as its machine's pending one).
+  const run = (input) =>
+    withMachine({}, (m) => {
+      const out = m.handle(input).map((o) => (o.type === "sleep" ? { ...o, timer: o.timer === m.pendingTimer() } : o));
+      return [out, m.state()];
+    });
+  for (const [withNulls, without] of cases) {
+    const [a, b] = [run(withNulls), run(without)];
+    assert.deepEqual(a, b, JSON.stringify(withNulls));
+  }
+  // A JSON line of a host, parsed and forwarded as it is.
+  const line = '{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error","shouldRetry":null,"retryAfterMs":null}}';
+  withMachine({}, (m) => assert.deepEqual(m.handle(parseJson(line)).at(-1), { type: "sleep", ms: 2000, timer: m.pendingTimer() }));
 });
 
 test("a freed machine is an error; the pool frees its slot", () => {
