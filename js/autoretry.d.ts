@@ -111,8 +111,9 @@ export class Machine {
   /**
    * Lends the machine a compiled rules blob (`autoretry rules compile`),
    * copied into the module's memory. Throws ERR_RULES_FOREIGN,
-   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT (the machine keeps the rules it
-   * had), or ERR_ARG on a module without rules.
+   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT, or ERR_BUFFER when the memory
+   * cannot grow for it (the machine keeps the rules it had), or ERR_ARG on
+   * a module without rules.
    */
   loadRules(bytes: Uint8Array | ArrayBuffer): void;
   /** Takes the machine's rules away, if it had any. */

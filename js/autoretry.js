@@ -28,29 +28,13 @@ import {
   STOP_REASONS,
 } from "./abi.js";
 import { Blobs } from "./blobs.js";
+import { AutoretryError } from "./errors.js";
 import { parseJson } from "./json.js";
 
 export * from "./abi.js";
+export { AutoretryError } from "./errors.js";
 export { parseJson, stringifyJson } from "./json.js";
 
-/** An error of the module or of the wrapper's checks; nothing changed. */
-export class AutoretryError extends Error {
-  /**
-   * @param {number} code one of the `ERR_*` codes
-   * @param {string} message what was wrong
-   */
-  constructor(code, message) {
-    super(message);
-    this.name = "AutoretryError";
-    /** The `ERR_*` code. */
-    this.code = code;
-  }
-
-  /** The code's name, e.g. `"ERR_REFUSED"`. */
-  get codeName() {
-    return ERROR_NAMES[this.code] ?? `error ${this.code}`;
-  }
-}
 
 const U32_MAX = 0xffffffffn;
 const U64_MAX = 0xffffffffffffffffn;
@@ -195,7 +179,7 @@ export class AutoretryModule {
     /** @internal */
     this.abi = new Abi(instance);
     /** @internal The rules blobs machines hold, in the module's memory. */
-    this.blobs = new Blobs(this.abi.memory);
+    this.blobs = new Blobs(this.abi);
   }
 
   /** The longest `errorMessage` the module takes, in UTF-8 bytes. */
@@ -369,10 +353,11 @@ export class Machine {
    * the overflow rule still apply (spec §10.2). Replaces the rules the
    * machine had.
    *
-   * The bytes are copied into the module's memory (grown for them; machines
-   * that load the same bytes share one copy) and validated there once. A
-   * refused blob throws ERR_RULES_FOREIGN, ERR_RULES_LENGTH or
-   * ERR_RULES_CORRUPT, and the machine keeps the rules it had. A module
+   * The bytes are copied into the module's memory (grown for them, see
+   * `blobs.js`; machines that load the same bytes share one copy) and
+   * validated there once. A refused blob throws ERR_RULES_FOREIGN,
+   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT, a memory that cannot grow for
+   * it ERR_BUFFER, and the machine keeps the rules it had. A module
    * without rules (`autoretry.wasm`) throws ERR_ARG: load
    * `autoretry-rules.wasm` (`RULES_WASM_URL`).
    * @param {Uint8Array | ArrayBuffer} bytes
@@ -387,7 +372,13 @@ export class Machine {
     }
     const blobs = this.#module.blobs;
     // A copy: the caller's bytes may change, or be a view that growing the memory detaches.
-    const place = blobs.place(new Uint8Array(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes));
+    let place;
+    try {
+      place = blobs.place(new Uint8Array(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes));
+    } catch (e) {
+      if (e instanceof AutoretryError) throw new AutoretryError(e.code, `loadRules: ${e.message}; the machine keeps the rules it had`);
+      throw e;
+    }
     const n = this.#abi.rulesLoad(h, place.start, place.length);
     if (n !== 0) {
       const why = RULES_REFUSALS[n] ?? `the module returned ${ERROR_NAMES[n] ?? n}`;
