@@ -95,12 +95,14 @@ export const RULES_WASM_URL: URL;
 /**
  * Instantiates the module from bytes, a `WebAssembly.Module`, a `Response`
  * (or its promise) or a URL; by default `autoretry.wasm` next to the wrapper.
+ * A module that is not there rejects with an Error that says how to build
+ * it (`sh js/build.sh`).
  */
 export function load(source?: BufferSource | WebAssembly.Module | Response | PromiseLike<Response> | URL | string): Promise<AutoretryModule>;
 
 /** One retry machine. */
 export class Machine {
-  /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options) or ERR_POOL_FULL. */
+  /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options, an options key other than `settings` and `host`) or ERR_POOL_FULL. */
   constructor(module: AutoretryModule, options?: { settings?: RetrySettings; host?: HostOptions });
   /** Feeds one input and returns its outputs; throws an `AutoretryError` (and changes nothing) otherwise. */
   handle(input: Input): Output[];
@@ -129,6 +131,11 @@ export class AutoretryError extends Error {
   readonly code: number;
   /** The code's name, e.g. `"ERR_REFUSED"`. */
   readonly codeName: string;
+  /**
+   * Why the machine refused an input (ERR_REFUSED, spec §6a), as the
+   * crate's `Refused` variants; undefined for other errors.
+   */
+  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer";
 }
 
 /** Parses JSON; integers beyond 2^53 - 1 become BigInts; a repeated key is an error. */

@@ -207,6 +207,14 @@ const RULES_REFUSALS = {
   [ERR_RULES_CORRUPT]: "the blob is damaged (a header field, its checksum, its rule counts or its DFA)",
 };
 
+// How to make a missing module of this package's (in a checkout of the
+// repository the .wasm files are built, not committed).
+function buildHint(url) {
+  const name = url.pathname.split("/").pop();
+  if (name !== "autoretry.wasm" && name !== "autoretry-rules.wasm") return "";
+  return ": build it with `sh js/build.sh` in the repository (it needs the Rust toolchain, rustup), which writes js/autoretry.wasm and js/autoretry-rules.wasm, or pass load() the module's bytes or URL";
+}
+
 /**
  * Instantiates the module. `source` is the `.wasm` as bytes, a
  * `WebAssembly.Module`, a `Response` (or a promise of one, e.g. `fetch(url)`:
@@ -219,10 +227,18 @@ export async function load(source = new URL("./autoretry.wasm", import.meta.url)
     const url = new URL(source, import.meta.url);
     if (url.protocol === "file:") {
       const { readFile } = await import("node:fs/promises");
-      source = await readFile(url);
+      try {
+        source = await readFile(url);
+      } catch (e) {
+        if (e?.code !== "ENOENT") throw e;
+        throw Object.assign(new Error(`no WebAssembly module at ${decodeURIComponent(url.pathname)}${buildHint(url)}`, { cause: e }), { code: e.code });
+      }
     } else source = fetch(url);
   }
   source = await source;
+  if (typeof Response !== "undefined" && source instanceof Response && !source.ok) {
+    throw new Error(`no WebAssembly module at ${source.url}: HTTP ${source.status} ${source.statusText}`.trimEnd() + buildHint(new URL(source.url)));
+  }
   let instance;
   if (source instanceof WebAssembly.Module) instance = await WebAssembly.instantiate(source, {});
   else if (typeof Response !== "undefined" && source instanceof Response) {
@@ -251,10 +267,16 @@ export class Machine {
    * @param {AutoretryModule} module from `load()`
    * @param {{settings?: object, host?: object}} [options] the `retry`
    *   group (spec §4, §10.1; missing keys default) and the host options
-   *   (`contextWindow`, `credentialStore`, `seed`)
+   *   (`contextWindow`, `credentialStore`, `seed`); another key throws
+   *   ERR_ARG
    */
-  constructor(module, { settings = {}, host = {} } = {}) {
+  constructor(module, options = {}) {
     if (!(module instanceof AutoretryModule)) throw new AutoretryError(ERR_ARG, "module: expected what load() returns");
+    if (!isObject(options)) throw new AutoretryError(ERR_ARG, `options: expected an object ({settings, host}), found ${describe(options)}`);
+    for (const key of Object.keys(options)) {
+      if (key !== "settings" && key !== "host") throw new AutoretryError(ERR_ARG, `options: unknown key ${JSON.stringify(key)} (expected "settings" or "host")`);
+    }
+    const { settings = {}, host = {} } = options;
     const s = decodeSettings(settings);
     const h = decodeHost(host);
     const handle = module.abi.create(s, h);
@@ -274,8 +296,25 @@ export class Machine {
   // The JSON of a non-negative result, or the error of a negative one.
   #result(n, type) {
     if (n >= 0) return parseJson(this.#abi.read(n));
-    if (n === ERR_REFUSED) throw new AutoretryError(n, `${type} refused: out of turn for the machine's state (spec §6a); nothing changed`);
+    if (n === ERR_REFUSED) throw this.#refusal(type);
     throw new AutoretryError(n, `${type}: the module returned ${ERROR_NAMES[n] ?? n}`);
+  }
+
+  // Why the machine refused `type` (it changed nothing). The module's code
+  // is ERR_REFUSED for every reason; spec §6a refuses a message_end or
+  // agent_end for two alone, a pending backoff (the one state with a
+  // pending timer) and an awaited usage-limit answer, so the machine's
+  // pending timer tells them apart exactly. The wrapper checks every other
+  // input's fields, and the module keeps the marked text for
+  // usage_limit_marked, so no other input is refused through it.
+  #refusal(type) {
+    const refused = (reason, why) => new AutoretryError(ERR_REFUSED, `${type} refused: ${why} (spec §6a); nothing changed`, reason);
+    if (type !== "message_end" && type !== "agent_end") return refused(undefined, "out of turn for the machine's state (the module gives no reason)");
+    const timer = this.pendingTimer();
+    if (timer !== null) {
+      return refused("AgentRunDuringBackoff", `the agent must not run while a retry backoff is pending (timer ${timer}: wait for its timer_fired, or abort_retry)`);
+    }
+    return refused("AwaitingUsageLimitAnswer", "the agent must not run while the usage-limit answer (usage_limit_marked) is awaited");
   }
 
   /**

@@ -20,6 +20,7 @@ try {
   machine.handle({ type: "settings", settings: { jitterPct: 101 } });
 } catch (e) {
   if (e instanceof AutoretryError && e.code !== ERR_REFUSED) console.log(e.codeName, e.message);
+  if (e instanceof AutoretryError && e.reason === "AgentRunDuringBackoff") console.log("wait for the timer");
 }
 const state: RetryState = machine.state();
 const pending: number | bigint | null = machine.pendingTimer();

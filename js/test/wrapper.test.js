@@ -127,6 +127,55 @@ test("null in an optional field is absent, as on every other surface", () => {
   withMachine({}, (m) => assert.deepEqual(m.handle(parseJson(line)).at(-1), { type: "sleep", ms: 2000, timer: m.pendingTimer() }));
 });
 
+test("a refusal says which one (spec §6a)", () => {
+  withMachine({}, (m) => {
+    m.handle(overloaded);
+    const timer = m.pendingTimer();
+    for (const input of [overloaded, { type: "message_end", message: { stopReason: "stop" } }]) {
+      const e = thrown(() => m.handle(input));
+      assert.equal(e.code, ERR_REFUSED);
+      assert.equal(e.reason, "AgentRunDuringBackoff");
+      assert.equal(e.message, `${input.type} refused: the agent must not run while a retry backoff is pending (timer ${timer}: wait for its timer_fired, or abort_retry) (spec §6a); nothing changed`);
+    }
+  });
+  withMachine({ host: { credentialStore: true } }, (m) => {
+    assert.equal(m.handle({ type: "agent_end", message: { stopReason: "error", errorMessage: "usage limit reached" } })[0].type, "mark_usage_limit");
+    const e = thrown(() => m.handle({ type: "agent_end", message: { stopReason: "stop" } }));
+    assert.equal(e.code, ERR_REFUSED);
+    assert.equal(e.reason, "AwaitingUsageLimitAnswer");
+    assert.match(e.message, /^agent_end refused: the agent must not run while the usage-limit answer \(usage_limit_marked\) is awaited/);
+    // The answer lets it run again.
+    m.handle({ type: "usage_limit_marked", switched: true });
+  });
+  // Other errors carry no reason.
+  assert.equal(thrown(() => new Machine(module, { settings: { jitterPct: 101 } })).reason, undefined);
+});
+
+test("an unknown constructor option is refused, not ignored", () => {
+  for (const [options, message] of [
+    [{ setting: { maxRetries: 5 } }, /^options: unknown key "setting" \(expected "settings" or "host"\)$/],
+    [{ settings: {}, hosts: {} }, /^options: unknown key "hosts"/],
+    [null, /^options: expected an object \(\{settings, host\}\), found null$/],
+    [[], /^options: expected an object .*found an array$/],
+  ]) {
+    const e = thrown(() => new Machine(module, options));
+    assert.equal(e.code, ERR_ARG);
+    assert.match(e.message, message);
+  }
+  withMachine(undefined, (m) => assert.deepEqual(m.state(), idle));
+  withMachine({ settings: undefined, host: undefined }, (m) => assert.deepEqual(m.state(), idle));
+});
+
+test("a missing module says how to build it", async () => {
+  const missing = new URL("./no-such-folder/autoretry.wasm", import.meta.url);
+  const e = await load(missing).then(() => assert.fail("loaded"), (err) => err);
+  assert.equal(e.code, "ENOENT");
+  assert.match(e.message, /^no WebAssembly module at \/.*\/no-such-folder\/autoretry\.wasm: build it with `sh js\/build\.sh`/);
+  // Another file name: the path alone.
+  const other = await load(new URL("./no-such-folder/mine.wasm", import.meta.url)).then(() => assert.fail("loaded"), (err) => err);
+  assert.match(other.message, /^no WebAssembly module at \/.*\/mine\.wasm$/);
+});
+
 test("a freed machine is an error; the pool frees its slot", () => {
   const machines = [];
   let e;
@@ -184,6 +233,9 @@ test("load streams a module over HTTP, as a browser does", async () => {
       assert.deepEqual(m.handle(overloaded).at(-1), { type: "sleep", ms: 2000, timer: 1 });
       m.free();
     }
+    // Not there: the status and how to build it, not a compile error.
+    const e = await load(new URL("/js/autoretry.wasm", url)).then(() => assert.fail("loaded"), (err) => err);
+    assert.match(e.message, /^no WebAssembly module at http:.*\/js\/autoretry\.wasm: HTTP 404.*: build it with `sh js\/build\.sh`/);
   } finally {
     server.close();
   }
