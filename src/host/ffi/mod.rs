@@ -30,8 +30,9 @@
 //!   machine's timer fired at the slot's next machine is ignored (spec §6),
 //!   never applied. A `timer_fired` reaches the machine only with the id
 //!   of its pending timer, compared in full, so a machine's own ids may
-//!   outgrow the 40 bits (its ids then repeat only 2^40 timers apart). The return value is the JSON's length in bytes, or a
-//!   negative error code (`ERR_*`).
+//!   outgrow the 40 bits (its ids then repeat only 2^40 timers apart). The
+//!   return value is the JSON's length in bytes, or a negative error code
+//!   (`ERR_*`).
 //! - **A failed call changes nothing.** Every pointer and length is checked
 //!   before any state is touched ([`ERR_BUFFER`], [`ERR_ARG`],
 //!   [`ERR_TEXT_LEN`]); an input is handled on a copy of the machine that

@@ -155,7 +155,7 @@ impl Slots {
             self.marked_len.get_mut(slot.index),
         ) {
             *machine = None;
-            *generation = (*generation + 1).min(RETIRED);
+            *generation = generation.saturating_add(1).min(RETIRED);
             *len = 0;
         }
         #[cfg(feature = "rules")]
