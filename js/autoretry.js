@@ -35,7 +35,6 @@ export * from "./abi.js";
 export { AutoretryError } from "./errors.js";
 export { parseJson, stringifyJson } from "./json.js";
 
-
 const U32_MAX = 0xffffffffn;
 const U64_MAX = 0xffffffffffffffffn;
 
