@@ -33,7 +33,8 @@
 // than `-1`.
 #define AUTORETRY_ERR_TEXT_LEN -4
 
-// Every slot of the pool is in use.
+// Every slot of the pool is in use or retired (a slot is retired after
+// its 2^23rd machine, so that no handle is ever given twice).
 #define AUTORETRY_ERR_POOL_FULL -5
 
 // An argument is out of range (a stop reason, a `shouldRetry` code, a
