@@ -10,7 +10,10 @@
 //! - the agent's events: `{"type":"message_end","message":{...}}`,
 //!   `{"type":"agent_end","message":{...},"nowMs"?:n}` and
 //!   `{"type":"usage_limit_marked","switched":b}` (the answer to a
-//!   `mark_usage_limit` action; the sidecar remembers the marked text).
+//!   `mark_usage_limit` action; the sidecar remembers the marked text) and
+//!   `{"type":"model_switched","switched":b}` (the answer to a
+//!   `switch_model` action, spec §11.3). A message may carry `partial`
+//!   (spec §11.2).
 //!
 //! Blank lines are skipped. A line that is not a JSON object with a string
 //! `type` answers the `parse` error of spec §7 (an object that gives a key
@@ -30,8 +33,15 @@
 //!   `drop_trailing_error`, `continue_agent` (written when the backoff
 //!   timer fires), `check_compaction`, `abort_agent`, `settled`,
 //!   `mark_usage_limit` (with `"retryAfterMs":n|null`; answer with
-//!   `usage_limit_marked`) and `sleep` (with `"ms":n`: informational, the
-//!   sidecar owns the timer). Timer cancellation stays inside the sidecar.
+//!   `usage_limit_marked`), `switch_model` (with `"reason":"..."`; answer
+//!   with `model_switched`) and `sleep` (with `"ms":n`: informational, the
+//!   sidecar owns the timer). A continuation's `continue_agent` carries
+//!   `"resume":true` (spec §11.2). Timer cancellation stays inside the
+//!   sidecar.
+//! - with a shared retry budget ([`Sidecar::with_budget`]) whose store
+//!   fails: `{"type":"budget_store_error","error":"..."}`, before the lines
+//!   of the `agent_end` it concerns, which was decided without the budget
+//!   (the sidecar fails open: see [`handle_shared`]) and keeps serving.
 //!
 //! # Time and fairness
 //!
@@ -77,6 +87,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::host::shared_budget::{handle_shared, SharedBudget};
 use crate::machine::{Input, Machine, Refused};
 use crate::output::{Output, Outputs, TimerId};
 #[cfg(feature = "rules")]
@@ -158,12 +169,15 @@ pub struct Sidecar<W: Write> {
     time_scale: f64,
     /// The number of the last line fed (1-based).
     line: u64,
-    /// The error text of the `agent_end` that asked for `mark_usage_limit`.
+    /// The error text of the `agent_end` whose decision asked for
+    /// `mark_usage_limit` or `switch_model`.
     marked_error: Option<String>,
     /// Rules whose verdict is the `shouldRetry` of every agent message
     /// that has none.
     #[cfg(feature = "rules")]
     rules: Option<Rules<'static>>,
+    /// The retry budget every `agent_end` is decided with (spec §11.4).
+    budget: Option<Box<dyn SharedBudget + Send>>,
 }
 
 impl<W: Write> Sidecar<W> {
@@ -179,7 +193,28 @@ impl<W: Write> Sidecar<W> {
             marked_error: None,
             #[cfg(feature = "rules")]
             rules: None,
+            budget: None,
         }
+    }
+
+    /// The same sidecar deciding every `agent_end` with a retry budget
+    /// (spec §11.4): a [`RetryBudget`](crate::RetryBudget) of its own, or a
+    /// store that sidecars in several processes share (`autoretry rpc
+    /// --budget 10:0.1 --budget-store redis://...`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, RetryBudget, host::sidecar::Sidecar};
+    /// let budget = RetryBudget::new(2, 100).unwrap();
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new()).with_budget(budget);
+    /// // 2 tokens → 1, at most half: throttled at once.
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#, Duration::ZERO).unwrap();
+    /// let out = String::from_utf8(sidecar.into_inner()).unwrap();
+    /// assert!(out.starts_with(r#"{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Retry throttled"#));
+    /// ```
+    pub fn with_budget(mut self, budget: impl SharedBudget + Send + 'static) -> Self {
+        self.budget = Some(Box::new(budget));
+        self
     }
 
     /// The same sidecar with every backoff wait multiplied by `scale`
@@ -356,7 +391,22 @@ impl<W: Write> Sidecar<W> {
     /// in order: `sleep` arms the timer (at `now` plus the scaled wait),
     /// `cancel_timer` disarms it.
     fn handle<'a>(&mut self, input: Input<'a>, now: Duration) -> Result<Outputs<'a>, Refused> {
-        let outputs = self.machine.handle(input)?;
+        // Only an `agent_end` charges or refills a budget.
+        let outputs = match &mut self.budget {
+            Some(store) if matches!(input, Input::AgentEnd { .. }) => {
+                let (outputs, store_error) = handle_shared(&mut self.machine, input, &mut **store)?;
+                if let Some(error) = store_error {
+                    let line = format!(
+                        r#"{{"type":"budget_store_error","error":{}}}"#,
+                        to_json(&error.to_string())
+                    );
+                    // A failed write surfaces at the next line's flush.
+                    let _ = writeln!(self.out, "{line}");
+                }
+                outputs
+            }
+            _ => self.machine.handle(input)?,
+        };
         for output in &outputs {
             match *output {
                 Output::Sleep { ms, timer } => {
@@ -413,7 +463,7 @@ impl<W: Write> Sidecar<W> {
             Err(response) => return Some(response),
         };
         match envelope.type_name() {
-            "message_end" | "agent_end" | "usage_limit_marked" => {
+            "message_end" | "agent_end" | "usage_limit_marked" | "model_switched" => {
                 self.agent_event(&envelope, now, held)
             }
             _ => Some(match Command::from_envelope(&envelope) {
@@ -444,7 +494,8 @@ impl<W: Write> Sidecar<W> {
             Ok(event) => event,
             Err(e) => return Some(envelope.error(ErrorCode::of(&e), e.message().to_owned())),
         };
-        let awaited = self.machine.awaits_usage_limit_answer();
+        let awaited =
+            self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
         let marked = if awaited {
             self.marked_error.clone().unwrap_or_default()
         } else {
@@ -463,11 +514,15 @@ impl<W: Write> Sidecar<W> {
             Err(refused) => return Some(envelope.refused(refused)),
             Ok(outputs) => held.extend(outputs.iter().filter_map(output_line)),
         }
+        // The text of the decision the host is asked about, kept until the
+        // machine no longer awaits an answer.
+        let awaits =
+            self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
         match &event {
-            InputOwned::AgentEnd { message, .. } if self.machine.awaits_usage_limit_answer() => {
+            InputOwned::AgentEnd { message, .. } if awaits => {
                 self.marked_error = message.error_message.clone();
             }
-            InputOwned::UsageLimitMarked { .. } if awaited => self.marked_error = None,
+            _ if !awaits => self.marked_error = None,
             _ => {}
         }
         None
