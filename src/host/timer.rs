@@ -12,10 +12,14 @@
 //! # Fairness
 //!
 //! Every host follows one rule: a due timer fires before any input that
-//! arrived at or after its deadline. A host looks at its clock before it
-//! takes an input, and fires a timer that is due ([`BackoffTimer::take_due`])
-//! first; so `continue_agent` is never later than the input in hand when the
-//! deadline passed, however fast inputs come.
+//! arrived at or after its deadline, so `continue_agent` is never later
+//! than the input in hand when the deadline passed, however fast inputs
+//! come. The sidecar knows when each line arrived and fires the timer
+//! ahead of every line stamped at or after its deadline; the thread and
+//! async drivers, whose channels carry no time, read their clock before
+//! they take an input and fire a timer that is due
+//! ([`BackoffTimer::take_due`]) first. An input they take before the
+//! deadline (an `abort_retry` in time) still goes first.
 
 use crate::{Output, TimerId};
 
