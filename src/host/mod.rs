@@ -11,6 +11,11 @@
 //! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
 //! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
 //!
+//! The thread driver, the async driver and the sidecar keep their backoff
+//! timer in one [`timer::BackoffTimer`], and follow one fairness rule: a
+//! due timer fires before any input that arrived at or after its deadline
+//! (see [`timer`]).
+//!
 //! The drivers deliver what they did in one shape, a [`Step`]: the input
 //! they fed and the machine's answer, with the timer outputs already
 //! carried out by the driver.
@@ -25,6 +30,7 @@ use crate::{Input, Outputs, Refused};
 pub mod thread;
 
 pub mod driver;
+pub mod timer;
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

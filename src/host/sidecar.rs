@@ -88,8 +88,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::host::shared_budget::{handle_shared, SharedBudget};
+use crate::host::thread::scaled;
+use crate::host::timer::BackoffTimer;
 use crate::machine::{Input, Machine, Refused};
-use crate::output::{Output, Outputs, TimerId};
+use crate::output::{Output, Outputs};
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
 use crate::wire::json::{to_json, InputOwned};
@@ -136,14 +138,6 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
     })
 }
 
-/// The pending backoff timer: its id and deadline on the sidecar's clock
-/// (`None`: beyond the clock's range, it never fires).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Pending {
-    timer: TimerId,
-    at: Option<Duration>,
-}
-
 /// The sidecar: a [`Machine`], its backoff timer, and the lines it writes
 /// on `W`. It adds no policy: lines become inputs, outputs become lines,
 /// `sleep` arms the timer and `cancel_timer` disarms it.
@@ -165,7 +159,8 @@ struct Pending {
 pub struct Sidecar<W: Write> {
     out: W,
     machine: Machine,
-    pending: Option<Pending>,
+    /// The backoff timer, on the caller's clock.
+    timer: BackoffTimer<Duration>,
     time_scale: f64,
     /// The number of the last line fed (1-based).
     line: u64,
@@ -187,7 +182,7 @@ impl<W: Write> Sidecar<W> {
         Sidecar {
             out,
             machine,
-            pending: None,
+            timer: BackoffTimer::new(),
             time_scale: 1.0,
             line: 0,
             marked_error: None,
@@ -265,7 +260,7 @@ impl<W: Write> Sidecar<W> {
     /// When the pending backoff timer fires, on the caller's clock; `None`
     /// when no timer is pending (or it never fires).
     pub fn deadline(&self) -> Option<Duration> {
-        self.pending.and_then(|p| p.at)
+        self.timer.deadline()
     }
 
     /// The writer back.
@@ -343,17 +338,9 @@ impl<W: Write> Sidecar<W> {
     /// assert!(String::from_utf8(sidecar.into_inner()).unwrap().ends_with("{\"type\":\"action\",\"action\":\"continue_agent\"}\n"));
     /// ```
     pub fn fire_due(&mut self, now: Duration) -> io::Result<bool> {
-        let Some(Pending {
-            timer,
-            at: Some(at),
-        }) = self.pending
-        else {
+        let Some(timer) = self.timer.take_due(now) else {
             return Ok(false);
         };
-        if at > now {
-            return Ok(false);
-        }
-        self.pending = None;
         // `timer_fired` is never refused.
         if let Ok(outputs) = self.handle(Input::TimerFired { timer }, now) {
             self.write_outputs(&outputs)?;
@@ -383,7 +370,6 @@ impl<W: Write> Sidecar<W> {
         if let Ok(outputs) = self.handle(Input::AbortRetry, now) {
             self.write_outputs(&outputs)?;
         }
-        self.pending = None;
         self.out.flush()
     }
 
@@ -407,23 +393,11 @@ impl<W: Write> Sidecar<W> {
             }
             _ => self.machine.handle(input)?,
         };
-        for output in &outputs {
-            match *output {
-                Output::Sleep { ms, timer } => {
-                    let wait = if self.time_scale == 1.0 {
-                        Some(Duration::from_millis(ms))
-                    } else {
-                        Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
-                    };
-                    let at = wait.and_then(|wait| now.checked_add(wait));
-                    self.pending = Some(Pending { timer, at });
-                }
-                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
-                    self.pending = None;
-                }
-                _ => {}
-            }
-        }
+        let scale = self.time_scale;
+        self.timer
+            .carry_out(&outputs, self.machine.pending_timer(), |ms| {
+                scaled(ms, scale).and_then(|wait| now.checked_add(wait))
+            });
         Ok(outputs)
     }
 
