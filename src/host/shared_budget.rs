@@ -4,6 +4,7 @@
 //! --budget-store`).
 
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use crate::{Input, Machine, Outputs, Refused, RetryBudget};
 
@@ -31,6 +32,31 @@ pub trait SharedBudget: fmt::Debug {
 impl SharedBudget for RetryBudget {
     fn update(&mut self, step: &mut dyn FnMut(&mut RetryBudget)) -> Result<(), StoreError> {
         step(self);
+        Ok(())
+    }
+}
+
+/// One budget shared by the sessions of one process (threads, tasks): the
+/// update holds the lock for one decision.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use autoretry::host::shared_budget::handle_shared;
+/// use autoretry::{AssistantMessage, Input, Machine, RetryBudget};
+/// let shared = Arc::new(Mutex::new(RetryBudget::new(4, 500).unwrap()));
+/// let fail = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// for _ in 0..2 {
+///     let mut session = Machine::default();
+///     let _ = handle_shared(&mut session, fail, &mut shared.clone()).unwrap();
+/// }
+/// assert_eq!(shared.lock().unwrap().tokens_milli(), 2000);
+/// ```
+impl SharedBudget for Arc<Mutex<RetryBudget>> {
+    fn update(&mut self, step: &mut dyn FnMut(&mut RetryBudget)) -> Result<(), StoreError> {
+        let mut budget = self
+            .lock()
+            .map_err(|_| StoreError("a session panicked while it held the budget".into()))?;
+        step(&mut budget);
         Ok(())
     }
 }
