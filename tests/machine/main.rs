@@ -10,6 +10,7 @@ mod common;
 
 mod arbitrary;
 mod beyond;
+mod beyond_props;
 mod cancel;
 mod chain;
 mod fuzz_regressions;
