@@ -337,6 +337,11 @@ impl Machine {
     }
 
     /// The backoff timer currently pending, if any.
+    ///
+    /// Timer ids run 1, 2, 3, ...: never 0 (hosts may read 0 as "no timer"),
+    /// never one issued before. They never wrap: once a machine has issued
+    /// `u64::MAX` (2^64 − 1 sleeps, 584 years at one a nanosecond), every
+    /// retryable error ends its chain as past `maxRetries` (spec §5.1.2).
     pub const fn pending_timer(&self) -> Option<TimerId> {
         match self.phase {
             Phase::Backoff => Some(TimerId(self.timer)),
@@ -549,14 +554,14 @@ impl Machine {
         let classifier = settings.classifier;
 
         // The chain opens (or goes on) atomically with the decision.
-        self.attempt = self.attempt.saturating_add(1);
         let max_attempts = settings.max_retries;
-        if self.attempt > max_attempts {
-            self.attempt = self.attempt.saturating_sub(1);
+        let Some(attempt) = self.next_attempt(max_attempts) else {
+            // Past the max: the end reports the retries made, `attempt` still.
             let end = self.end(false, Some(FinalError::Text(retry_text)));
             self.phase = Phase::Idle;
             return outputs([end, Output::Settled, Output::CheckCompaction]);
-        }
+        };
+        self.attempt = attempt;
 
         // §10.3 steps 1–3: the exponential backoff, capped, under the ceiling.
         let mut backoff = settings.backoff_ms(self.attempt);
@@ -604,6 +609,19 @@ impl Machine {
             self.start(retry_text, delay_ms, max_attempts, &mut out);
         }
         out
+    }
+
+    /// Spec §5.1.1–2: the number of the next retry, `attempt + 1`, or
+    /// `None` when it is past `max_attempts`. The sum is taken exactly: at
+    /// `attempt = u32::MAX` it is 2^32, past every maximum. It is past the
+    /// maximum too when every timer id has been issued (the last one is
+    /// `u64::MAX`), so that no sleep ever needs an id used before: ids are
+    /// never reused and never wrap to 0. At one sleep per nanosecond, that
+    /// takes 584 years.
+    fn next_attempt(&self, max_attempts: u32) -> Option<u32> {
+        self.attempt
+            .checked_add(1)
+            .filter(|&next| next <= max_attempts && self.timer < u64::MAX)
     }
 
     /// Spec §10.3 steps 7–8: the host's answer to `mark_usage_limit`; late
@@ -693,7 +711,8 @@ impl Machine {
             }),
         );
         push(out, Output::DropTrailingError);
-        self.timer = self.timer.wrapping_add(1);
+        // `next_attempt` let this retry through only with an id left.
+        self.timer = self.timer.saturating_add(1);
         push(
             out,
             Output::Sleep {
