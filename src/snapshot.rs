@@ -277,7 +277,15 @@ impl Machine {
     /// The machine a [`Snapshot`] saved, exactly: the same state, the same
     /// next outputs for the same inputs. A snapshot of another version, one
     /// whose digest does not match, or one whose fields no machine could
-    /// hold is refused with a [`SnapshotError`] that says which.
+    /// hold is refused with a [`SnapshotError`] that says which. Beyond each
+    /// field's own range, the fields must agree as a live machine's do: an
+    /// attempt only in an open chain; a backoff or an awaited usage-limit
+    /// answer only from attempt 1; a timer id for every retry started (the
+    /// last id at least the attempt, or the attempt − 1 while its start
+    /// awaits the answer); and an awaited answer's figures as its decision
+    /// fixed them: the attempt within the kept `maxAttempts`, a kept ceiling
+    /// only under a kept delay that exceeds it, and a timer id left for the
+    /// start (see [`Machine::pending_timer`]).
     ///
     /// ```
     /// use autoretry::{Machine, SnapshotError};
@@ -331,6 +339,37 @@ impl Machine {
             Phase::Idle | Phase::Running | Phase::Backoff if marked != Marked::NONE => {
                 return Err(SnapshotError::Inconsistent(
                     "usage-limit figures with no usage-limit answer awaited",
+                ))
+            }
+            // Every start issued a timer id: attempt n has had n sleeps (n − 1
+            // while its own start awaits the usage-limit answer).
+            Phase::Running | Phase::Backoff if u64::from(s.attempt) > s.timer => {
+                return Err(SnapshotError::Inconsistent(
+                    "an attempt above the last timer id (every retry started has its own id)",
+                ))
+            }
+            Phase::AwaitingUsageLimit if u64::from(s.attempt) > s.timer.saturating_add(1) => {
+                return Err(SnapshotError::Inconsistent(
+                    "an attempt above the last timer id plus one (every retry started has its own id)",
+                ))
+            }
+            // The decision that awaits the answer passed the max check with
+            // a timer id left for its sleep (`Machine::next_attempt`).
+            Phase::AwaitingUsageLimit if s.timer == u64::MAX => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited with no timer id left for its start",
+                ))
+            }
+            Phase::AwaitingUsageLimit if s.attempt > marked.max_attempts => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited for an attempt above its kept maxAttempts",
+                ))
+            }
+            Phase::AwaitingUsageLimit
+                if marked.exceeded_ceiling_ms > 0 && marked.delay_ms <= marked.exceeded_ceiling_ms =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a kept wait ceiling that the kept delay does not exceed",
                 ))
             }
             _ => {}
