@@ -1115,8 +1115,9 @@ fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
 /// as [`fuzz_machine`] reads them (a reachable machine, from which a
 /// snapshot is taken); the usage-limit text the host keeps with it; up to
 /// three field edits ([`forge::FIELDS`](crate::forge::FIELDS): the field,
-/// then a value, an edge of its type or random); then the inputs fed to
-/// the restored machine. Without edits the snapshot must restore to the
+/// then a value, an edge of its type or random); after edits, whether the
+/// last timer id is raised to the attempt; then the inputs fed to the
+/// restored machine. Without edits the snapshot must restore to the
 /// very machine. When the forged snapshot awaits the usage-limit answer,
 /// its text digest is the kept text's, as the host keeps the text.
 ///
@@ -1143,9 +1144,13 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
     let prefix = usize::from(r.byte() % 16);
     drive(&mut r, &mut live, prefix);
     let machine = live.machine().clone();
+    // The text a host keeps is one the machine asked to mark: never empty.
     let text = match live.awaited_text() {
         Some(text) => text.to_owned(),
-        None => r.text().to_owned(),
+        None => Some(r.text())
+            .filter(|t| !t.is_empty())
+            .unwrap_or(TEXTS[1])
+            .to_owned(),
     };
     let edits: Vec<(&str, u64)> = (0..r.byte() % 4)
         .map(|_| {
@@ -1153,12 +1158,18 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
             (name, forged_value(&mut r, width))
         })
         .collect();
+    let ids_for_attempt = !edits.is_empty() && r.byte() % 2 == 0;
     let forged = forge(machine.snapshot(), |fields| {
         for &(name, value) in &edits {
             fields[name] = match fields[name] {
                 serde_json::Value::Bool(_) => (value % 2 == 1).into(),
                 _ => value.into(),
             };
+        }
+        // Half the time a timer id for every retry, so that forged
+        // attempts (up to u32::MAX) restore more often.
+        if ids_for_attempt && fields["timer"].as_u64() < fields["attempt"].as_u64() {
+            fields["timer"] = fields["attempt"].clone();
         }
         if fields["phase"] == 3 {
             fields["marked_text_digest"] = text_digest(&text).into();
