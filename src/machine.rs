@@ -203,6 +203,8 @@ pub(crate) struct Marked {
     pub(crate) usage_reset: bool,
     /// The retry is a continuation (§11.2, `partial: "text"`).
     pub(crate) continuation: bool,
+    /// The attempt being decided is 2^32, one past the kept `u32::MAX`.
+    pub(crate) beyond: bool,
 }
 
 impl Marked {
@@ -217,6 +219,7 @@ impl Marked {
         asked: false,
         usage_reset: false,
         continuation: false,
+        beyond: false,
     };
 }
 
@@ -400,6 +403,11 @@ impl Machine {
     }
 
     /// The backoff timer currently pending, if any.
+    ///
+    /// Timer ids run 1, 2, 3, ...: never 0 (hosts may read 0 as "no timer"),
+    /// never one issued before. They never wrap: once a machine has issued
+    /// `u64::MAX` (2^64 − 1 sleeps, 584 years at one a nanosecond), every
+    /// retryable error ends its chain as past `maxRetries` (spec §5.1.2).
     pub const fn pending_timer(&self) -> Option<TimerId> {
         match self.phase {
             Phase::Backoff => Some(TimerId(self.timer)),
@@ -682,8 +690,12 @@ impl Machine {
         };
 
         // 1. The chain opens (or goes on) atomically with the decision; a
-        // new chain's total of §11.6 restarts.
-        self.attempt = self.attempt.saturating_add(1);
+        // new chain's total of §11.6 restarts. The attempt after u32::MAX
+        // (2^32) is kept as u32::MAX with `beyond` set.
+        match self.next_attempt() {
+            Some(attempt) => self.attempt = attempt,
+            None => decision.beyond = true,
+        }
         if self.attempt == 1 {
             self.total_ms = 0;
         }
@@ -692,8 +704,8 @@ impl Machine {
             budget.charge();
             budget.is_throttled()
         });
-        // 3. The max check (§5.1.2).
-        if self.attempt > settings.max_retries {
+        // 3. The max check (§5.1.2): past the maximum, or no timer id left.
+        if decision.beyond || self.attempt > settings.max_retries || self.timer == u64::MAX {
             self.policy(FallbackReason::Exhausted, retry_text, decision, &mut out);
             return out;
         }
@@ -826,7 +838,14 @@ impl Machine {
                 error: text,
             },
         };
-        self.fail(final_error, out);
+        self.fail(decision, final_error, out);
+    }
+
+    /// Spec §5.1.1: the number of the next retry, `attempt + 1`, or `None`
+    /// when that is 2^32 (past every maximum; the sum is never saturated,
+    /// so a chain at u32::MAX ends rather than retrying u32::MAX forever).
+    fn next_attempt(&self) -> Option<u32> {
+        self.attempt.checked_add(1)
     }
 
     /// Spec §10.3 steps 7–8: the host's answer to `mark_usage_limit`; late
@@ -870,7 +889,9 @@ impl Machine {
                 return Err(Refused::ModelSwitchTextMismatch);
             }
             self.marked = Marked::NONE;
-            if switched {
+            // With every timer id issued, a new model's retry could not
+            // sleep: the chain ends as if none were found.
+            if switched && self.timer < u64::MAX {
                 self.attempt = 1;
                 self.total_ms = 0;
                 self.start(error_message, 0, marked.max_attempts, false, &mut out);
@@ -895,8 +916,12 @@ impl Machine {
     /// A chain that ends without starting the attempt being decided: it
     /// reports the retries it made, with `final_error`; no start, no drop,
     /// no sleep (spec §5.1.2, §10.3 step 8, §11.4, §11.6).
-    fn fail<'a>(&mut self, final_error: FinalError<'a>, out: &mut Outputs<'a>) {
-        self.attempt = self.attempt.saturating_sub(1);
+    fn fail<'a>(&mut self, decision: Marked, final_error: FinalError<'a>, out: &mut Outputs<'a>) {
+        // The attempt being decided was never started: the end reports the
+        // one before (which is the kept one when it was beyond u32::MAX).
+        if !decision.beyond {
+            self.attempt = self.attempt.saturating_sub(1);
+        }
         push(out, self.end(false, Some(final_error)));
         push(out, Output::Settled);
         push(out, Output::CheckCompaction);
@@ -925,7 +950,10 @@ impl Machine {
         if !continuation {
             push(out, Output::DropTrailingError);
         }
-        self.timer = self.timer.wrapping_add(1);
+        // Every start follows a max check that found an id left (or a model
+        // switch, which has none to spend when the last id is issued: see
+        // `model_switched`), so ids never wrap to 0 nor repeat.
+        self.timer = self.timer.saturating_add(1);
         push(
             out,
             Output::Sleep {

@@ -117,7 +117,7 @@ pub struct Snapshot {
     #[cfg_attr(feature = "serde", serde(default))]
     marked_total_limit_ms: u64,
     /// The decision's flags: 1 may ask for a model, 2 asked, 4 usage-reset
-    /// wait applies, 8 continuation.
+    /// wait applies, 8 continuation, 16 the attempt decided is 2^32.
     #[cfg_attr(feature = "serde", serde(default))]
     marked_flags: u8,
     /// The reason asked for: 0 exhausted, 1 throttled, 2 wait too long, 3
@@ -197,6 +197,7 @@ const MAY_ASK: u8 = 1;
 const ASKED: u8 = 2;
 const USAGE_RESET: u8 = 4;
 const CONTINUATION: u8 = 8;
+const BEYOND: u8 = 16;
 
 impl Snapshot {
     /// The format version this build writes. It reads this one and
@@ -339,6 +340,7 @@ impl Machine {
                 (self.marked.asked, ASKED),
                 (self.marked.usage_reset, USAGE_RESET),
                 (self.marked.continuation, CONTINUATION),
+                (self.marked.beyond, BEYOND),
             ]
             .iter()
             .filter(|(on, _)| *on)
@@ -357,7 +359,15 @@ impl Machine {
     /// The machine a [`Snapshot`] saved, exactly: the same state, the same
     /// next outputs for the same inputs. A snapshot of another version, one
     /// whose digest does not match, or one whose fields no machine could
-    /// hold is refused with a [`SnapshotError`] that says which.
+    /// hold is refused with a [`SnapshotError`] that says which. Beyond each
+    /// field's own range, the fields must agree as a live machine's do: an
+    /// attempt only in an open chain; a backoff or an awaited usage-limit
+    /// answer only from attempt 1; a timer id for every retry started (the
+    /// last id at least the attempt, or the attempt − 1 while its start
+    /// awaits the answer); and an awaited answer's figures as its decision
+    /// fixed them: the attempt within the kept `maxAttempts`, a kept ceiling
+    /// only under a kept delay that exceeds it, and a timer id left for the
+    /// start (see [`Machine::pending_timer`]).
     ///
     /// ```
     /// use autoretry::{Machine, SnapshotError};
@@ -385,8 +395,8 @@ impl Machine {
                 "a version 1 snapshot with fields of version 2",
             ));
         }
-        if s.marked_flags & !(MAY_ASK | ASKED | USAGE_RESET | CONTINUATION) != 0 {
-            return Err(field("marked_flags", "bits 1, 2, 4 and 8 only"));
+        if s.marked_flags & !(MAY_ASK | ASKED | USAGE_RESET | CONTINUATION | BEYOND) != 0 {
+            return Err(field("marked_flags", "bits 1, 2, 4, 8 and 16 only"));
         }
         let reason = *FallbackReason::ALL
             .get(usize::from(s.marked_reason))
@@ -423,6 +433,7 @@ impl Machine {
             asked: s.marked_flags & ASKED != 0,
             usage_reset: s.marked_flags & USAGE_RESET != 0,
             continuation: s.marked_flags & CONTINUATION != 0,
+            beyond: s.marked_flags & BEYOND != 0,
         };
         match phase {
             Phase::Idle if s.attempt != 0 => {
@@ -450,9 +461,50 @@ impl Machine {
                     "a model-switch answer awaited that was never asked",
                 ))
             }
+            Phase::AwaitingUsageLimit if marked.beyond => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited for a retry past every maximum",
+                ))
+            }
+            _ if marked.usage_reset && marked.exceeded_ceiling_ms == 0 => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-reset wait with no ceiling exceeded",
+                ))
+            }
             _ if s.resume && phase != Phase::Backoff => {
                 return Err(SnapshotError::Inconsistent(
                     "a continuation with no backoff pending",
+                ))
+            }
+            // Every start issued a timer id: attempt n has had n sleeps (n − 1
+            // while its own start awaits the usage-limit answer).
+            Phase::Running | Phase::Backoff if u64::from(s.attempt) > s.timer => {
+                return Err(SnapshotError::Inconsistent(
+                    "an attempt above the last timer id (every retry started has its own id)",
+                ))
+            }
+            Phase::AwaitingUsageLimit if u64::from(s.attempt) > s.timer.saturating_add(1) => {
+                return Err(SnapshotError::Inconsistent(
+                    "an attempt above the last timer id plus one (every retry started has its own id)",
+                ))
+            }
+            // The decision that awaits the answer passed the max check with
+            // a timer id left for its sleep (`Machine::next_attempt`).
+            Phase::AwaitingUsageLimit if s.timer == u64::MAX => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited with no timer id left for its start",
+                ))
+            }
+            Phase::AwaitingUsageLimit if s.attempt > marked.max_attempts => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited for an attempt above its kept maxAttempts",
+                ))
+            }
+            Phase::AwaitingUsageLimit
+                if marked.exceeded_ceiling_ms > 0 && marked.delay_ms <= marked.exceeded_ceiling_ms =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a kept wait ceiling that the kept delay does not exceed",
                 ))
             }
             _ => {}

@@ -24,8 +24,8 @@ use std::collections::HashSet;
 use autoretry::classify::{self, Classifier};
 use autoretry::{
     AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Outputs,
-    Profile, Refused, RetrySettings, RetryState, StopReason, TimerId, Usage, MAX_OUTPUTS,
-    RETRY_CANCELLED, UNKNOWN_ERROR,
+    Profile, Refused, RetrySettings, RetryState, Snapshot, SnapshotError, StopReason, TimerId,
+    Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -248,6 +248,12 @@ pub struct Monitor {
     pending: Option<TimerId>,
     /// Every timer id issued so far.
     issued: HashSet<u64>,
+    /// The greatest timer id issued, or a resumed machine's last id: once
+    /// it is `u64::MAX`, no retry starts (`Machine`'s ids never wrap).
+    last_timer: u64,
+    /// A resumed machine's last timer id: every id up to it may have been
+    /// issued before the monitor started; 0 for a new machine.
+    resumed_timer: u64,
     /// The usage-limit answer awaited.
     awaiting: Option<Awaiting>,
     /// The jitter generator's state (spec §10.6), from the host's seed.
@@ -280,11 +286,67 @@ impl Monitor {
             unresolved: false,
             pending: None,
             issued: HashSet::new(),
+            last_timer: 0,
+            resumed_timer: 0,
             awaiting: None,
             jitter: host.seed,
             chains: 0,
             fail_fasts: 0,
         }
+    }
+
+    /// A monitor around the machine `snapshot` restores, or the
+    /// [`SnapshotError`] that refuses it. The monitor's account of the
+    /// chain starts from the restored state: the phase, the attempt, the
+    /// pending timer, the awaited usage-limit answer with its kept figures
+    /// (`awaited_text` is the text the host kept with the snapshot; it is
+    /// read only when an answer is awaited), and every timer id up to the
+    /// snapshot's last counted as issued. The `maxRetries` of the decision
+    /// behind a backoff or a running retry is not kept, so any is allowed.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// let mut machine = Machine::default();
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// let _ = machine.handle(failed).unwrap();
+    /// let mut mon = Monitor::resume(machine.snapshot(), "").unwrap();
+    /// let timer = mon.machine().pending_timer().unwrap();
+    /// assert_eq!(mon.step(Input::TimerFired { timer }).unwrap().len(), 1);
+    /// ```
+    pub fn resume(snapshot: Snapshot, awaited_text: &str) -> Result<Self, SnapshotError> {
+        let machine = Machine::restore(snapshot)?;
+        let fields = serde_json::to_value(snapshot).expect("a snapshot serializes");
+        let field = |name: &str| fields[name].as_u64().expect("an integer field");
+        let attempt = machine.retry_attempt();
+        let awaiting = machine.awaits_usage_limit_answer().then(|| Awaiting {
+            text: awaited_text.to_owned(),
+            attempt,
+            max_attempts: u32::try_from(field("marked_max_attempts")).expect("a u32 field"),
+            delay_ms: field("marked_delay_ms"),
+            exceeded_ceiling_ms: field("marked_ceiling_ms"),
+        });
+        let pending = machine.pending_timer();
+        let timer = field("timer");
+        Ok(Monitor {
+            state: machine.state(),
+            host: machine.host_options(),
+            settings: machine.settings(),
+            decided_max: awaiting.as_ref().map_or(u32::MAX, |a| a.max_attempts),
+            // While the answer is awaited, the attempt's own start is not out.
+            started: attempt - u32::from(awaiting.is_some()),
+            open: machine.is_retrying(),
+            unresolved: pending.is_some() || awaiting.is_some(),
+            pending,
+            issued: HashSet::new(),
+            last_timer: timer,
+            resumed_timer: timer,
+            awaiting,
+            jitter: machine.host_options().seed,
+            chains: 0,
+            fail_fasts: 0,
+            machine,
+        })
     }
 
     /// The machine under watch.
@@ -495,10 +557,15 @@ impl Monitor {
         if !retryable {
             return Expect::NoRetry;
         }
-        let attempt = self.started.saturating_add(1);
-        if attempt > s.max_retries {
+        // §5.1.1–2, exactly: at u32::MAX the next attempt, 2^32, is past
+        // every maximum. With every timer id issued no retry can sleep.
+        let Some(attempt) = self
+            .started
+            .checked_add(1)
+            .filter(|&n| n <= s.max_retries && self.last_timer < u64::MAX)
+        else {
             return Expect::MaxExceeded;
-        }
+        };
         let mut backoff = expected_backoff(&s, attempt);
         if s.jitter_pct.get() > 0 {
             let r = jitter_draw(&mut self.jitter);
@@ -701,7 +768,11 @@ impl Monitor {
                     delay_ms,
                     error_message,
                 }) => {
-                    assert_eq!(attempt, self.started + 1, "start numbers run 1, 2, 3, ...");
+                    assert_eq!(
+                        Some(attempt),
+                        self.started.checked_add(1),
+                        "start numbers run 1, 2, 3, ..."
+                    );
                     if self.started == 0 {
                         self.chains += 1;
                     }
@@ -733,8 +804,7 @@ impl Monitor {
                         assert!(
                             !success
                                 && attempt == 0
-                                && (self.decided_max == 0
-                                    || matches!(expect, Expect::FailFast { .. })),
+                                && matches!(expect, Expect::MaxExceeded | Expect::FailFast { .. }),
                             "an end without a start: {out:?} for {input:?}"
                         );
                     } else {
@@ -775,7 +845,15 @@ impl Monitor {
                     self.started = 0;
                 }
                 Output::Sleep { ms, timer } => {
-                    assert!(self.issued.insert(timer.0), "a timer id was reused");
+                    assert!(
+                        self.issued.insert(timer.0) && timer.0 > self.resumed_timer,
+                        "a timer id was reused"
+                    );
+                    assert_ne!(
+                        timer.0, 0,
+                        "a sleep with id 0, which hosts read as no timer"
+                    );
+                    self.last_timer = self.last_timer.max(timer.0);
                     assert!(self.pending.is_none());
                     assert_eq!(
                         Some(ms),
@@ -1021,10 +1099,123 @@ pub fn fuzz_machine(bytes: &[u8]) {
         seed: if store & 2 != 0 { r.u64() } else { 0 },
     };
     let mut mon = Monitor::new(settings, host);
-    // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
-    // awaited text from a copy kept here.
+    drive(&mut r, &mut mon, 512);
+}
+
+/// Values a forged snapshot field takes, by the field's width in bytes,
+/// besides random ones: the edges of each type and the small figures of a
+/// chain.
+fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
+    let v = match width {
+        1 => r.number(&[0, 1, 2, 3, 4, 100, 101]),
+        2 => r.number(&[0, 1, 2]),
+        4 => r.number(&[0, 1, 2, 3, 4, u64::from(u32::MAX) - 1]),
+        _ => r.number(&[0, 1, 2, 3, 4, 2000, u64::from(u32::MAX), u64::MAX - 1]),
+    };
+    // Random values keep to the field's type (all ones: its maximum).
+    v & (u64::MAX >> (64 - 8 * width))
+}
+
+/// Forges a snapshot and, when the machine takes it, drives the restored
+/// machine under a [`Monitor`] that resumes from it; panics on any
+/// violated guarantee. Returns `None` when the snapshot is refused, else
+/// how many inputs were fed after restoring.
+///
+/// The bytes give, in order: a host and settings, and up to 15 inputs,
+/// as [`fuzz_machine`] reads them (a reachable machine, from which a
+/// snapshot is taken); the usage-limit text the host keeps with it; up to
+/// three field edits ([`forge::FIELDS`](crate::forge::FIELDS): the field,
+/// then a value, an edge of its type or random); after edits, whether the
+/// last timer id is raised to the attempt; then the inputs fed to the
+/// restored machine. Without edits the snapshot must restore to the
+/// very machine. When the forged snapshot awaits the usage-limit answer,
+/// its text digest is the kept text's, as the host keeps the text.
+///
+/// ```
+/// use autoretry_testkit::fuzzing::fuzz_snapshot;
+/// // No edit: the default machine restores; nothing more to feed.
+/// assert_eq!(fuzz_snapshot(&[1, 3, 2, 0, 0, 0, 0]), Some(0));
+/// // One edit: field 14 (`phase`) to 2 (a backoff at attempt 0): refused.
+/// assert_eq!(fuzz_snapshot(&[1, 3, 2, 0, 0, 0, 1, 14, 2]), None);
+/// ```
+pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
+    use crate::forge::{forge, text_digest, FIELDS};
+
+    let mut r = Reader { data: bytes };
+    let settings = settings(&mut r);
+    let context_window = r.number(WINDOWS);
+    let store = r.byte();
+    let host = HostOptions {
+        context_window,
+        credential_store: store % 2 == 1,
+        seed: if store & 2 != 0 { r.u64() } else { 0 },
+    };
+    let mut live = Monitor::new(settings, host);
+    let prefix = usize::from(r.byte() % 16);
+    drive(&mut r, &mut live, prefix);
+    let machine = live.machine().clone();
+    // The text a host keeps is one the machine asked to mark: never empty.
+    let text = match live.awaited_text() {
+        Some(text) => text.to_owned(),
+        None => Some(r.text())
+            .filter(|t| !t.is_empty())
+            .unwrap_or(TEXTS[1])
+            .to_owned(),
+    };
+    let edits: Vec<(&str, u64)> = (0..r.byte() % 4)
+        .map(|_| {
+            let (name, width) = FIELDS[usize::from(r.byte()) % FIELDS.len()];
+            (name, forged_value(&mut r, width))
+        })
+        .collect();
+    let ids_for_attempt = !edits.is_empty() && r.byte() % 2 == 0;
+    let forged = forge(machine.snapshot(), |fields| {
+        for &(name, value) in &edits {
+            fields[name] = match fields[name] {
+                serde_json::Value::Bool(_) => (value % 2 == 1).into(),
+                _ => value.into(),
+            };
+        }
+        // Half the time a timer id for every retry, so that forged
+        // attempts (up to u32::MAX) restore more often.
+        if ids_for_attempt && fields["timer"].as_u64() < fields["attempt"].as_u64() {
+            fields["timer"] = fields["attempt"].clone();
+        }
+        if fields["phase"] == 3 {
+            fields["marked_text_digest"] = text_digest(&text).into();
+        }
+    });
+    if edits.is_empty() {
+        assert_eq!(forged, machine.snapshot(), "the digest made again differs");
+        assert_eq!(Machine::restore(forged).as_ref(), Ok(&machine));
+    }
+    let mut mon = match Monitor::resume(forged, &text) {
+        Ok(mon) => mon,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            return None;
+        }
+    };
+    // A restored machine snapshots to the same snapshot (in the format
+    // version it was read from).
+    let again = mon.machine().snapshot();
+    let again = if forged.version() == again.version() {
+        again
+    } else {
+        again.with_version(forged.version())
+    };
+    assert_eq!(again, forged, "restore then snapshot");
+    Some(drive(&mut r, &mut mon, 512))
+}
+
+/// Feeds `mon` up to `limit` inputs read from `r` (the byte format of
+/// [`fuzz_machine`]) and returns how many it fed.
+fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
+    // The texts of the inputs are borrowed from the bytes or `TEXTS`, and
+    // the awaited text from a copy kept here.
     let mut last_text = String::new();
-    for _ in 0..512 {
+    let mut fed = 0;
+    for _ in 0..limit {
         if r.is_empty() {
             break;
         }
@@ -1035,7 +1226,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
         }
         let input = match op % 16 {
             0..=3 => Input::AgentEnd {
-                message: message(&mut r),
+                message: message(r),
                 now_ms: match r.byte() % 3 {
                     0 => None,
                     1 => Some(r.u64()),
@@ -1043,7 +1234,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
                 },
             },
             4 | 5 => Input::MessageEnd {
-                message: message(&mut r),
+                message: message(r),
             },
             6 | 7 => {
                 let pending = mon.machine().pending_timer();
@@ -1067,7 +1258,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
             12 => Input::SetAutoRetry {
                 enabled: r.byte() % 2 == 0,
             },
-            13 => Input::Settings(self::settings(&mut r)),
+            13 => Input::Settings(self::settings(r)),
             _ => {
                 // Let a pending timer fire, as a host would.
                 match mon.machine().pending_timer() {
@@ -1080,7 +1271,9 @@ pub fn fuzz_machine(bytes: &[u8]) {
             }
         };
         let _ = mon.step(input);
+        fed += 1;
     }
+    fed
 }
 
 /// A message. Its first byte gives the stop reason (bits 0–2) and the

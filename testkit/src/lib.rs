@@ -18,6 +18,8 @@
 //!   - [`fuzzing`]: the entry points of the fuzz targets, which **panic**
 //!     on a violated guarantee, and the texts they draw from;
 //!   - [`sidecar`]: the sidecar on a virtual clock ([`sidecar::Script`]).
+//!   - [`forge`]: snapshots with edited fields and their digest made
+//!     again, for tests of what `Machine::restore` refuses.
 //! - With feature `proptest`: [`strategies`], proptest strategies for
 //!   settings, host options, messages, inputs and whole host scenarios.
 //! - With feature `rules-fuzz`: [`rules_fuzz`], generated rule sets with
@@ -60,6 +62,9 @@ pub mod fuzzing;
 
 #[cfg(feature = "std")]
 pub mod sidecar;
+
+#[cfg(feature = "std")]
+pub mod forge;
 
 #[cfg(feature = "rules-fuzz")]
 pub mod rules_fuzz;
