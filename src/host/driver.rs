@@ -8,7 +8,8 @@
 //! it did as a [`Step`]: `sleep` arms the timer, `cancel_timer` disarms
 //! it, and a timer that fires becomes `timer_fired`. Every other output is
 //! the host's to carry out, in order, before it asks for the next step.
-//! The driver adds no policy and never allocates; it is `no_std`.
+//! The driver adds no policy and allocates nothing of its own; it is
+//! `no_std`.
 //!
 //! Inputs are owned: any type that lends an [`Input`] ([`AsInput`]: the
 //! borrowed [`Input`] itself, or the owned [`InputBuf`](crate::InputBuf) on
