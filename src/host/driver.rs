@@ -12,7 +12,7 @@
 //! `no_std`.
 //!
 //! Inputs are owned: any type that lends an [`Input`] ([`AsInput`]: the
-//! borrowed [`Input`] itself, or the owned [`InputBuf`](crate::InputBuf) on
+//! borrowed [`Input`] itself, or the owned `InputBuf` on
 //! std). The driver keeps the last one while its step, which borrows the
 //! texts, is read: a step keeps the driver borrowed until it is dropped
 //! (its outputs are a `heapless::Vec`, which has a destructor), so a host
