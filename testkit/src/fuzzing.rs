@@ -380,8 +380,9 @@ impl Monitor {
     /// Checks one entry of a host's log: the input the host fed, what the
     /// machine answered (its outputs, or the refusal: what
     /// [`Machine::handle`] returns, or the outputs as any other
-    /// `AsRef<[Output]>`, a slice or an array) and the state after
-    /// (`Machine::state`). Feed it every entry, in order, from the
+    /// `AsRef<[Output]>`, a slice or an array; a refusal written out alone
+    /// names the outputs' type, `Err::<&[Output], _>(refused)`) and the
+    /// state after (`Machine::state`). Feed it every entry, in order, from the
     /// machine's creation with the settings and host options this monitor
     /// was made with; the monitor's own machine is not used. This checks a
     /// host built on the crate (a log recorded at its `Machine::handle`
