@@ -19,9 +19,10 @@
 //! carries out the outputs, then queries the driver, or drops the step
 //! first.
 //!
-//! The adapters: [`host::tokio`](crate::host) (feature `tokio`) and
-//! [`host::embassy`](crate::host) (feature `embassy`). Another runtime
-//! implements [`Sleeper`] in a few lines:
+//! The adapters: `host::tokio` (feature `tokio`) and `host::embassy`
+//! (feature `embassy`), listed with the other hosts in
+//! [`host`](crate::host). Another runtime implements [`Sleeper`] in a few
+//! lines:
 //!
 //! ```
 //! use core::future::{ready, Ready};
