@@ -225,7 +225,9 @@ impl Marked {
 
 /// The auto-retry state machine.
 ///
-/// A plain value: no clock, no allocation, no I/O, no callbacks. Feed it one
+/// A plain value: no clock, no I/O, no callbacks, and no allocation but the
+/// classifier's speed tables (feature `prefilter`, on std: built on the
+/// heap once per process, at first use). Feed it one
 /// [`Input`] at a time with [`Machine::handle`] and carry out every
 /// [`Output`] it returns, in order, before the next input:
 ///

@@ -66,7 +66,7 @@ impl Profile {
     ];
 
     /// The settings of this profile's column: [`RetrySettings::CLASSIC`] or
-    /// [`RetrySettings::MODERN`].
+    /// `RetrySettings::MODERN`.
     ///
     /// ```
     /// use autoretry::{Profile, RetrySettings};

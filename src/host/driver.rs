@@ -8,19 +8,21 @@
 //! it did as a [`Step`]: `sleep` arms the timer, `cancel_timer` disarms
 //! it, and a timer that fires becomes `timer_fired`. Every other output is
 //! the host's to carry out, in order, before it asks for the next step.
-//! The driver adds no policy and never allocates; it is `no_std`.
+//! The driver adds no policy and allocates nothing of its own; it is
+//! `no_std`.
 //!
 //! Inputs are owned: any type that lends an [`Input`] ([`AsInput`]: the
-//! borrowed [`Input`] itself, or the owned [`InputBuf`](crate::InputBuf) on
+//! borrowed [`Input`] itself, or the owned `InputBuf` on
 //! std). The driver keeps the last one while its step, which borrows the
 //! texts, is read: a step keeps the driver borrowed until it is dropped
 //! (its outputs are a `heapless::Vec`, which has a destructor), so a host
 //! carries out the outputs, then queries the driver, or drops the step
 //! first.
 //!
-//! The adapters: [`host::tokio`](crate::host) (feature `tokio`) and
-//! [`host::embassy`](crate::host) (feature `embassy`). Another runtime
-//! implements [`Sleeper`] in a few lines:
+//! The adapters: `host::tokio` (feature `tokio`) and `host::embassy`
+//! (feature `embassy`), listed with the other hosts in
+//! [`host`](crate::host). Another runtime implements [`Sleeper`] in a few
+//! lines:
 //!
 //! ```
 //! use core::future::{ready, Ready};

@@ -11,7 +11,8 @@
 //! outputs itself: `sleep` arms its timer, `cancel_timer` (or any input
 //! that ends the backoff) disarms it, and a timer that fires becomes
 //! `timer_fired`. Every other output is the host's to carry out, in order.
-//! The driver never allocates.
+//! The driver allocates nothing of its own (the classifier's speed tables
+//! of feature `prefilter`, on std only, are built once per process).
 //!
 //! Milliseconds become [`Duration`]s only here, at the edge
 //! ([`duration_from_ms`], [`ms_from_duration`]).
@@ -34,7 +35,8 @@
 //!                     message: AssistantMessage::new(StopReason::Stop),
 //!                     now_ms: None,
 //!                 }).unwrap(),
-//!                 Output::Settled => return,
+//!                 // The prompt is over (`settled` only says a chain closed).
+//!                 Output::CheckCompaction => return,
 //!                 _ => {}
 //!             }
 //!         }

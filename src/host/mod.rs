@@ -5,10 +5,10 @@
 //! | host | feature | what it is |
 //! |---|---|---|
 //! | [`driver`] | (none; `no_std`) | the async driver for any runtime: the backoff on a [`driver::Sleeper`], owned inputs from any future |
-//! | [`tokio`] | `tokio` | [`driver`] on tokio's timer, fed owned inputs ([`InputBuf`](crate::InputBuf)) |
-//! | [`embassy`] | `embassy` | [`driver`] on `embassy-time`: the backoff on a `Timer`, inputs from an `embassy-sync` channel |
-//! | [`thread`] | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
-//! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
+//! | `tokio` | `tokio` | [`driver`] on tokio's timer, fed owned inputs (`InputBuf`) |
+//! | `embassy` | `embassy` | [`driver`] on `embassy-time`: the backoff on a `Timer`, inputs from an `embassy-sync` channel |
+//! | `thread` | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
+//! | `sidecar` | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
 //! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
 //!
 //! The thread driver, the async driver and the sidecar keep their backoff

@@ -416,13 +416,12 @@ impl Monitor {
         let before = self.machine.clone();
         let result = self.machine.handle(input);
         let state = self.machine.state();
+        self.observe(input, result.as_ref().map_err(|&refused| refused), state);
         match result {
-            Err(refused) => {
+            Err(_) => {
                 assert_eq!(self.machine, before, "a refused input changed the machine");
-                self.observe(input, Err(refused), state);
             }
-            Ok(ref out) => {
-                self.observe(input, Ok(&out[..]), state);
+            Ok(_) => {
                 assert_eq!(self.machine.pending_timer(), self.pending);
                 assert_eq!(
                     self.machine.awaits_usage_limit_answer(),
@@ -441,8 +440,11 @@ impl Monitor {
     }
 
     /// Checks one entry of a host's log: the input the host fed, what the
-    /// machine answered (its outputs, or the refusal) and the state after
-    /// (`Machine::state`). Feed it every entry, in order, from the
+    /// machine answered (its outputs, or the refusal: what
+    /// [`Machine::handle`] returns, or the outputs as any other
+    /// `AsRef<[Output]>`, a slice or an array; a refusal written out alone
+    /// names the outputs' type, `Err::<&[Output], _>(refused)`) and the
+    /// state after (`Machine::state`). Feed it every entry, in order, from the
     /// machine's creation with the settings and host options this monitor
     /// was made with; the monitor's own machine is not used. This checks a
     /// host built on the crate (a log recorded at its `Machine::handle`
@@ -479,8 +481,9 @@ impl Monitor {
     ///     Input::AbortRetry,
     /// ];
     /// for input in inputs {
+    ///     // What `handle` returns goes in as it is.
     ///     let result = machine.handle(input);
-    ///     monitor.observe(input, result.as_deref().map_err(|&refused| refused), machine.state());
+    ///     monitor.observe(input, result, machine.state());
     /// }
     /// assert_eq!(monitor.chains(), 1);
     /// ```
@@ -497,13 +500,13 @@ impl Monitor {
     /// let state = RetryState { auto_retry_enabled: true, is_retrying: true, retry_attempt: 1 };
     /// monitor.observe(failed, Ok(&[Output::ContinueAgent]), state);
     /// ```
-    pub fn observe(
+    pub fn observe<'o, O: AsRef<[Output<'o>]>>(
         &mut self,
         input: Input<'_>,
-        result: Result<&[Output<'_>], Refused>,
+        result: Result<O, Refused>,
         state: RetryState,
     ) {
-        let out = match result {
+        let out = match &result {
             Err(refused) => {
                 assert_eq!(state, self.state, "a refused input changed the state");
                 let expected = match input {
@@ -519,7 +522,7 @@ impl Monitor {
                 assert!(expected, "refused {input:?} ({refused})");
                 return;
             }
-            Ok(out) => out,
+            Ok(out) => out.as_ref(),
         };
         assert!(out.len() <= MAX_OUTPUTS);
         self.check(input, out, state);

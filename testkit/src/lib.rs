@@ -3,6 +3,10 @@
 //! the crate's own tests, fuzz targets, firmware and command-line host
 //! share, kept out of the library.
 //!
+//! It is not published (`publish = false`): a host's tests take it from
+//! the repository, by path or git, as a dev-dependency
+//! (`docs/guide/testkit.md`, rendered as `autoretry::guide::testkit`).
+//!
 //! - [`VectorHost`] (`no_std`, no allocation): the host of the conformance
 //!   vectors, timer ordinals to the machine's ids and back, and the kept
 //!   usage-limit text.
