@@ -10,6 +10,7 @@
 //! | [`firmware`] | by hand, on firmware and in WebAssembly: the drain rule, `no_std` builds, QEMU |
 //! | [`runtimes`] | the drivers: tokio, embassy, threads, your own runtime |
 //! | [`options`] | the policy options of spec §10: profiles, jitter, hints, the ceiling and fail fast |
+//! | [`beyond`] | spec §11: continuations, model fallback, the shared retry budget, usage-reset and total waits |
 //! | [`snapshots`] | saving and restoring a machine |
 //! | [`rules`] | your own error rules: the rules file, run-time compiling, blobs for firmware |
 //! | [`sidecar`] | the `autoretry` command line and the JSON-lines sidecar protocol |
@@ -32,6 +33,10 @@ pub mod runtimes {}
 #[cfg(any(not(doctest), feature = "extended"))]
 #[doc = include_str!("../docs/guide/options.md")]
 pub mod options {}
+
+#[cfg(any(not(doctest), feature = "std"))]
+#[doc = include_str!("../docs/guide/beyond.md")]
+pub mod beyond {}
 
 #[cfg(any(not(doctest), feature = "serde"))]
 #[doc = include_str!("../docs/guide/snapshots.md")]
