@@ -33,7 +33,7 @@ use autoretry::classify::{classify_with, Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
 use autoretry::wire::json::{classify_line_text, parse_value, settings_from_json, DecodeError};
-use autoretry::{HostOptions, JitterPct, Machine, Profile, RetryBudget, RetrySettings};
+use autoretry::{HostOptions, JitterPct, Machine, Partial, Profile, RetryBudget, RetrySettings};
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
 
@@ -78,6 +78,15 @@ enum Command {
         /// How long one provider call takes, in ms.
         #[arg(long, default_value_t = 400)]
         latency_ms: u64,
+        /// What a failing call had streamed before its error: `none`,
+        /// `text` (the retry continues the turn) or `tools` (never
+        /// replayed), spec §11.2.
+        #[arg(long, value_name = "WHAT", default_value = "none", value_parser = parse_partial)]
+        partial: Partial,
+        /// How many other models the agent can switch to when the machine
+        /// asks (`switch_model`, under `--model-fallback true`).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        fallback_models: u32,
     },
     /// Serve the JSON-lines sidecar on stdin/stdout: commands and agent
     /// events in; responses, events and actions out; the sidecar owns the
@@ -205,6 +214,18 @@ struct SettingsArgs {
     /// `retry.classifier`: `classic` or `extended` [default: classic or extended].
     #[arg(long, value_name = "SET", value_parser = parse_classifier)]
     classifier: Option<Classifier>,
+    /// `retry.modelFallback`: ask for another model before a chain ends
+    /// for a policy reason (spec §11.3) [default: false].
+    #[arg(long, value_name = "BOOL")]
+    model_fallback: Option<bool>,
+    /// `retry.maxUsageWaitMs`: wait out an announced usage reset up to
+    /// this long, 0 = never (spec §11.5) [default: 0].
+    #[arg(long, value_name = "MS")]
+    max_usage_wait_ms: Option<u64>,
+    /// `retry.maxTotalDelayMs`: the longest a chain may sleep in total,
+    /// 0 = no limit (spec §11.6) [default: 0].
+    #[arg(long, value_name = "MS")]
+    max_total_delay_ms: Option<u64>,
 }
 
 impl SettingsArgs {
@@ -232,6 +253,15 @@ impl SettingsArgs {
         if let Some(classifier) = self.classifier {
             s = s.with_classifier(classifier);
         }
+        if let Some(fallback) = self.model_fallback {
+            s = s.with_model_fallback(fallback);
+        }
+        if let Some(ms) = self.max_usage_wait_ms {
+            s = s.with_max_usage_wait_ms(ms);
+        }
+        if let Some(ms) = self.max_total_delay_ms {
+            s = s.with_max_total_delay_ms(ms);
+        }
         s
     }
 }
@@ -250,6 +280,8 @@ fn main() -> ExitCode {
             rules,
             time_scale,
             latency_ms,
+            partial,
+            fallback_models,
         } => {
             let rules = match rules.as_deref().map(load_rules).transpose() {
                 Ok(rules) => rules,
@@ -266,6 +298,8 @@ fn main() -> ExitCode {
                 rules,
                 time_scale,
                 latency_ms,
+                partial,
+                fallback_models,
             }));
         }
         Command::Rpc {
@@ -532,6 +566,10 @@ fn parse_kind(text: &str) -> Result<DfaKind, String> {
 
 fn parse_endian(text: &str) -> Result<Endian, String> {
     Endian::from_name(text).ok_or_else(|| format!("expected little or big, found {text:?}"))
+}
+
+fn parse_partial(text: &str) -> Result<Partial, String> {
+    Partial::from_wire(text).ok_or_else(|| format!("expected none, text or tools, found {text:?}"))
 }
 
 /// `MAX:RATIO` or `MAX:RATIO:TOKENS` (spec §11.4's figures).

@@ -49,6 +49,8 @@
 //! | `agent_run_during_backoff` | is refused (spec §6a): an agent event while a backoff is pending |
 //! | `awaiting_usage_limit_answer` | is refused: an agent event while the usage-limit answer is awaited |
 //! | `usage_limit_text_mismatch` | is refused: `usage_limit_marked` for a text other than the marked one |
+//! | `awaiting_model_switch_answer` | is refused: an agent event while the model-switch answer is awaited |
+//! | `model_switch_text_mismatch` | is refused: `model_switched` for a text other than the decision's |
 
 use std::fmt;
 
