@@ -139,7 +139,12 @@ fn machine_benches(c: &mut Criterion) {
     // ones above.
     g.bench_function("agent_end_retryable_budget", |b| {
         b.iter_batched_ref(
-            || (Machine::default(), RetryBudget::new(10, 100).expect("figures")),
+            || {
+                (
+                    Machine::default(),
+                    RetryBudget::new(10, 100).expect("figures"),
+                )
+            },
             |(m, budget)| m.handle_with_budget(black_box(agent_end(OVERLOADED)), budget),
             BatchSize::SmallInput,
         )
