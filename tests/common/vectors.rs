@@ -113,3 +113,31 @@ pub fn replay_file(path: &Path) -> FileResult {
     }
     result
 }
+
+/// Replays every vector file of `dir` (relative to the crate) and checks
+/// that every step passed and that at least `min` (files, scenarios,
+/// steps) ran: more is fine, fewer means something was silently skipped.
+pub fn replay_folder_passes(dir: &str, min: (usize, usize, usize)) {
+    let paths = super::vector_files_in(dir);
+    let (mut scenarios, mut steps, mut events) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for path in &paths {
+        let result = replay_file(path);
+        scenarios += result.scenarios;
+        steps += result.steps;
+        events += result.events;
+        failures.extend(result.failures);
+    }
+    let files = paths.len();
+    println!("{dir}: {files} files, {scenarios} scenarios, {steps} steps, {events} events passed");
+    assert!(
+        failures.is_empty(),
+        "{} of {steps} steps failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        files >= min.0 && scenarios >= min.1 && steps >= min.2,
+        "too few vectors ran in {dir}: {files} files, {scenarios} scenarios, {steps} steps"
+    );
+}
