@@ -991,8 +991,11 @@ impl Machine {
                 // As during a backoff, but no timer runs, and the attempt
                 // being prepared never had its start event: the end reports
                 // the one before, and none is emitted when that is 0 (even
-                // after an earlier chain of the same waiting period).
-                self.attempt = self.attempt.saturating_sub(1);
+                // after an earlier chain of the same waiting period). Past
+                // u32::MAX, the one before is the kept u32::MAX.
+                if !self.marked.beyond {
+                    self.attempt = self.attempt.saturating_sub(1);
+                }
                 if self.attempt > 0 {
                     let end = self.end(false, cancelled);
                     then_abort([end, Output::Settled, Output::CheckCompaction], abort)

@@ -224,3 +224,34 @@ fn a_snapshot_keeps_the_section_11_state() {
     let timer = restored.pending_timer().unwrap();
     assert_eq!(ok(&mut restored, fired(timer)), [Output::ResumeAgent]);
 }
+
+#[test]
+fn a_cancel_while_asked_past_u32_max_reports_every_retry_made() {
+    use autoretry_testkit::forge::forge;
+    let settings = RetrySettings::DEFAULT
+        .with_max_retries(u32::MAX)
+        .with_model_fallback(true);
+    let mut m = Machine::new(settings, HostOptions::DEFAULT);
+    let _ = ok(&mut m, fail(OVERLOADED));
+    // Restored in the backoff of retry u32::MAX, then run on: the next
+    // decision is retry 2^32, past every maximum, and asks for a model.
+    let mut m = Machine::restore(forge(m.snapshot(), |f| {
+        f["attempt"] = u32::MAX.into();
+        f["timer"] = u64::from(u32::MAX).into();
+    }))
+    .unwrap();
+    let timer = m.pending_timer().unwrap();
+    let _ = ok(&mut m, fired(timer));
+    let out = ok(&mut m, fail(OVERLOADED));
+    assert_eq!(
+        out,
+        [Output::SwitchModel {
+            reason: FallbackReason::Exhausted
+        }]
+    );
+    let out = ok(&mut m, Input::AbortRetry);
+    assert_eq!(
+        out[0],
+        ended(false, u32::MAX, Some(autoretry::RETRY_CANCELLED))
+    );
+}
