@@ -1,25 +1,27 @@
 //! Turns the vendored conformance vectors into Rust statics
-//! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`../vectors/*.jsonl`)
-//! and those of the policy options of section 10
-//! (`../vectors/options/*.jsonl`). Per scenario its file, folder, settings
-//! and host options (the jitter seed included), per step the input (the
-//! message fields of §10.2 included), the expected outputs (in the vectors'
-//! form: timers as ordinals; a final error as its text), the expected state
-//! and whether the input is refused. The firmware carries no JSON and no
-//! parser.
+//! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`../vectors/*.jsonl`),
+//! those of the policy options of section 10 (`../vectors/options/*.jsonl`)
+//! and those of section 11 (`../vectors/beyond/*.jsonl`). Per scenario its
+//! file, folder, settings and host options (the jitter seed included) and
+//! its retry budget, if any; per step the input (the message fields of
+//! §10.2 and §11.2 included), the expected outputs (in the vectors' form:
+//! timers as ordinals; a final error as its text), the expected state,
+//! whether the input is refused and, under a budget, its tokens after the
+//! step in thousandths. The firmware carries no JSON and no parser.
 //!
 //! Lines are decoded with the test kit's line format
 //! (`autoretry_testkit::vector::VectorLine`) on the crate's strict decoder:
 //! a settings group it rejects becomes `In::Invalid`, an input the host
 //! refuses without asking the machine. Expected outputs are read with
-//! serde_json alone.
+//! serde_json alone; the budget figures are read exactly, in thousandths,
+//! with the crate's `RetryBudget::parse`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 use autoretry::wire::json::{InputOwned, MessageOwned};
-use autoretry::RetrySettings;
+use autoretry::{RetryBudget, RetrySettings};
 use autoretry_testkit::vector::VectorLine;
 use serde_json::Value;
 
@@ -33,7 +35,11 @@ fn main() {
     println!("cargo:rerun-if-changed=memory.x");
 
     // The folders, in the order of `FOLDERS` in the generated code.
-    let folders = ["tests/vectors", "tests/vectors/options"];
+    let folders = [
+        "tests/vectors",
+        "tests/vectors/options",
+        "tests/vectors/beyond",
+    ];
     let mut paths: Vec<(usize, PathBuf)> = Vec::new();
     for (folder, dir) in folders.iter().enumerate() {
         let dir = manifest.join("../..").join(dir);
@@ -58,6 +64,9 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
         let text = fs::read_to_string(path).expect("vector file");
         let mut open = false;
+        // The scenario's `budget` object, as written: its step lines'
+        // tokens are read against it.
+        let mut budget: Option<Value> = None;
         // Vector lines are separated by `\n` only.
         for (index, line) in text.split('\n').enumerate() {
             let at = || format!("{}:{}", file_name(path), index + 1);
@@ -72,17 +81,20 @@ fn main() {
                     scenarios += 1;
                     let s = header.settings;
                     let h = header.host;
+                    let obj: Value = serde_json::from_str(line).expect("parsed above");
+                    budget = obj.get("budget").cloned();
                     writeln!(
                         code,
                         "    Scenario {{ name: {:?}, file: {:?}, folder: {folder}, line: {}, settings: {}, \
-                         host: HostOptions {{ context_window: {}, credential_store: {}, seed: {} }}, steps: &[",
+                         host: HostOptions {{ context_window: {}, credential_store: {}, seed: {} }}, budget: {}, steps: &[",
                         header.name,
                         file_name(path),
                         index + 1,
                         settings_code(&s),
                         h.context_window,
                         h.credential_store,
-                        h.seed
+                        h.seed,
+                        budget_code(header.budget.as_ref())
                     )
                     .unwrap();
                 }
@@ -111,16 +123,30 @@ fn main() {
                         None => false,
                         Some(v) => v.as_bool().unwrap_or_else(|| panic!("{}: refused", at())),
                     };
+                    let tokens_milli = match (&budget, obj.get("budget")) {
+                        (None, None) => None,
+                        (Some(scenario), Some(tokens)) => Some(
+                            step_tokens_milli(scenario, tokens)
+                                .unwrap_or_else(|e| panic!("{}: budget: {e}", at())),
+                        ),
+                        (None, Some(_)) => {
+                            panic!("{}: a step budget without a scenario budget", at())
+                        }
+                        (Some(_), None) => {
+                            panic!("{}: `budget` missing (the scenario has one)", at())
+                        }
+                    };
                     writeln!(
                         code,
-                        "        Step {{ line: {}, input: {}, out: &[{}], state: RetryState {{ auto_retry_enabled: {}, is_retrying: {}, retry_attempt: {} }}, refused: {} }},",
+                        "        Step {{ line: {}, input: {}, out: &[{}], state: RetryState {{ auto_retry_enabled: {}, is_retrying: {}, retry_attempt: {} }}, refused: {}, budget_milli: {} }},",
                         index + 1,
                         input_code(&input),
                         outs.join(", "),
                         flag("autoRetryEnabled"),
                         flag("isRetrying"),
                         attempt,
-                        refused
+                        refused,
+                        opt_u64(tokens_milli.map(u64::from))
                     )
                     .unwrap();
                 }
@@ -161,6 +187,36 @@ fn opt_u64(n: Option<u64>) -> String {
     }
 }
 
+/// The scenario's budget as a `Budget` literal (its figures in
+/// thousandths), or `None`.
+fn budget_code(budget: Option<&RetryBudget>) -> String {
+    match budget {
+        Some(b) => format!(
+            "Some(Budget {{ max_tokens: {}, ratio_milli: {}, tokens_milli: {} }})",
+            b.max_tokens(),
+            b.ratio_milli(),
+            b.tokens_milli()
+        ),
+        None => "None".into(),
+    }
+}
+
+/// A step line's `budget` (the tokens after the step) in thousandths, read
+/// exactly and checked against the scenario's `maxTokens`.
+fn step_tokens_milli(scenario: &Value, tokens: &Value) -> Result<u32, String> {
+    let figure = |v: &Value, what: &str| match v {
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(format!("{what} must be a number, found {other}")),
+    };
+    let parsed = RetryBudget::parse(
+        &figure(&scenario["maxTokens"], "the scenario's maxTokens")?,
+        &figure(&scenario["tokenRatio"], "the scenario's tokenRatio")?,
+        Some(&figure(tokens, "the step's budget")?),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(parsed.tokens_milli())
+}
+
 fn message_code(m: &MessageOwned) -> String {
     let usage = match m.usage {
         Some(u) => format!(
@@ -171,12 +227,13 @@ fn message_code(m: &MessageOwned) -> String {
     };
     format!(
         "AssistantMessage {{ stop_reason: StopReason::{:?}, error_message: {}, usage: {}, \
-         should_retry: {:?}, retry_after_ms: {} }}",
+         should_retry: {:?}, retry_after_ms: {}, partial: Partial::{:?} }}",
         m.stop_reason,
         opt_lit(m.error_message.as_deref()),
         usage,
         m.should_retry,
-        opt_u64(m.retry_after_ms)
+        opt_u64(m.retry_after_ms),
+        m.partial
     )
 }
 
@@ -186,7 +243,8 @@ fn message_code(m: &MessageOwned) -> String {
 fn settings_code(s: &RetrySettings) -> String {
     format!(
         "Settings {{ profile: {:?}, enabled: {}, max_retries: {}, base_delay_ms: {}, \
-         max_delay_ms: {}, backoff_cap_ms: {}, jitter_pct: {}, honor_hints: {}, classifier: {:?} }}",
+         max_delay_ms: {}, backoff_cap_ms: {}, jitter_pct: {}, honor_hints: {}, classifier: {:?}, \
+         model_fallback: {}, max_usage_wait_ms: {}, max_total_delay_ms: {} }}",
         s.profile.as_str(),
         s.enabled,
         s.max_retries,
@@ -195,7 +253,10 @@ fn settings_code(s: &RetrySettings) -> String {
         s.backoff_cap_ms,
         s.jitter_pct.get(),
         s.honor_hints,
-        s.classifier.as_str()
+        s.classifier.as_str(),
+        s.model_fallback,
+        s.max_usage_wait_ms,
+        s.max_total_delay_ms
     )
 }
 
@@ -213,6 +274,9 @@ fn input_code(input: &InputOwned) -> String {
         InputOwned::TimerFired { timer } => format!("In::TimerFired {{ ordinal: {timer} }}"),
         InputOwned::UsageLimitMarked { switched } => {
             format!("In::UsageLimitMarked {{ switched: {switched} }}")
+        }
+        InputOwned::ModelSwitched { switched } => {
+            format!("In::ModelSwitched {{ switched: {switched} }}")
         }
         InputOwned::AbortRetry => "In::Machine(Input::AbortRetry)".into(),
         InputOwned::Abort => "In::Machine(Input::Abort)".into(),
@@ -291,7 +355,19 @@ fn output(o: &Value) -> Result<String, String> {
             "Output::CancelTimer {{ timer: TimerId({}) }}",
             u64_field(o, "timer")?
         ),
-        "continue_agent" => "Output::ContinueAgent".into(),
+        "continue_agent" => match o.get("resume") {
+            None => "Output::ContinueAgent".into(),
+            Some(Value::Bool(true)) => "Output::ResumeAgent".into(),
+            Some(other) => {
+                return Err(format!("`resume` must be true when present, found {other}"))
+            }
+        },
+        "switch_model" => {
+            let reason = str_field(o, "reason")?;
+            let reason = autoretry::FallbackReason::from_wire(reason)
+                .ok_or_else(|| format!("unknown `reason` {reason:?}"))?;
+            format!("Output::SwitchModel {{ reason: FallbackReason::{reason:?} }}")
+        }
         "mark_usage_limit" => {
             let after = match o.get("retryAfterMs") {
                 Some(Value::Null) => None,

@@ -1,15 +1,19 @@
 //! Replays every conformance vector through the machine on a Cortex-M3
 //! (QEMU `lm3s6965evb`), with no allocator, and exits through semihosting:
-//! status 0 only when every step's outputs, state and refusal match. Both
-//! folders run: the vectors of sections 1–9 and those of the policy options
+//! status 0 only when every step's outputs, state and refusal match (and,
+//! under a retry budget, its tokens). Three folders run, each reported on
+//! its own line: the vectors of sections 1–9, those of the policy options
 //! of section 10 (new settings keys, the host's jitter seed, the message
-//! fields of §10.2, fail-fast final errors), each reported on its own line.
+//! fields of §10.2, fail-fast final errors) and those of section 11
+//! (continuations after partial output, model fallback, the shared retry
+//! budget, the usage-reset wait, the total wait).
 //!
 //! The vectors are compiled in by `build.rs`. The host side is simulated:
 //! a millisecond clock that advances to a timer's deadline when the vector
 //! fires it, and the test kit's `VectorHost` (the vectors' timer ordinals
 //! to the machine's ids and back, the kept error text for the usage-limit
-//! answer).
+//! and model-switch answers), and the scenario's retry budget, which every
+//! step is handled with (`handle_with_budget`) when the vector gives one.
 #![no_std]
 #![no_main]
 
@@ -17,8 +21,8 @@ use core::panic::PanicInfo;
 
 use autoretry::classify::Classifier;
 use autoretry::{
-    AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Profile,
-    RetrySettings, RetryState, StopReason, TimerId, Usage,
+    AssistantMessage, Event, FallbackReason, FinalError, HostOptions, Input, JitterPct, Machine,
+    Output, Partial, Profile, RetryBudget, RetrySettings, RetryState, StopReason, TimerId, Usage,
 };
 use autoretry_testkit::VectorHost;
 use cortex_m_rt::entry;
@@ -35,7 +39,25 @@ struct Scenario {
     line: usize,
     settings: Settings,
     host: HostOptions,
+    /// The shared retry budget of every step (spec §11.4), if any.
+    budget: Option<Budget>,
     steps: &'static [Step],
+}
+
+/// A scenario's `budget`, its figures in thousandths as `build.rs` read
+/// them exactly; built at run time, so that the crate's checks apply.
+struct Budget {
+    max_tokens: u32,
+    ratio_milli: u32,
+    tokens_milli: u32,
+}
+
+impl Budget {
+    fn get(&self) -> Result<RetryBudget, &'static str> {
+        RetryBudget::new(self.max_tokens, self.ratio_milli)
+            .and_then(|b| b.with_tokens_milli(self.tokens_milli))
+            .map_err(|_| "the scenario's budget is refused")
+    }
 }
 
 /// One vector line.
@@ -47,6 +69,8 @@ struct Step {
     out: &'static [Output<'static>],
     state: RetryState,
     refused: bool,
+    /// Under a budget, its tokens after the step, in thousandths.
+    budget_milli: Option<u32>,
 }
 
 /// A settings group as the vectors give it. The profile and the classifier
@@ -64,6 +88,9 @@ struct Settings {
     jitter_pct: u8,
     honor_hints: bool,
     classifier: &'static str,
+    model_fallback: bool,
+    max_usage_wait_ms: u64,
+    max_total_delay_ms: u64,
 }
 
 impl Settings {
@@ -80,6 +107,9 @@ impl Settings {
             honor_hints: self.honor_hints,
             classifier: Classifier::from_wire(self.classifier)
                 .ok_or("the core of this build lacks the settings' classifier")?,
+            model_fallback: self.model_fallback,
+            max_usage_wait_ms: self.max_usage_wait_ms,
+            max_total_delay_ms: self.max_total_delay_ms,
         })
     }
 }
@@ -95,6 +125,8 @@ enum In {
     TimerFired { ordinal: u64 },
     /// `usage_limit_marked`: the host passes back the text it marked.
     UsageLimitMarked { switched: bool },
+    /// `model_switched`: the host passes back the text of the decision.
+    ModelSwitched { switched: bool },
     /// An input the host refuses before the machine (bad settings group).
     Invalid,
 }
@@ -108,8 +140,11 @@ mod vectors {
 /// The host around the machine.
 struct Host {
     machine: Machine,
-    /// Timer ordinals and the kept usage-limit text.
+    /// Timer ordinals and the kept text of the last decision that asked
+    /// the host (`mark_usage_limit`, `switch_model`).
     vectors: VectorHost<&'static str>,
+    /// The scenario's retry budget, if it has one.
+    budget: Option<RetryBudget>,
     /// The pending timer and its deadline on the simulated clock.
     pending: Option<(TimerId, u64)>,
     /// The simulated clock, ms since the scenario started.
@@ -121,6 +156,7 @@ impl Host {
         Ok(Host {
             machine: Machine::new(scenario.settings.get()?, scenario.host),
             vectors: VectorHost::new(),
+            budget: scenario.budget.as_ref().map(Budget::get).transpose()?,
             pending: None,
             now_ms: 0,
         })
@@ -168,11 +204,19 @@ impl Host {
                 switched,
                 error_message: self.vectors.marked().copied().unwrap_or(""),
             },
+            &In::ModelSwitched { switched } => Input::ModelSwitched {
+                switched,
+                error_message: self.vectors.marked().copied().unwrap_or(""),
+            },
             In::Invalid => {
                 return self.check_rest(step, true);
             }
         };
-        let outputs = match self.machine.handle(input) {
+        let handled = match &mut self.budget {
+            Some(budget) => self.machine.handle_with_budget(input, budget),
+            None => self.machine.handle(input),
+        };
+        let outputs = match handled {
             Ok(outputs) => outputs,
             Err(_) => return self.check_rest(step, true),
         };
@@ -206,7 +250,7 @@ impl Host {
         self.check_rest(step, false)
     }
 
-    /// Checks the refusal flag and the state.
+    /// Checks the refusal flag, the state and the budget's tokens.
     fn check_rest(&self, step: &Step, refused: bool) -> Result<(), &'static str> {
         if refused != step.refused {
             return Err(if refused {
@@ -223,6 +267,12 @@ impl Host {
             hprintln!("  got {:?}", state);
             hprintln!("  want {:?}", step.state);
             return Err("the state differs");
+        }
+        let tokens = self.budget.as_ref().map(RetryBudget::tokens_milli);
+        if tokens != step.budget_milli {
+            hprintln!("  got budget {:?} thousandths", tokens);
+            hprintln!("  want budget {:?} thousandths", step.budget_milli);
+            return Err("the budget's tokens differ");
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
 //! The retry core alone: a machine fed inputs the optimizer cannot see
 //! through (`black_box`), every input kind and every classifier path, with
-//! the outputs consumed the same way. `tests/size-report.sh` subtracts the
+//! the outputs consumed the same way; each input is handled either alone
+//! (`handle`) or with a shared retry budget (`handle_with_budget`, spec
+//! §11.4), whichever the opaque flag says, so both entry points link. `tests/size-report.sh` subtracts the
 //! flash of `baseline` (the same runtime without the machine) from this
 //! binary's to get the footprint of the machine and its classifier.
 #![no_std]
@@ -10,8 +12,8 @@ use core::hint::black_box;
 use core::panic::PanicInfo;
 
 use autoretry::{
-    AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason, TimerId,
-    Usage,
+    AssistantMessage, HostOptions, Input, Machine, Output, Partial, RetryBudget, RetrySettings,
+    StopReason, TimerId, Usage,
 };
 use cortex_m_rt::entry;
 
@@ -21,6 +23,7 @@ fn main() -> ! {
         black_box(RetrySettings::DEFAULT),
         black_box(HostOptions::default()),
     );
+    let mut budget = black_box(RetryBudget::new(10, 100));
     loop {
         let text: &str = black_box("529 overloaded_error");
         let message = AssistantMessage {
@@ -29,6 +32,7 @@ fn main() -> ! {
             usage: black_box(Some(Usage::default())),
             should_retry: black_box(None),
             retry_after_ms: black_box(None),
+            partial: black_box(Partial::None),
         };
         let inputs = [
             Input::MessageEnd { message },
@@ -43,6 +47,10 @@ fn main() -> ! {
                 switched: black_box(true),
                 error_message: text,
             },
+            Input::ModelSwitched {
+                switched: black_box(true),
+                error_message: text,
+            },
             Input::AbortRetry,
             Input::Abort,
             Input::SetAutoRetry {
@@ -51,7 +59,12 @@ fn main() -> ! {
             Input::Settings(black_box(RetrySettings::DEFAULT)),
         ];
         for input in inputs {
-            if let Ok(outputs) = machine.handle(black_box(input)) {
+            let input = black_box(input);
+            let handled = match &mut budget {
+                Ok(budget) if black_box(true) => machine.handle_with_budget(input, budget),
+                _ => machine.handle(input),
+            };
+            if let Ok(outputs) = handled {
                 for output in &outputs {
                     black_box::<&Output<'_>>(output);
                 }
