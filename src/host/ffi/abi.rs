@@ -11,6 +11,7 @@
 
 use super::c::{self, AutoretryOutput};
 use super::pool::{self, with_slots, Slot, Slots, Texts};
+use super::refusal;
 // The modern profile and the extended classifier exist with feature
 // `extended`; without it their codes are refused like any unknown one.
 use super::{
@@ -581,8 +582,13 @@ pub unsafe extern "C" fn autoretry_timer_fired(
 /// `timer_fired` with a timer id as the host sees it.
 pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| match slot.timer_from_host(timer) {
-        Some(id) => run(slots, slot, Input::TimerFired { timer: TimerId(id) }, out)
-            .map_or_else(|code| code, |(n, _)| n),
+        Some(id) => run(
+            slots,
+            (handle, slot),
+            Input::TimerFired { timer: TimerId(id) },
+            out,
+        )
+        .map_or_else(|code| code, |(n, _)| n),
         // Another generation's timer: a freed machine's, unknown here.
         None => out.write(&[]),
     })
@@ -634,7 +640,7 @@ pub(super) fn usage_limit_marked(handle: i32, switched: u32, out: Sink<'_>) -> i
             switched: switched != 0,
             error_message: text,
         };
-        run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
+        run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -831,14 +837,21 @@ fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -
 /// replaces the machine only once the outputs are written. So a failed
 /// call, [`ERR_REFUSED`] or [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL), changes nothing. Returns
 /// the JSON's length and whether the outputs mark a usage limit.
-fn run(slots: &mut Slots, slot: Slot, input: Input<'_>, out: Sink<'_>) -> Result<(i32, bool), i32> {
+fn run(
+    slots: &mut Slots,
+    (handle, slot): (i32, Slot),
+    input: Input<'_>,
+    out: Sink<'_>,
+) -> Result<(i32, bool), i32> {
     let mut machine = slots.machine(slot).ok_or(ERR_HANDLE)?.clone();
     #[cfg(feature = "rules")]
     let input = match slots.rules(slot) {
         Some(rules) => rules.apply_input(input),
         None => input,
     };
-    let mut outputs = machine.handle(input).map_err(|_| ERR_REFUSED)?;
+    let outputs = machine.handle(input);
+    refusal::record(handle, slot, outputs.as_ref().err().copied());
+    let mut outputs = outputs.map_err(|_| ERR_REFUSED)?;
     let mut marks = false;
     for output in &mut outputs {
         match output {
@@ -891,7 +904,7 @@ unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap:
 /// Feeds an input that carries no text.
 pub(super) fn handle_simple(handle: i32, input: Input<'static>, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| {
-        run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
+        run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -953,7 +966,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
     with_live(handle, |slots, texts, slot| {
-        match run(slots, slot, input, sink(out)) {
+        match run(slots, (handle, slot), input, sink(out)) {
             Ok((n, marks)) => {
                 if marks {
                     slots.keep(texts, slot, text.as_bytes());

@@ -17,21 +17,21 @@ use super::{ERR_ARG, ERR_OUT_TOO_SMALL, ERR_SETTINGS, PROFILE_CLASSIC};
 use crate::{Event, FinalError, Input, Output, RetrySettings, Usage};
 
 /// `message_end`: the message fields of [`AutoretryInput`].
-pub const INPUT_MESSAGE_END: u32 = 0;
+pub const INPUT_MESSAGE_END: u32 = 1;
 /// `agent_end`: the message fields and `has_now`/`now_ms`.
-pub const INPUT_AGENT_END: u32 = 1;
+pub const INPUT_AGENT_END: u32 = 2;
 /// `timer_fired`: `timer`.
-pub const INPUT_TIMER_FIRED: u32 = 2;
+pub const INPUT_TIMER_FIRED: u32 = 3;
 /// `usage_limit_marked`: `flag` is `switched` (0 is false).
-pub const INPUT_USAGE_LIMIT_MARKED: u32 = 3;
+pub const INPUT_USAGE_LIMIT_MARKED: u32 = 4;
 /// `abort_retry`.
-pub const INPUT_ABORT_RETRY: u32 = 4;
+pub const INPUT_ABORT_RETRY: u32 = 5;
 /// `abort`, the global abort.
-pub const INPUT_ABORT: u32 = 5;
+pub const INPUT_ABORT: u32 = 6;
 /// `set_auto_retry`: `flag` is `enabled` (0 is false).
-pub const INPUT_SET_AUTO_RETRY: u32 = 6;
+pub const INPUT_SET_AUTO_RETRY: u32 = 7;
 /// `settings`: `settings`, the whole `retry` group.
-pub const INPUT_SETTINGS: u32 = 7;
+pub const INPUT_SETTINGS: u32 = 8;
 
 /// `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 /// event's `delayMs`) and `text` (its `errorMessage`).
@@ -347,7 +347,12 @@ pub unsafe extern "C" fn autoretry_handle_c(
         };
         let now =
             (input.kind == INPUT_AGENT_END).then_some((input.has_now != 0).then_some(input.now_ms));
-        let text = (input.text, input.text_len);
+        // A null text of length 0 (a zero-initialised struct) is no text.
+        let text_len = match (input.text.is_null(), input.text_len) {
+            (true, 0) => -1,
+            (_, len) => len,
+        };
+        let text = (input.text, text_len);
         // SAFETY: the caller's contract, forwarded.
         return unsafe {
             abi::feed_message(handle, fields, text, now, (out, out_cap), Sink::Structs)

@@ -124,11 +124,13 @@ mod abi;
 mod c;
 mod out;
 mod pool;
+mod refusal;
 #[cfg(feature = "rules")]
 mod rules;
 
 pub use abi::*;
 pub use c::*;
+pub use refusal::*;
 #[cfg(feature = "rules")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
 pub use rules::*;
@@ -188,24 +190,27 @@ pub const CLASSIFIER_CLASSIC: u32 = 0;
 /// `retry.classifier` `"extended"`: the patterns of spec §10.5.
 pub const CLASSIFIER_EXTENDED: u32 = 1;
 
-/// `shouldRetry` absent: the patterns decide (spec §3, rule 4).
-pub const SHOULD_RETRY_ABSENT: i32 = -1;
+/// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
+/// so a zero-initialised `autoretry_input` leaves the verdict absent.
+pub const SHOULD_RETRY_ABSENT: i32 = 0;
 /// `shouldRetry: false`: the host's verdict is "do not retry".
-pub const SHOULD_RETRY_NO: i32 = 0;
+pub const SHOULD_RETRY_NO: i32 = 1;
 /// `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
 /// still hold).
-pub const SHOULD_RETRY_YES: i32 = 1;
+pub const SHOULD_RETRY_YES: i32 = 2;
 
-/// `stopReason` `"stop"`.
-pub const STOP_STOP: u32 = 0;
+/// `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
+/// and a stop reason left at 0 (a zero-initialised `autoretry_input`) is
+/// refused with `AUTORETRY_ERR_ARG`.
+pub const STOP_STOP: u32 = 1;
 /// `stopReason` `"length"`.
-pub const STOP_LENGTH: u32 = 1;
+pub const STOP_LENGTH: u32 = 2;
 /// `stopReason` `"toolUse"`.
-pub const STOP_TOOL_USE: u32 = 2;
+pub const STOP_TOOL_USE: u32 = 3;
 /// `stopReason` `"error"`.
-pub const STOP_ERROR: u32 = 3;
+pub const STOP_ERROR: u32 = 4;
 /// `stopReason` `"aborted"`.
-pub const STOP_ABORTED: u32 = 4;
+pub const STOP_ABORTED: u32 = 5;
 
 /// The WebAssembly module is a final artifact without `std`: it needs a
 /// panic handler. The core is panic-free, so this is never reached; if it
