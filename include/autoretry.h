@@ -76,54 +76,57 @@
 // `retry.classifier` `"extended"`: the patterns of spec §10.5.
 #define AUTORETRY_CLASSIFIER_EXTENDED 1
 
-// `shouldRetry` absent: the patterns decide (spec §3, rule 4).
-#define AUTORETRY_SHOULD_RETRY_ABSENT -1
+// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
+// so a zero-initialised `autoretry_input` leaves the verdict absent.
+#define AUTORETRY_SHOULD_RETRY_ABSENT 0
 
 // `shouldRetry: false`: the host's verdict is "do not retry".
-#define AUTORETRY_SHOULD_RETRY_NO 0
+#define AUTORETRY_SHOULD_RETRY_NO 1
 
 // `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
 // still hold).
-#define AUTORETRY_SHOULD_RETRY_YES 1
+#define AUTORETRY_SHOULD_RETRY_YES 2
 
-// `stopReason` `"stop"`.
-#define AUTORETRY_STOP_STOP 0
+// `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
+// and a stop reason left at 0 (a zero-initialised `autoretry_input`) is
+// refused with `AUTORETRY_ERR_ARG`.
+#define AUTORETRY_STOP_STOP 1
 
 // `stopReason` `"length"`.
-#define AUTORETRY_STOP_LENGTH 1
+#define AUTORETRY_STOP_LENGTH 2
 
 // `stopReason` `"toolUse"`.
-#define AUTORETRY_STOP_TOOL_USE 2
+#define AUTORETRY_STOP_TOOL_USE 3
 
 // `stopReason` `"error"`.
-#define AUTORETRY_STOP_ERROR 3
+#define AUTORETRY_STOP_ERROR 4
 
 // `stopReason` `"aborted"`.
-#define AUTORETRY_STOP_ABORTED 4
+#define AUTORETRY_STOP_ABORTED 5
 
 // `message_end`: the message fields of [`AutoretryInput`].
-#define AUTORETRY_INPUT_MESSAGE_END 0
+#define AUTORETRY_INPUT_MESSAGE_END 1
 
 // `agent_end`: the message fields and `has_now`/`now_ms`.
-#define AUTORETRY_INPUT_AGENT_END 1
+#define AUTORETRY_INPUT_AGENT_END 2
 
 // `timer_fired`: `timer`.
-#define AUTORETRY_INPUT_TIMER_FIRED 2
+#define AUTORETRY_INPUT_TIMER_FIRED 3
 
 // `usage_limit_marked`: `flag` is `switched` (0 is false).
-#define AUTORETRY_INPUT_USAGE_LIMIT_MARKED 3
+#define AUTORETRY_INPUT_USAGE_LIMIT_MARKED 4
 
 // `abort_retry`.
-#define AUTORETRY_INPUT_ABORT_RETRY 4
+#define AUTORETRY_INPUT_ABORT_RETRY 5
 
 // `abort`, the global abort.
-#define AUTORETRY_INPUT_ABORT 5
+#define AUTORETRY_INPUT_ABORT 6
 
 // `set_auto_retry`: `flag` is `enabled` (0 is false).
-#define AUTORETRY_INPUT_SET_AUTO_RETRY 6
+#define AUTORETRY_INPUT_SET_AUTO_RETRY 7
 
 // `settings`: `settings`, the whole `retry` group.
-#define AUTORETRY_INPUT_SETTINGS 7
+#define AUTORETRY_INPUT_SETTINGS 8
 
 // `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 // event's `delayMs`) and `text` (its `errorMessage`).
@@ -168,6 +171,22 @@
 // `Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs
 // ({max_delay_ms}ms). Original error: {text}`.
 #define AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG 2
+
+// The last input the machine was given was not refused (or it was given
+// none yet).
+#define AUTORETRY_REFUSAL_NONE 0
+
+// A `message_end` or `agent_end` arrived while a backoff timer is
+// pending: the agent must not run then.
+#define AUTORETRY_REFUSAL_AGENT_RUN_DURING_BACKOFF 1
+
+// A `message_end` or `agent_end` arrived while the machine waits for the
+// host's `usage_limit_marked` answer: the agent must not run then.
+#define AUTORETRY_REFUSAL_AWAITING_USAGE_LIMIT_ANSWER 2
+
+// A `usage_limit_marked` carried an error text other than the one of the
+// message the machine asked to mark.
+#define AUTORETRY_REFUSAL_USAGE_LIMIT_TEXT_MISMATCH 3
 
 // The bytes are not a compiled rules blob, or one of another format
 // version or byte order ([`RulesError::Foreign`], [`RulesError::Version`],
@@ -849,6 +868,22 @@ int32_t autoretry_state_c(int32_t handle, struct autoretry_retry_state *out);
 // ```
 int32_t autoretry_settings_defaults(uint32_t profile,
                                     struct autoretry_retry_settings *out);
+
+// Why the machine of `handle` refused the last input it was given: a
+// `REFUSAL_*` code, [`REFUSAL_NONE`] when that input was handled (or
+// there was none yet), or [`ERR_HANDLE`]. Every entry point returns
+// `AUTORETRY_ERR_REFUSED` for a refusal, whatever its reason, as it
+// always has; this call tells the reasons apart. A call that fails before
+// the machine sees the input (a bad argument, a buffer the module will
+// not touch) leaves the reason as it was.
+//
+// ```c
+// if (n == AUTORETRY_ERR_REFUSED &&
+//     autoretry_last_refusal(h) == AUTORETRY_REFUSAL_AGENT_RUN_DURING_BACKOFF) {
+//   /* the agent ran while a retry waited: a bug in the host's loop */
+// }
+// ```
+int32_t autoretry_last_refusal(int32_t handle);
 
 // Lends the machine of `handle` the compiled rules blob `(blob,
 // blob_len)`, in place of any it held: from the next input on, a
