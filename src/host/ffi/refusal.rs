@@ -27,7 +27,9 @@ pub const REFUSAL_AGENT_RUN_DURING_BACKOFF: i32 = 1;
 /// host's `usage_limit_marked` answer: the agent must not run then.
 pub const REFUSAL_AWAITING_USAGE_LIMIT_ANSWER: i32 = 2;
 /// A `usage_limit_marked` carried an error text other than the one of the
-/// message the machine asked to mark.
+/// message the machine asked to mark. (The C ABI passes back the text the
+/// slot kept, so its hosts do not meet it; the code is there for every
+/// reason of spec §6a to have one.)
 pub const REFUSAL_USAGE_LIMIT_TEXT_MISMATCH: i32 = 3;
 
 /// Per slot: the handle the reason was recorded for, and the reason.
@@ -52,18 +54,20 @@ pub(super) fn record(handle: i32, slot: Slot, refused: Option<Refused>) {
     }
 }
 
-/// Why the machine of `handle` refused the last input it was given: a
-/// `REFUSAL_*` code, [`REFUSAL_NONE`] when that input was handled (or
-/// there was none yet), or [`ERR_HANDLE`]. Every entry point returns
-/// `AUTORETRY_ERR_REFUSED` for a refusal, whatever its reason, as it
-/// always has; this call tells the reasons apart. A call that fails before
-/// the machine sees the input (a bad argument, a buffer the module will
-/// not touch) leaves the reason as it was.
+/// Why the machine of `handle` refused the last input it was given: an
+/// `AUTORETRY_REFUSAL_*` code, `AUTORETRY_REFUSAL_NONE` when that input
+/// was handled (or there was none yet), or `AUTORETRY_ERR_HANDLE`. Every
+/// entry point returns `AUTORETRY_ERR_REFUSED` for a refusal, whatever its
+/// reason, as it always has; this call tells the reasons apart. A call
+/// that fails before the machine sees the input (a bad argument, a buffer
+/// the module will not touch) leaves the reason as it was.
 ///
 /// ```c
+/// autoretry_output out[8];
+/// int32_t n = autoretry_handle_c(h, &in, out, 8);
 /// if (n == AUTORETRY_ERR_REFUSED &&
 ///     autoretry_last_refusal(h) == AUTORETRY_REFUSAL_AGENT_RUN_DURING_BACKOFF) {
-///   /* the agent ran while a retry waited: a bug in the host's loop */
+///   /* the agent ran while a retry waited: the host's loop is out of step */
 /// }
 /// ```
 #[no_mangle]
