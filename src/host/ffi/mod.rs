@@ -65,9 +65,12 @@
 //! | `timer_fired`, `usage_limit_marked`, `abort_retry`, `abort`, `set_auto_retry` | [`autoretry_timer_fired`], [`autoretry_usage_limit_marked`], [`autoretry_abort_retry`], [`autoretry_abort`], [`autoretry_set_auto_retry`] | the same |
 //!
 //! The functions of the right column are those of the first hosts and
-//! stay as they were: the keys and fields they leave out take their
-//! `classic` defaults (the §10 settings keys) or are absent (the §10.2
-//! message fields; `usage.cacheWrite` is 0), and the seed is 0.
+//! keep their arguments and behaviour: the keys and fields they leave out
+//! take their `classic` defaults (the §10 settings keys) or are absent (the
+//! §10.2 message fields; `usage.cacheWrite` is 0), the seed is 0, and a
+//! refusal is [`ERR_REFUSED`] whatever its reason (as from every entry
+//! point; [`autoretry_last_refusal`] tells the reasons apart). Their
+//! `STOP_*` arguments are the named constants, which start at 1.
 //!
 //! # The C form
 //!
