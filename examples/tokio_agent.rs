@@ -3,7 +3,7 @@
 //! agent's Esc). `cargo run --example tokio_agent --features tokio`
 use std::time::Duration;
 
-use autoretry::host::tokio::{Tokio, TokioDriver};
+use autoretry::host::tokio::{TokioDriver, TokioSleeper};
 use autoretry::{HostOptions, InputBuf, Machine, MessageBuf, Output, RetrySettings, StopReason};
 use tokio::sync::mpsc::{self, Sender};
 
@@ -33,7 +33,7 @@ async fn main() {
             .for_each(|_| drop(esc.blocking_send(InputBuf::AbortRetry)))
     });
     let settings = RetrySettings::DEFAULT.with_base_delay_ms(1000);
-    let mut driver = TokioDriver::new(Machine::new(settings, HostOptions::DEFAULT), Tokio);
+    let mut driver = TokioDriver::new(Machine::new(settings, HostOptions::DEFAULT), TokioSleeper);
     let mut calls = 0;
     run_agent(&tx, &mut calls);
     while let Some(step) = driver.next(rx.recv()).await {

@@ -38,7 +38,8 @@
 // other than `-1`.
 #define AUTORETRY_ERR_TEXT_LEN -4
 
-// Every slot of the pool is in use.
+// Every slot of the pool is in use or retired (a slot is retired after
+// its 2^23rd machine, so that no handle is ever given twice).
 #define AUTORETRY_ERR_POOL_FULL -5
 
 // An argument is out of range: an unknown or zero input kind, stop reason
@@ -169,6 +170,26 @@
 // `settled`.
 #define AUTORETRY_OUTPUT_SETTLED 10
 
+// `continue_agent` with `resume: true` (spec §11.2): the backoff of a
+// continuation ended; ask the model to continue its partial turn.
+#define AUTORETRY_OUTPUT_RESUME_AGENT 11
+
+// `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
+// `model_switched`.
+#define AUTORETRY_OUTPUT_SWITCH_MODEL 12
+
+// `switch_model`'s reason `"exhausted"`.
+#define AUTORETRY_FALLBACK_EXHAUSTED 1
+
+// `switch_model`'s reason `"throttled"`.
+#define AUTORETRY_FALLBACK_THROTTLED 2
+
+// `switch_model`'s reason `"wait_too_long"`.
+#define AUTORETRY_FALLBACK_WAIT_TOO_LONG 3
+
+// `switch_model`'s reason `"total_wait"`.
+#define AUTORETRY_FALLBACK_TOTAL_WAIT 4
+
 // An end event without `finalError` (a success).
 #define AUTORETRY_FINAL_ERROR_NONE 0
 
@@ -179,6 +200,15 @@
 // `Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs
 // ({max_delay_ms}ms). Original error: {text}`.
 #define AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG 2
+
+// `finalError` is the throttled sentence of spec §11.4:
+// `Retry throttled by the shared retry budget. Original error: {text}`.
+#define AUTORETRY_FINAL_ERROR_THROTTLED 3
+
+// `finalError` is the total-wait sentence of spec §11.6:
+// `Retry waits would total {requested_ms}ms, exceeds
+// retry.maxTotalDelayMs ({max_delay_ms}ms). Original error: {text}`.
+#define AUTORETRY_FINAL_ERROR_TOTAL_WAIT 4
 
 // The last input the machine was given was not refused (or it was given
 // none yet).
@@ -197,6 +227,16 @@
 // slot kept, so its hosts do not meet it; the code is there for every
 // reason of spec §6a to have one.)
 #define AUTORETRY_REFUSAL_USAGE_LIMIT_TEXT_MISMATCH 3
+
+// A `message_end` or `agent_end` arrived while the machine waits for the
+// host's `model_switched` answer (spec §11.3; the C ABI's settings have
+// no fallback models, so its hosts do not meet it).
+#define AUTORETRY_REFUSAL_AWAITING_MODEL_SWITCH_ANSWER 4
+
+// A `model_switched` carried an error text other than the one of the
+// message whose decision asked for another model (spec §11.3; not met
+// through the C ABI either).
+#define AUTORETRY_REFUSAL_MODEL_SWITCH_TEXT_MISMATCH 5
 
 // The bytes are not a compiled rules blob, or one of another format
 // version or byte order. Nothing changed.
@@ -339,8 +379,11 @@ typedef struct autoretry_output {
   uint64_t retry_after_ms;
   // A fail-fast end: the wait the provider asked for, in ms.
   uint64_t requested_ms;
-  // A fail-fast end: `retry.maxDelayMs`.
+  // A fail-fast end: `retry.maxDelayMs`; a total-wait end:
+  // `retry.maxTotalDelayMs`.
   uint64_t max_delay_ms;
+  // `switch_model`: `AUTORETRY_FALLBACK_*`.
+  uint32_t reason;
 } autoretry_output;
 
 // The machine's state, as `autoretry_state_c()` writes it:

@@ -14,7 +14,7 @@ export const ERR_REFUSED = -2;
 export const ERR_UTF8 = -3;
 /** The text is longer than the module's limit (4096 bytes). */
 export const ERR_TEXT_LEN = -4;
-/** Every slot of the module's pool of machines is in use. */
+/** Every slot of the module's pool of machines is in use or retired (a slot serves 2^23 machines). */
 export const ERR_POOL_FULL = -5;
 /** An argument is out of range or of the wrong type. */
 export const ERR_ARG = -6;

@@ -6,17 +6,20 @@ export type U64 = number | bigint;
 /** `stopReason` of an assistant message. */
 export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
 
-/** An assistant message (spec §2, §10.2); unknown fields are ignored. */
+/**
+ * An assistant message (spec §2, §10.2); unknown fields are ignored, and
+ * an optional field that is `null` is absent.
+ */
 export interface AssistantMessage {
-  role?: "assistant";
+  role?: "assistant" | null;
   stopReason: StopReason;
   /** At most `module.maxText` (4096) bytes of UTF-8. */
-  errorMessage?: string;
-  usage?: { input?: U64; cacheRead?: U64; cacheWrite?: U64 };
+  errorMessage?: string | null;
+  usage?: { input?: U64 | null; cacheRead?: U64 | null; cacheWrite?: U64 | null } | null;
   /** The host's own verdict (spec §10.2). */
-  shouldRetry?: boolean;
+  shouldRetry?: boolean | null;
   /** A wait the host read from the response headers (spec §10.2). */
-  retryAfterMs?: U64;
+  retryAfterMs?: U64 | null;
 }
 
 /** The `retry` settings group (spec §4, §10.1): missing keys default. */
@@ -45,7 +48,7 @@ export interface HostOptions {
 /** One input of the machine, as in the conformance vectors. */
 export type Input =
   | { type: "message_end"; message: AssistantMessage }
-  | { type: "agent_end"; message: AssistantMessage; nowMs?: U64 }
+  | { type: "agent_end"; message: AssistantMessage; nowMs?: U64 | null }
   | { type: "timer_fired"; timer: U64 }
   | { type: "usage_limit_marked"; switched: boolean }
   | { type: "abort_retry" }
@@ -92,12 +95,14 @@ export const RULES_WASM_URL: URL;
 /**
  * Instantiates the module from bytes, a `WebAssembly.Module`, a `Response`
  * (or its promise) or a URL; by default `autoretry.wasm` next to the wrapper.
+ * A module that is not there rejects with an Error that says how to build
+ * it (`sh js/build.sh`).
  */
 export function load(source?: BufferSource | WebAssembly.Module | Response | PromiseLike<Response> | URL | string): Promise<AutoretryModule>;
 
 /** One retry machine. */
 export class Machine {
-  /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options) or ERR_POOL_FULL. */
+  /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options, an options key other than `settings` and `host`) or ERR_POOL_FULL. */
   constructor(module: AutoretryModule, options?: { settings?: RetrySettings; host?: HostOptions });
   /** Feeds one input and returns its outputs; throws an `AutoretryError` (and changes nothing) otherwise. */
   handle(input: Input): Output[];
@@ -108,8 +113,9 @@ export class Machine {
   /**
    * Lends the machine a compiled rules blob (`autoretry rules compile`),
    * copied into the module's memory. Throws ERR_RULES_FOREIGN,
-   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT (the machine keeps the rules it
-   * had), or ERR_ARG on a module without rules.
+   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT, or ERR_BUFFER when the memory
+   * cannot grow for it (the machine keeps the rules it had), or ERR_ARG on
+   * a module without rules.
    */
   loadRules(bytes: Uint8Array | ArrayBuffer): void;
   /** Takes the machine's rules away, if it had any. */
@@ -125,6 +131,11 @@ export class AutoretryError extends Error {
   readonly code: number;
   /** The code's name, e.g. `"ERR_REFUSED"`. */
   readonly codeName: string;
+  /**
+   * Why the machine refused an input (ERR_REFUSED, spec §6a), as the
+   * crate's `Refused` variants; undefined for other errors.
+   */
+  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer";
 }
 
 /** Parses JSON; integers beyond 2^53 - 1 become BigInts; a repeated key is an error. */

@@ -28,29 +28,12 @@ import {
   STOP_REASONS,
 } from "./abi.js";
 import { Blobs } from "./blobs.js";
+import { AutoretryError } from "./errors.js";
 import { parseJson } from "./json.js";
 
 export * from "./abi.js";
+export { AutoretryError } from "./errors.js";
 export { parseJson, stringifyJson } from "./json.js";
-
-/** An error of the module or of the wrapper's checks; nothing changed. */
-export class AutoretryError extends Error {
-  /**
-   * @param {number} code one of the `ERR_*` codes
-   * @param {string} message what was wrong
-   */
-  constructor(code, message) {
-    super(message);
-    this.name = "AutoretryError";
-    /** The `ERR_*` code. */
-    this.code = code;
-  }
-
-  /** The code's name, e.g. `"ERR_REFUSED"`. */
-  get codeName() {
-    return ERROR_NAMES[this.code] ?? `error ${this.code}`;
-  }
-}
 
 const U32_MAX = 0xffffffffn;
 const U64_MAX = 0xffffffffffffffffn;
@@ -66,6 +49,10 @@ function describe(v) {
 }
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+// An optional field of an input or message: `null` is absent (undefined),
+// as every other host of the machine reads it (the RPC stream, the vectors).
+const optional = (v) => (v === null ? undefined : v);
 
 // A non-negative integer up to `max`, as a BigInt; `null` when `v` is not one.
 function uintOf(v, max) {
@@ -150,17 +137,18 @@ function decodeHost(host) {
   return h;
 }
 
-// An assistant message (spec §2, §10.2); unknown fields are ignored.
+// An assistant message (spec §2, §10.2); unknown fields are ignored, and
+// an optional one that is `null` is absent.
 function decodeMessage(m, maxText) {
   if (!isObject(m)) throw new AutoretryError(ERR_ARG, `message: expected an object, found ${describe(m)}`);
-  const role = m.role;
+  const role = optional(m.role);
   if (role !== undefined && role !== "assistant") throw new AutoretryError(ERR_ARG, `message.role: expected "assistant", found ${describe(role)}`);
   const stop = m.stopReason;
   if (typeof stop !== "string" || !Object.hasOwn(STOP_REASONS, stop)) {
     throw new AutoretryError(ERR_ARG, `message.stopReason: expected one of "stop", "length", "toolUse", "error", "aborted", found ${describe(stop)}`);
   }
   const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined };
-  const text = m.errorMessage;
+  const text = optional(m.errorMessage);
   if (text !== undefined) {
     if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `message.errorMessage: expected a string, found ${describe(text)}`);
     // TextEncoder would turn a lone surrogate into U+FFFD silently.
@@ -172,14 +160,14 @@ function decodeMessage(m, maxText) {
       throw new AutoretryError(ERR_TEXT_LEN, `message.errorMessage: ${out.text.length} bytes of UTF-8, more than the module's ${maxText}`);
     }
   }
-  const usage = m.usage;
+  const usage = optional(m.usage);
   if (usage !== undefined) {
     if (!isObject(usage)) throw new AutoretryError(ERR_ARG, `message.usage: expected an object, found ${describe(usage)}`);
-    const count = (key) => (usage[key] === undefined ? 0n : uint(usage[key], `message.usage.${key}`));
+    const count = (key) => (optional(usage[key]) === undefined ? 0n : uint(usage[key], `message.usage.${key}`));
     out.usage = { input: count("input"), cacheRead: count("cacheRead"), cacheWrite: count("cacheWrite") };
   }
-  if (m.shouldRetry !== undefined) out.shouldRetry = bool(m.shouldRetry, "message.shouldRetry");
-  if (m.retryAfterMs !== undefined) out.retryAfterMs = uint(m.retryAfterMs, "message.retryAfterMs");
+  if (optional(m.shouldRetry) !== undefined) out.shouldRetry = bool(m.shouldRetry, "message.shouldRetry");
+  if (optional(m.retryAfterMs) !== undefined) out.retryAfterMs = uint(m.retryAfterMs, "message.retryAfterMs");
   return out;
 }
 
@@ -190,7 +178,7 @@ export class AutoretryModule {
     /** @internal */
     this.abi = new Abi(instance);
     /** @internal The rules blobs machines hold, in the module's memory. */
-    this.blobs = new Blobs(this.abi.memory);
+    this.blobs = new Blobs(this.abi);
   }
 
   /** The longest `errorMessage` the module takes, in UTF-8 bytes. */
@@ -218,6 +206,14 @@ const RULES_REFUSALS = {
   [ERR_RULES_CORRUPT]: "the blob is damaged (a header field, its checksum, its rule counts or its DFA)",
 };
 
+// How to make a missing module of this package's (in a checkout of the
+// repository the .wasm files are built, not committed).
+function buildHint(url) {
+  const name = url.pathname.split("/").pop();
+  if (name !== "autoretry.wasm" && name !== "autoretry-rules.wasm") return "";
+  return ": build it with `sh js/build.sh` in the repository (it needs the Rust toolchain, rustup), which writes js/autoretry.wasm and js/autoretry-rules.wasm, or pass load() the module's bytes or URL";
+}
+
 /**
  * Instantiates the module. `source` is the `.wasm` as bytes, a
  * `WebAssembly.Module`, a `Response` (or a promise of one, e.g. `fetch(url)`:
@@ -230,10 +226,18 @@ export async function load(source = new URL("./autoretry.wasm", import.meta.url)
     const url = new URL(source, import.meta.url);
     if (url.protocol === "file:") {
       const { readFile } = await import("node:fs/promises");
-      source = await readFile(url);
+      try {
+        source = await readFile(url);
+      } catch (e) {
+        if (e?.code !== "ENOENT") throw e;
+        throw Object.assign(new Error(`no WebAssembly module at ${decodeURIComponent(url.pathname)}${buildHint(url)}`, { cause: e }), { code: e.code });
+      }
     } else source = fetch(url);
   }
   source = await source;
+  if (typeof Response !== "undefined" && source instanceof Response && !source.ok) {
+    throw new Error(`no WebAssembly module at ${source.url}: HTTP ${source.status} ${source.statusText}`.trimEnd() + buildHint(new URL(source.url)));
+  }
   let instance;
   if (source instanceof WebAssembly.Module) instance = await WebAssembly.instantiate(source, {});
   else if (typeof Response !== "undefined" && source instanceof Response) {
@@ -262,14 +266,20 @@ export class Machine {
    * @param {AutoretryModule} module from `load()`
    * @param {{settings?: object, host?: object}} [options] the `retry`
    *   group (spec §4, §10.1; missing keys default) and the host options
-   *   (`contextWindow`, `credentialStore`, `seed`)
+   *   (`contextWindow`, `credentialStore`, `seed`); another key throws
+   *   ERR_ARG
    */
-  constructor(module, { settings = {}, host = {} } = {}) {
+  constructor(module, options = {}) {
     if (!(module instanceof AutoretryModule)) throw new AutoretryError(ERR_ARG, "module: expected what load() returns");
+    if (!isObject(options)) throw new AutoretryError(ERR_ARG, `options: expected an object ({settings, host}), found ${describe(options)}`);
+    for (const key of Object.keys(options)) {
+      if (key !== "settings" && key !== "host") throw new AutoretryError(ERR_ARG, `options: unknown key ${JSON.stringify(key)} (expected "settings" or "host")`);
+    }
+    const { settings = {}, host = {} } = options;
     const s = decodeSettings(settings);
     const h = decodeHost(host);
     const handle = module.abi.create(s, h);
-    if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every machine of the module is in use: free() one first");
+    if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every slot of the module's pool is in use or retired: free() a machine first (each slot serves 2^23 machines, then is retired: once all are, load() the module again)");
     if (handle < 0) throw new AutoretryError(handle, `creating the machine failed: ${ERROR_NAMES[handle] ?? handle}`);
     this.#module = module;
     this.#abi = module.abi;
@@ -285,8 +295,25 @@ export class Machine {
   // The JSON of a non-negative result, or the error of a negative one.
   #result(n, type) {
     if (n >= 0) return parseJson(this.#abi.read(n));
-    if (n === ERR_REFUSED) throw new AutoretryError(n, `${type} refused: out of turn for the machine's state (spec §6a); nothing changed`);
+    if (n === ERR_REFUSED) throw this.#refusal(type);
     throw new AutoretryError(n, `${type}: the module returned ${ERROR_NAMES[n] ?? n}`);
+  }
+
+  // Why the machine refused `type` (it changed nothing). The module's code
+  // is ERR_REFUSED for every reason; spec §6a refuses a message_end or
+  // agent_end for two alone, a pending backoff (the one state with a
+  // pending timer) and an awaited usage-limit answer, so the machine's
+  // pending timer tells them apart exactly. The wrapper checks every other
+  // input's fields, and the module keeps the marked text for
+  // usage_limit_marked, so no other input is refused through it.
+  #refusal(type) {
+    const refused = (reason, why) => new AutoretryError(ERR_REFUSED, `${type} refused: ${why} (spec §6a); nothing changed`, reason);
+    if (type !== "message_end" && type !== "agent_end") return refused(undefined, "out of turn for the machine's state (the module gives no reason)");
+    const timer = this.pendingTimer();
+    if (timer !== null) {
+      return refused("AgentRunDuringBackoff", `the agent must not run while a retry backoff is pending (timer ${timer}: wait for its timer_fired, or abort_retry)`);
+    }
+    return refused("AwaitingUsageLimitAnswer", "the agent must not run while the usage-limit answer (usage_limit_marked) is awaited");
   }
 
   /**
@@ -307,7 +334,7 @@ export class Machine {
         break;
       case "agent_end": {
         const message = decodeMessage(input.message, abi.maxText);
-        const now = input.nowMs === undefined ? undefined : uint(input.nowMs, "nowMs");
+        const now = optional(input.nowMs) === undefined ? undefined : uint(input.nowMs, "nowMs");
         n = abi.message(h, type, message, now);
         break;
       }
@@ -364,10 +391,11 @@ export class Machine {
    * the overflow rule still apply (spec §10.2). Replaces the rules the
    * machine had.
    *
-   * The bytes are copied into the module's memory (grown for them; machines
-   * that load the same bytes share one copy) and validated there once. A
-   * refused blob throws ERR_RULES_FOREIGN, ERR_RULES_LENGTH or
-   * ERR_RULES_CORRUPT, and the machine keeps the rules it had. A module
+   * The bytes are copied into the module's memory (grown for them, see
+   * `blobs.js`; machines that load the same bytes share one copy) and
+   * validated there once. A refused blob throws ERR_RULES_FOREIGN,
+   * ERR_RULES_LENGTH or ERR_RULES_CORRUPT, a memory that cannot grow for
+   * it ERR_BUFFER, and the machine keeps the rules it had. A module
    * without rules (`autoretry.wasm`) throws ERR_ARG: load
    * `autoretry-rules.wasm` (`RULES_WASM_URL`).
    * @param {Uint8Array | ArrayBuffer} bytes
@@ -382,7 +410,13 @@ export class Machine {
     }
     const blobs = this.#module.blobs;
     // A copy: the caller's bytes may change, or be a view that growing the memory detaches.
-    const place = blobs.place(new Uint8Array(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes));
+    let place;
+    try {
+      place = blobs.place(new Uint8Array(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes));
+    } catch (e) {
+      if (e instanceof AutoretryError) throw new AutoretryError(e.code, `loadRules: ${e.message}; the machine keeps the rules it had`);
+      throw e;
+    }
     const n = this.#abi.rulesLoad(h, place.start, place.length);
     if (n !== 0) {
       const why = RULES_REFUSALS[n] ?? `the module returned ${ERROR_NAMES[n] ?? n}`;

@@ -32,8 +32,8 @@ use ::arbitrary::{Arbitrary, Result, Unstructured};
 
 use crate::classify::Classifier;
 use crate::{
-    AssistantMessage, HostOptions, Input, JitterPct, Profile, RetrySettings, StopReason, TimerId,
-    Usage,
+    AssistantMessage, HostOptions, Input, JitterPct, Partial, Profile, RetrySettings, StopReason,
+    TimerId, Usage,
 };
 
 /// Error texts that reach each branch of the policy: retryable ones, with
@@ -110,7 +110,14 @@ impl<'a> Arbitrary<'a> for AssistantMessage<'a> {
             } else {
                 None
             },
+            partial: u.arbitrary()?,
         })
+    }
+}
+
+impl<'a> Arbitrary<'a> for Partial {
+    fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
+        Ok(*u.choose(&Partial::ALL)?)
     }
 }
 
@@ -169,6 +176,9 @@ impl<'a> Arbitrary<'a> for RetrySettings {
             jitter_pct: u.arbitrary()?,
             honor_hints: u.arbitrary()?,
             classifier: u.arbitrary()?,
+            model_fallback: u.arbitrary()?,
+            max_usage_wait_ms: if u.ratio(1u8, 2)? { 0 } else { millis(u)? },
+            max_total_delay_ms: if u.ratio(1u8, 2)? { 0 } else { millis(u)? },
         })
     }
 }
@@ -185,7 +195,7 @@ impl<'a> Arbitrary<'a> for HostOptions {
 impl<'a> Arbitrary<'a> for Input<'a> {
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Self> {
         // Weighted toward the agent's runs and the timer.
-        Ok(match u.int_in_range(0u8..=15)? {
+        Ok(match u.int_in_range(0u8..=16)? {
             0..=4 => Input::AgentEnd {
                 message: u.arbitrary()?,
                 now_ms: u.arbitrary()?,
@@ -200,9 +210,13 @@ impl<'a> Arbitrary<'a> for Input<'a> {
                 switched: u.arbitrary()?,
                 error_message: text(u)?,
             },
-            12 => Input::AbortRetry,
+            12 => Input::ModelSwitched {
+                switched: u.arbitrary()?,
+                error_message: text(u)?,
+            },
+            13 if u.arbitrary()? => Input::AbortRetry,
             13 => Input::Abort,
-            14 => Input::SetAutoRetry {
+            14 | 15 => Input::SetAutoRetry {
                 enabled: u.arbitrary()?,
             },
             _ => Input::Settings(u.arbitrary()?),

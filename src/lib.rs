@@ -5,8 +5,11 @@
 //! consumes [`Input`]s (the assistant message at the end of a run, a timer
 //! that fired, an abort, a settings change) and returns [`Output`]s (emit an
 //! event, sleep N ms, continue the agent, drop the trailing error, check
-//! compaction, ...). It never sleeps, reads a clock, allocates or does I/O, so
-//! any async runtime, embedded executor, WASM host or test can drive it.
+//! compaction, ...). It never sleeps, reads a clock or does I/O, so any
+//! async runtime, embedded executor, WASM host or test can drive it.
+//! Without feature `prefilter` (firmware, WebAssembly) it never allocates;
+//! on std, with the default `prefilter`, the classifier builds its speed
+//! tables on the heap once per process, at first use, and nothing after.
 //!
 //! The behaviour is the contract of [`spec`] (`docs/retry-policy.md` in the
 //! repository; "spec §N" in these docs means its section N); its terms map
@@ -64,42 +67,25 @@
 //!
 //! The default build is the library alone (its one dependency is
 //! `heapless`); the `autoretry` command line is the separate package
-//! `autoretry-cli`.
+//! `autoretry-cli`. A firmware or WebAssembly build takes
+//! `default-features = false`, plus the features it needs:
 //!
-//! - `std` (default): [`host::thread`] (the machine on a thread, with real
-//!   timers).
-//! - `serde`: the `wire` module: strict decoding of the settings group and
-//!   the JSON of events, outputs and the state (`no_std`, no allocation).
-//! - `json` (std + serde_json): JSON lines in `wire` (host inputs, RPC
-//!   commands and responses of spec §7) and [`host::sidecar`], the
-//!   JSON-lines sidecar of `autoretry rpc`.
-//! - `ffi`: a C ABI over a fixed pool of machines, for WebAssembly modules
-//!   and C hosts with no allocator (`host::ffi`; the crate's only
-//!   `unsafe`). It enables `serde`: the outputs' JSON is `wire`'s, written
-//!   into the host's buffer by `serde-json-core`.
-//! - `embassy`: `host::embassy`, the async driver ([`host::driver`], no
-//!   feature, `no_std`) on embassy-time: backoff on a `Timer`, inputs from
-//!   an `embassy_sync` channel.
-//! - `tokio` (std): `host::tokio`, the async driver on tokio's timer, fed
-//!   owned inputs ([`InputBuf`] on std).
-//! - `defmt`: `defmt::Format` on the public types, for firmware logs.
-//! - `rules`: `rules`, your own error rules from a blob compiled ahead of
-//!   time (`Rules::from_bytes`, `Rules::verdict`, `Rules::apply`):
-//!   `no_std`, no allocator, regex-automata's `dfa-search` alone.
-//! - `rules-compile` (std): the rules file and the run-time compiler
-//!   (`RuleSet::from_json`, `Rules::compile`, `Rules::load`, the blob
-//!   writer), with regex-automata's `dfa-build` and regex-syntax.
-//!
-//! - `arbitrary`: `arbitrary::Arbitrary` for [`Input`], [`AssistantMessage`],
-//!   [`RetrySettings`], [`HostOptions`] and their parts, for fuzzing a host
-//!   with whole inputs (`autoretry::arbitrary`).
+#![doc = include_str!("../docs/features.md")]
 //!
 //! The test scaffolding is not part of this crate: it is the test kit
 //! `autoretry-testkit` (the repository's `testkit/`): the conformance
 //! vectors' host, line format and replayer, the invariant `Monitor` that
 //! checks a host's input/output log against the crate's guarantees, the
 //! `proptest` strategies of its feature `proptest`, and the fuzz entry
-//! points.
+//! points. It is not published: hosts take it from the repository
+//! ([`guide::testkit`]).
+//!
+//! # Guides
+//!
+//! [`guide`] has a guide for each kind of host: [`guide::firmware`] (by
+//! hand), [`guide::runtimes`] (tokio, embassy, threads), [`guide::options`],
+//! [`guide::snapshots`], [`guide::rules`], [`guide::sidecar`], [`guide::c`],
+//! [`guide::javascript`], [`guide::testkit`] and [`guide::classifier`].
 #![cfg_attr(not(feature = "std"), no_std)]
 // docs.rs builds with `--cfg docsrs`: items show the feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -117,7 +103,10 @@ mod machine;
 pub use machine::{Input, Machine, Refused, RetryState};
 
 mod message;
-pub use message::{AssistantMessage, StopReason, Usage};
+pub use message::{AssistantMessage, Partial, StopReason, Usage};
+
+mod budget;
+pub use budget::{BudgetError, RetryBudget};
 
 #[cfg(feature = "std")]
 mod owned;
@@ -129,7 +118,8 @@ pub use snapshot::{Snapshot, SnapshotError};
 
 mod output;
 pub use output::{
-    Event, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    Event, FallbackReason, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED,
+    UNKNOWN_ERROR,
 };
 
 mod settings;
@@ -145,6 +135,9 @@ pub use text::{FailureLine, LoaderLine};
 #[allow(rustdoc::invalid_rust_codeblocks)]
 #[doc = include_str!("../docs/retry-policy.md")]
 pub mod spec {}
+
+#[cfg(any(doc, doctest))]
+pub mod guide;
 
 /// The README's examples run as doctests.
 #[cfg(doctest)]
@@ -177,6 +170,10 @@ const _: () = {
     formats::<AssistantMessage<'static>>();
     formats::<StopReason>();
     formats::<Usage>();
+    formats::<Partial>();
+    formats::<RetryBudget>();
+    formats::<BudgetError>();
+    formats::<FallbackReason>();
     formats::<Event<'static>>();
     formats::<FinalError<'static>>();
     formats::<Output<'static>>();

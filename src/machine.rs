@@ -3,9 +3,12 @@
 
 use core::fmt;
 
+use crate::budget::RetryBudget;
 use crate::classify;
-use crate::message::{AssistantMessage, StopReason};
-use crate::output::{Event, FinalError, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR};
+use crate::message::{AssistantMessage, Partial, StopReason};
+use crate::output::{
+    Event, FallbackReason, FinalError, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR,
+};
 use crate::settings::{HostOptions, RetrySettings};
 
 /// One thing that happened to the host (spec §5–§7: agent events, timers, commands).
@@ -46,6 +49,19 @@ pub enum Input<'a> {
         /// passes only on a digest collision, about one in 2^32).
         error_message: &'a str,
     },
+    /// `model_switched`: the host's answer to [`Output::SwitchModel`] (spec
+    /// §11.3). A switch starts one immediate retry on the new model with a
+    /// fresh retry count; otherwise the chain ends as it would have without
+    /// `modelFallback` (or waits for a usage reset, §11.5). Outside that
+    /// wait it is ignored.
+    ModelSwitched {
+        /// Whether the host switched to another model.
+        switched: bool,
+        /// The error text of the message of the decision: the same text
+        /// the `agent_end` carried, which the start or end event borrows
+        /// (checked by digest, as for [`Input::UsageLimitMarked`]).
+        error_message: &'a str,
+    },
     /// `abort_retry`: cancel the retry (RPC command, or Esc on the loader).
     AbortRetry,
     /// `abort`: the global abort: everything `abort_retry` does, then abort
@@ -84,6 +100,12 @@ pub enum Refused {
     /// A `usage_limit_marked` carried an error text other than the one of the
     /// message the machine asked to mark.
     UsageLimitTextMismatch,
+    /// A `message_end` or `agent_end` arrived while the machine waits for the
+    /// host's `model_switched` answer (spec §11.3).
+    AwaitingModelSwitchAnswer,
+    /// A `model_switched` carried an error text other than the one of the
+    /// message whose decision asked for another model.
+    ModelSwitchTextMismatch,
 }
 
 impl Refused {
@@ -98,6 +120,12 @@ impl Refused {
             }
             Refused::UsageLimitTextMismatch => {
                 "usage_limit_marked carries an error text other than the one that was marked"
+            }
+            Refused::AwaitingModelSwitchAnswer => {
+                "the agent must not run while the model-switch answer (model_switched) is awaited"
+            }
+            Refused::ModelSwitchTextMismatch => {
+                "model_switched carries an error text other than the one of the decision"
             }
         }
     }
@@ -138,36 +166,68 @@ pub(crate) enum Phase {
     /// figures of the start event or of the fail-fast end are fixed in
     /// `Machine::marked` (spec §5.1.4, §10.3 step 7).
     AwaitingUsageLimit,
+    /// A chain is open and the host was asked to switch models; the
+    /// decision is fixed in `Machine::marked` (spec §11.3).
+    AwaitingModelSwitch,
 }
 
-/// What the usage-limit answer needs, fixed at the `agent_end` (kept
-/// outside [`Phase`] so that the machine stays within 96 bytes).
+/// A decision that waits for the host's answer (`usage_limit_marked` or
+/// `model_switched`), with every figure it still needs, fixed at the
+/// `agent_end` (spec §11.7: the settings in force there decide, even after
+/// a hand-off answer). Kept outside [`Phase`] so that the phase stays one
+/// byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(crate) struct Marked {
-    /// The wait (spec §10.3 step 6).
+    /// The wait (spec §10.3 step 6); while the model-switch answer to a
+    /// `"total_wait"` is awaited, the wait that the total check added.
     pub(crate) delay_ms: u64,
-    /// The `maxDelayMs` that `delay_ms` exceeds, when the answer "not
-    /// switched" must fail fast (§10.3 step 8); else 0.
+    /// The `maxDelayMs` that `delay_ms` exceeds, when the chain must fail
+    /// fast or ask for another model (§10.3 step 8); else 0.
     pub(crate) exceeded_ceiling_ms: u64,
+    /// `maxTotalDelayMs` (§11.6); 0 = no limit.
+    pub(crate) max_total_delay_ms: u64,
     /// `maxAttempts` of the start event.
     pub(crate) max_attempts: u32,
-    /// The digest of the marked error text.
+    /// The digest of the decision's error text.
     pub(crate) text_fingerprint: u32,
+    /// The reason asked for, while the model-switch answer is awaited.
+    pub(crate) reason: FallbackReason,
+    /// `modelFallback` applies: on, and the retry is no continuation.
+    pub(crate) may_ask: bool,
+    /// The host was asked for another model in this decision (§11.3: at
+    /// most once).
+    pub(crate) asked: bool,
+    /// Over the ceiling, the usage-reset wait of §11.5 applies (a usage
+    /// limit, `delay_ms` at most `maxUsageWaitMs`).
+    pub(crate) usage_reset: bool,
+    /// The retry is a continuation (§11.2, `partial: "text"`).
+    pub(crate) continuation: bool,
+    /// The attempt being decided is 2^32, one past the kept `u32::MAX`.
+    pub(crate) beyond: bool,
 }
 
 impl Marked {
     pub(crate) const NONE: Marked = Marked {
         delay_ms: 0,
         exceeded_ceiling_ms: 0,
+        max_total_delay_ms: 0,
         max_attempts: 0,
         text_fingerprint: 0,
+        reason: FallbackReason::Exhausted,
+        may_ask: false,
+        asked: false,
+        usage_reset: false,
+        continuation: false,
+        beyond: false,
     };
 }
 
 /// The auto-retry state machine.
 ///
-/// A plain value: no clock, no allocation, no I/O, no callbacks. Feed it one
+/// A plain value: no clock, no I/O, no callbacks, and no allocation but the
+/// classifier's speed tables (feature `prefilter`, on std: built on the
+/// heap once per process, at first use). Feed it one
 /// [`Input`] at a time with [`Machine::handle`] and carry out every
 /// [`Output`] it returns, in order, before the next input:
 ///
@@ -216,17 +276,23 @@ pub struct Machine {
     pub(crate) jitter: u64,
     /// The generation of the last timer issued; the pending one in `Backoff`.
     pub(crate) timer: u64,
-    /// In `AwaitingUsageLimit`, the figures fixed at the decision; else
-    /// [`Marked::NONE`].
+    /// The sum of the waits of the open chain's start events (spec §11.6).
+    pub(crate) total_ms: u64,
+    /// In `AwaitingUsageLimit` and `AwaitingModelSwitch`, the figures fixed
+    /// at the decision; else [`Marked::NONE`].
     pub(crate) marked: Marked,
     pub(crate) attempt: u32,
     pub(crate) phase: Phase,
     pub(crate) credential_store: bool,
+    /// In `Backoff`, the retry is a continuation: its timer gives
+    /// [`Output::ResumeAgent`] (spec §11.2).
+    pub(crate) resume: bool,
 }
 
-// Small enough to embed by value anywhere: at most 96 bytes on every target
-// (the fields are integers only, so the size does not depend on pointers).
-const _: () = assert!(core::mem::size_of::<Machine>() <= 96);
+// Small enough to embed by value anywhere: at most 136 bytes on every
+// target (the fields are integers only, so the size does not depend on
+// pointers).
+const _: () = assert!(core::mem::size_of::<Machine>() <= 136);
 
 impl Default for Machine {
     /// A machine with the default settings and host options.
@@ -251,10 +317,12 @@ impl Machine {
             context_window: host.context_window,
             jitter: host.seed,
             timer: 0,
+            total_ms: 0,
             marked: Marked::NONE,
             attempt: 0,
             phase: Phase::Idle,
             credential_store: host.credential_store,
+            resume: false,
         }
     }
 
@@ -337,6 +405,11 @@ impl Machine {
     }
 
     /// The backoff timer currently pending, if any.
+    ///
+    /// Timer ids run 1, 2, 3, ...: never 0 (hosts may read 0 as "no timer"),
+    /// never one issued before. They never wrap: once a machine has issued
+    /// `u64::MAX` (2^64 − 1 sleeps, 584 years at one a nanosecond), every
+    /// retryable error ends its chain as past `maxRetries` (spec §5.1.2).
     pub const fn pending_timer(&self) -> Option<TimerId> {
         match self.phase {
             Phase::Backoff => Some(TimerId(self.timer)),
@@ -347,6 +420,45 @@ impl Machine {
     /// Whether the machine waits for [`Input::UsageLimitMarked`].
     pub const fn awaits_usage_limit_answer(&self) -> bool {
         matches!(self.phase, Phase::AwaitingUsageLimit)
+    }
+
+    /// Whether the machine waits for [`Input::ModelSwitched`] (spec §11.3).
+    pub const fn awaits_model_switch_answer(&self) -> bool {
+        matches!(self.phase, Phase::AwaitingModelSwitch)
+    }
+
+    /// [`Machine::handle`] with the retry budget shared by sessions (spec
+    /// §11.4): a retry decision charges it one token and is throttled while
+    /// it holds at most half its tokens; an `agent_end` whose stop reason
+    /// is neither `error` nor `aborted` refills it. A refused input changes
+    /// neither the machine nor the budget.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Event, FinalError, Input, Machine, Output, RetryBudget};
+    /// let mut budget = RetryBudget::new(2, 100).unwrap().with_tokens_milli(1500).unwrap();
+    /// let mut m = Machine::default();
+    /// let fail = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// let out = m.handle_with_budget(fail, &mut budget).unwrap();
+    /// assert_eq!(out[0], Output::Emit(Event::End {
+    ///     success: false,
+    ///     attempt: 0,
+    ///     final_error: Some(FinalError::Throttled { error: "503" }),
+    /// }));
+    /// assert_eq!(budget.tokens_milli(), 500);
+    /// ```
+    #[must_use = "the host must carry out every output, in order"]
+    pub fn handle_with_budget<'a>(
+        &mut self,
+        input: Input<'a>,
+        budget: &mut RetryBudget,
+    ) -> Result<Outputs<'a>, Refused> {
+        let out = self.step(input, Some(budget))?;
+        if let Input::AgentEnd { message, .. } = input {
+            if message.stop_reason.is_success() {
+                budget.refill();
+            }
+        }
+        Ok(out)
     }
 
     /// Consumes one input and returns what the host must do, in order.
@@ -423,6 +535,16 @@ impl Machine {
     /// ```
     #[must_use = "the host must carry out every output, in order"]
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
+        self.step(input, None)
+    }
+
+    /// One input, with or without a budget to account.
+    #[inline(always)]
+    fn step<'a>(
+        &mut self,
+        input: Input<'a>,
+        budget: Option<&mut RetryBudget>,
+    ) -> Result<Outputs<'a>, Refused> {
         // The outputs are written once, straight into the result: the
         // common inputs (those that meet no open chain, and a pending timer)
         // give at most one output, chosen here; the others return theirs
@@ -439,15 +561,23 @@ impl Machine {
             {
                 Some(Output::CheckCompaction)
             }
-            Input::AgentEnd { message, now_ms } => return self.agent_end(&message, now_ms),
+            Input::AgentEnd { message, now_ms } => return self.agent_end(&message, now_ms, budget),
             Input::TimerFired { timer } => {
                 if self.pending_timer() == Some(timer) {
                     self.phase = Phase::Running;
-                    Some(Output::ContinueAgent)
+                    if core::mem::take(&mut self.resume) {
+                        Some(Output::ResumeAgent)
+                    } else {
+                        Some(Output::ContinueAgent)
+                    }
                 } else {
                     None
                 }
             }
+            Input::ModelSwitched {
+                switched,
+                error_message,
+            } => return self.model_switched(switched, error_message),
             Input::UsageLimitMarked {
                 switched,
                 error_message,
@@ -484,12 +614,13 @@ impl Machine {
         &mut self,
         message: &AssistantMessage<'a>,
         now_ms: Option<u64>,
+        budget: Option<&mut RetryBudget>,
     ) -> Result<Outputs<'a>, Refused> {
         self.check_agent_may_run()?;
         let retries = self.may_retry(message)
             && message.is_retryable_with(self.context_window, self.settings.classifier);
         Ok(match message.error_text() {
-            Some(text) if retries => self.retry(message, text, now_ms),
+            Some(text) if retries => self.retry(message, text, now_ms, budget),
             _ => self.settle(message),
         })
     }
@@ -498,6 +629,7 @@ impl Machine {
         match self.phase {
             Phase::Backoff => Err(Refused::AgentRunDuringBackoff),
             Phase::AwaitingUsageLimit => Err(Refused::AwaitingUsageLimitAnswer),
+            Phase::AwaitingModelSwitch => Err(Refused::AwaitingModelSwitchAnswer),
             Phase::Idle | Phase::Running => Ok(()),
         }
     }
@@ -537,28 +669,56 @@ impl Machine {
         }
     }
 
-    /// Spec §5.1 and §10.3: a run whose error retries.
+    /// Spec §5.1, §10.3 and §11.7: a run whose error retries, in the order
+    /// of one decision.
     fn retry<'a>(
         &mut self,
         message: &AssistantMessage<'a>,
         retry_text: &'a str,
         now_ms: Option<u64>,
+        budget: Option<&mut RetryBudget>,
     ) -> Outputs<'a> {
         let mut out = Outputs::new();
         let settings = self.settings;
         let classifier = settings.classifier;
+        let continuation = message.partial == Partial::Text;
+        let mut decision = Marked {
+            max_total_delay_ms: settings.max_total_delay_ms,
+            max_attempts: settings.max_retries,
+            text_fingerprint: fingerprint(retry_text),
+            may_ask: settings.model_fallback && !continuation,
+            continuation,
+            ..Marked::NONE
+        };
 
-        // The chain opens (or goes on) atomically with the decision.
-        self.attempt = self.attempt.saturating_add(1);
-        let max_attempts = settings.max_retries;
-        if self.attempt > max_attempts {
-            self.attempt = self.attempt.saturating_sub(1);
-            let end = self.end(false, Some(FinalError::Text(retry_text)));
-            self.phase = Phase::Idle;
-            return outputs([end, Output::Settled, Output::CheckCompaction]);
+        // 1. The chain opens (or goes on) atomically with the decision; a
+        // new chain's total of §11.6 restarts. The attempt after u32::MAX
+        // (2^32) is kept as u32::MAX with `beyond` set.
+        match self.next_attempt() {
+            Some(attempt) => self.attempt = attempt,
+            None => decision.beyond = true,
+        }
+        if self.attempt == 1 {
+            self.total_ms = 0;
+        }
+        // 2. The budget is charged (§11.4).
+        let throttled = budget.is_some_and(|budget| {
+            budget.charge();
+            budget.is_throttled()
+        });
+        // 3. The max check (§5.1.2): past the maximum, or no timer id left.
+        if decision.beyond || self.attempt > settings.max_retries || self.timer == u64::MAX {
+            self.policy(FallbackReason::Exhausted, retry_text, decision, &mut out);
+            return out;
+        }
+        // 4. The throttle (§11.4).
+        if throttled {
+            self.policy(FallbackReason::Throttled, retry_text, decision, &mut out);
+            return out;
         }
 
-        // §10.3 steps 1–3: the exponential backoff, capped, under the ceiling.
+        // 5. §10.3 steps 1–6. Steps 1–3: the exponential backoff, capped,
+        // under the ceiling.
         let mut backoff = settings.backoff_ms(self.attempt);
         // Step 4: one draw whenever jitter is on, whatever comes next.
         if settings.jitter_pct.get() > 0 {
@@ -574,15 +734,16 @@ impl Machine {
             None
         };
         let delay_ms = hint.map_or(backoff, |h| backoff.max(h));
+        let usage_limit = message.is_usage_limit_with(classifier);
+        decision.delay_ms = delay_ms;
         // Step 8's test, with the figures of this decision.
-        let exceeded_ceiling_ms = if settings.max_delay_ms > 0 && delay_ms > settings.max_delay_ms {
-            settings.max_delay_ms
-        } else {
-            0
-        };
+        if settings.max_delay_ms > 0 && delay_ms > settings.max_delay_ms {
+            decision.exceeded_ceiling_ms = settings.max_delay_ms;
+            decision.usage_reset = usage_limit && delay_ms <= settings.max_usage_wait_ms;
+        }
 
-        // Step 7: the usage-limit hand-off.
-        if self.credential_store && message.is_usage_limit_with(classifier) {
+        // 6. The usage-limit hand-off (§10.3 step 7).
+        if self.credential_store && usage_limit {
             let retry_after_ms = if settings.honor_hints {
                 hint
             } else {
@@ -590,24 +751,108 @@ impl Machine {
                     .retry_after_ms
                     .or_else(|| classify::retry_hint_ms(retry_text, now_ms))
             };
-            self.marked = Marked {
-                delay_ms,
-                exceeded_ceiling_ms,
-                max_attempts,
-                text_fingerprint: fingerprint(retry_text),
-            };
+            self.marked = decision;
             self.phase = Phase::AwaitingUsageLimit;
             push(&mut out, Output::MarkUsageLimit { retry_after_ms });
-        } else if exceeded_ceiling_ms > 0 {
-            self.fail_fast(retry_text, delay_ms, exceeded_ceiling_ms, &mut out);
         } else {
-            self.start(retry_text, delay_ms, max_attempts, &mut out);
+            self.ceiling(retry_text, decision, &mut out);
         }
         out
     }
 
+    /// Spec §11.7 step 7: over the ceiling, another model, else the
+    /// usage-reset wait (§11.5), else the fail-fast end; under it, step 8.
+    fn ceiling<'a>(&mut self, text: &'a str, decision: Marked, out: &mut Outputs<'a>) {
+        if decision.exceeded_ceiling_ms > 0 {
+            self.policy(FallbackReason::WaitTooLong, text, decision, out);
+        } else {
+            self.total_then_start(text, decision, decision.delay_ms, out);
+        }
+    }
+
+    /// Spec §11.7 steps 8–9: the total of §11.6 with a wait of `delay_ms`,
+    /// then the start.
+    fn total_then_start<'a>(
+        &mut self,
+        text: &'a str,
+        mut decision: Marked,
+        delay_ms: u64,
+        out: &mut Outputs<'a>,
+    ) {
+        let total_ms = self.total_ms.saturating_add(delay_ms);
+        let limit = decision.max_total_delay_ms;
+        if limit > 0 && total_ms > limit {
+            // The answer "not switched" reports the wait checked here.
+            decision.delay_ms = delay_ms;
+            self.policy(FallbackReason::TotalWait, text, decision, out);
+            return;
+        }
+        self.total_ms = total_ms;
+        let continuation = decision.continuation;
+        self.start(text, delay_ms, decision.max_attempts, continuation, out);
+    }
+
+    /// Spec §11.3: a chain about to end for a policy reason asks for
+    /// another model, at most once per decision and never for a
+    /// continuation; else it goes on as without `modelFallback`.
+    fn policy<'a>(
+        &mut self,
+        reason: FallbackReason,
+        text: &'a str,
+        mut decision: Marked,
+        out: &mut Outputs<'a>,
+    ) {
+        if decision.may_ask && !decision.asked {
+            decision.reason = reason;
+            decision.asked = true;
+            self.marked = decision;
+            self.phase = Phase::AwaitingModelSwitch;
+            push(out, Output::SwitchModel { reason });
+        } else {
+            self.without_fallback(reason, text, decision, out);
+        }
+    }
+
+    /// What a policy reason does without another model: the end of its
+    /// reason, except that over the ceiling the usage-reset wait of §11.5
+    /// is tried first.
+    fn without_fallback<'a>(
+        &mut self,
+        reason: FallbackReason,
+        text: &'a str,
+        decision: Marked,
+        out: &mut Outputs<'a>,
+    ) {
+        let final_error = match reason {
+            FallbackReason::Exhausted => FinalError::Text(text),
+            FallbackReason::Throttled => FinalError::Throttled { error: text },
+            FallbackReason::WaitTooLong if decision.usage_reset => {
+                return self.total_then_start(text, decision, decision.delay_ms, out);
+            }
+            FallbackReason::WaitTooLong => FinalError::WaitTooLong {
+                requested_ms: decision.delay_ms,
+                max_delay_ms: decision.exceeded_ceiling_ms,
+                error: text,
+            },
+            FallbackReason::TotalWait => FinalError::TotalWait {
+                total_ms: self.total_ms.saturating_add(decision.delay_ms),
+                max_total_delay_ms: decision.max_total_delay_ms,
+                error: text,
+            },
+        };
+        self.fail(decision, final_error, out);
+    }
+
+    /// Spec §5.1.1: the number of the next retry, `attempt + 1`, or `None`
+    /// when that is 2^32 (past every maximum; the sum is never saturated,
+    /// so a chain at u32::MAX ends rather than retrying u32::MAX forever).
+    fn next_attempt(&self) -> Option<u32> {
+        self.attempt.checked_add(1)
+    }
+
     /// Spec §10.3 steps 7–8: the host's answer to `mark_usage_limit`; late
-    /// answers give nothing.
+    /// answers give nothing. A switched credential goes on to the total
+    /// check with a wait of 0 (§11.7 step 6).
     #[inline(never)]
     fn usage_limit_marked<'a>(
         &mut self,
@@ -622,22 +867,38 @@ impl Machine {
             }
             self.marked = Marked::NONE;
             if switched {
-                // A switch makes the wait 0 and skips the ceiling.
-                self.start(error_message, 0, marked.max_attempts, &mut out);
-            } else if marked.exceeded_ceiling_ms > 0 {
-                self.fail_fast(
-                    error_message,
-                    marked.delay_ms,
-                    marked.exceeded_ceiling_ms,
-                    &mut out,
-                );
+                self.total_then_start(error_message, marked, 0, &mut out);
             } else {
-                self.start(
-                    error_message,
-                    marked.delay_ms,
-                    marked.max_attempts,
-                    &mut out,
-                );
+                self.ceiling(error_message, marked, &mut out);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Spec §11.3: the host's answer to `switch_model`; late answers give
+    /// nothing. A switch starts one immediate retry with a fresh count and
+    /// total (no budget charge, no total check).
+    #[inline(never)]
+    fn model_switched<'a>(
+        &mut self,
+        switched: bool,
+        error_message: &'a str,
+    ) -> Result<Outputs<'a>, Refused> {
+        let mut out = Outputs::new();
+        if self.phase == Phase::AwaitingModelSwitch {
+            let marked = self.marked;
+            if fingerprint(error_message) != marked.text_fingerprint {
+                return Err(Refused::ModelSwitchTextMismatch);
+            }
+            self.marked = Marked::NONE;
+            // With every timer id issued, a new model's retry could not
+            // sleep: the chain ends as if none were found.
+            if switched && self.timer < u64::MAX {
+                self.attempt = 1;
+                self.total_ms = 0;
+                self.start(error_message, 0, marked.max_attempts, false, &mut out);
+            } else {
+                self.without_fallback(marked.reason, error_message, marked, &mut out);
             }
         }
         Ok(out)
@@ -654,33 +915,29 @@ impl Machine {
         (z >> 32) as u32
     }
 
-    /// Spec §10.3 step 8: the wait exceeds the ceiling, so the chain ends at
-    /// once, reporting the retries it made: no start, no drop, no sleep.
-    fn fail_fast<'a>(
-        &mut self,
-        text: &'a str,
-        requested_ms: u64,
-        max_delay_ms: u64,
-        out: &mut Outputs<'a>,
-    ) {
-        self.attempt = self.attempt.saturating_sub(1);
-        let final_error = FinalError::WaitTooLong {
-            requested_ms,
-            max_delay_ms,
-            error: text,
-        };
+    /// A chain that ends without starting the attempt being decided: it
+    /// reports the retries it made, with `final_error`; no start, no drop,
+    /// no sleep (spec §5.1.2, §10.3 step 8, §11.4, §11.6).
+    fn fail<'a>(&mut self, decision: Marked, final_error: FinalError<'a>, out: &mut Outputs<'a>) {
+        // The attempt being decided was never started: the end reports the
+        // one before (which is the kept one when it was beyond u32::MAX).
+        if !decision.beyond {
+            self.attempt = self.attempt.saturating_sub(1);
+        }
         push(out, self.end(false, Some(final_error)));
         push(out, Output::Settled);
         push(out, Output::CheckCompaction);
         self.phase = Phase::Idle;
     }
 
-    /// Spec §5.1.5–7: announce the retry and start its backoff.
+    /// Spec §5.1.5–7: announce the retry and start its backoff; a
+    /// continuation (§11.2) keeps the trailing error and resumes.
     fn start<'a>(
         &mut self,
         text: &'a str,
         delay_ms: u64,
         max_attempts: u32,
+        continuation: bool,
         out: &mut Outputs<'a>,
     ) {
         push(
@@ -692,8 +949,13 @@ impl Machine {
                 error_message: text,
             }),
         );
-        push(out, Output::DropTrailingError);
-        self.timer = self.timer.wrapping_add(1);
+        if !continuation {
+            push(out, Output::DropTrailingError);
+        }
+        // Every start follows a max check that found an id left (or a model
+        // switch, which has none to spend when the last id is issued: see
+        // `model_switched`), so ids never wrap to 0 nor repeat.
+        self.timer = self.timer.saturating_add(1);
         push(
             out,
             Output::Sleep {
@@ -701,6 +963,7 @@ impl Machine {
                 timer: TimerId(self.timer),
             },
         );
+        self.resume = continuation;
         self.phase = Phase::Backoff;
     }
 
@@ -724,7 +987,7 @@ impl Machine {
                     abort,
                 )
             }
-            Phase::AwaitingUsageLimit => {
+            Phase::AwaitingUsageLimit | Phase::AwaitingModelSwitch => {
                 // As during a backoff, but no timer runs, and the attempt
                 // being prepared never had its start event: the end reports
                 // the one before, and none is emitted when that is 0 (even
@@ -748,6 +1011,7 @@ impl Machine {
         };
         self.attempt = 0;
         self.marked = Marked::NONE;
+        self.resume = false;
         self.phase = Phase::Idle;
         out
     }

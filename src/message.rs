@@ -141,6 +141,50 @@ impl Usage {
     }
 }
 
+/// What a failed turn had already streamed before its error (spec §11.2,
+/// the message field `partial`).
+///
+/// ```
+/// use autoretry::{AssistantMessage, Partial};
+/// let cut = AssistantMessage::error("connection error").with_partial(Partial::Tools);
+/// // A tool call may have run: the turn is never replayed.
+/// assert!(!cut.is_retryable(0));
+/// assert_eq!(Partial::from_wire("text"), Some(Partial::Text));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Partial {
+    /// `"none"` (or absent): nothing, or only thinking or white space.
+    #[default]
+    None,
+    /// `"text"`: visible text and nothing else; a retry is a continuation
+    /// (no `drop_trailing_error`, and [`Output::ResumeAgent`](crate::Output::ResumeAgent)
+    /// at the end of its backoff).
+    Text,
+    /// `"tools"`: a tool call, an image or a server-side tool block,
+    /// executed or not; never retried, whatever `shouldRetry` says.
+    Tools,
+}
+
+impl Partial {
+    /// Every value, in wire order.
+    pub const ALL: [Partial; 3] = [Partial::None, Partial::Text, Partial::Tools];
+
+    /// The wire name: `"none"`, `"text"` or `"tools"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Partial::None => "none",
+            Partial::Text => "text",
+            Partial::Tools => "tools",
+        }
+    }
+
+    /// The value of a wire name; `None` for any other string.
+    pub fn from_wire(name: &str) -> Option<Partial> {
+        Partial::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
 /// The last assistant message of a run, as the machine sees it (spec §2,
 /// §10.2).
 ///
@@ -173,6 +217,9 @@ pub struct AssistantMessage<'a> {
     /// `retryAfterMs`: a wait the host read from the response headers (spec
     /// §10.2); the hint ahead of any hint in the text.
     pub retry_after_ms: Option<u64>,
+    /// `partial` (spec §11.2): what the failed turn had streamed before its
+    /// error; [`Partial::None`] when the host does not say.
+    pub partial: Partial,
 }
 
 impl<'a> AssistantMessage<'a> {
@@ -185,6 +232,7 @@ impl<'a> AssistantMessage<'a> {
             usage: None,
             should_retry: None,
             retry_after_ms: None,
+            partial: Partial::None,
         }
     }
 
@@ -196,6 +244,7 @@ impl<'a> AssistantMessage<'a> {
             usage: None,
             should_retry: None,
             retry_after_ms: None,
+            partial: Partial::None,
         }
     }
 
@@ -232,6 +281,18 @@ impl<'a> AssistantMessage<'a> {
     /// ```
     pub const fn with_retry_after_ms(mut self, retry_after_ms: u64) -> Self {
         self.retry_after_ms = Some(retry_after_ms);
+        self
+    }
+
+    /// With `partial` (spec §11.2).
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Partial};
+    /// let msg = AssistantMessage::error("connection error").with_partial(Partial::Text);
+    /// assert_eq!(msg.partial, Partial::Text);
+    /// ```
+    pub const fn with_partial(mut self, partial: Partial) -> Self {
+        self.partial = partial;
         self
     }
 
@@ -295,7 +356,8 @@ impl<'a> AssistantMessage<'a> {
     /// Retryable under `classifier` (spec §3 with §10.2 and §10.5): rules
     /// 1–3 (an `error`, a non-empty text, no overflow under `classifier`),
     /// then the host's `should_retry` when present, else `classifier`'s
-    /// retryable pattern.
+    /// retryable pattern. A message whose turn had streamed a tool call
+    /// ([`Partial::Tools`], spec §11.2) is never retryable.
     ///
     /// ```
     /// use autoretry::{classify::Classifier, AssistantMessage};
@@ -310,6 +372,7 @@ impl<'a> AssistantMessage<'a> {
             return false;
         };
         self.stop_reason == StopReason::Error
+            && self.partial != Partial::Tools
             && self
                 .should_retry
                 .unwrap_or_else(|| classify::matches_retryable_with(text, classifier))

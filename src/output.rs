@@ -67,6 +67,22 @@ pub enum FinalError<'a> {
         /// The error text of the message.
         error: &'a str,
     },
+    /// The throttled end (spec §11.4): the shared retry budget was at most
+    /// half full.
+    Throttled {
+        /// The error text of the message.
+        error: &'a str,
+    },
+    /// The total-wait end (spec §11.6): the chain's waits would have added
+    /// up past `retry.maxTotalDelayMs`.
+    TotalWait {
+        /// What the chain's waits would have totalled, in ms.
+        total_ms: u64,
+        /// The limit in force, `retry.maxTotalDelayMs`.
+        max_total_delay_ms: u64,
+        /// The error text of the message.
+        error: &'a str,
+    },
 }
 
 impl<'a> FinalError<'a> {
@@ -80,7 +96,10 @@ impl<'a> FinalError<'a> {
     /// ```
     pub const fn original(&self) -> &'a str {
         match *self {
-            FinalError::Text(text) | FinalError::WaitTooLong { error: text, .. } => text,
+            FinalError::Text(text)
+            | FinalError::WaitTooLong { error: text, .. }
+            | FinalError::Throttled { error: text }
+            | FinalError::TotalWait { error: text, .. } => text,
         }
     }
 
@@ -114,6 +133,19 @@ impl fmt::Display for FinalError<'_> {
                 f,
                 "Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs \
                  ({max_delay_ms}ms). Original error: {error}"
+            ),
+            FinalError::Throttled { error } => write!(
+                f,
+                "Retry throttled by the shared retry budget. Original error: {error}"
+            ),
+            FinalError::TotalWait {
+                total_ms,
+                max_total_delay_ms,
+                error,
+            } => write!(
+                f,
+                "Retry waits would total {total_ms}ms, exceeds retry.maxTotalDelayMs \
+                 ({max_total_delay_ms}ms). Original error: {error}"
             ),
         }
     }
@@ -214,9 +246,10 @@ impl<'a> Event<'a> {
 /// - [`Output::CheckCompaction`] ends the prompt: it resolves an
 ///   `agent_end` that starts no retry (or whose backoff was cancelled).
 ///   Complete the prompt there, after the compaction check.
-/// - [`Output::ContinueAgent`] resolves an `agent_end` the other way: the
-///   agent runs again and its next `agent_end` decides. Each `agent_end`
-///   gets exactly one of the two.
+/// - [`Output::ContinueAgent`] (or [`Output::ResumeAgent`] after a
+///   continuation) resolves an `agent_end` the other way: the agent runs
+///   again and its next `agent_end` decides. Each `agent_end` gets exactly
+///   one of the two.
 /// - [`Output::Settled`] ends a waiting period (`is_retrying` turns
 ///   false). It comes only when a chain was open: never wait for it on a
 ///   prompt that may have answered at the first try.
@@ -267,6 +300,18 @@ pub enum Output<'a> {
     /// `continue_agent`: re-run the agent on its context, on the next tick,
     /// without a new user message.
     ContinueAgent,
+    /// `continue_agent` with `resume: true` (spec §11.2): the backoff of a
+    /// continuation ended; ask the model to continue its partial turn,
+    /// which the host kept in the context, marked incomplete. It resolves
+    /// an `agent_end` as [`Output::ContinueAgent`] does.
+    ResumeAgent,
+    /// `switch_model`: before the chain ends for a policy reason, try
+    /// another model, then answer with [`crate::Input::ModelSwitched`]
+    /// (spec §11.3, under `modelFallback`).
+    SwitchModel {
+        /// Why the chain would end.
+        reason: FallbackReason,
+    },
     /// `mark_usage_limit`: mark the current credential as limited, then answer
     /// with [`crate::Input::UsageLimitMarked`].
     MarkUsageLimit {
@@ -296,12 +341,59 @@ impl Output<'_> {
             Output::DropTrailingError => "drop_trailing_error",
             Output::Sleep { .. } => "sleep",
             Output::CancelTimer { .. } => "cancel_timer",
-            Output::ContinueAgent => "continue_agent",
+            Output::ContinueAgent | Output::ResumeAgent => "continue_agent",
+            Output::SwitchModel { .. } => "switch_model",
             Output::MarkUsageLimit { .. } => "mark_usage_limit",
             Output::CheckCompaction => "check_compaction",
             Output::AbortAgent => "abort_agent",
             Output::Settled => "settled",
         }
+    }
+}
+
+/// The policy reason of a [`Output::SwitchModel`] (spec §11.3): why the
+/// chain would end without another model.
+///
+/// ```
+/// use autoretry::FallbackReason;
+/// assert_eq!(FallbackReason::WaitTooLong.as_str(), "wait_too_long");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FallbackReason {
+    /// `"exhausted"`: the retries are spent (spec §5.1.2).
+    Exhausted,
+    /// `"throttled"`: the shared retry budget throttled the retry (§11.4).
+    Throttled,
+    /// `"wait_too_long"`: the wait exceeds `maxDelayMs` (§10.3 step 8).
+    WaitTooLong,
+    /// `"total_wait"`: the chain's waits would exceed `maxTotalDelayMs`
+    /// (§11.6).
+    TotalWait,
+}
+
+impl FallbackReason {
+    /// Every reason, in the order of a decision.
+    pub const ALL: [FallbackReason; 4] = [
+        FallbackReason::Exhausted,
+        FallbackReason::Throttled,
+        FallbackReason::WaitTooLong,
+        FallbackReason::TotalWait,
+    ];
+
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FallbackReason::Exhausted => "exhausted",
+            FallbackReason::Throttled => "throttled",
+            FallbackReason::WaitTooLong => "wait_too_long",
+            FallbackReason::TotalWait => "total_wait",
+        }
+    }
+
+    /// The reason of a wire name.
+    pub fn from_wire(name: &str) -> Option<FallbackReason> {
+        FallbackReason::ALL.into_iter().find(|r| r.as_str() == name)
     }
 }
 

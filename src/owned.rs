@@ -14,7 +14,7 @@
 //! ```
 
 use crate::machine::Input;
-use crate::message::{AssistantMessage, StopReason, Usage};
+use crate::message::{AssistantMessage, Partial, StopReason, Usage};
 use crate::settings::RetrySettings;
 use crate::TimerId;
 
@@ -39,6 +39,8 @@ pub struct MessageBuf {
     pub should_retry: Option<bool>,
     /// `retryAfterMs`: a wait the host read from the response headers.
     pub retry_after_ms: Option<u64>,
+    /// `partial` (spec §11.2).
+    pub partial: Partial,
 }
 
 impl MessageBuf {
@@ -50,6 +52,7 @@ impl MessageBuf {
             usage: None,
             should_retry: None,
             retry_after_ms: None,
+            partial: Partial::None,
         }
     }
 
@@ -79,6 +82,17 @@ impl MessageBuf {
         self
     }
 
+    /// With `partial` (spec §11.2).
+    ///
+    /// ```
+    /// use autoretry::{MessageBuf, Partial};
+    /// assert_eq!(MessageBuf::error("cut off").with_partial(Partial::Text).partial, Partial::Text);
+    /// ```
+    pub fn with_partial(mut self, partial: Partial) -> Self {
+        self.partial = partial;
+        self
+    }
+
     /// The message as the machine reads it, borrowing the text.
     pub fn as_message(&self) -> AssistantMessage<'_> {
         AssistantMessage {
@@ -87,6 +101,7 @@ impl MessageBuf {
             usage: self.usage,
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after_ms,
+            partial: self.partial,
         }
     }
 }
@@ -100,6 +115,7 @@ impl From<AssistantMessage<'_>> for MessageBuf {
             usage: message.usage,
             should_retry: message.should_retry,
             retry_after_ms: message.retry_after_ms,
+            partial: message.partial,
         }
     }
 }
@@ -138,6 +154,13 @@ pub enum InputBuf {
         /// Whether the host switched to another credential or model.
         switched: bool,
         /// The error text of the message that was marked.
+        error_message: String,
+    },
+    /// [`Input::ModelSwitched`].
+    ModelSwitched {
+        /// Whether the host switched to another model.
+        switched: bool,
+        /// The error text of the decision's message.
         error_message: String,
     },
     /// [`Input::AbortRetry`].
@@ -180,6 +203,13 @@ impl InputBuf {
                 switched: *switched,
                 error_message,
             },
+            InputBuf::ModelSwitched {
+                switched,
+                error_message,
+            } => Input::ModelSwitched {
+                switched: *switched,
+                error_message,
+            },
             InputBuf::AbortRetry => Input::AbortRetry,
             InputBuf::Abort => Input::Abort,
             InputBuf::SetAutoRetry { enabled } => Input::SetAutoRetry { enabled: *enabled },
@@ -207,6 +237,13 @@ impl From<Input<'_>> for InputBuf {
                 switched,
                 error_message: error_message.into(),
             },
+            Input::ModelSwitched {
+                switched,
+                error_message,
+            } => InputBuf::ModelSwitched {
+                switched,
+                error_message: error_message.into(),
+            },
             Input::AbortRetry => InputBuf::AbortRetry,
             Input::Abort => InputBuf::Abort,
             Input::SetAutoRetry { enabled } => InputBuf::SetAutoRetry { enabled },
@@ -224,7 +261,8 @@ mod tests {
         let message = AssistantMessage::error("429 rate limited")
             .with_usage(Usage::new(5, 7).with_cache_write(2))
             .with_should_retry(true)
-            .with_retry_after_ms(1500);
+            .with_retry_after_ms(1500)
+            .with_partial(Partial::Text);
         let inputs = [
             Input::MessageEnd { message },
             Input::AgentEnd {
@@ -239,6 +277,10 @@ mod tests {
             Input::UsageLimitMarked {
                 switched: false,
                 error_message: "usage limit",
+            },
+            Input::ModelSwitched {
+                switched: true,
+                error_message: "overloaded",
             },
             Input::AbortRetry,
             Input::Abort,

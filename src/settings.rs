@@ -66,7 +66,7 @@ impl Profile {
     ];
 
     /// The settings of this profile's column: [`RetrySettings::CLASSIC`] or
-    /// [`RetrySettings::MODERN`].
+    /// `RetrySettings::MODERN`.
     ///
     /// ```
     /// use autoretry::{Profile, RetrySettings};
@@ -218,6 +218,16 @@ pub struct RetrySettings {
     pub honor_hints: bool,
     /// `retry.classifier`: which pattern set classifies texts (spec §10.5).
     pub classifier: Classifier,
+    /// `retry.modelFallback`: before a chain ends for a policy reason, ask
+    /// the host to switch to another model (spec §11.3).
+    pub model_fallback: bool,
+    /// `retry.maxUsageWaitMs`: a usage limit whose reset the provider
+    /// announced may wait past `maxDelayMs`, up to this long; 0 = never
+    /// (spec §11.5).
+    pub max_usage_wait_ms: u64,
+    /// `retry.maxTotalDelayMs`: the longest a chain may sleep in total; 0 =
+    /// no limit (spec §11.6).
+    pub max_total_delay_ms: u64,
 }
 
 impl RetrySettings {
@@ -233,6 +243,9 @@ impl RetrySettings {
         jitter_pct: JitterPct::ZERO,
         honor_hints: false,
         classifier: Classifier::Classic,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
     };
 
     /// The defaults: [`RetrySettings::CLASSIC`].
@@ -252,6 +265,9 @@ impl RetrySettings {
         jitter_pct: JitterPct::saturating(25),
         honor_hints: true,
         classifier: Classifier::Extended,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
     };
 
     /// The same settings with `profile` set; no other field changes (start
@@ -328,6 +344,41 @@ impl RetrySettings {
     /// ```
     pub const fn with_classifier(mut self, classifier: Classifier) -> Self {
         self.classifier = classifier;
+        self
+    }
+
+    /// The same settings with `model_fallback` set (spec §11.3).
+    ///
+    /// ```
+    /// use autoretry::RetrySettings;
+    /// assert!(RetrySettings::DEFAULT.with_model_fallback(true).model_fallback);
+    /// ```
+    pub const fn with_model_fallback(mut self, model_fallback: bool) -> Self {
+        self.model_fallback = model_fallback;
+        self
+    }
+
+    /// The same settings with `max_usage_wait_ms` set (spec §11.5).
+    ///
+    /// ```
+    /// use autoretry::RetrySettings;
+    /// let s = RetrySettings::DEFAULT.with_max_usage_wait_ms(18_000_000);
+    /// assert_eq!(s.max_usage_wait_ms, 18_000_000);
+    /// ```
+    pub const fn with_max_usage_wait_ms(mut self, max_usage_wait_ms: u64) -> Self {
+        self.max_usage_wait_ms = max_usage_wait_ms;
+        self
+    }
+
+    /// The same settings with `max_total_delay_ms` set (spec §11.6).
+    ///
+    /// ```
+    /// use autoretry::RetrySettings;
+    /// let s = RetrySettings::DEFAULT.with_max_total_delay_ms(60_000);
+    /// assert_eq!(s.max_total_delay_ms, 60_000);
+    /// ```
+    pub const fn with_max_total_delay_ms(mut self, max_total_delay_ms: u64) -> Self {
+        self.max_total_delay_ms = max_total_delay_ms;
         self
     }
 

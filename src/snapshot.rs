@@ -6,6 +6,7 @@ use core::fmt;
 
 use crate::classify::Classifier;
 use crate::machine::{Machine, Marked, Phase};
+use crate::output::FallbackReason;
 use crate::settings::{JitterPct, Profile, RetrySettings};
 
 /// A saved [`Machine`]: its whole state, versioned and checked. Made by
@@ -102,6 +103,27 @@ pub struct Snapshot {
     marked_ceiling_ms: u64,
     marked_max_attempts: u32,
     marked_text_digest: u32,
+    // Version 2 (spec §11); absent from a version 1 snapshot (zero).
+    #[cfg_attr(feature = "serde", serde(default))]
+    model_fallback: bool,
+    #[cfg_attr(feature = "serde", serde(default))]
+    max_usage_wait_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    max_total_delay_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    total_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    resume: bool,
+    #[cfg_attr(feature = "serde", serde(default))]
+    marked_total_limit_ms: u64,
+    /// The decision's flags: 1 may ask for a model, 2 asked, 4 usage-reset
+    /// wait applies, 8 continuation, 16 the attempt decided is 2^32.
+    #[cfg_attr(feature = "serde", serde(default))]
+    marked_flags: u8,
+    /// The reason asked for: 0 exhausted, 1 throttled, 2 wait too long, 3
+    /// total wait.
+    #[cfg_attr(feature = "serde", serde(default))]
+    marked_reason: u8,
 }
 
 /// Why [`Machine::restore`] refused a snapshot. Nothing was made.
@@ -110,7 +132,7 @@ pub struct Snapshot {
 /// use autoretry::{Machine, SnapshotError};
 /// let err = Machine::restore(Machine::default().snapshot().with_version(9)).unwrap_err();
 /// assert_eq!(err, SnapshotError::Version { found: 9 });
-/// assert_eq!(err.to_string(), "snapshot format version 9, this build reads version 1");
+/// assert_eq!(err.to_string(), "snapshot format version 9, this build reads versions 1 to 2");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -143,7 +165,7 @@ impl fmt::Display for SnapshotError {
         match *self {
             SnapshotError::Version { found } => write!(
                 f,
-                "snapshot format version {found}, this build reads version {}",
+                "snapshot format version {found}, this build reads versions 1 to {}",
                 Snapshot::VERSION
             ),
             SnapshotError::Check => f.write_str(
@@ -162,21 +184,49 @@ impl fmt::Display for SnapshotError {
 
 impl core::error::Error for SnapshotError {}
 
-const PHASES: [Phase; 4] = [
+const PHASES: [Phase; 5] = [
     Phase::Idle,
     Phase::Running,
     Phase::Backoff,
     Phase::AwaitingUsageLimit,
+    Phase::AwaitingModelSwitch,
 ];
 
+/// The decision flags of `marked_flags`.
+const MAY_ASK: u8 = 1;
+const ASKED: u8 = 2;
+const USAGE_RESET: u8 = 4;
+const CONTINUATION: u8 = 8;
+const BEYOND: u8 = 16;
+
 impl Snapshot {
-    /// The format version this build writes and reads.
-    pub const VERSION: u16 = 1;
+    /// The format version this build writes. It reads this one and
+    /// version 1 (before spec §11), whose new fields are absent (zero).
+    pub const VERSION: u16 = 2;
 
     /// The most bytes a snapshot takes in postcard (varints at their
     /// longest): a buffer for `postcard::to_slice`.
-    pub const MAX_POSTCARD_LEN: usize =
-        3 + 5 + 1 + 1 + 5 + 3 * 10 + 1 + 1 + 1 + 10 + 1 + 2 * 10 + 1 + 5 + 2 * 10 + 2 * 5;
+    pub const MAX_POSTCARD_LEN: usize = 3
+        + 5
+        + 1
+        + 1
+        + 5
+        + 3 * 10
+        + 1
+        + 1
+        + 1
+        + 10
+        + 1
+        + 2 * 10
+        + 1
+        + 5
+        + 2 * 10
+        + 2 * 5
+        + 1
+        + 4 * 10
+        + 1
+        + 1
+        + 1;
 
     /// The snapshot's format version.
     pub const fn version(&self) -> u16 {
@@ -217,6 +267,15 @@ impl Snapshot {
         feed(&self.marked_ceiling_ms.to_le_bytes());
         feed(&self.marked_max_attempts.to_le_bytes());
         feed(&self.marked_text_digest.to_le_bytes());
+        if self.version >= 2 {
+            feed(&[u8::from(self.model_fallback)]);
+            feed(&self.max_usage_wait_ms.to_le_bytes());
+            feed(&self.max_total_delay_ms.to_le_bytes());
+            feed(&self.total_ms.to_le_bytes());
+            feed(&[u8::from(self.resume)]);
+            feed(&self.marked_total_limit_ms.to_le_bytes());
+            feed(&[self.marked_flags, self.marked_reason]);
+        }
         hash
     }
 }
@@ -263,12 +322,35 @@ impl Machine {
                 Phase::Running => 1,
                 Phase::Backoff => 2,
                 Phase::AwaitingUsageLimit => 3,
+                Phase::AwaitingModelSwitch => 4,
             },
             attempt: self.attempt,
             marked_delay_ms: self.marked.delay_ms,
             marked_ceiling_ms: self.marked.exceeded_ceiling_ms,
             marked_max_attempts: self.marked.max_attempts,
             marked_text_digest: self.marked.text_fingerprint,
+            model_fallback: s.model_fallback,
+            max_usage_wait_ms: s.max_usage_wait_ms,
+            max_total_delay_ms: s.max_total_delay_ms,
+            total_ms: self.total_ms,
+            resume: self.resume,
+            marked_total_limit_ms: self.marked.max_total_delay_ms,
+            marked_flags: [
+                (self.marked.may_ask, MAY_ASK),
+                (self.marked.asked, ASKED),
+                (self.marked.usage_reset, USAGE_RESET),
+                (self.marked.continuation, CONTINUATION),
+                (self.marked.beyond, BEYOND),
+            ]
+            .iter()
+            .filter(|(on, _)| *on)
+            .fold(0, |flags, (_, bit)| flags | bit),
+            marked_reason: match self.marked.reason {
+                FallbackReason::Exhausted => 0,
+                FallbackReason::Throttled => 1,
+                FallbackReason::WaitTooLong => 2,
+                FallbackReason::TotalWait => 3,
+            },
         };
         snapshot.check = snapshot.digest();
         snapshot
@@ -277,7 +359,15 @@ impl Machine {
     /// The machine a [`Snapshot`] saved, exactly: the same state, the same
     /// next outputs for the same inputs. A snapshot of another version, one
     /// whose digest does not match, or one whose fields no machine could
-    /// hold is refused with a [`SnapshotError`] that says which.
+    /// hold is refused with a [`SnapshotError`] that says which. Beyond each
+    /// field's own range, the fields must agree as a live machine's do: an
+    /// attempt only in an open chain; a backoff or an awaited usage-limit
+    /// answer only from attempt 1; a timer id for every retry started (the
+    /// last id at least the attempt, or the attempt − 1 while its start
+    /// awaits the answer); and an awaited answer's figures as its decision
+    /// fixed them: the attempt within the kept `maxAttempts`, a kept ceiling
+    /// only under a kept delay that exceeds it, and a timer id left for the
+    /// start (see [`Machine::pending_timer`]).
     ///
     /// ```
     /// use autoretry::{Machine, SnapshotError};
@@ -286,12 +376,31 @@ impl Machine {
     /// ```
     pub fn restore(snapshot: Snapshot) -> Result<Machine, SnapshotError> {
         let s = snapshot;
-        if s.version != Snapshot::VERSION {
+        if s.version != Snapshot::VERSION && s.version != 1 {
             return Err(SnapshotError::Version { found: s.version });
         }
         if s.check != s.digest() {
             return Err(SnapshotError::Check);
         }
+        let version_2 = s.model_fallback
+            || s.max_usage_wait_ms != 0
+            || s.max_total_delay_ms != 0
+            || s.total_ms != 0
+            || s.resume
+            || s.marked_total_limit_ms != 0
+            || s.marked_flags != 0
+            || s.marked_reason != 0;
+        if s.version == 1 && version_2 {
+            return Err(SnapshotError::Inconsistent(
+                "a version 1 snapshot with fields of version 2",
+            ));
+        }
+        if s.marked_flags & !(MAY_ASK | ASKED | USAGE_RESET | CONTINUATION | BEYOND) != 0 {
+            return Err(field("marked_flags", "bits 1, 2, 4, 8 and 16 only"));
+        }
+        let reason = *FallbackReason::ALL
+            .get(usize::from(s.marked_reason))
+            .ok_or(field("marked_reason", "0 to 3"))?;
         let profile = match s.profile {
             0 => Profile::Classic,
             #[cfg(feature = "extended")]
@@ -312,25 +421,90 @@ impl Machine {
             JitterPct::new(s.jitter_pct).ok_or(field("jitter_pct", "a percentage, 0 to 100"))?;
         let phase = *PHASES
             .get(usize::from(s.phase))
-            .ok_or(field("phase", "0 to 3"))?;
+            .ok_or(field("phase", "0 to 4"))?;
         let marked = Marked {
             delay_ms: s.marked_delay_ms,
             exceeded_ceiling_ms: s.marked_ceiling_ms,
             max_attempts: s.marked_max_attempts,
             text_fingerprint: s.marked_text_digest,
+            max_total_delay_ms: s.marked_total_limit_ms,
+            reason,
+            may_ask: s.marked_flags & MAY_ASK != 0,
+            asked: s.marked_flags & ASKED != 0,
+            usage_reset: s.marked_flags & USAGE_RESET != 0,
+            continuation: s.marked_flags & CONTINUATION != 0,
+            beyond: s.marked_flags & BEYOND != 0,
         };
         match phase {
             Phase::Idle if s.attempt != 0 => {
                 return Err(SnapshotError::Inconsistent("an attempt with no chain open"))
             }
-            Phase::Backoff | Phase::AwaitingUsageLimit if s.attempt == 0 => {
+            Phase::Backoff | Phase::AwaitingUsageLimit | Phase::AwaitingModelSwitch
+                if s.attempt == 0 =>
+            {
                 return Err(SnapshotError::Inconsistent(
-                    "a backoff or usage-limit answer at attempt 0",
+                    "a backoff or an awaited answer at attempt 0",
                 ))
             }
             Phase::Idle | Phase::Running | Phase::Backoff if marked != Marked::NONE => {
                 return Err(SnapshotError::Inconsistent(
-                    "usage-limit figures with no usage-limit answer awaited",
+                    "decision figures with no answer awaited",
+                ))
+            }
+            Phase::AwaitingUsageLimit if marked.asked || reason != FallbackReason::Exhausted => {
+                return Err(SnapshotError::Inconsistent(
+                    "a model-switch question before the usage-limit answer",
+                ))
+            }
+            Phase::AwaitingModelSwitch if !marked.asked || !marked.may_ask => {
+                return Err(SnapshotError::Inconsistent(
+                    "a model-switch answer awaited that was never asked",
+                ))
+            }
+            Phase::AwaitingUsageLimit if marked.beyond => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited for a retry past every maximum",
+                ))
+            }
+            _ if marked.usage_reset && marked.exceeded_ceiling_ms == 0 => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-reset wait with no ceiling exceeded",
+                ))
+            }
+            _ if s.resume && phase != Phase::Backoff => {
+                return Err(SnapshotError::Inconsistent(
+                    "a continuation with no backoff pending",
+                ))
+            }
+            // Every start issued a timer id: attempt n has had n sleeps (n − 1
+            // while its own start awaits the usage-limit answer).
+            Phase::Running | Phase::Backoff if u64::from(s.attempt) > s.timer => {
+                return Err(SnapshotError::Inconsistent(
+                    "an attempt above the last timer id (every retry started has its own id)",
+                ))
+            }
+            Phase::AwaitingUsageLimit if u64::from(s.attempt) > s.timer.saturating_add(1) => {
+                return Err(SnapshotError::Inconsistent(
+                    "an attempt above the last timer id plus one (every retry started has its own id)",
+                ))
+            }
+            // The decision that awaits the answer passed the max check with
+            // a timer id left for its sleep (`Machine::next_attempt`).
+            Phase::AwaitingUsageLimit if s.timer == u64::MAX => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited with no timer id left for its start",
+                ))
+            }
+            Phase::AwaitingUsageLimit if s.attempt > marked.max_attempts => {
+                return Err(SnapshotError::Inconsistent(
+                    "a usage-limit answer awaited for an attempt above its kept maxAttempts",
+                ))
+            }
+            Phase::AwaitingUsageLimit
+                if marked.exceeded_ceiling_ms > 0 && marked.delay_ms <= marked.exceeded_ceiling_ms =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a kept wait ceiling that the kept delay does not exceed",
                 ))
             }
             _ => {}
@@ -346,14 +520,19 @@ impl Machine {
                 jitter_pct,
                 honor_hints: s.honor_hints,
                 classifier,
+                model_fallback: s.model_fallback,
+                max_usage_wait_ms: s.max_usage_wait_ms,
+                max_total_delay_ms: s.max_total_delay_ms,
             },
             context_window: s.context_window,
             jitter: s.jitter_state,
             timer: s.timer,
+            total_ms: s.total_ms,
             marked,
             attempt: s.attempt,
             phase,
             credential_store: s.credential_store,
+            resume: s.resume,
         })
     }
 }
@@ -392,14 +571,14 @@ mod tests {
                 |s| s.jitter_pct = 101,
                 field("jitter_pct", "a percentage, 0 to 100"),
             ),
-            (|s| s.phase = 4, field("phase", "0 to 3")),
+            (|s| s.phase = 5, field("phase", "0 to 4")),
             (
                 |s| s.attempt = 1,
                 SnapshotError::Inconsistent("an attempt with no chain open"),
             ),
             (
                 |s| s.phase = 2,
-                SnapshotError::Inconsistent("a backoff or usage-limit answer at attempt 0"),
+                SnapshotError::Inconsistent("a backoff or an awaited answer at attempt 0"),
             ),
         ];
         for (edit, want) in cases {
@@ -422,10 +601,30 @@ mod tests {
     #[test]
     fn the_version_is_checked_first() {
         let mut s = Machine::default().snapshot();
-        s.version = 2;
+        s.version = 3;
         assert_eq!(
             Machine::restore(s),
-            Err(SnapshotError::Version { found: 2 })
+            Err(SnapshotError::Version { found: 3 })
         );
+    }
+
+    #[test]
+    fn a_version_1_snapshot_still_restores() {
+        // What a build before spec §11 wrote: the same fields, without the
+        // new ones, digested as version 1.
+        let machine = Machine::new(
+            RetrySettings::DEFAULT.with_max_retries(5),
+            crate::HostOptions::DEFAULT.with_seed(11),
+        );
+        let old = machine.snapshot().with_version(1);
+        assert_eq!(Machine::restore(old), Ok(machine));
+        // A version 1 snapshot cannot carry a §11 figure.
+        let mut forged = old;
+        forged.max_total_delay_ms = 5;
+        forged.check = forged.digest();
+        assert!(matches!(
+            Machine::restore(forged),
+            Err(SnapshotError::Inconsistent(_))
+        ));
     }
 }

@@ -241,6 +241,7 @@ impl Msg {
             usage: self.usage,
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after,
+            partial: autoretry::Partial::None,
         }
     }
 
@@ -902,6 +903,10 @@ fn settings_json(gen: Gen) -> BoxedStrategy<(String, Option<RetrySettings>)> {
                     d.honor_hints
                 },
                 classifier: if keep[7] { s.classifier } else { d.classifier },
+                // The keys of §11.1 are not generated here (beyond.rs).
+                model_fallback: d.model_fallback,
+                max_usage_wait_ms: d.max_usage_wait_ms,
+                max_total_delay_ms: d.max_total_delay_ms,
             };
             (Value::Object(obj).to_string(), Some(expected))
         });
@@ -1061,6 +1066,11 @@ fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
             Output::CheckCompaction => Out::Check,
             Output::AbortAgent => Out::AbortAgent,
             Output::Settled => Out::Settled,
+            // The model covers sections 1–10, whose machines never ask for a
+            // model or continue a partial turn.
+            Output::ResumeAgent | Output::SwitchModel { .. } => {
+                panic!("a section 11 output from sections 1-10: {o:?}")
+            }
         })
         .collect()
 }

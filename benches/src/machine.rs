@@ -18,6 +18,8 @@
 //!   `agent_end_retryable_hint` (hints honoured, a `retry-after` in the
 //!   text), `agent_end_retryable_modern` (the modern profile: the extended
 //!   classifier, jitter, hints, cap and ceiling).
+//! - `machine/agent_end_retryable_budget`, `machine/agent_end_success_budget`:
+//!   the same inputs through `handle_with_budget` (spec §11.4).
 //! - `machine/default_chain`: 4 × agent_end (overloaded) and 3 ×
 //!   timer_fired: three retries, then the chain gives up (7 inputs).
 
@@ -25,8 +27,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use autoretry::{
-    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, RetrySettings, StopReason,
-    TimerId,
+    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, RetryBudget, RetrySettings,
+    StopReason, TimerId,
 };
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
@@ -131,6 +133,30 @@ fn machine_benches(c: &mut Criterion) {
             |m| m.handle(black_box(agent_end(OVERLOADED))),
             BatchSize::SmallInput,
         )
+    });
+    // Spec §11.4: the same decisions with a shared retry budget (a charge
+    // and the throttle test; a refill for a good run), against the plain
+    // ones above.
+    g.bench_function("agent_end_retryable_budget", |b| {
+        b.iter_batched_ref(
+            || {
+                (
+                    Machine::default(),
+                    RetryBudget::new(10, 100).expect("figures"),
+                )
+            },
+            |(m, budget)| m.handle_with_budget(black_box(agent_end(OVERLOADED)), budget),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("agent_end_success_budget", |b| {
+        let mut m = Machine::default();
+        let mut budget = RetryBudget::new(10, 100).expect("figures");
+        let input = Input::AgentEnd {
+            message: AssistantMessage::new(StopReason::Stop),
+            now_ms: None,
+        };
+        b.iter(|| m.handle_with_budget(black_box(input), &mut budget))
     });
     g.bench_function("settings", |b| {
         let mut m = Machine::default();

@@ -33,10 +33,11 @@ use autoretry::classify::{classify_with, Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
 use autoretry::wire::json::{classify_line_text, parse_value, settings_from_json, DecodeError};
-use autoretry::{HostOptions, JitterPct, Machine, Profile, RetrySettings};
+use autoretry::{HostOptions, JitterPct, Machine, Partial, Profile, RetryBudget, RetrySettings};
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
 
+mod redis_budget;
 mod simulate;
 
 #[derive(Parser)]
@@ -77,6 +78,15 @@ enum Command {
         /// How long one provider call takes, in ms.
         #[arg(long, default_value_t = 400)]
         latency_ms: u64,
+        /// What a failing call had streamed before its error: `none`,
+        /// `text` (the retry continues the turn) or `tools` (never
+        /// replayed), spec §11.2.
+        #[arg(long, value_name = "WHAT", default_value = "none", value_parser = parse_partial)]
+        partial: Partial,
+        /// How many other models the agent can switch to when the machine
+        /// asks (`switch_model`, under `--model-fallback true`).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        fallback_models: u32,
     },
     /// Serve the JSON-lines sidecar on stdin/stdout: commands and agent
     /// events in; responses, events and actions out; the sidecar owns the
@@ -108,6 +118,25 @@ enum Command {
         /// line is answered with a `line_too_long` error and skipped.
         #[arg(long, value_name = "N", default_value_t = sidecar::MAX_LINE_BYTES, value_parser = clap::value_parser!(usize))]
         max_line_bytes: usize,
+        /// A retry budget (spec §11.4): `MAX:RATIO` or `MAX:RATIO:TOKENS`
+        /// (`10:0.1`: 10 tokens, a good run refills 0.1, a retry costs 1,
+        /// at 5 or less a retry is throttled).
+        #[arg(long, value_name = "MAX:RATIO[:TOKENS]", value_parser = parse_budget)]
+        budget: Option<RetryBudget>,
+        /// Keep the budget in Redis (`redis://127.0.0.1/`), shared by every
+        /// sidecar given the same store and key (and the same `--budget`).
+        /// When the store fails mid-run, a `budget_store_error` line says
+        /// so and the decision is made without the budget (fail open).
+        #[arg(long, value_name = "URL", requires = "budget")]
+        budget_store: Option<String>,
+        /// The store's key for the budget.
+        #[arg(
+            long,
+            value_name = "KEY",
+            default_value = "autoretry:budget",
+            requires = "budget_store"
+        )]
+        budget_key: String,
     },
     /// Replay vector lines (scenario and step lines) and print each step's
     /// outputs and state as one JSON line.
@@ -185,6 +214,18 @@ struct SettingsArgs {
     /// `retry.classifier`: `classic` or `extended` [default: classic or extended].
     #[arg(long, value_name = "SET", value_parser = parse_classifier)]
     classifier: Option<Classifier>,
+    /// `retry.modelFallback`: ask for another model before a chain ends
+    /// for a policy reason (spec §11.3) [default: false].
+    #[arg(long, value_name = "BOOL")]
+    model_fallback: Option<bool>,
+    /// `retry.maxUsageWaitMs`: wait out an announced usage reset up to
+    /// this long, 0 = never (spec §11.5) [default: 0].
+    #[arg(long, value_name = "MS")]
+    max_usage_wait_ms: Option<u64>,
+    /// `retry.maxTotalDelayMs`: the longest a chain may sleep in total,
+    /// 0 = no limit (spec §11.6) [default: 0].
+    #[arg(long, value_name = "MS")]
+    max_total_delay_ms: Option<u64>,
 }
 
 impl SettingsArgs {
@@ -212,6 +253,15 @@ impl SettingsArgs {
         if let Some(classifier) = self.classifier {
             s = s.with_classifier(classifier);
         }
+        if let Some(fallback) = self.model_fallback {
+            s = s.with_model_fallback(fallback);
+        }
+        if let Some(ms) = self.max_usage_wait_ms {
+            s = s.with_max_usage_wait_ms(ms);
+        }
+        if let Some(ms) = self.max_total_delay_ms {
+            s = s.with_max_total_delay_ms(ms);
+        }
         s
     }
 }
@@ -230,6 +280,8 @@ fn main() -> ExitCode {
             rules,
             time_scale,
             latency_ms,
+            partial,
+            fallback_models,
         } => {
             let rules = match rules.as_deref().map(load_rules).transpose() {
                 Ok(rules) => rules,
@@ -246,6 +298,8 @@ fn main() -> ExitCode {
                 rules,
                 time_scale,
                 latency_ms,
+                partial,
+                fallback_models,
             }));
         }
         Command::Rpc {
@@ -256,17 +310,26 @@ fn main() -> ExitCode {
             rules,
             time_scale,
             max_line_bytes,
+            budget,
+            budget_store,
+            budget_key,
         } => {
             let host = HostOptions::DEFAULT
                 .with_context_window(context_window)
                 .with_credential_store(credential_store)
                 .with_seed(seed);
+            let budget = budget.map(|figures| BudgetFlags {
+                figures,
+                store: budget_store,
+                key: budget_key,
+            });
             return rpc(
                 settings.as_deref(),
                 host,
                 rules.as_deref(),
                 time_scale,
                 max_line_bytes,
+                budget,
             );
         }
         Command::Rules {
@@ -391,12 +454,20 @@ fn stream_lines(
 
 /// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
 /// bad option.
+/// `rpc`'s budget flags: the figures, and the shared store if any.
+struct BudgetFlags {
+    figures: RetryBudget,
+    store: Option<String>,
+    key: String,
+}
+
 fn rpc(
     settings: Option<&str>,
     host: HostOptions,
     rules: Option<&Path>,
     time_scale: f64,
     max_line_bytes: usize,
+    budget: Option<BudgetFlags>,
 ) -> ExitCode {
     let settings = match settings.map(parse_settings) {
         None => RetrySettings::DEFAULT,
@@ -415,6 +486,25 @@ fn rpc(
             eprintln!("autoretry rpc: --rules {e}");
             return ExitCode::from(2);
         }
+    }
+    match budget {
+        None => {}
+        Some(BudgetFlags {
+            figures,
+            store: None,
+            ..
+        }) => sidecar = sidecar.with_budget(figures),
+        Some(BudgetFlags {
+            figures,
+            store: Some(url),
+            key,
+        }) => match redis_budget::RedisBudget::connect(&url, &key, figures) {
+            Ok(store) => sidecar = sidecar.with_budget(store),
+            Err(e) => {
+                eprintln!("autoretry rpc: --budget-store {e}");
+                return ExitCode::from(2);
+            }
+        },
     }
     let mut input = sidecar::Pipe::new(io::stdin(), max_line_bytes);
     match sidecar::serve(&mut sidecar, &mut input) {
@@ -476,6 +566,23 @@ fn parse_kind(text: &str) -> Result<DfaKind, String> {
 
 fn parse_endian(text: &str) -> Result<Endian, String> {
     Endian::from_name(text).ok_or_else(|| format!("expected little or big, found {text:?}"))
+}
+
+fn parse_partial(text: &str) -> Result<Partial, String> {
+    Partial::from_wire(text).ok_or_else(|| format!("expected none, text or tools, found {text:?}"))
+}
+
+/// `MAX:RATIO` or `MAX:RATIO:TOKENS` (spec §11.4's figures).
+fn parse_budget(text: &str) -> Result<RetryBudget, String> {
+    let mut parts = text.split(':');
+    let (Some(max), Some(ratio), tokens, None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(format!(
+            "expected MAX:RATIO or MAX:RATIO:TOKENS (for example 10:0.1), found {text:?}"
+        ));
+    };
+    RetryBudget::parse(max, ratio, tokens).map_err(|e| e.to_string())
 }
 
 fn parse_settings(text: &str) -> Result<RetrySettings, String> {

@@ -24,8 +24,8 @@ use autoretry::host::thread::{ThreadDriver, Wake};
 use autoretry::host::Step;
 use autoretry::rules::Rules;
 use autoretry::{
-    AssistantMessage, Event, HostOptions, Input, LoaderLine, Machine, Output, RetrySettings,
-    StopReason,
+    AssistantMessage, Event, HostOptions, Input, LoaderLine, Machine, Output, Partial,
+    RetrySettings, StopReason,
 };
 
 /// The scripted run.
@@ -40,6 +40,10 @@ pub struct Options {
     pub latency_ms: u64,
     /// Rules whose verdict is the failed message's `shouldRetry`.
     pub rules: Option<Rules<'static>>,
+    /// What a failing call streamed before its error (spec §11.2).
+    pub partial: Partial,
+    /// How many other models the agent can switch to (spec §11.3).
+    pub fallback_models: u32,
 }
 
 /// The settings in one line: the profile, then each key that differs from
@@ -78,6 +82,15 @@ fn settings_summary(s: &RetrySettings) -> String {
     extra(
         s.classifier != d.classifier,
         format!("classifier {}", s.classifier.as_str()),
+    );
+    extra(s.model_fallback, "modelFallback".into());
+    extra(
+        s.max_usage_wait_ms != d.max_usage_wait_ms,
+        format!("maxUsageWaitMs {}", s.max_usage_wait_ms),
+    );
+    extra(
+        s.max_total_delay_ms != d.max_total_delay_ms,
+        format!("maxTotalDelayMs {}", s.max_total_delay_ms),
     );
     text
 }
@@ -118,6 +131,8 @@ struct Sim {
     latency: Duration,
     calls: u32,
     aborted: bool,
+    /// The fallback models switched to so far.
+    models_used: u32,
 }
 
 impl Sim {
@@ -210,6 +225,11 @@ impl Sim {
                 self.clear_loader();
                 self.start_call();
             }
+            Output::ResumeAgent => {
+                self.clear_loader();
+                self.line("agent: continuing the partial turn");
+                self.start_call();
+            }
             Output::AbortAgent => {
                 self.clear_loader();
                 if self.call_due.take().is_some() {
@@ -221,6 +241,7 @@ impl Sim {
             | Output::CancelTimer { .. }
             | Output::DropTrailingError
             | Output::MarkUsageLimit { .. }
+            | Output::SwitchModel { .. }
             | Output::CheckCompaction
             | Output::Settled => {}
         }
@@ -273,6 +294,7 @@ pub fn run(options: &Options) -> u8 {
         latency,
         calls: 0,
         aborted: false,
+        models_used: 0,
     };
     sim.line(&format!(
         "autoretry simulate: the provider fails {} time(s) with {:?}, then answers \
@@ -382,8 +404,15 @@ fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options)
         sim.carry_out(&step, driver.deadline());
         message
     } else {
-        sim.line(&format!("agent: the provider failed: {}", options.error));
-        let message = AssistantMessage::error(&options.error);
+        let streamed = match options.partial {
+            Partial::None => String::new(),
+            partial => format!(" after streaming {}", partial.as_str()),
+        };
+        sim.line(&format!(
+            "agent: the provider failed{streamed}: {}",
+            options.error
+        ));
+        let message = AssistantMessage::error(&options.error).with_partial(options.partial);
         match &options.rules {
             None => message,
             Some(rules) => {
@@ -399,9 +428,40 @@ fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options)
         message,
         now_ms: None,
     });
+    let asked = match &step.outputs {
+        Ok(outputs) => outputs.iter().find_map(|o| match o {
+            Output::SwitchModel { reason } => Some(*reason),
+            _ => None,
+        }),
+        Err(_) => None,
+    };
     match step.outputs {
         Ok(_) => sim.carry_out(&step, driver.deadline()),
         Err(refused) => sim.line(&format!("agent: refused: {refused}")),
+    }
+    drop(step);
+    // The machine asks for another model (spec §11.3): switch while the
+    // agent has one left.
+    if let Some(reason) = asked {
+        let switched = sim.models_used < options.fallback_models;
+        if switched {
+            sim.models_used += 1;
+            sim.line(&format!(
+                "agent: switch_model ({}): now on fallback model {}",
+                reason.as_str(),
+                sim.models_used
+            ));
+        } else {
+            sim.line(&format!(
+                "agent: switch_model ({}): no fallback model left",
+                reason.as_str()
+            ));
+        }
+        let step = driver.handle(Input::ModelSwitched {
+            switched,
+            error_message: &options.error,
+        });
+        sim.carry_out(&step, driver.deadline());
     }
     good
 }

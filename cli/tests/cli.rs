@@ -30,7 +30,8 @@ fn root() -> PathBuf {
 }
 
 /// The vendored vector files of one folder of the root package
-/// (`tests/vectors`, `tests/vectors/options`), sorted by name.
+/// (`tests/vectors`, `tests/vectors/options`, `tests/vectors/beyond`),
+/// sorted by name.
 fn vector_files(folder: &str) -> Vec<PathBuf> {
     let mut paths: Vec<_> = fs::read_dir(root().join(folder))
         .expect(folder)
@@ -46,6 +47,13 @@ fn replay_every_vector_file() {
     let (files, steps) = replay_folder("tests/vectors");
     println!("cli replay: {files} files, {steps} steps");
     assert!(files >= 26 && steps >= 118, "{files} files, {steps} steps");
+}
+
+#[test]
+fn replay_every_beyond_vector_file() {
+    let (files, steps) = replay_folder("tests/vectors/beyond");
+    println!("cli replay, beyond: {files} files, {steps} steps");
+    assert!(files >= 14 && steps >= 66, "{files} files, {steps} steps");
 }
 
 #[test]
@@ -92,10 +100,23 @@ fn replay_folder(folder: &str) -> (usize, usize) {
             if refused {
                 assert_eq!(got["refused"], Value::Bool(true));
             }
-            // The keys in order: out, state, then refused when refused.
-            assert!(got_line.starts_with(r#"{"out":["#));
+            // The budget's tokens after the step, when the scenario has one
+            // (spec §11.8), as numbers.
             assert_eq!(
-                got_line.ends_with(r#","refused":true}"#),
+                got.get("budget").and_then(Value::as_f64),
+                want.get("budget").and_then(Value::as_f64),
+                "{name} step {}",
+                i + 1
+            );
+            // The keys in order: out, state, refused when refused, then the
+            // budget when there is one.
+            assert!(got_line.starts_with(r#"{"out":["#));
+            let unbudgeted = match got_line.rfind(r#","budget":"#) {
+                Some(at) => format!("{}}}", &got_line[..at]),
+                None => got_line.to_string(),
+            };
+            assert_eq!(
+                unbudgeted.ends_with(r#","refused":true}"#),
                 refused,
                 "{name} step {}",
                 i + 1

@@ -252,3 +252,48 @@ fn options_override_the_profile_and_bad_values_exit_2() {
         assert!(stderr.contains(flag), "{flag}: {stderr}");
     }
 }
+
+#[test]
+fn a_call_cut_off_after_text_is_continued() {
+    let out = simulate(&["--failures", "1", "--partial", "text"]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines = lines(&out);
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("failed after streaming text")));
+    let resumed = lines
+        .iter()
+        .position(|l| l == "agent: continuing the partial turn");
+    let call = lines.iter().position(|l| l == "agent: provider call 2");
+    assert!(resumed.is_some() && resumed < call, "{lines:?}");
+}
+
+#[test]
+fn a_call_that_ran_a_tool_is_never_replayed() {
+    let out = simulate(&["--failures", "1", "--partial", "tools"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(events(&lines(&out)).is_empty(), "no chain opens");
+}
+
+#[test]
+fn a_spent_chain_switches_to_a_fallback_model_while_one_is_left() {
+    let out = simulate(&[
+        "--failures",
+        "3",
+        "--max-retries",
+        "1",
+        "--model-fallback",
+        "true",
+        "--fallback-models",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let lines = lines(&out);
+    assert!(lines.contains(&"agent: switch_model (exhausted): now on fallback model 1".to_owned()));
+    assert!(lines.contains(&"agent: switch_model (exhausted): no fallback model left".to_owned()));
+    let events = events(&lines);
+    // The first model's retry, the fallback model's retry at 0 ms, the end.
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[1]["delayMs"], 0);
+    assert_eq!(events[2]["attempt"], 1);
+}

@@ -22,6 +22,7 @@ static const char *NAMES[] = {
     [AUTORETRY_OUTPUT_MARK_USAGE_LIMIT] = "mark_usage_limit",
     [AUTORETRY_OUTPUT_CHECK_COMPACTION] = "check_compaction",
     [AUTORETRY_OUTPUT_ABORT_AGENT] = "abort_agent", [AUTORETRY_OUTPUT_SETTLED] = "settled",
+    [AUTORETRY_OUTPUT_RESUME_AGENT] = "resume_agent", [AUTORETRY_OUTPUT_SWITCH_MODEL] = "switch_model",
 };
 static int32_t h;
 static autoretry_output out[8];

@@ -9,7 +9,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
-import { ERR_ARG, ERR_HANDLE, ERR_RULES_CORRUPT, ERR_RULES_FOREIGN, ERR_RULES_LENGTH, ERROR_NAMES, Machine, RULES_WASM_URL, load } from "../autoretry.js";
+import { ERR_ARG, ERR_BUFFER, ERR_HANDLE, ERR_RULES_CORRUPT, ERR_RULES_FOREIGN, ERR_RULES_LENGTH, ERROR_NAMES, Machine, RULES_WASM_URL, load } from "../autoretry.js";
+import { Blobs } from "../blobs.js";
 import { thrown } from "./support.js";
 
 const path = (env, file) => {
@@ -177,39 +178,118 @@ test("clearRules, and a freed machine", () => {
   withMachine(module, null, (next) => assert.equal(retries(next, "stream stalled"), false));
 });
 
-test("blobs in memory: the same bytes shared, a held blob never written over, a released place reused", async () => {
+const page = 65536;
+// A blob's room in the area: its length to an 8-byte boundary.
+const room = (blob) => Math.ceil(blob.length / 8) * 8;
+
+test("blobs in memory: the same bytes shared, held blobs packed and never written over, free room reused", async () => {
   const fresh = await load(readFileSync(rulesWasm));
   const memory = () => fresh.abi.memory.buffer.byteLength;
-  const page = 65536;
   const start = memory();
   const a = new Machine(fresh);
   const b = new Machine(fresh);
   a.loadRules(example);
   b.loadRules(Uint8Array.from(example)); // the same bytes, another array
   assert.equal(memory(), start + page, "one copy for both machines");
-  // b takes other rules: a's blob is held, so they go into new pages.
+  // b takes other rules: a's blob is held, so they go after it, in the same page.
   b.loadRules(dense);
-  assert.equal(memory(), start + 2 * page);
+  assert.equal(memory(), start + page);
   assert.equal(retries(a, "upstream_error"), true, "a's blob was written over");
   assert.equal(retries(b, "upstream_error"), false);
-  // A refused blob takes no place of its own for good: the next refusal or
-  // load reuses it.
+  // A refused blob takes no room for good.
   for (let i = 0; i < 3; i++) assert.equal(thrown(() => a.loadRules(example.subarray(0, 100))).code, ERR_RULES_LENGTH);
-  assert.equal(memory(), start + 3 * page);
-  // a lets go of the example, b loads it: into a free place, no growth.
+  assert.equal(memory(), start + page);
+  // a lets go of the example, b loads it: into the free room, no growth.
   a.clearRules();
   b.loadRules(example);
-  assert.equal(memory(), start + 3 * page);
+  assert.equal(memory(), start + page);
   assert.equal(retries(b, "upstream_error"), true);
-  // Freeing b lets the place go too; a's next blob reuses one.
+  // Freeing b lets its blob go too; a's next blobs take its room.
   b.free();
   a.loadRules(dense);
   a.loadRules(example);
-  assert.equal(memory(), start + 3 * page);
+  assert.equal(memory(), start + page);
   assert.equal(retries(a, "upstream_error"), true);
-  // A blob larger than a page takes as many pages as it needs.
+  // A blob larger than a page: the memory grows by what the room lacks.
   const big = Uint8Array.from([...example, ...new Uint8Array(2 * page)]);
   assert.equal(thrown(() => a.loadRules(big)).code, ERR_RULES_LENGTH);
-  assert.equal(memory(), start + 6 * page);
+  assert.equal(memory(), start + Math.ceil((room(example) + big.length) / page) * page);
+  assert.equal(retries(a, "upstream_error"), true);
   a.free();
+});
+
+test("refused blobs grow the memory to the largest of them, not their sum", async () => {
+  const fresh = await load(readFileSync(rulesWasm));
+  const memory = () => fresh.abi.memory.buffer.byteLength;
+  const start = memory();
+  const m = new Machine(fresh);
+  for (const order of [[1, 40], [40, 1]]) {
+    const [from, to] = order;
+    for (let pages = from; from < to ? pages <= to : pages >= to; pages += from < to ? 1 : -1) {
+      const e = thrown(() => m.loadRules(new Uint8Array(pages * page).fill(pages)));
+      assert.equal(e.code, ERR_RULES_FOREIGN);
+    }
+    assert.equal((memory() - start) / page, 40, `${from} to ${to} pages`);
+  }
+  // The machine still loads and uses a blob.
+  m.loadRules(example);
+  assert.equal(retries(m, "stream stalled"), true);
+  assert.equal(memory() - start, 40 * page);
+  m.free();
+});
+
+test("held blobs move down together to make room, and their machines keep their rules", async () => {
+  const fresh = await load(readFileSync(rulesWasm));
+  const memory = () => fresh.abi.memory.buffer.byteLength;
+  const start = memory();
+  const [a, b, c] = [new Machine(fresh), new Machine(fresh), new Machine(fresh)];
+  a.loadRules(example);
+  b.loadRules(dense);
+  c.loadRules(dense); // shares b's copy
+  a.clearRules(); // free room before the dense blob
+  assert.equal(memory(), start + page);
+  // More than the gap before or after the dense blob, less than both: it
+  // moves to the start (b and c lent it there), the gap after it grows.
+  const wide = new Uint8Array(100_000).fill(7);
+  assert.equal(thrown(() => a.loadRules(wide)).code, ERR_RULES_FOREIGN);
+  assert.equal(memory(), start + Math.ceil((room(dense) + wide.length) / page) * page);
+  for (const m of [b, c]) {
+    assert.equal(retries(m, "stream stalled"), true, "the dense rules moved with their blob");
+    assert.equal(retries(m, "503 billing"), false);
+    assert.equal(retries(m, "upstream_error"), false);
+  }
+  // The room after it takes the example: no growth, nothing written over.
+  const before = memory();
+  a.loadRules(example);
+  assert.equal(memory(), before);
+  assert.equal(retries(a, "upstream_error"), true);
+  assert.equal(retries(b, "upstream_error"), false);
+  assert.equal(retries(b, "stream stalled"), true);
+  for (const m of [a, b, c]) m.free();
+});
+
+test("a memory that cannot grow is an AutoretryError, and nothing changed", async () => {
+  // The module's own memory may grow to 4 GiB; a bounded one stands in for
+  // its end (or an engine's lower limit).
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 3 });
+  const lent = [];
+  const abi = { memory, rulesLoad: (h, start, length) => (lent.push([h, start, length]), 0), rulesClear: () => 0 };
+  const blobs = new Blobs(abi);
+  const held = blobs.place(new Uint8Array(page).fill(1));
+  blobs.hold(held, 1);
+  assert.equal(memory.buffer.byteLength, 2 * page);
+  const e = thrown(() => blobs.place(new Uint8Array(2 * page).fill(2)));
+  assert.equal(e.code, ERR_BUFFER);
+  assert.match(e.message, /cannot grow by 2 pages/);
+  assert.equal(memory.buffer.byteLength, 2 * page);
+  assert.deepEqual(new Uint8Array(memory.buffer, page, page), new Uint8Array(page).fill(1));
+  assert.deepEqual(lent, []);
+  // Through the wrapper: the same error, named for loadRules.
+  const fresh = await load(readFileSync(rulesWasm));
+  fresh.blobs = blobs;
+  const m = new Machine(fresh);
+  const w = thrown(() => m.loadRules(new Uint8Array(2 * page).fill(3)));
+  assert.equal(w.code, ERR_BUFFER);
+  assert.match(w.message, /^loadRules: the module's memory cannot grow .*; the machine keeps the rules it had$/);
+  m.free();
 });

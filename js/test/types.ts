@@ -6,6 +6,8 @@ import type { Event, Input, Output, RetryState } from "../autoretry.js";
 const machine = new Machine(await load(), { settings: { profile: "modern", baseDelayMs: 2000, maxRetries: 3n }, host: { seed: 42n } });
 const input: Input = { type: "agent_end", message: { role: "assistant", stopReason: "error", errorMessage: "503" }, nowMs: Date.now() };
 const out: Output[] = machine.handle(input);
+// Optional fields as a JSON host forwards them: null is absent.
+machine.handle({ type: "message_end", message: { stopReason: "stop", errorMessage: null, usage: { input: null }, shouldRetry: null, retryAfterMs: null } });
 for (const o of out) {
   if (o.type === "sleep") machine.handle({ type: "timer_fired", timer: o.timer });
   if (o.type === "emit") {
@@ -18,6 +20,7 @@ try {
   machine.handle({ type: "settings", settings: { jitterPct: 101 } });
 } catch (e) {
   if (e instanceof AutoretryError && e.code !== ERR_REFUSED) console.log(e.codeName, e.message);
+  if (e instanceof AutoretryError && e.reason === "AgentRunDuringBackoff") console.log("wait for the timer");
 }
 const state: RetryState = machine.state();
 const pending: number | bigint | null = machine.pendingTimer();

@@ -74,7 +74,9 @@ test("bad inputs throw with a code and a message, and change nothing", () => {
       [{ type: "agent_end" }, ERR_ARG, /^message: expected an object, found nothing$/],
       [{ type: "agent_end", message: { stopReason: "Error" } }, ERR_ARG, /^message\.stopReason: expected one of/],
       [{ type: "agent_end", message: { role: "user", stopReason: "stop" } }, ERR_ARG, /^message\.role/],
-      [{ type: "agent_end", message: { stopReason: "error", errorMessage: null } }, ERR_ARG, /^message\.errorMessage: expected a string, found null$/],
+      [{ type: "agent_end", message: { stopReason: "error", errorMessage: 5 } }, ERR_ARG, /^message\.errorMessage: expected a string, found 5$/],
+      [{ type: "agent_end", message: { stopReason: null } }, ERR_ARG, /^message\.stopReason: expected one of .*found null$/],
+      [{ type: "timer_fired", timer: null }, ERR_ARG, /^timer: .*found null$/],
       [{ type: "agent_end", message: { stopReason: "error", usage: { input: "5" } } }, ERR_ARG, /^message\.usage\.input:/],
       [{ type: "agent_end", message: { stopReason: "error", errorMessage: "x".repeat(module.maxText + 1) } }, ERR_TEXT_LEN, /4097 bytes/],
       [{ type: "agent_end", message: { stopReason: "error", errorMessage: "\ud800 503" } }, ERR_UTF8, /lone surrogate/],
@@ -97,6 +99,81 @@ test("bad inputs throw with a code and a message, and change nothing", () => {
   assert.equal(e.code, ERR_SETTINGS);
   assert.equal(thrown(() => new Machine(module, { host: { seed: 1.5 } })).code, ERR_ARG);
   assert.equal(thrown(() => new Machine(module, { host: { cores: 2 } })).code, ERR_ARG);
+});
+
+test("null in an optional field is absent, as on every other surface", () => {
+  // The RPC stream reads the same line, nulls and all, as the fields left out.
+  const nulls = { role: null, stopReason: "error", errorMessage: null, usage: null, shouldRetry: null, retryAfterMs: null };
+  const cases = [
+    [{ type: "agent_end", nowMs: null, message: nulls }, { type: "agent_end", message: { stopReason: "error" } }],
+    [
+      { type: "agent_end", nowMs: null, message: { ...nulls, errorMessage: "529 overloaded_error", usage: { input: null, cacheRead: 3, cacheWrite: null } } },
+      { type: "agent_end", message: { stopReason: "error", errorMessage: "529 overloaded_error", usage: { cacheRead: 3 } } },
+    ],
+    [{ type: "message_end", message: { ...nulls, stopReason: "stop" } }, { type: "message_end", message: { stopReason: "stop" } }],
+  ];
+  // The outputs, state and pending timer (a timer id as its machine's pending one).
+  const run = (input) =>
+    withMachine({}, (m) => {
+      const out = m.handle(input).map((o) => (o.type === "sleep" ? { ...o, timer: o.timer === m.pendingTimer() } : o));
+      return [out, m.state()];
+    });
+  for (const [withNulls, without] of cases) {
+    const [a, b] = [run(withNulls), run(without)];
+    assert.deepEqual(a, b, JSON.stringify(withNulls));
+  }
+  // A JSON line of a host, parsed and forwarded as it is.
+  const line = '{"type":"agent_end","message":{"stopReason":"error","errorMessage":"529 overloaded_error","shouldRetry":null,"retryAfterMs":null}}';
+  withMachine({}, (m) => assert.deepEqual(m.handle(parseJson(line)).at(-1), { type: "sleep", ms: 2000, timer: m.pendingTimer() }));
+});
+
+test("a refusal says which one (spec §6a)", () => {
+  withMachine({}, (m) => {
+    m.handle(overloaded);
+    const timer = m.pendingTimer();
+    for (const input of [overloaded, { type: "message_end", message: { stopReason: "stop" } }]) {
+      const e = thrown(() => m.handle(input));
+      assert.equal(e.code, ERR_REFUSED);
+      assert.equal(e.reason, "AgentRunDuringBackoff");
+      assert.equal(e.message, `${input.type} refused: the agent must not run while a retry backoff is pending (timer ${timer}: wait for its timer_fired, or abort_retry) (spec §6a); nothing changed`);
+    }
+  });
+  withMachine({ host: { credentialStore: true } }, (m) => {
+    assert.equal(m.handle({ type: "agent_end", message: { stopReason: "error", errorMessage: "usage limit reached" } })[0].type, "mark_usage_limit");
+    const e = thrown(() => m.handle({ type: "agent_end", message: { stopReason: "stop" } }));
+    assert.equal(e.code, ERR_REFUSED);
+    assert.equal(e.reason, "AwaitingUsageLimitAnswer");
+    assert.match(e.message, /^agent_end refused: the agent must not run while the usage-limit answer \(usage_limit_marked\) is awaited/);
+    // The answer lets it run again.
+    m.handle({ type: "usage_limit_marked", switched: true });
+  });
+  // Other errors carry no reason.
+  assert.equal(thrown(() => new Machine(module, { settings: { jitterPct: 101 } })).reason, undefined);
+});
+
+test("an unknown constructor option is refused, not ignored", () => {
+  for (const [options, message] of [
+    [{ setting: { maxRetries: 5 } }, /^options: unknown key "setting" \(expected "settings" or "host"\)$/],
+    [{ settings: {}, hosts: {} }, /^options: unknown key "hosts"/],
+    [null, /^options: expected an object \(\{settings, host\}\), found null$/],
+    [[], /^options: expected an object .*found an array$/],
+  ]) {
+    const e = thrown(() => new Machine(module, options));
+    assert.equal(e.code, ERR_ARG);
+    assert.match(e.message, message);
+  }
+  withMachine(undefined, (m) => assert.deepEqual(m.state(), idle));
+  withMachine({ settings: undefined, host: undefined }, (m) => assert.deepEqual(m.state(), idle));
+});
+
+test("a missing module says how to build it", async () => {
+  const missing = new URL("./no-such-folder/autoretry.wasm", import.meta.url);
+  const e = await load(missing).then(() => assert.fail("loaded"), (err) => err);
+  assert.equal(e.code, "ENOENT");
+  assert.match(e.message, /^no WebAssembly module at \/.*\/no-such-folder\/autoretry\.wasm: build it with `sh js\/build\.sh`/);
+  // Another file name: the path alone.
+  const other = await load(new URL("./no-such-folder/mine.wasm", import.meta.url)).then(() => assert.fail("loaded"), (err) => err);
+  assert.match(other.message, /^no WebAssembly module at \/.*\/mine\.wasm$/);
 });
 
 test("a freed machine is an error; the pool frees its slot", () => {
@@ -156,6 +233,9 @@ test("load streams a module over HTTP, as a browser does", async () => {
       assert.deepEqual(m.handle(overloaded).at(-1), { type: "sleep", ms: 2000, timer: 1 });
       m.free();
     }
+    // Not there: the status and how to build it, not a compile error.
+    const e = await load(new URL("/js/autoretry.wasm", url)).then(() => assert.fail("loaded"), (err) => err);
+    assert.match(e.message, /^no WebAssembly module at http:.*\/js\/autoretry\.wasm: HTTP 404.*: build it with `sh js\/build\.sh`/);
   } finally {
     server.close();
   }

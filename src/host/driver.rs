@@ -8,19 +8,21 @@
 //! it did as a [`Step`]: `sleep` arms the timer, `cancel_timer` disarms
 //! it, and a timer that fires becomes `timer_fired`. Every other output is
 //! the host's to carry out, in order, before it asks for the next step.
-//! The driver adds no policy and never allocates; it is `no_std`.
+//! The driver adds no policy and allocates nothing of its own; it is
+//! `no_std`.
 //!
 //! Inputs are owned: any type that lends an [`Input`] ([`AsInput`]: the
-//! borrowed [`Input`] itself, or the owned [`InputBuf`](crate::InputBuf) on
+//! borrowed [`Input`] itself, or the owned `InputBuf` on
 //! std). The driver keeps the last one while its step, which borrows the
 //! texts, is read: a step keeps the driver borrowed until it is dropped
 //! (its outputs are a `heapless::Vec`, which has a destructor), so a host
 //! carries out the outputs, then queries the driver, or drops the step
 //! first.
 //!
-//! The adapters: [`host::tokio`](crate::host) (feature `tokio`) and
-//! [`host::embassy`](crate::host) (feature `embassy`). Another runtime
-//! implements [`Sleeper`] in a few lines:
+//! The adapters: `host::tokio` (feature `tokio`) and `host::embassy`
+//! (feature `embassy`), listed with the other hosts in
+//! [`host`](crate::host). Another runtime implements [`Sleeper`] in a few
+//! lines:
 //!
 //! ```
 //! use core::future::{ready, Ready};
@@ -52,12 +54,18 @@
 //! assert_eq!(step.outputs.as_deref(), Ok(&[Output::ContinueAgent][..]));
 //! ```
 //!
-//! # Races
+//! # Fairness and races
 //!
-//! An input and the deadline can meet. The rule is that of the thread
-//! driver: an input that is ready when the deadline passes goes first (an
-//! `abort_retry` sent in time cancels the timer); the timer fires once; and
-//! the machine ignores a `timer_fired` for any timer but the pending one.
+//! The rule of every host ([`host::timer`](crate::host::timer)): a due
+//! timer fires before any input that arrived at or after its deadline.
+//! [`Driver::next`] reads the sleeper's clock first: a timer already due
+//! fires before the input is polled (an input ready now may have come
+//! after the deadline). So even an input that is always ready (a channel
+//! kept full) delays `continue_agent` by at most the input in hand when
+//! the deadline passed. While `next` waits, whichever wakes it first goes
+//! first, the input when both are ready at once (an `abort_retry` sent in
+//! time cancels the timer); the timer fires once; and the machine ignores
+//! a `timer_fired` for any timer but the pending one.
 //!
 //! # After a snapshot or a move
 //!
@@ -70,8 +78,9 @@ use core::future::{poll_fn, Future};
 use core::pin::pin;
 use core::task::Poll;
 
+use crate::host::timer::BackoffTimer;
 use crate::host::Step;
-use crate::{Input, Machine, Output, RetryState, TimerId};
+use crate::{Input, Machine, RetryState, TimerId};
 
 /// A runtime's clock and timer: all the driver needs from a runtime.
 ///
@@ -79,8 +88,8 @@ use crate::{Input, Machine, Output, RetryState, TimerId};
 /// `sleep` said however often the driver is polled in between. See the
 /// [module docs](self) for an implementation.
 pub trait Sleeper {
-    /// A point in the runtime's time.
-    type Instant: Copy;
+    /// A point in the runtime's time (later instants compare greater).
+    type Instant: Copy + PartialOrd;
     /// The future of a timer, ready at its deadline.
     type Sleep: Future<Output = ()>;
     /// The runtime's time now.
@@ -123,28 +132,13 @@ impl<T: AsInput + ?Sized> AsInput for &T {
     }
 }
 
-/// The pending backoff timer: its id and deadline (`None`: never).
-#[derive(Debug)]
-struct Pending<T> {
-    timer: TimerId,
-    at: Option<T>,
-}
-
-impl<T: Copy> Clone for Pending<T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T: Copy> Copy for Pending<T> {}
-
 /// The machine with its backoff timer on a [`Sleeper`], fed inputs of type
 /// `I`. See the [module docs](self).
 #[derive(Debug)]
 pub struct Driver<S: Sleeper, I> {
     machine: Machine,
     sleeper: S,
-    pending: Option<Pending<S::Instant>>,
+    timer: BackoffTimer<S::Instant>,
     /// The last input, which the last step borrows.
     input: Option<I>,
 }
@@ -170,14 +164,14 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// assert_eq!(driver.deadline(), None);
     /// ```
     pub fn new(machine: Machine, sleeper: S) -> Self {
-        let pending = machine.pending_timer().map(|timer| Pending {
-            timer,
-            at: Some(sleeper.now()),
-        });
+        let mut timer = BackoffTimer::new();
+        if let Some(id) = machine.pending_timer() {
+            timer.arm(id, Some(sleeper.now()));
+        }
         Driver {
             machine,
             sleeper,
-            pending,
+            timer,
             input: None,
         }
     }
@@ -264,7 +258,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// assert_eq!(driver.deadline(), None);
     /// ```
     pub fn deadline(&self) -> Option<S::Instant> {
-        self.pending.and_then(|p| p.at)
+        self.timer.deadline()
     }
 
     /// Gives the machine's pending timer `ms` milliseconds from now, for a
@@ -297,7 +291,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
         let timer = self.machine.pending_timer()?;
         let at = self.sleeper.after(self.sleeper.now(), ms);
-        self.pending = Some(Pending { timer, at });
+        self.timer.arm(timer, at);
         Some(timer)
     }
 
@@ -327,22 +321,11 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     pub fn handle(&mut self, input: I) -> Step<'_> {
         let input = self.input.insert(input).as_input();
         let outputs = self.machine.handle(input);
-        for output in outputs.iter().flatten() {
-            match *output {
-                Output::Sleep { ms, timer } => {
-                    let at = self.sleeper.after(self.sleeper.now(), ms);
-                    self.pending = Some(Pending { timer, at });
-                }
-                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
-                    self.pending = None;
-                }
-                _ => {}
-            }
-        }
-        // Only the machine's pending timer stays armed (a chain that ended
-        // by any input disarms it).
-        if self.pending.map(|p| p.timer) != self.machine.pending_timer() {
-            self.pending = None;
+        if let Ok(outputs) = &outputs {
+            let sleeper = &self.sleeper;
+            let pending = self.machine.pending_timer();
+            self.timer
+                .carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
         }
         Step { input, outputs }
     }
@@ -353,10 +336,11 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// input will come (the pending timer, if any, stays armed: the host
     /// may call again with another source).
     ///
-    /// An input that is ready goes before a due timer. The timer is
-    /// polled only when the input is not ready, so `input` must be
-    /// cancel-safe (tokio's and embassy's channel receivers are): when the
-    /// timer fires, the `input` future is dropped.
+    /// A timer already due by the sleeper's clock fires first, and `input`
+    /// is dropped unpolled. Otherwise an input that is ready goes before
+    /// the timer, which is polled only when the input is not ready, so
+    /// `input` must be cancel-safe (tokio's and embassy's channel receivers
+    /// are): when the timer fires, the `input` future is dropped.
     ///
     /// Dropping the returned future before it completes loses nothing the
     /// driver owns.
@@ -386,7 +370,12 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     where
         F: Future<Output = Option<I>>,
     {
-        let armed = self.pending.and_then(|p| Some((p.timer, p.at?)));
+        // A timer already due fires before any input is taken: the input
+        // that is ready now may have come after the deadline.
+        if let Some(timer) = self.timer.take_due(self.sleeper.now()) {
+            return Some(self.fire(timer));
+        }
+        let armed = self.timer.timer().zip(self.timer.deadline());
         let woke = {
             let mut input = pin!(input);
             let sleep = armed.map(|(_, at)| self.sleeper.sleep_until(at));
@@ -411,7 +400,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
 
     /// Clears the pending timer and feeds its `timer_fired`.
     fn fire(&mut self, timer: TimerId) -> Step<'_> {
-        self.pending = None;
+        self.timer.disarm();
         self.input = None;
         let input = Input::TimerFired { timer };
         Step {

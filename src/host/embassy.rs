@@ -1,30 +1,33 @@
-//! An async driver on [embassy](https://embassy.dev): the machine plus its
-//! backoff timer, on `embassy-time`. Feature `embassy`.
+//! The async driver on [embassy](https://embassy.dev) (feature `embassy`):
+//! a [`Driver`] whose [`Sleeper`] is embassy-time's clock and [`Timer`]
+//! ([`EmbassySleeper`]), fed inputs from any future, typically an
+//! `embassy_sync` [`Channel`] through [`receive`].
 //!
-//! It is the async [`Driver`] of [`host::driver`](crate::host::driver) on
-//! embassy-time ([`Embassy`]: an [`Instant`] clock and a [`Timer`]), reading
-//! its inputs from an `embassy_sync` [`Channel`]. The host sends its inputs
-//! (agent events, commands, settings, the usage-limit answer) into the
-//! channel; [`EmbassyDriver::next`] waits for whichever comes first, the
-//! next input or the pending backoff timer, feeds it to the machine and
-//! returns what it did as a [`Step`], the shape the thread driver delivers
-//! too. The driver carries out the timer outputs itself: `sleep` arms its
-//! timer, `cancel_timer` (or any input that ends the backoff) disarms it,
-//! and a timer that fires becomes `timer_fired`. Every other output is the
-//! host's to carry out, in order. The driver never allocates.
+//! The host sends its inputs (agent events, commands, settings, the
+//! usage-limit answer) into the channel; [`Driver::next`] waits for
+//! whichever comes first, the next input or the pending backoff timer,
+//! feeds it to the machine and returns what it did as a [`Step`](crate::host::Step), the
+//! shape the thread driver delivers too. The driver carries out the timer
+//! outputs itself: `sleep` arms its timer, `cancel_timer` (or any input
+//! that ends the backoff) disarms it, and a timer that fires becomes
+//! `timer_fired`. Every other output is the host's to carry out, in order.
+//! The driver allocates nothing of its own (the classifier's speed tables
+//! of feature `prefilter`, on std only, are built once per process).
 //!
 //! Milliseconds become [`Duration`]s only here, at the edge
 //! ([`duration_from_ms`], [`ms_from_duration`]).
 //!
 //! ```
-//! use autoretry::{host::embassy::EmbassyDriver, AssistantMessage, Input, Machine, Output, StopReason};
+//! use autoretry::host::embassy::{receive, EmbassyDriver, EmbassySleeper};
+//! use autoretry::{AssistantMessage, Input, Machine, Output, StopReason};
 //! use embassy_sync::{blocking_mutex::raw::NoopRawMutex, channel::Channel};
 //!
 //! async fn host(inputs: &Channel<NoopRawMutex, Input<'static>, 4>) {
-//!     let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
+//!     let mut driver = EmbassyDriver::new(Machine::default(), EmbassySleeper);
+//!     let rx = inputs.receiver();
 //!     inputs.try_send(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
-//!     loop {
-//!         let step = driver.next().await;
+//!     // An embassy channel never closes: `next` always has a step.
+//!     while let Some(step) = driver.next(receive(&rx)).await {
 //!         for output in step.outputs.unwrap_or_default() {
 //!             match output {
 //!                 // The backoff (2 s) is over: run the agent again; it succeeds.
@@ -32,7 +35,8 @@
 //!                     message: AssistantMessage::new(StopReason::Stop),
 //!                     now_ms: None,
 //!                 }).unwrap(),
-//!                 Output::Settled => return,
+//!                 // The prompt is over (`settled` only says a chain closed).
+//!                 Output::CheckCompaction => return,
 //!                 _ => {}
 //!             }
 //!         }
@@ -57,8 +61,7 @@ use embassy_sync::channel::Receiver;
 use embassy_time::{Duration, Instant, Timer};
 
 use crate::host::driver::{Driver, Sleeper};
-use crate::host::Step;
-use crate::{Input, Machine, TimerId};
+use crate::Input;
 
 /// `ms` milliseconds as an embassy [`Duration`], rounded up to whole ticks
 /// (a backoff never ends early); [`Duration::MAX`] when it does not fit.
@@ -82,20 +85,21 @@ pub fn ms_from_duration(duration: Duration) -> u64 {
     duration.as_millis()
 }
 
-/// embassy-time's clock and timer, the [`Sleeper`] of [`EmbassyDriver`]
-/// (a host that reads its inputs from elsewhere uses it with [`Driver`]).
+/// embassy-time's clock and timer ([`Instant`], [`Timer`]), the
+/// [`Sleeper`] of [`EmbassyDriver`]: on the mock driver (feature
+/// `mock-driver`) the driver runs in virtual time.
 ///
 /// ```
-/// use autoretry::host::{driver::Sleeper, embassy::Embassy};
-/// let now = Embassy.now();
-/// assert_eq!(Embassy.after(now, 2000).unwrap() - now, embassy_time::Duration::from_millis(2000));
+/// use autoretry::host::{driver::Sleeper, embassy::EmbassySleeper};
+/// let now = EmbassySleeper.now();
+/// assert_eq!(EmbassySleeper.after(now, 2000).unwrap() - now, embassy_time::Duration::from_millis(2000));
 /// // Beyond the clock: `Instant::MAX`, which no clock reaches.
-/// assert_eq!(Embassy.after(now, u64::MAX), Some(embassy_time::Instant::MAX));
+/// assert_eq!(EmbassySleeper.after(now, u64::MAX), Some(embassy_time::Instant::MAX));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Embassy;
+pub struct EmbassySleeper;
 
-impl Sleeper for Embassy {
+impl Sleeper for EmbassySleeper {
     type Instant = Instant;
     type Sleep = Timer;
 
@@ -112,104 +116,26 @@ impl Sleeper for Embassy {
     }
 }
 
-/// The machine driven on embassy: inputs from a channel, the backoff on an
-/// embassy-time [`Timer`]. See the [module docs](self) for a whole loop.
-pub struct EmbassyDriver<'ch, 'a, M: RawMutex, const N: usize> {
-    driver: Driver<Embassy, Input<'a>>,
-    inputs: Receiver<'ch, M, Input<'a>, N>,
-}
+/// The driver on embassy, fed `I` (`Input<'static>` unless said
+/// otherwise): `EmbassyDriver::new(machine, EmbassySleeper)`.
+pub type EmbassyDriver<I = Input<'static>> = Driver<EmbassySleeper, I>;
 
-impl<'ch, 'a, M: RawMutex, const N: usize> EmbassyDriver<'ch, 'a, M, N> {
-    /// A driver for `machine`, reading the host's inputs from `inputs`. A
-    /// machine in a backoff (restored from a snapshot) fires at once
-    /// unless [`EmbassyDriver::rearm`] gives the time left.
-    ///
-    /// ```
-    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
-    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
-    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// let driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
-    /// assert!(driver.timer_deadline().is_none());
-    /// ```
-    pub fn new(machine: Machine, inputs: Receiver<'ch, M, Input<'a>, N>) -> Self {
-        EmbassyDriver {
-            driver: Driver::new(machine, Embassy),
-            inputs,
-        }
-    }
-
-    /// The machine (for its queries).
-    ///
-    /// ```
-    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
-    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
-    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// assert!(!EmbassyDriver::new(Machine::default(), inputs.receiver()).machine().is_retrying());
-    /// ```
-    pub fn machine(&self) -> &Machine {
-        self.driver.machine()
-    }
-
-    /// When the pending backoff timer fires, if one is pending.
-    ///
-    /// ```
-    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
-    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
-    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// assert_eq!(EmbassyDriver::new(Machine::default(), inputs.receiver()).timer_deadline(), None);
-    /// ```
-    pub fn timer_deadline(&self) -> Option<Instant> {
-        self.driver.deadline()
-    }
-
-    /// Gives a restored machine's pending timer `ms` milliseconds from now
-    /// ([`Driver::rearm`]).
-    ///
-    /// ```
-    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, AssistantMessage, Input, Machine};
-    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
-    /// let mut machine = Machine::default();
-    /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
-    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// let mut driver = EmbassyDriver::new(Machine::restore(machine.snapshot()).unwrap(), inputs.receiver());
-    /// assert_eq!(driver.rearm(1500), machine.pending_timer());
-    /// ```
-    pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
-        self.driver.rearm(ms)
-    }
-
-    /// Waits for the next input or the backoff timer, whichever comes
-    /// first, feeds it to the machine and returns what happened (a
-    /// [`Step`]). Timer outputs are already carried out; the host carries
-    /// out the others, in order, before it calls `next` again.
-    ///
-    /// When both are ready at once, the input goes first (an abort sent in
-    /// time cancels the timer); see [`Driver::next`].
-    ///
-    /// Cancel-safe: dropping the future before it completes loses nothing
-    /// (an input is taken from the channel only when the future completes
-    /// with it).
-    ///
-    /// ```
-    /// use autoretry::{host::embassy::{Channel, EmbassyDriver}, Input, Machine};
-    /// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
-    /// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
-    /// let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
-    /// inputs.try_send(Input::Abort).unwrap();
-    /// let step = embassy_futures::block_on(driver.next());
-    /// assert_eq!(step.input, Input::Abort);
-    /// assert_eq!(step.outputs.unwrap()[..], [autoretry::Output::AbortAgent]);
-    /// ```
-    pub async fn next(&mut self) -> Step<'_> {
-        let inputs = &self.inputs;
-        match self
-            .driver
-            .next(async { Some(inputs.receive().await) })
-            .await
-        {
-            Some(step) => step,
-            // An embassy channel never closes.
-            None => core::future::pending().await,
-        }
-    }
+/// The next input from an embassy channel, as [`Driver::next`] takes it:
+/// always `Some` (an embassy channel never closes). Cancel-safe: an input
+/// is taken from the channel only when the future completes with it.
+///
+/// ```
+/// use autoretry::host::embassy::{receive, Channel, EmbassyDriver, EmbassySleeper};
+/// use autoretry::{Input, Machine, Output};
+/// use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+/// let inputs: Channel<NoopRawMutex, Input<'static>, 4> = Channel::new();
+/// let rx = inputs.receiver();
+/// let mut driver = EmbassyDriver::new(Machine::default(), EmbassySleeper);
+/// inputs.try_send(Input::Abort).unwrap();
+/// let step = embassy_futures::block_on(driver.next(receive(&rx))).unwrap();
+/// assert_eq!(step.input, Input::Abort);
+/// assert_eq!(step.outputs.unwrap()[..], [Output::AbortAgent]);
+/// ```
+pub async fn receive<M: RawMutex, T, const N: usize>(inputs: &Receiver<'_, M, T, N>) -> Option<T> {
+    Some(inputs.receive().await)
 }

@@ -5,11 +5,16 @@
 //! | host | feature | what it is |
 //! |---|---|---|
 //! | [`driver`] | (none; `no_std`) | the async driver for any runtime: the backoff on a [`driver::Sleeper`], owned inputs from any future |
-//! | [`tokio`] | `tokio` | [`driver`] on tokio's timer, fed owned inputs ([`InputBuf`](crate::InputBuf)) |
-//! | [`embassy`] | `embassy` | [`driver`] on `embassy-time`: the backoff on a `Timer`, inputs from an `embassy-sync` channel |
-//! | [`thread`] | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
-//! | [`sidecar`] | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
+//! | `tokio` | `tokio` | [`driver`] on tokio's timer, fed owned inputs (`InputBuf`) |
+//! | `embassy` | `embassy` | [`driver`] on `embassy-time`: the backoff on a `Timer`, inputs from an `embassy-sync` channel |
+//! | `thread` | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
+//! | `sidecar` | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
 //! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
+//!
+//! The thread driver, the async driver and the sidecar keep their backoff
+//! timer in one [`timer::BackoffTimer`], and follow one fairness rule: a
+//! due timer fires before any input that arrived at or after its deadline
+//! (see [`timer`]).
 //!
 //! The drivers deliver what they did in one shape, a [`Step`]: the input
 //! they fed and the machine's answer, with the timer outputs already
@@ -25,6 +30,11 @@ use crate::{Input, Outputs, Refused};
 pub mod thread;
 
 pub mod driver;
+pub mod timer;
+
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod shared_budget;
 
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]

@@ -15,7 +15,10 @@
 //! - the agent's events: `{"type":"message_end","message":{...}}`,
 //!   `{"type":"agent_end","message":{...},"nowMs"?:n}` and
 //!   `{"type":"usage_limit_marked","switched":b}` (the answer to a
-//!   `mark_usage_limit` action; the sidecar remembers the marked text).
+//!   `mark_usage_limit` action; the sidecar remembers the marked text) and
+//!   `{"type":"model_switched","switched":b}` (the answer to a
+//!   `switch_model` action, spec §11.3). A message may carry `partial`
+//!   (spec §11.2).
 //!
 //! Blank lines are skipped. A line that is not a JSON object with a string
 //! `type` answers the `parse` error of spec §7 (an object that gives a key
@@ -36,8 +39,15 @@
 //!   `drop_trailing_error`, `continue_agent` (written when the backoff
 //!   timer fires), `check_compaction`, `abort_agent`, `settled`,
 //!   `mark_usage_limit` (with `"retryAfterMs":n|null`; answer with
-//!   `usage_limit_marked`) and `sleep` (with `"ms":n`: informational, the
-//!   sidecar owns the timer). Timer cancellation stays inside the sidecar.
+//!   `usage_limit_marked`), `switch_model` (with `"reason":"..."`; answer
+//!   with `model_switched`) and `sleep` (with `"ms":n`: informational, the
+//!   sidecar owns the timer). A continuation's `continue_agent` carries
+//!   `"resume":true` (spec §11.2). Timer cancellation stays inside the
+//!   sidecar.
+//! - with a shared retry budget ([`Sidecar::with_budget`]) whose store
+//!   fails: `{"type":"budget_store_error","error":"..."}`, before the lines
+//!   of the `agent_end` it concerns, which was decided without the budget
+//!   (the sidecar fails open: see [`handle_shared`]) and keeps serving.
 //!
 //! # Time and fairness
 //!
@@ -83,13 +93,23 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::host::shared_budget::{handle_shared, SharedBudget};
+use crate::host::thread::scaled;
+use crate::host::timer::BackoffTimer;
 use crate::machine::{Input, Machine, Refused};
-use crate::output::{Output, Outputs, TimerId};
+use crate::output::{Output, Outputs};
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
 use crate::wire::json::{to_json, InputOwned};
 use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
 
+/// The agent's events the sidecar takes besides the commands.
+const AGENT_EVENTS: [&str; 4] = [
+    "message_end",
+    "agent_end",
+    "usage_limit_marked",
+    "model_switched",
+];
 /// The longest input line [`Pipe::new`] accepts by default, in bytes
 /// (without its `\n`): 1 MiB. A longer line is answered with a
 /// `line_too_long` error and skipped; `autoretry rpc --max-line-bytes N`
@@ -121,20 +141,14 @@ pub fn output_line(output: &Output<'_>) -> Option<String> {
             r#","retryAfterMs":{}"#,
             retry_after_ms.map_or_else(|| "null".to_owned(), |ms| ms.to_string())
         )),
+        Output::SwitchModel { reason } => action(&format!(r#","reason":"{}""#, reason.as_str())),
+        Output::ResumeAgent => action(r#","resume":true"#),
         Output::DropTrailingError
         | Output::ContinueAgent
         | Output::CheckCompaction
         | Output::AbortAgent
         | Output::Settled => action(""),
     })
-}
-
-/// The pending backoff timer: its id and deadline on the sidecar's clock
-/// (`None`: beyond the clock's range, it never fires).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Pending {
-    timer: TimerId,
-    at: Option<Duration>,
 }
 
 /// The sidecar: a [`Machine`], its backoff timer, and the lines it writes
@@ -158,16 +172,20 @@ struct Pending {
 pub struct Sidecar<W: Write> {
     out: W,
     machine: Machine,
-    pending: Option<Pending>,
+    /// The backoff timer, on the caller's clock.
+    timer: BackoffTimer<Duration>,
     time_scale: f64,
     /// The number of the last line fed (1-based).
     line: u64,
-    /// The error text of the `agent_end` that asked for `mark_usage_limit`.
+    /// The error text of the `agent_end` whose decision asked for
+    /// `mark_usage_limit` or `switch_model`.
     marked_error: Option<String>,
     /// Rules whose verdict is the `shouldRetry` of every agent message
     /// that has none.
     #[cfg(feature = "rules")]
     rules: Option<Rules<'static>>,
+    /// The retry budget every `agent_end` is decided with (spec §11.4).
+    budget: Option<Box<dyn SharedBudget + Send>>,
 }
 
 impl<W: Write> Sidecar<W> {
@@ -177,13 +195,34 @@ impl<W: Write> Sidecar<W> {
         Sidecar {
             out,
             machine,
-            pending: None,
+            timer: BackoffTimer::new(),
             time_scale: 1.0,
             line: 0,
             marked_error: None,
             #[cfg(feature = "rules")]
             rules: None,
+            budget: None,
         }
+    }
+
+    /// The same sidecar deciding every `agent_end` with a retry budget
+    /// (spec §11.4): a [`RetryBudget`](crate::RetryBudget) of its own, or a
+    /// store that sidecars in several processes share (`autoretry rpc
+    /// --budget 10:0.1 --budget-store redis://...`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{Machine, RetryBudget, host::sidecar::Sidecar};
+    /// let budget = RetryBudget::new(2, 100).unwrap();
+    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new()).with_budget(budget);
+    /// // 2 tokens → 1, at most half: throttled at once.
+    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#, Duration::ZERO).unwrap();
+    /// let out = String::from_utf8(sidecar.into_inner()).unwrap();
+    /// assert!(out.starts_with(r#"{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Retry throttled"#));
+    /// ```
+    pub fn with_budget(mut self, budget: impl SharedBudget + Send + 'static) -> Self {
+        self.budget = Some(Box::new(budget));
+        self
     }
 
     /// The same sidecar with every backoff wait multiplied by `scale`
@@ -234,7 +273,7 @@ impl<W: Write> Sidecar<W> {
     /// When the pending backoff timer fires, on the caller's clock; `None`
     /// when no timer is pending (or it never fires).
     pub fn deadline(&self) -> Option<Duration> {
-        self.pending.and_then(|p| p.at)
+        self.timer.deadline()
     }
 
     /// The writer back.
@@ -312,17 +351,9 @@ impl<W: Write> Sidecar<W> {
     /// assert!(String::from_utf8(sidecar.into_inner()).unwrap().ends_with("{\"type\":\"action\",\"action\":\"continue_agent\"}\n"));
     /// ```
     pub fn fire_due(&mut self, now: Duration) -> io::Result<bool> {
-        let Some(Pending {
-            timer,
-            at: Some(at),
-        }) = self.pending
-        else {
+        let Some(timer) = self.timer.take_due(now) else {
             return Ok(false);
         };
-        if at > now {
-            return Ok(false);
-        }
-        self.pending = None;
         // `timer_fired` is never refused.
         if let Ok(outputs) = self.handle(Input::TimerFired { timer }, now) {
             self.write_outputs(&outputs)?;
@@ -352,7 +383,6 @@ impl<W: Write> Sidecar<W> {
         if let Ok(outputs) = self.handle(Input::AbortRetry, now) {
             self.write_outputs(&outputs)?;
         }
-        self.pending = None;
         self.out.flush()
     }
 
@@ -360,24 +390,27 @@ impl<W: Write> Sidecar<W> {
     /// in order: `sleep` arms the timer (at `now` plus the scaled wait),
     /// `cancel_timer` disarms it.
     fn handle<'a>(&mut self, input: Input<'a>, now: Duration) -> Result<Outputs<'a>, Refused> {
-        let outputs = self.machine.handle(input)?;
-        for output in &outputs {
-            match *output {
-                Output::Sleep { ms, timer } => {
-                    let wait = if self.time_scale == 1.0 {
-                        Some(Duration::from_millis(ms))
-                    } else {
-                        Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
-                    };
-                    let at = wait.and_then(|wait| now.checked_add(wait));
-                    self.pending = Some(Pending { timer, at });
+        // Only an `agent_end` charges or refills a budget.
+        let outputs = match &mut self.budget {
+            Some(store) if matches!(input, Input::AgentEnd { .. }) => {
+                let (outputs, store_error) = handle_shared(&mut self.machine, input, &mut **store)?;
+                if let Some(error) = store_error {
+                    let line = format!(
+                        r#"{{"type":"budget_store_error","error":{}}}"#,
+                        to_json(&error.to_string())
+                    );
+                    // A failed write surfaces at the next line's flush.
+                    let _ = writeln!(self.out, "{line}");
                 }
-                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
-                    self.pending = None;
-                }
-                _ => {}
+                outputs
             }
-        }
+            _ => self.machine.handle(input)?,
+        };
+        let scale = self.time_scale;
+        self.timer
+            .carry_out(&outputs, self.machine.pending_timer(), |ms| {
+                scaled(ms, scale).and_then(|wait| now.checked_add(wait))
+            });
         Ok(outputs)
     }
 
@@ -417,14 +450,9 @@ impl<W: Write> Sidecar<W> {
             Err(response) => return Some(response),
         };
         match envelope.type_name() {
-            "message_end" | "agent_end" | "usage_limit_marked" => {
-                self.agent_event(&envelope, now, held)
-            }
+            name if AGENT_EVENTS.contains(&name) => self.agent_event(&envelope, now, held),
             _ => Some(match Command::from_envelope(&envelope) {
-                None => {
-                    let events = ["message_end", "agent_end", "usage_limit_marked"];
-                    envelope.unknown_among(&[&Command::NAMES[..], &events].concat())
-                }
+                None => envelope.unknown_among(&[&Command::NAMES[..], &AGENT_EVENTS].concat()),
                 Some(Err(response)) => response,
                 Some(Ok(command)) => match command.input().map(|input| self.handle(input, now)) {
                     Some(Err(refused)) => envelope.refused(refused),
@@ -451,7 +479,8 @@ impl<W: Write> Sidecar<W> {
             Ok(event) => event,
             Err(e) => return Some(envelope.error(ErrorCode::of(&e), e.message().to_owned())),
         };
-        let awaited = self.machine.awaits_usage_limit_answer();
+        let awaited =
+            self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
         let marked = if awaited {
             self.marked_error.clone().unwrap_or_default()
         } else {
@@ -470,11 +499,15 @@ impl<W: Write> Sidecar<W> {
             Err(refused) => return Some(envelope.refused(refused)),
             Ok(outputs) => held.extend(outputs.iter().filter_map(output_line)),
         }
+        // The text of the decision the host is asked about, kept until the
+        // machine no longer awaits an answer.
+        let awaits =
+            self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
         match &event {
-            InputOwned::AgentEnd { message, .. } if self.machine.awaits_usage_limit_answer() => {
+            InputOwned::AgentEnd { message, .. } if awaits => {
                 self.marked_error = message.error_message.clone();
             }
-            InputOwned::UsageLimitMarked { .. } if awaited => self.marked_error = None,
+            _ if !awaits => self.marked_error = None,
             _ => {}
         }
         None

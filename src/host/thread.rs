@@ -2,7 +2,9 @@
 //! one thread, with a real backoff timer and inputs from a channel.
 //!
 //! The driver adds no policy: it carries out the two timer outputs itself
-//! ([`Output::Sleep`] sets a deadline, [`Output::CancelTimer`] clears it),
+//! ([`Output::Sleep`](crate::Output::Sleep) sets a deadline,
+//! [`Output::CancelTimer`](crate::Output::CancelTimer) clears it, in a
+//! [`BackoffTimer`]),
 //! feeds [`Input::TimerFired`] when the deadline passes, and delivers what
 //! every input did as a [`Step`] (the shape of the embassy driver too):
 //! the host carries out the other outputs, in order. Every decision stays
@@ -62,15 +64,21 @@
 //!                  "emit", "settled", "check_compaction"]);
 //! ```
 //!
-//! # Cancellation races
+//! # Fairness and cancellation races
 //!
-//! A cancellation and the deadline can meet. The driver never lets that
-//! produce a continue after a cancel, or two continues:
+//! The rule of every host ([`host::timer`](crate::host::timer)): a due
+//! timer fires before any message that arrived at or after its deadline.
+//! [`ThreadDriver::wait`] reads the clock before it takes a message: a
+//! timer already due fires first, so under a stream of messages that never
+//! pauses `continue_agent` is never later than the message in hand when
+//! the deadline passed. A cancellation and the deadline can meet; the
+//! driver never lets that produce a continue after a cancel, or two
+//! continues:
 //!
-//! - messages come first: a message already queued when the deadline passes
-//!   is handed out before the timer fires, so an `abort_retry` sent in time
-//!   cancels the timer (the machine answers `cancel_timer`, which clears the
-//!   deadline);
+//! - a message the driver takes before the deadline goes first: an
+//!   `abort_retry` sent while it waits, in time, cancels the timer (the
+//!   machine answers `cancel_timer`, which clears the deadline); one taken
+//!   after the timer fired ends the continued run's chain instead;
 //! - the deadline is cleared before [`Input::TimerFired`] is fed, so it
 //!   fires once;
 //! - the machine ignores a `timer_fired` for any timer but the pending one,
@@ -80,9 +88,10 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
+use crate::host::timer::BackoffTimer;
 use crate::host::Step;
 use crate::machine::{Input, Machine, RetryState};
-use crate::output::{Output, TimerId};
+use crate::output::TimerId;
 
 /// Why [`ThreadDriver::wait`] returned.
 ///
@@ -142,14 +151,6 @@ pub enum Turn<T> {
     Fired(Step<'static>),
 }
 
-/// The pending backoff timer: its id and deadline (`None`: beyond the
-/// clock's range, it never fires).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Pending {
-    timer: TimerId,
-    at: Option<Instant>,
-}
-
 /// A [`Machine`] with a real-time backoff timer.
 ///
 /// ```
@@ -167,7 +168,7 @@ struct Pending {
 #[derive(Clone, Debug)]
 pub struct ThreadDriver {
     machine: Machine,
-    pending: Option<Pending>,
+    timer: BackoffTimer<Instant>,
     time_scale: f64,
 }
 
@@ -186,13 +187,13 @@ impl ThreadDriver {
     /// assert!(driver.deadline().is_some_and(|at| at <= Instant::now()));
     /// ```
     pub fn new(machine: Machine) -> Self {
-        let pending = machine.pending_timer().map(|timer| Pending {
-            timer,
-            at: Some(Instant::now()),
-        });
+        let mut timer = BackoffTimer::new();
+        if let Some(id) = machine.pending_timer() {
+            timer.arm(id, Some(Instant::now()));
+        }
         ThreadDriver {
             machine,
-            pending,
+            timer,
             time_scale: 1.0,
         }
     }
@@ -215,8 +216,7 @@ impl ThreadDriver {
     /// ```
     pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
         let timer = self.machine.pending_timer()?;
-        let at = self.scaled(ms).and_then(|d| Instant::now().checked_add(d));
-        self.pending = Some(Pending { timer, at });
+        self.timer.arm(timer, after(ms, self.time_scale));
         Some(timer)
     }
 
@@ -253,7 +253,7 @@ impl ThreadDriver {
     /// When the pending backoff timer fires; `None` when no timer is
     /// pending (or it never fires).
     pub fn deadline(&self) -> Option<Instant> {
-        self.pending.and_then(|p| p.at)
+        self.timer.deadline()
     }
 
     /// The wall-clock duration of a backoff of `ms` milliseconds at this
@@ -267,10 +267,7 @@ impl ThreadDriver {
     /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(f64::INFINITY).scaled(1), None);
     /// ```
     pub fn scaled(&self, ms: u64) -> Option<Duration> {
-        if self.time_scale == 1.0 {
-            return Some(Duration::from_millis(ms));
-        }
-        Duration::try_from_secs_f64(ms as f64 / 1000.0 * self.time_scale).ok()
+        scaled(ms, self.time_scale)
     }
 
     /// Feeds one input to the machine and carries out its timer outputs,
@@ -290,17 +287,11 @@ impl ThreadDriver {
     /// ```
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
         let outputs = self.machine.handle(input);
-        for output in outputs.iter().flatten() {
-            match *output {
-                Output::Sleep { ms, timer } => {
-                    let at = self.scaled(ms).and_then(|d| Instant::now().checked_add(d));
-                    self.pending = Some(Pending { timer, at });
-                }
-                Output::CancelTimer { timer } if self.pending.is_some_and(|p| p.timer == timer) => {
-                    self.pending = None;
-                }
-                _ => {}
-            }
+        if let Ok(outputs) = &outputs {
+            let scale = self.time_scale;
+            let pending = self.machine.pending_timer();
+            self.timer
+                .carry_out(outputs, pending, |ms| after(ms, scale));
         }
         Step { input, outputs }
     }
@@ -320,17 +311,9 @@ impl ThreadDriver {
     /// assert_eq!(driver.fire_due(Instant::now()), None); // one-shot
     /// ```
     pub fn fire_due(&mut self, now: Instant) -> Option<Step<'static>> {
-        match self.pending {
-            Some(Pending {
-                timer,
-                at: Some(at),
-            }) if at <= now => {
-                self.pending = None;
-                // The machine checks the id; `TimerFired` is never refused.
-                Some(self.handle(Input::TimerFired { timer }))
-            }
-            _ => None,
-        }
+        let timer = self.timer.take_due(now)?;
+        // The machine checks the id; `TimerFired` is never refused.
+        Some(self.handle(Input::TimerFired { timer }))
     }
 
     /// Forgets the pending timer without telling the machine (which stays
@@ -344,12 +327,14 @@ impl ThreadDriver {
     /// assert_eq!(driver.deadline(), None);
     /// ```
     pub fn stop_timer(&mut self) -> Option<TimerId> {
-        self.pending.take().map(|p| p.timer)
+        self.timer.disarm()
     }
 
     /// Blocks until a message arrives, the backoff deadline passes (then the
     /// timer is fired, see [`ThreadDriver::fire_due`]), `until` passes, or the
-    /// channel closes. A message already queued comes before a due timer.
+    /// channel closes. A timer already due when it is called fires before
+    /// any message is taken (the message may have come after the deadline);
+    /// while it blocks, whichever comes first goes first.
     ///
     /// ```
     /// use std::sync::mpsc;
@@ -365,14 +350,16 @@ impl ThreadDriver {
     /// ```
     pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Instant>) -> Wake<T> {
         loop {
+            // A due timer first: a message queued now may have come after
+            // the deadline.
+            let now = Instant::now();
+            if let Some(step) = self.fire_due(now) {
+                return Wake::Fired(step);
+            }
             match rx.try_recv() {
                 Ok(message) => return Wake::Message(message),
                 Err(TryRecvError::Disconnected) => return Wake::Closed,
                 Err(TryRecvError::Empty) => {}
-            }
-            let now = Instant::now();
-            if let Some(step) = self.fire_due(now) {
-                return Wake::Fired(step);
             }
             if until.is_some_and(|until| until <= now) {
                 return Wake::Until;
@@ -420,10 +407,25 @@ impl ThreadDriver {
     }
 }
 
+/// A wait of `ms` milliseconds at time scale `scale` (0 or more; 1 is real
+/// time); `None` when it is beyond any clock. The sidecar's waits too.
+pub(crate) fn scaled(ms: u64, scale: f64) -> Option<Duration> {
+    if scale == 1.0 {
+        return Some(Duration::from_millis(ms));
+    }
+    Duration::try_from_secs_f64(ms as f64 / 1000.0 * scale).ok()
+}
+
+/// The instant `ms` milliseconds from now at time scale `scale`; `None`
+/// when it is beyond the clock's range (that timer never fires).
+fn after(ms: u64, scale: f64) -> Option<Instant> {
+    scaled(ms, scale).and_then(|d| Instant::now().checked_add(d))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AssistantMessage, Refused, RetrySettings, StopReason};
+    use crate::{AssistantMessage, Output, Refused, RetrySettings, StopReason};
     use std::thread;
 
     fn failed() -> Input<'static> {
@@ -480,9 +482,8 @@ mod tests {
     }
 
     #[test]
-    fn a_queued_cancel_beats_a_due_timer() {
-        // Time scale 0: the deadline is already due when the cancel is queued.
-        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+    fn a_cancel_queued_before_the_deadline_beats_the_timer() {
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut log = Vec::new();
         let (tx, rx) = mpsc::channel();
         record(&mut log, &driver.handle(failed()));
@@ -491,6 +492,32 @@ mod tests {
         driver.run(&rx, record_turns(&mut log));
         assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
         assert_eq!(names(&log, "cancel_timer"), 1, "{log:?}");
+        assert!(!driver.state().is_retrying);
+    }
+
+    #[test]
+    fn a_cancel_queued_after_the_deadline_comes_after_the_timer() {
+        // Time scale 0: the deadline has passed when the cancel is queued.
+        // The timer fires first; the cancel then ends the continued run's
+        // chain.
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        let (tx, rx) = mpsc::channel();
+        record(&mut log, &driver.handle(failed()));
+        tx.send(Input::AbortRetry).unwrap();
+        drop(tx);
+        driver.run(&rx, record_turns(&mut log));
+        assert_eq!(
+            log,
+            [
+                "emit",
+                "drop_trailing_error",
+                "sleep",
+                "continue_agent",
+                "end",
+                "settled"
+            ]
+        );
         assert!(!driver.state().is_retrying);
     }
 
@@ -518,6 +545,20 @@ mod tests {
                 "settled"
             ]
         );
+    }
+
+    #[test]
+    fn a_timer_the_host_fed_itself_is_disarmed() {
+        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut log = Vec::new();
+        record(&mut log, &driver.handle(failed()));
+        let timer = driver.machine().pending_timer().unwrap();
+        record(&mut log, &driver.handle(Input::TimerFired { timer }));
+        // The machine has no timer pending: neither has the driver, and no
+        // empty `Fired` wakes the host later.
+        assert_eq!(driver.deadline(), None);
+        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
     }
 
     #[test]
@@ -655,6 +696,62 @@ mod tests {
             panic!("the timer fires")
         };
         assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
+    }
+
+    /// A backoff of 50 ms under a stream of messages that never pauses
+    /// (the channel is kept full for up to 3 s, and the loop feeds each
+    /// message to the machine and works 200 µs on it): the timer fires at the first wait after its
+    /// deadline, so no message the driver takes after the deadline goes
+    /// ahead of it.
+    #[test]
+    fn a_due_timer_fires_under_a_stream_that_never_pauses() {
+        let mut worst = Duration::ZERO;
+        for _ in 0..10 {
+            let settings = RetrySettings::DEFAULT.with_base_delay_ms(50);
+            let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()));
+            let (tx, rx) = mpsc::sync_channel(4);
+            let sender = thread::spawn(move || {
+                let end = Instant::now() + Duration::from_secs(3);
+                while Instant::now() < end && tx.send(()).is_ok() {}
+            });
+            record(&mut Vec::new(), &driver.handle(failed()));
+            let deadline = driver.deadline().expect("armed");
+            // Messages handed out once the deadline had passed, before it fired.
+            let mut late = 0;
+            let mut fired = None;
+            driver.run(&rx, |driver, turn| match turn {
+                Turn::Message(()) => {
+                    late += usize::from(Instant::now() >= deadline);
+                    let step = driver.handle(Input::SetAutoRetry { enabled: true });
+                    assert_eq!(step.outputs.map(|o| o.len()), Ok(0));
+                    // The host's work on a message: time for the sender to
+                    // refill the channel, which is never empty.
+                    thread::sleep(Duration::from_micros(200));
+                    ControlFlow::Continue(())
+                }
+                Turn::Fired(step) => {
+                    fired = Some((Instant::now(), step.outputs));
+                    ControlFlow::Break(())
+                }
+            });
+            drop(rx);
+            sender.join().unwrap();
+            let Some((at, outputs)) = fired else {
+                let after = Instant::now() - deadline;
+                panic!("the timer never fired: the stream ended {after:?} after its deadline, {late} messages later");
+            };
+            assert_eq!(outputs.unwrap()[..], [Output::ContinueAgent]);
+            let delay = at - deadline;
+            worst = worst.max(delay);
+            // At most the message in hand when the deadline passed.
+            assert!(
+                late <= 1,
+                "{late} messages went ahead of the due timer, {delay:?} late"
+            );
+        }
+        println!(
+            "thread driver, non-stop stream: continue_agent at most {worst:?} after its deadline"
+        );
     }
 
     #[test]

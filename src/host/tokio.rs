@@ -4,14 +4,14 @@
 //! `recv()`.
 //!
 //! ```
-//! use autoretry::host::tokio::{Tokio, TokioDriver};
+//! use autoretry::host::tokio::{TokioDriver, TokioSleeper};
 //! use autoretry::{InputBuf, Machine, MessageBuf, Output, StopReason};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let (tx, mut rx) = tokio::sync::mpsc::channel(4);
 //! tx.send(InputBuf::agent_end(MessageBuf::error(String::from("503 Service Unavailable")))).await.unwrap();
-//! let mut driver = TokioDriver::new(Machine::default(), Tokio);
+//! let mut driver = TokioDriver::new(Machine::default(), TokioSleeper);
 //! let mut log = Vec::new();
 //! while let Some(step) = driver.next(rx.recv()).await {
 //!     for output in step.outputs.unwrap_or_default() {
@@ -44,18 +44,18 @@ use crate::InputBuf;
 /// virtual time.
 ///
 /// ```
-/// use autoretry::host::{driver::Sleeper, tokio::Tokio};
+/// use autoretry::host::{driver::Sleeper, tokio::TokioSleeper};
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// let now = Tokio.now();
-/// assert_eq!(Tokio.after(now, 2000).unwrap() - now, std::time::Duration::from_secs(2));
-/// Tokio.sleep_until(now).await;
+/// let now = TokioSleeper.now();
+/// assert_eq!(TokioSleeper.after(now, 2000).unwrap() - now, std::time::Duration::from_secs(2));
+/// TokioSleeper.sleep_until(now).await;
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tokio;
+pub struct TokioSleeper;
 
-impl Sleeper for Tokio {
+impl Sleeper for TokioSleeper {
     type Instant = Instant;
     type Sleep = Sleep;
 
@@ -73,5 +73,5 @@ impl Sleeper for Tokio {
 }
 
 /// The driver on tokio, fed `I` ([`InputBuf`] unless said otherwise):
-/// `TokioDriver::new(machine, Tokio)`.
-pub type TokioDriver<I = InputBuf> = Driver<Tokio, I>;
+/// `TokioDriver::new(machine, TokioSleeper)`.
+pub type TokioDriver<I = InputBuf> = Driver<TokioSleeper, I>;

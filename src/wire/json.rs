@@ -21,7 +21,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::machine::Input;
-use crate::message::{AssistantMessage, StopReason, Usage};
+use crate::message::{AssistantMessage, Partial, StopReason, Usage};
 use crate::output::TimerId;
 use crate::settings::RetrySettings;
 use crate::wire::SettingsGroup;
@@ -462,6 +462,8 @@ pub struct MessageOwned {
     pub should_retry: Option<bool>,
     /// `retryAfterMs`, when present (spec §10.2).
     pub retry_after_ms: Option<u64>,
+    /// `partial` (spec §11.2).
+    pub partial: Partial,
 }
 
 impl MessageOwned {
@@ -480,6 +482,7 @@ impl MessageOwned {
             usage: None,
             should_retry: None,
             retry_after_ms: None,
+            partial: Partial::None,
         }
     }
 
@@ -540,6 +543,9 @@ impl MessageOwned {
             usage,
             should_retry: boolean(obj, "shouldRetry")?,
             retry_after_ms: uint(obj, "retryAfterMs")?,
+            // Last: a bad `partial` in an otherwise good message is an
+            // input to refuse (spec §11.2), which `InputOwned` tells apart.
+            partial: partial(obj)?,
         })
     }
 
@@ -557,7 +563,23 @@ impl MessageOwned {
             usage: self.usage,
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after_ms,
+            partial: self.partial,
         }
+    }
+}
+
+/// `partial` of a message object (spec §11.2): absent or `null` is
+/// [`Partial::None`]; anything but its three strings is an error naming it.
+fn partial(obj: &Map<String, Value>) -> Result<Partial, DecodeError> {
+    match present(obj, "partial") {
+        None => Ok(Partial::None),
+        Some(Value::String(name)) if Partial::from_wire(name).is_some() => {
+            Ok(Partial::from_wire(name).unwrap_or_default())
+        }
+        Some(other) => Err(DecodeError::new(format!(
+            "partial: expected \"none\", \"text\" or \"tools\", found {}",
+            describe(other)
+        ))),
     }
 }
 
@@ -605,6 +627,13 @@ pub enum InputOwned {
         /// `switched`.
         switched: bool,
     },
+    /// `model_switched` (spec §11.3). The wire form has no error text: the
+    /// host passes the text of the decision's message to
+    /// [`InputOwned::as_input`].
+    ModelSwitched {
+        /// `switched`.
+        switched: bool,
+    },
     /// `abort_retry`.
     AbortRetry,
     /// `abort`.
@@ -646,23 +675,47 @@ impl InputOwned {
             )));
         };
         let ty = require(obj, "type", "a string", string)?;
-        let message = || -> Result<MessageOwned, DecodeError> {
+        // A message that is good but for its `partial` makes an input to
+        // refuse (spec §11.2), not a malformed line.
+        let message = || -> Result<Result<MessageOwned, String>, DecodeError> {
             let value = required(obj.get("message"), "message", "an object")?;
-            MessageOwned::from_json(value).map_err(|e| e.within("message"))
+            match MessageOwned::from_json(value) {
+                Ok(message) => Ok(Ok(message)),
+                Err(e) => {
+                    let bad_partial = value.as_object().and_then(|m| partial(m).err());
+                    let e = e.within("message");
+                    if bad_partial.map(|p| p.within("message")) == Some(e.clone()) {
+                        Ok(Err(e.message))
+                    } else {
+                        Err(e)
+                    }
+                }
+            }
         };
+        let invalid = |type_name, error| InputOwned::Invalid { type_name, error };
         Ok(match ty {
-            "message_end" => InputOwned::MessageEnd {
-                message: message()?,
+            "message_end" => match message()? {
+                Ok(message) => InputOwned::MessageEnd { message },
+                Err(error) => invalid("message_end", error),
             },
-            "agent_end" => InputOwned::AgentEnd {
-                message: message()?,
-                now_ms: uint(obj, "nowMs")?,
-            },
+            "agent_end" => {
+                let now_ms = uint(obj, "nowMs")?;
+                match message()? {
+                    Ok(message) => InputOwned::AgentEnd { message, now_ms },
+                    Err(error) => invalid("agent_end", error),
+                }
+            }
             "timer_fired" => InputOwned::TimerFired {
                 timer: require(obj, "timer", "a non-negative integer", uint)?,
             },
             "usage_limit_marked" => InputOwned::UsageLimitMarked {
                 switched: require(obj, "switched", "a boolean", boolean)?,
+            },
+            // Refused, whether the machine waits for an answer or not
+            // (spec §11.3).
+            "model_switched" => match require(obj, "switched", "a boolean", boolean) {
+                Ok(switched) => InputOwned::ModelSwitched { switched },
+                Err(e) => invalid("model_switched", e.message),
             },
             "abort_retry" => InputOwned::AbortRetry,
             "abort" => InputOwned::Abort,
@@ -686,7 +739,8 @@ impl InputOwned {
             other => {
                 return Err(DecodeError::new(format!(
                     "type: unknown input {} (expected message_end, agent_end, timer_fired, \
-                     usage_limit_marked, abort_retry, abort, set_auto_retry or settings)",
+                     usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry or \
+                     settings)",
                     Value::String(other.into())
                 )))
             }
@@ -694,8 +748,9 @@ impl InputOwned {
     }
 
     /// Borrows the input for [`crate::Machine::handle`]. `marked_error` is
-    /// used only by `usage_limit_marked`: the error text of the `agent_end`
-    /// whose outputs asked for `mark_usage_limit` (the host remembers it).
+    /// used only by `usage_limit_marked` and `model_switched`: the error
+    /// text of the `agent_end` whose decision asked for `mark_usage_limit`
+    /// or `switch_model` (the host remembers it).
     /// Timer numbers are passed through as [`TimerId`]s. An
     /// [`InputOwned::Invalid`] input gives its error text: refuse it.
     ///
@@ -717,6 +772,10 @@ impl InputOwned {
                 timer: TimerId(*timer),
             },
             InputOwned::UsageLimitMarked { switched } => Input::UsageLimitMarked {
+                switched: *switched,
+                error_message: marked_error,
+            },
+            InputOwned::ModelSwitched { switched } => Input::ModelSwitched {
                 switched: *switched,
                 error_message: marked_error,
             },

@@ -61,6 +61,8 @@
 //! | `agent_run_during_backoff` | is refused (spec §6a): an agent event while a backoff is pending |
 //! | `awaiting_usage_limit_answer` | is refused: an agent event while the usage-limit answer is awaited |
 //! | `usage_limit_text_mismatch` | is refused: `usage_limit_marked` for a text other than the marked one |
+//! | `awaiting_model_switch_answer` | is refused: an agent event while the model-switch answer is awaited |
+//! | `model_switch_text_mismatch` | is refused: `model_switched` for a text other than the decision's |
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -606,6 +608,10 @@ pub enum ErrorCode {
     AwaitingUsageLimitAnswer,
     /// `usage_limit_text_mismatch`: [`Refused::UsageLimitTextMismatch`].
     UsageLimitTextMismatch,
+    /// `awaiting_model_switch_answer`: [`Refused::AwaitingModelSwitchAnswer`].
+    AwaitingModelSwitchAnswer,
+    /// `model_switch_text_mismatch`: [`Refused::ModelSwitchTextMismatch`].
+    ModelSwitchTextMismatch,
 }
 
 impl ErrorCode {
@@ -622,6 +628,8 @@ impl ErrorCode {
             ErrorCode::AgentRunDuringBackoff => "agent_run_during_backoff",
             ErrorCode::AwaitingUsageLimitAnswer => "awaiting_usage_limit_answer",
             ErrorCode::UsageLimitTextMismatch => "usage_limit_text_mismatch",
+            ErrorCode::AwaitingModelSwitchAnswer => "awaiting_model_switch_answer",
+            ErrorCode::ModelSwitchTextMismatch => "model_switch_text_mismatch",
         }
     }
 
@@ -649,6 +657,8 @@ impl From<Refused> for ErrorCode {
             Refused::AgentRunDuringBackoff => ErrorCode::AgentRunDuringBackoff,
             Refused::AwaitingUsageLimitAnswer => ErrorCode::AwaitingUsageLimitAnswer,
             Refused::UsageLimitTextMismatch => ErrorCode::UsageLimitTextMismatch,
+            Refused::AwaitingModelSwitchAnswer => ErrorCode::AwaitingModelSwitchAnswer,
+            Refused::ModelSwitchTextMismatch => ErrorCode::ModelSwitchTextMismatch,
         }
     }
 }

@@ -14,14 +14,17 @@ impl Serialize for TimerId {
     }
 }
 
-/// `finalError` as a JSON string: a text as it is, the fail-fast sentence
-/// (spec §10.3 step 8) written piece by piece through `collect_str` (no
+/// `finalError` as a JSON string: a text as it is, the sentences of the
+/// fail-fast, throttled and total-wait ends (spec §10.3 step 8, §11.4,
+/// §11.6) written piece by piece through `collect_str` (no
 /// allocation with serializers that stream it, as serde_json does).
 impl Serialize for FinalError<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             FinalError::Text(text) => serializer.serialize_str(text),
-            FinalError::WaitTooLong { .. } => serializer.collect_str(self),
+            FinalError::WaitTooLong { .. }
+            | FinalError::Throttled { .. }
+            | FinalError::TotalWait { .. } => serializer.collect_str(self),
         }
     }
 }
@@ -69,7 +72,10 @@ impl Serialize for Event<'_> {
 
 /// As the conformance vectors write outputs: `{"type":"emit","event":{...}}`,
 /// `{"type":"sleep","ms":2000,"timer":1}`, `{"type":"cancel_timer","timer":1}`,
-/// `{"type":"mark_usage_limit","retryAfterMs":null}`, and `{"type":"<name>"}`
+/// `{"type":"mark_usage_limit","retryAfterMs":null}`,
+/// `{"type":"switch_model","reason":"exhausted"}`,
+/// `{"type":"continue_agent","resume":true}` (a continuation's, spec §11.2),
+/// and `{"type":"<name>"}`
 /// for the outputs without fields. Timer ids are written as they are; a host
 /// that speaks ordinals (vectors) rewrites them first.
 impl Serialize for Output<'_> {
@@ -99,6 +105,18 @@ impl Serialize for Output<'_> {
                 let mut s = serializer.serialize_struct("Output", 2)?;
                 s.serialize_field("type", ty)?;
                 s.serialize_field("retryAfterMs", retry_after_ms)?;
+                s.end()
+            }
+            Output::SwitchModel { reason } => {
+                let mut s = serializer.serialize_struct("Output", 2)?;
+                s.serialize_field("type", ty)?;
+                s.serialize_field("reason", reason.as_str())?;
+                s.end()
+            }
+            Output::ResumeAgent => {
+                let mut s = serializer.serialize_struct("Output", 2)?;
+                s.serialize_field("type", ty)?;
+                s.serialize_field("resume", &true)?;
                 s.end()
             }
             Output::DropTrailingError

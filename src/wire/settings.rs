@@ -22,7 +22,8 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 ///   (serde_json reads all three, and integers beyond `u64`, as floats; every
 ///   float is rejected);
 /// - a negative or out-of-range integer (`maxRetries` must fit `u32`,
-///   `baseDelayMs`, `maxDelayMs` and `backoffCapMs` must fit `u64`, up to
+///   `baseDelayMs`, `maxDelayMs`, `backoffCapMs`, `maxUsageWaitMs` and
+///   `maxTotalDelayMs` must fit `u64`, up to
 ///   `18446744073709551615` exactly, `jitterPct` must be at most 100):
 ///   `retry.maxRetries: expected a non-negative integer that fits u32, found -1`,
 ///   `retry.jitterPct: expected an integer from 0 to 100, found 101`;
@@ -40,7 +41,7 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 ///
 /// It serializes as `{"enabled":true,"maxRetries":3,"baseDelayMs":2000}`
 /// at the defaults: `profile` first when it is `modern`, the keys of §4
-/// always, and each key of §10.1 only where it differs from the profile's
+/// always, and each key of §10.1 and §11.1 only where it differs from the profile's
 /// default, so that decoding gives the same settings back.
 ///
 /// ```
@@ -90,6 +91,9 @@ impl Serialize for SettingsGroup {
             s.jitter_pct != d.jitter_pct,
             s.honor_hints != d.honor_hints,
             s.classifier != d.classifier,
+            s.model_fallback != d.model_fallback,
+            s.max_usage_wait_ms != d.max_usage_wait_ms,
+            s.max_total_delay_ms != d.max_total_delay_ms,
         ];
         let len = 3 + usize::from(modern) + options.iter().filter(|&&b| b).count();
         let mut out = serializer.serialize_struct("retry", len)?;
@@ -115,6 +119,9 @@ impl Serialize for SettingsGroup {
         option!(2, "jitterPct", s.jitter_pct.get());
         option!(3, "honorHints", s.honor_hints);
         option!(4, "classifier", s.classifier.as_str());
+        option!(5, "modelFallback", s.model_fallback);
+        option!(6, "maxUsageWaitMs", s.max_usage_wait_ms);
+        option!(7, "maxTotalDelayMs", s.max_total_delay_ms);
         out.end()
     }
 }
@@ -175,10 +182,13 @@ enum Key {
     JitterPct,
     HonorHints,
     Classifier,
+    ModelFallback,
+    MaxUsageWaitMs,
+    MaxTotalDelayMs,
 }
 
 impl Key {
-    const ALL: [Key; 9] = [
+    const ALL: [Key; 12] = [
         Key::Profile,
         Key::Enabled,
         Key::MaxRetries,
@@ -188,6 +198,9 @@ impl Key {
         Key::JitterPct,
         Key::HonorHints,
         Key::Classifier,
+        Key::ModelFallback,
+        Key::MaxUsageWaitMs,
+        Key::MaxTotalDelayMs,
     ];
 
     const fn name(self) -> &'static str {
@@ -201,6 +214,9 @@ impl Key {
             Key::JitterPct => "jitterPct",
             Key::HonorHints => "honorHints",
             Key::Classifier => "classifier",
+            Key::ModelFallback => "modelFallback",
+            Key::MaxUsageWaitMs => "maxUsageWaitMs",
+            Key::MaxTotalDelayMs => "maxTotalDelayMs",
         }
     }
 
@@ -230,6 +246,9 @@ struct Given {
     jitter_pct: Option<JitterPct>,
     honor_hints: Option<bool>,
     classifier: Option<Classifier>,
+    model_fallback: Option<bool>,
+    max_usage_wait_ms: Option<u64>,
+    max_total_delay_ms: Option<u64>,
 }
 
 impl Given {
@@ -247,6 +266,9 @@ impl Given {
             jitter_pct: self.jitter_pct.unwrap_or(d.jitter_pct),
             honor_hints: self.honor_hints.unwrap_or(d.honor_hints),
             classifier: self.classifier.unwrap_or(d.classifier),
+            model_fallback: self.model_fallback.unwrap_or(d.model_fallback),
+            max_usage_wait_ms: self.max_usage_wait_ms.unwrap_or(d.max_usage_wait_ms),
+            max_total_delay_ms: self.max_total_delay_ms.unwrap_or(d.max_total_delay_ms),
         }
     }
 }
@@ -323,6 +345,15 @@ impl<'de> Visitor<'de> for GroupVisitor {
                         expected: CLASSIFIERS,
                         parse: Classifier::from_wire,
                     })?);
+                }
+                Key::ModelFallback => {
+                    given.model_fallback = Some(map.next_value_seed(BoolSeed(key.name()))?);
+                }
+                Key::MaxUsageWaitMs => {
+                    given.max_usage_wait_ms = Some(map.next_value_seed(key.u64_seed())?);
+                }
+                Key::MaxTotalDelayMs => {
+                    given.max_total_delay_ms = Some(map.next_value_seed(key.u64_seed())?);
                 }
             }
         }

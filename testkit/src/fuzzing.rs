@@ -24,8 +24,8 @@ use std::collections::HashSet;
 use autoretry::classify::{self, Classifier};
 use autoretry::{
     AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Outputs,
-    Profile, Refused, RetrySettings, RetryState, StopReason, TimerId, Usage, MAX_OUTPUTS,
-    RETRY_CANCELLED, UNKNOWN_ERROR,
+    Profile, Refused, RetrySettings, RetryState, Snapshot, SnapshotError, StopReason, TimerId,
+    Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -248,6 +248,12 @@ pub struct Monitor {
     pending: Option<TimerId>,
     /// Every timer id issued so far.
     issued: HashSet<u64>,
+    /// The greatest timer id issued, or a resumed machine's last id: once
+    /// it is `u64::MAX`, no retry starts (`Machine`'s ids never wrap).
+    last_timer: u64,
+    /// A resumed machine's last timer id: every id up to it may have been
+    /// issued before the monitor started; 0 for a new machine.
+    resumed_timer: u64,
     /// The usage-limit answer awaited.
     awaiting: Option<Awaiting>,
     /// The jitter generator's state (spec §10.6), from the host's seed.
@@ -280,11 +286,67 @@ impl Monitor {
             unresolved: false,
             pending: None,
             issued: HashSet::new(),
+            last_timer: 0,
+            resumed_timer: 0,
             awaiting: None,
             jitter: host.seed,
             chains: 0,
             fail_fasts: 0,
         }
+    }
+
+    /// A monitor around the machine `snapshot` restores, or the
+    /// [`SnapshotError`] that refuses it. The monitor's account of the
+    /// chain starts from the restored state: the phase, the attempt, the
+    /// pending timer, the awaited usage-limit answer with its kept figures
+    /// (`awaited_text` is the text the host kept with the snapshot; it is
+    /// read only when an answer is awaited), and every timer id up to the
+    /// snapshot's last counted as issued. The `maxRetries` of the decision
+    /// behind a backoff or a running retry is not kept, so any is allowed.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// let mut machine = Machine::default();
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// let _ = machine.handle(failed).unwrap();
+    /// let mut mon = Monitor::resume(machine.snapshot(), "").unwrap();
+    /// let timer = mon.machine().pending_timer().unwrap();
+    /// assert_eq!(mon.step(Input::TimerFired { timer }).unwrap().len(), 1);
+    /// ```
+    pub fn resume(snapshot: Snapshot, awaited_text: &str) -> Result<Self, SnapshotError> {
+        let machine = Machine::restore(snapshot)?;
+        let fields = serde_json::to_value(snapshot).expect("a snapshot serializes");
+        let field = |name: &str| fields[name].as_u64().expect("an integer field");
+        let attempt = machine.retry_attempt();
+        let awaiting = machine.awaits_usage_limit_answer().then(|| Awaiting {
+            text: awaited_text.to_owned(),
+            attempt,
+            max_attempts: u32::try_from(field("marked_max_attempts")).expect("a u32 field"),
+            delay_ms: field("marked_delay_ms"),
+            exceeded_ceiling_ms: field("marked_ceiling_ms"),
+        });
+        let pending = machine.pending_timer();
+        let timer = field("timer");
+        Ok(Monitor {
+            state: machine.state(),
+            host: machine.host_options(),
+            settings: machine.settings(),
+            decided_max: awaiting.as_ref().map_or(u32::MAX, |a| a.max_attempts),
+            // While the answer is awaited, the attempt's own start is not out.
+            started: attempt - u32::from(awaiting.is_some()),
+            open: machine.is_retrying(),
+            unresolved: pending.is_some() || awaiting.is_some(),
+            pending,
+            issued: HashSet::new(),
+            last_timer: timer,
+            resumed_timer: timer,
+            awaiting,
+            jitter: machine.host_options().seed,
+            chains: 0,
+            fail_fasts: 0,
+            machine,
+        })
     }
 
     /// The machine under watch.
@@ -354,13 +416,12 @@ impl Monitor {
         let before = self.machine.clone();
         let result = self.machine.handle(input);
         let state = self.machine.state();
+        self.observe(input, result.as_ref().map_err(|&refused| refused), state);
         match result {
-            Err(refused) => {
+            Err(_) => {
                 assert_eq!(self.machine, before, "a refused input changed the machine");
-                self.observe(input, Err(refused), state);
             }
-            Ok(ref out) => {
-                self.observe(input, Ok(&out[..]), state);
+            Ok(_) => {
                 assert_eq!(self.machine.pending_timer(), self.pending);
                 assert_eq!(
                     self.machine.awaits_usage_limit_answer(),
@@ -379,8 +440,11 @@ impl Monitor {
     }
 
     /// Checks one entry of a host's log: the input the host fed, what the
-    /// machine answered (its outputs, or the refusal) and the state after
-    /// (`Machine::state`). Feed it every entry, in order, from the
+    /// machine answered (its outputs, or the refusal: what
+    /// [`Machine::handle`] returns, or the outputs as any other
+    /// `AsRef<[Output]>`, a slice or an array; a refusal written out alone
+    /// names the outputs' type, `Err::<&[Output], _>(refused)`) and the
+    /// state after (`Machine::state`). Feed it every entry, in order, from the
     /// machine's creation with the settings and host options this monitor
     /// was made with; the monitor's own machine is not used. This checks a
     /// host built on the crate (a log recorded at its `Machine::handle`
@@ -417,8 +481,9 @@ impl Monitor {
     ///     Input::AbortRetry,
     /// ];
     /// for input in inputs {
+    ///     // What `handle` returns goes in as it is.
     ///     let result = machine.handle(input);
-    ///     monitor.observe(input, result.as_deref().map_err(|&refused| refused), machine.state());
+    ///     monitor.observe(input, result, machine.state());
     /// }
     /// assert_eq!(monitor.chains(), 1);
     /// ```
@@ -435,13 +500,13 @@ impl Monitor {
     /// let state = RetryState { auto_retry_enabled: true, is_retrying: true, retry_attempt: 1 };
     /// monitor.observe(failed, Ok(&[Output::ContinueAgent]), state);
     /// ```
-    pub fn observe(
+    pub fn observe<'o, O: AsRef<[Output<'o>]>>(
         &mut self,
         input: Input<'_>,
-        result: Result<&[Output<'_>], Refused>,
+        result: Result<O, Refused>,
         state: RetryState,
     ) {
-        let out = match result {
+        let out = match &result {
             Err(refused) => {
                 assert_eq!(state, self.state, "a refused input changed the state");
                 let expected = match input {
@@ -457,7 +522,7 @@ impl Monitor {
                 assert!(expected, "refused {input:?} ({refused})");
                 return;
             }
-            Ok(out) => out,
+            Ok(out) => out.as_ref(),
         };
         assert!(out.len() <= MAX_OUTPUTS);
         self.check(input, out, state);
@@ -495,10 +560,15 @@ impl Monitor {
         if !retryable {
             return Expect::NoRetry;
         }
-        let attempt = self.started.saturating_add(1);
-        if attempt > s.max_retries {
+        // §5.1.1–2, exactly: at u32::MAX the next attempt, 2^32, is past
+        // every maximum. With every timer id issued no retry can sleep.
+        let Some(attempt) = self
+            .started
+            .checked_add(1)
+            .filter(|&n| n <= s.max_retries && self.last_timer < u64::MAX)
+        else {
             return Expect::MaxExceeded;
-        }
+        };
         let mut backoff = expected_backoff(&s, attempt);
         if s.jitter_pct.get() > 0 {
             let r = jitter_draw(&mut self.jitter);
@@ -584,7 +654,9 @@ impl Monitor {
             Input::UsageLimitMarked { .. } => &["", "SDZ", "E-TC"],
             Input::AbortRetry => &["", "XE-TC", "E-TC", "TC", "E-T", "T"],
             Input::Abort => &["A", "XE-TCA", "E-TCA", "TCA", "E-TA", "TA"],
-            Input::SetAutoRetry { .. } | Input::Settings(_) => &[""],
+            // The Monitor models sections 1–10: its machines never ask for a
+            // model, so an answer is always ignored.
+            Input::SetAutoRetry { .. } | Input::Settings(_) | Input::ModelSwitched { .. } => &[""],
         };
         assert!(
             allowed.contains(&shape.as_str()),
@@ -686,7 +758,9 @@ impl Monitor {
                 }
                 self.awaiting = None;
             }
-            Input::MessageEnd { .. } | Input::UsageLimitMarked { .. } => {}
+            Input::MessageEnd { .. }
+            | Input::UsageLimitMarked { .. }
+            | Input::ModelSwitched { .. } => {}
         }
 
         for output in out {
@@ -697,7 +771,11 @@ impl Monitor {
                     delay_ms,
                     error_message,
                 }) => {
-                    assert_eq!(attempt, self.started + 1, "start numbers run 1, 2, 3, ...");
+                    assert_eq!(
+                        Some(attempt),
+                        self.started.checked_add(1),
+                        "start numbers run 1, 2, 3, ..."
+                    );
                     if self.started == 0 {
                         self.chains += 1;
                     }
@@ -729,8 +807,7 @@ impl Monitor {
                         assert!(
                             !success
                                 && attempt == 0
-                                && (self.decided_max == 0
-                                    || matches!(expect, Expect::FailFast { .. })),
+                                && matches!(expect, Expect::MaxExceeded | Expect::FailFast { .. }),
                             "an end without a start: {out:?} for {input:?}"
                         );
                     } else {
@@ -771,7 +848,15 @@ impl Monitor {
                     self.started = 0;
                 }
                 Output::Sleep { ms, timer } => {
-                    assert!(self.issued.insert(timer.0), "a timer id was reused");
+                    assert!(
+                        self.issued.insert(timer.0) && timer.0 > self.resumed_timer,
+                        "a timer id was reused"
+                    );
+                    assert_ne!(
+                        timer.0, 0,
+                        "a sleep with id 0, which hosts read as no timer"
+                    );
+                    self.last_timer = self.last_timer.max(timer.0);
                     assert!(self.pending.is_none());
                     assert_eq!(
                         Some(ms),
@@ -786,7 +871,7 @@ impl Monitor {
                     assert_eq!(Some(timer), self.pending, "cancelled a timer not pending");
                     self.pending = None;
                 }
-                Output::ContinueAgent | Output::CheckCompaction => {
+                Output::ContinueAgent | Output::ResumeAgent | Output::CheckCompaction => {
                     assert!(
                         self.unresolved,
                         "{} resolves no agent_end",
@@ -812,6 +897,9 @@ impl Monitor {
                     );
                 }
                 Output::DropTrailingError | Output::AbortAgent => {}
+                Output::SwitchModel { .. } => {
+                    panic!("a model switch with modelFallback off: {input:?} -> {out:?}")
+                }
             }
         }
         if let Input::AgentEnd { .. } = input {
@@ -852,8 +940,9 @@ impl Monitor {
 }
 
 /// The kinds of the outputs as a short string: `S` start, `E+`/`E-` end,
-/// `D` drop, `Z` sleep, `X` cancel timer, `K` continue, `M` mark, `C` check
-/// compaction, `A` abort agent, `T` settled.
+/// `D` drop, `Z` sleep, `X` cancel timer, `K` continue, `R` resume, `M`
+/// mark, `W` switch model, `C` check compaction, `A` abort agent, `T`
+/// settled.
 fn shape(out: &[Output<'_>]) -> String {
     let mut s = String::new();
     for o in out {
@@ -865,6 +954,8 @@ fn shape(out: &[Output<'_>]) -> String {
             Output::Sleep { .. } => "Z",
             Output::CancelTimer { .. } => "X",
             Output::ContinueAgent => "K",
+            Output::ResumeAgent => "R",
+            Output::SwitchModel { .. } => "W",
             Output::MarkUsageLimit { .. } => "M",
             Output::CheckCompaction => "C",
             Output::AbortAgent => "A",
@@ -1011,10 +1102,123 @@ pub fn fuzz_machine(bytes: &[u8]) {
         seed: if store & 2 != 0 { r.u64() } else { 0 },
     };
     let mut mon = Monitor::new(settings, host);
-    // The texts of the inputs are borrowed from `bytes` or `TEXTS`, and the
-    // awaited text from a copy kept here.
+    drive(&mut r, &mut mon, 512);
+}
+
+/// Values a forged snapshot field takes, by the field's width in bytes,
+/// besides random ones: the edges of each type and the small figures of a
+/// chain.
+fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
+    let v = match width {
+        1 => r.number(&[0, 1, 2, 3, 4, 100, 101]),
+        2 => r.number(&[0, 1, 2]),
+        4 => r.number(&[0, 1, 2, 3, 4, u64::from(u32::MAX) - 1]),
+        _ => r.number(&[0, 1, 2, 3, 4, 2000, u64::from(u32::MAX), u64::MAX - 1]),
+    };
+    // Random values keep to the field's type (all ones: its maximum).
+    v & (u64::MAX >> (64 - 8 * width))
+}
+
+/// Forges a snapshot and, when the machine takes it, drives the restored
+/// machine under a [`Monitor`] that resumes from it; panics on any
+/// violated guarantee. Returns `None` when the snapshot is refused, else
+/// how many inputs were fed after restoring.
+///
+/// The bytes give, in order: a host and settings, and up to 15 inputs,
+/// as [`fuzz_machine`] reads them (a reachable machine, from which a
+/// snapshot is taken); the usage-limit text the host keeps with it; up to
+/// three field edits ([`forge::FIELDS`](crate::forge::FIELDS): the field,
+/// then a value, an edge of its type or random); after edits, whether the
+/// last timer id is raised to the attempt; then the inputs fed to the
+/// restored machine. Without edits the snapshot must restore to the
+/// very machine. When the forged snapshot awaits the usage-limit answer,
+/// its text digest is the kept text's, as the host keeps the text.
+///
+/// ```
+/// use autoretry_testkit::fuzzing::fuzz_snapshot;
+/// // No edit: the default machine restores; nothing more to feed.
+/// assert_eq!(fuzz_snapshot(&[1, 3, 2, 0, 0, 0, 0]), Some(0));
+/// // One edit: field 14 (`phase`) to 2 (a backoff at attempt 0): refused.
+/// assert_eq!(fuzz_snapshot(&[1, 3, 2, 0, 0, 0, 1, 14, 2]), None);
+/// ```
+pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
+    use crate::forge::{forge, text_digest, FIELDS};
+
+    let mut r = Reader { data: bytes };
+    let settings = settings(&mut r);
+    let context_window = r.number(WINDOWS);
+    let store = r.byte();
+    let host = HostOptions {
+        context_window,
+        credential_store: store % 2 == 1,
+        seed: if store & 2 != 0 { r.u64() } else { 0 },
+    };
+    let mut live = Monitor::new(settings, host);
+    let prefix = usize::from(r.byte() % 16);
+    drive(&mut r, &mut live, prefix);
+    let machine = live.machine().clone();
+    // The text a host keeps is one the machine asked to mark: never empty.
+    let text = match live.awaited_text() {
+        Some(text) => text.to_owned(),
+        None => Some(r.text())
+            .filter(|t| !t.is_empty())
+            .unwrap_or(TEXTS[1])
+            .to_owned(),
+    };
+    let edits: Vec<(&str, u64)> = (0..r.byte() % 4)
+        .map(|_| {
+            let (name, width) = FIELDS[usize::from(r.byte()) % FIELDS.len()];
+            (name, forged_value(&mut r, width))
+        })
+        .collect();
+    let ids_for_attempt = !edits.is_empty() && r.byte() % 2 == 0;
+    let forged = forge(machine.snapshot(), |fields| {
+        for &(name, value) in &edits {
+            fields[name] = match fields[name] {
+                serde_json::Value::Bool(_) => (value % 2 == 1).into(),
+                _ => value.into(),
+            };
+        }
+        // Half the time a timer id for every retry, so that forged
+        // attempts (up to u32::MAX) restore more often.
+        if ids_for_attempt && fields["timer"].as_u64() < fields["attempt"].as_u64() {
+            fields["timer"] = fields["attempt"].clone();
+        }
+        if fields["phase"] == 3 {
+            fields["marked_text_digest"] = text_digest(&text).into();
+        }
+    });
+    if edits.is_empty() {
+        assert_eq!(forged, machine.snapshot(), "the digest made again differs");
+        assert_eq!(Machine::restore(forged).as_ref(), Ok(&machine));
+    }
+    let mut mon = match Monitor::resume(forged, &text) {
+        Ok(mon) => mon,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            return None;
+        }
+    };
+    // A restored machine snapshots to the same snapshot (in the format
+    // version it was read from).
+    let again = mon.machine().snapshot();
+    let again = if forged.version() == again.version() {
+        again
+    } else {
+        again.with_version(forged.version())
+    };
+    assert_eq!(again, forged, "restore then snapshot");
+    Some(drive(&mut r, &mut mon, 512))
+}
+
+/// Feeds `mon` up to `limit` inputs read from `r` (the byte format of
+/// [`fuzz_machine`]) and returns how many it fed.
+fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
+    // The texts of the inputs are borrowed from the bytes or `TEXTS`, and
+    // the awaited text from a copy kept here.
     let mut last_text = String::new();
-    for _ in 0..512 {
+    let mut fed = 0;
+    for _ in 0..limit {
         if r.is_empty() {
             break;
         }
@@ -1025,7 +1229,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
         }
         let input = match op % 16 {
             0..=3 => Input::AgentEnd {
-                message: message(&mut r),
+                message: message(r),
                 now_ms: match r.byte() % 3 {
                     0 => None,
                     1 => Some(r.u64()),
@@ -1033,7 +1237,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
                 },
             },
             4 | 5 => Input::MessageEnd {
-                message: message(&mut r),
+                message: message(r),
             },
             6 | 7 => {
                 let pending = mon.machine().pending_timer();
@@ -1057,7 +1261,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
             12 => Input::SetAutoRetry {
                 enabled: r.byte() % 2 == 0,
             },
-            13 => Input::Settings(self::settings(&mut r)),
+            13 => Input::Settings(self::settings(r)),
             _ => {
                 // Let a pending timer fire, as a host would.
                 match mon.machine().pending_timer() {
@@ -1070,7 +1274,9 @@ pub fn fuzz_machine(bytes: &[u8]) {
             }
         };
         let _ = mon.step(input);
+        fed += 1;
     }
+    fed
 }
 
 /// A message. Its first byte gives the stop reason (bits 0–2) and the
@@ -1121,6 +1327,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         usage,
         should_retry,
         retry_after_ms,
+        partial: autoretry::Partial::None,
     }
 }
 
@@ -1301,6 +1508,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         jitter_pct: JitterPct::new(0)?,
         honor_hints: false,
         classifier: Classifier::Classic,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
     };
     let modern = RetrySettings {
         profile: Profile::Modern,
@@ -1312,6 +1522,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         jitter_pct: JitterPct::new(25)?,
         honor_hints: true,
         classifier: Classifier::Extended,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
     };
     // The columns of the table of §10.1, picked by the group's profile.
     let mut s = match obj.get("profile") {
@@ -1332,6 +1545,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
             "backoffCapMs" => s.backoff_cap_ms = v.as_u64()?,
             "jitterPct" => s.jitter_pct = JitterPct::new(u8::try_from(v.as_u64()?).ok()?)?,
             "honorHints" => s.honor_hints = v.as_bool()?,
+            "modelFallback" => s.model_fallback = v.as_bool()?,
+            "maxUsageWaitMs" => s.max_usage_wait_ms = v.as_u64()?,
+            "maxTotalDelayMs" => s.max_total_delay_ms = v.as_u64()?,
             "classifier" => {
                 s.classifier = match v.as_str()? {
                     "classic" => Classifier::Classic,

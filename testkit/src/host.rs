@@ -218,7 +218,7 @@ impl<T, const N: usize> VectorHost<T, N> {
             Output::CancelTimer { timer } => Output::CancelTimer {
                 timer: TimerId(self.ordinal(timer).unwrap_or(0)),
             },
-            Output::MarkUsageLimit { .. } => {
+            Output::MarkUsageLimit { .. } | Output::SwitchModel { .. } => {
                 if let Input::AgentEnd { message, .. } = input {
                     self.marked = Some(T::from(message.error_message.unwrap_or("")));
                 }

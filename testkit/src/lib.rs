@@ -3,6 +3,10 @@
 //! the crate's own tests, fuzz targets, firmware and command-line host
 //! share, kept out of the library.
 //!
+//! It is not published (`publish = false`): a host's tests take it from
+//! the repository, by path or git, as a dev-dependency
+//! (`docs/guide/testkit.md`, rendered as `autoretry::guide::testkit`).
+//!
 //! - [`VectorHost`] (`no_std`, no allocation): the host of the conformance
 //!   vectors, timer ordinals to the machine's ids and back, and the kept
 //!   usage-limit text.
@@ -18,6 +22,8 @@
 //!   - [`fuzzing`]: the entry points of the fuzz targets, which **panic**
 //!     on a violated guarantee, and the texts they draw from;
 //!   - [`sidecar`]: the sidecar on a virtual clock ([`sidecar::Script`]).
+//!   - [`forge`]: snapshots with edited fields and their digest made
+//!     again, for tests of what `Machine::restore` refuses.
 //! - With feature `proptest`: [`strategies`], proptest strategies for
 //!   settings, host options, messages, inputs and whole host scenarios.
 //! - With feature `rules-fuzz`: [`rules_fuzz`], generated rule sets with
@@ -60,6 +66,9 @@ pub mod fuzzing;
 
 #[cfg(feature = "std")]
 pub mod sidecar;
+
+#[cfg(feature = "std")]
+pub mod forge;
 
 #[cfg(feature = "rules-fuzz")]
 pub mod rules_fuzz;

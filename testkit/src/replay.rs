@@ -3,7 +3,7 @@
 //! tests.
 
 use autoretry::wire::json::{DecodeError, InputOwned};
-use autoretry::{Machine, Output, RetryState};
+use autoretry::{Machine, Output, RetryBudget, RetryState};
 use serde_json::Value;
 
 use crate::host::VectorHost;
@@ -29,6 +29,9 @@ pub struct ReplayStep {
     pub state: RetryState,
     /// Whether the input was refused (then `out` is empty).
     pub refused: bool,
+    /// The scenario's retry budget after the step (spec §11.8), if it has
+    /// one.
+    pub budget: Option<RetryBudget>,
 }
 
 impl ReplayStep {
@@ -75,6 +78,9 @@ impl ReplayStep {
         if self.refused {
             line.push_str(",\"refused\":true");
         }
+        if let Some(budget) = self.budget {
+            line.push_str(&format!(",\"budget\":{budget}"));
+        }
         line.push('}');
         line
     }
@@ -102,6 +108,7 @@ impl ReplayStep {
 pub struct Replayer {
     machine: Machine,
     host: VectorHost<String>,
+    budget: Option<RetryBudget>,
 }
 
 impl Replayer {
@@ -126,19 +133,21 @@ impl Replayer {
     }
 
     /// Starts a scenario: a fresh machine with the header's settings and
-    /// host options, a fresh vector host.
+    /// host options, a fresh vector host, and the header's budget (which
+    /// every step then charges and refills).
     ///
     /// ```
     /// use autoretry::{HostOptions, RetrySettings};
     /// use autoretry_testkit::{replay::Replayer, vector::ScenarioHeader};
     /// let mut r = Replayer::new();
-    /// r.start(&ScenarioHeader { name: "s".into(), settings: RetrySettings::DEFAULT.with_max_retries(0), host: HostOptions::default() });
+    /// r.start(&ScenarioHeader { name: "s".into(), settings: RetrySettings::DEFAULT.with_max_retries(0), host: HostOptions::default(), budget: None });
     /// assert_eq!(r.machine().settings().max_retries, 0);
     /// ```
     pub fn start(&mut self, header: &ScenarioHeader) {
         *self = Replayer {
             machine: Machine::new(header.settings, header.host),
             host: VectorHost::new(),
+            budget: header.budget,
         };
     }
 
@@ -160,7 +169,11 @@ impl Replayer {
             // No such timer: skip the call.
             return self.result(Vec::new(), false);
         };
-        let outputs = match self.machine.handle(machine_input) {
+        let handled = match &mut self.budget {
+            Some(budget) => self.machine.handle_with_budget(machine_input, budget),
+            None => self.machine.handle(machine_input),
+        };
+        let outputs = match handled {
             Ok(outputs) => outputs,
             Err(_refused) => return self.result(Vec::new(), true),
         };
@@ -197,6 +210,7 @@ impl Replayer {
             out,
             state: self.machine.state(),
             refused,
+            budget: self.budget,
         }
     }
 }

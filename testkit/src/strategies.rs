@@ -9,34 +9,37 @@
 //!
 //! A [`Scenario`] is what happens *to* a host: the agent's runs end with
 //! these messages, the pending timer fires, the user cancels, the settings
-//! change. [`Step::input`] turns a step into the machine's input given what
-//! the host holds (its pending timer, the text it marked), as a thin host
-//! does; the [`Monitor`](crate::Monitor) checks the host's log against the
-//! crate's guarantees:
+//! change. [`Step::input`] turns a step into the machine's input given the
+//! host's pending timer and the text it marked for a usage-limit answer;
+//! [`Step::marks`] tells which text that is, borrowed from the scenario,
+//! so the input borrows nothing of the host, which the next line feeds.
+//! The [`Monitor`](crate::Monitor) checks the host's log against the
+//! crate's guarantees, taking what the host's `handle` returned as it is:
 //!
 //! ```
-//! use autoretry::{Machine, Output};
+//! use autoretry::{Input, Machine, Outputs, Refused, RetryState, TimerId};
 //! use autoretry_testkit::{strategies, Monitor};
 //! use proptest::prelude::*;
 //!
-//! // The host under test: here the crate's machine itself, with the
-//! // host's memory of the marked usage-limit text.
-//! struct MyHost { machine: Machine, marked: String }
+//! // The host under test: here a thin one around the crate's machine.
+//! struct MyHost { machine: Machine }
+//! impl MyHost {
+//!     fn feed<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
+//!         self.machine.handle(input)
+//!     }
+//!     fn pending_timer(&self) -> Option<TimerId> { self.machine.pending_timer() }
+//!     fn state(&self) -> RetryState { self.machine.state() }
+//! }
 //!
 //! proptest!(|(scenario in strategies::scenario())| {
-//!     let mut host = MyHost { machine: Machine::new(scenario.settings, scenario.host), marked: String::new() };
+//!     let mut host = MyHost { machine: Machine::new(scenario.settings, scenario.host) };
 //!     let mut monitor = Monitor::new(scenario.settings, scenario.host);
+//!     let mut marked = ""; // the text the host marked for a usage-limit answer
 //!     for step in &scenario.steps {
-//!         let marks = {
-//!             let input = step.input(host.machine.pending_timer(), &host.marked);
-//!             let result = host.machine.handle(input);
-//!             monitor.observe(input, result.as_deref().map_err(|&r| r), host.machine.state());
-//!             matches!(&result, Ok(out) if out.iter().any(|o| matches!(o, Output::MarkUsageLimit { .. })))
-//!         };
-//!         if marks {
-//!             // The host keeps the text it marked for the usage-limit answer.
-//!             host.marked = step.error_text().unwrap_or_default().to_owned();
-//!         }
+//!         let input = step.input(host.pending_timer(), marked);
+//!         let result = host.feed(input);
+//!         marked = step.marks(&result).unwrap_or(marked);
+//!         monitor.observe(input, result, host.state()); // panics on a broken guarantee
 //!     }
 //! });
 //! ```
@@ -44,7 +47,8 @@
 use autoretry::classify::Classifier;
 use autoretry::wire::json::{InputOwned, MessageOwned};
 use autoretry::{
-    HostOptions, Input, JitterPct, Profile, RetrySettings, StopReason, TimerId, Usage,
+    HostOptions, Input, JitterPct, Output, Profile, Refused, RetrySettings, StopReason, TimerId,
+    Usage,
 };
 use proptest::prelude::*;
 
@@ -183,6 +187,8 @@ pub fn settings() -> impl Strategy<Value = RetrySettings> {
                 jitter_pct,
                 honor_hints,
                 classifier,
+                // Section 11 stays off: the Monitor models sections 1–10.
+                ..RetrySettings::DEFAULT
             },
         )
 }
@@ -355,7 +361,7 @@ pub enum Step {
 impl Step {
     /// The machine's input for this step: `pending` is the host's pending
     /// backoff timer, `marked` the error text it marked for a usage-limit
-    /// answer (the text of the last `agent_end` it fed will do).
+    /// answer ([`Step::marks`] of the step that asked for it).
     ///
     /// ```
     /// use autoretry::{Input, TimerId};
@@ -390,8 +396,41 @@ impl Step {
         }
     }
 
+    /// The text this step had the host mark for a usage-limit answer: the
+    /// error text of an `agent_end` when the machine's answer to it (what
+    /// `handle` returned) asks for `mark_usage_limit`, else `None`. It is
+    /// borrowed from the step, not from the host, so a test keeps it
+    /// across steps for [`Step::input`] while it feeds the host.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, Machine, Output, RetrySettings, StopReason};
+    /// use autoretry::wire::json::MessageOwned;
+    /// use autoretry_testkit::strategies::Step;
+    ///
+    /// // A host with a credential store asks for the usage-limit answer.
+    /// let mut machine = Machine::new(RetrySettings::DEFAULT, HostOptions::DEFAULT.with_credential_store(true));
+    /// let limit = Step::AgentEnd(MessageOwned::new(StopReason::Error, Some("usage limit reached".into())), None);
+    /// let result = machine.handle(limit.input(None, ""));
+    /// assert!(matches!(result.as_deref(), Ok([Output::MarkUsageLimit { .. }])));
+    /// assert_eq!(limit.marks(&result), Some("usage limit reached"));
+    ///
+    /// // The answer with the marked text is accepted; it marks nothing.
+    /// let answer = Step::Answer { switched: true };
+    /// let result = machine.handle(answer.input(None, "usage limit reached"));
+    /// assert!(result.is_ok());
+    /// assert_eq!(answer.marks(&result), None);
+    /// ```
+    pub fn marks<'o, O: AsRef<[Output<'o>]>>(&self, result: &Result<O, Refused>) -> Option<&str> {
+        let asked = result.as_ref().is_ok_and(|out| {
+            out.as_ref()
+                .iter()
+                .any(|o| matches!(o, Output::MarkUsageLimit { .. }))
+        });
+        self.error_text().filter(|_| asked)
+    }
+
     /// The error text of an `agent_end` step: what a host marks when the
-    /// machine asks for `mark_usage_limit`.
+    /// machine asks for `mark_usage_limit` (see [`Step::marks`]).
     ///
     /// ```
     /// use autoretry::StopReason;

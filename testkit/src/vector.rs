@@ -6,7 +6,7 @@ use autoretry::wire::json::{
     boolean, describe, object, parse_object, require, required, settings_from_json, string, uint,
     DecodeError, InputOwned,
 };
-use autoretry::{HostOptions, RetrySettings};
+use autoretry::{HostOptions, RetryBudget, RetrySettings};
 use serde_json::Value;
 
 /// A scenario line of the vectors: `{"scenario":"name","about":..,"settings":{...},"host":{...}}`.
@@ -26,6 +26,10 @@ pub struct ScenarioHeader {
     /// `host`: `contextWindow` (default 0), `credentialStore` (default
     /// false) and `seed` (default 0).
     pub host: HostOptions,
+    /// `budget` (spec §11.8): `maxTokens`, `tokenRatio` and `tokens`
+    /// (default `maxTokens`), one retry budget for every step of the
+    /// scenario; `None` when absent.
+    pub budget: Option<RetryBudget>,
 }
 
 impl ScenarioHeader {
@@ -71,12 +75,61 @@ impl ScenarioHeader {
                 .unwrap_or(false);
             host.seed = uint(h, "seed").map_err(|e| e.within("host"))?.unwrap_or(0);
         }
+        let budget = match object(obj, "budget")? {
+            None => None,
+            Some(b) => Some(budget_from_json(b)?),
+        };
         Ok(ScenarioHeader {
             name,
             settings,
             host,
+            budget,
         })
     }
+}
+
+/// A scenario's `budget` object (spec §11.4, §11.8): the figures as written
+/// (`0.5000` is 0.5), refused with an error naming the field.
+///
+/// ```
+/// use autoretry_testkit::vector::budget_from_json;
+/// let value = serde_json::json!({"maxTokens": 4, "tokenRatio": 0.5, "tokens": 3});
+/// let budget = budget_from_json(value.as_object().unwrap()).unwrap();
+/// assert_eq!((budget.max_tokens(), budget.ratio_milli(), budget.tokens_milli()), (4, 500, 3000));
+/// let bad = serde_json::json!({"maxTokens": 4, "tokenRatio": 0.0005});
+/// let err = budget_from_json(bad.as_object().unwrap()).unwrap_err();
+/// assert!(err.to_string().starts_with("budget.tokenRatio: expected a number from 0.001"));
+/// ```
+pub fn budget_from_json(obj: &serde_json::Map<String, Value>) -> Result<RetryBudget, DecodeError> {
+    if let Some(key) = obj
+        .keys()
+        .find(|k| !matches!(k.as_str(), "maxTokens" | "tokenRatio" | "tokens"))
+    {
+        return Err(DecodeError::new(format!(
+            "budget: unknown key {}",
+            Value::String(key.clone())
+        )));
+    }
+    // A JSON number's text as serde_json writes it back: the shortest
+    // decimal of its value, which is exact for figures in thousandths.
+    let number = |field: &str| -> Result<Option<String>, DecodeError> {
+        match obj.get(field) {
+            None => Ok(None),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(other) => Err(DecodeError::new(format!(
+                "budget.{field}: expected a number, found {}",
+                describe(other)
+            ))),
+        }
+    };
+    let max_tokens = number("maxTokens")?.ok_or_else(|| {
+        DecodeError::new("budget.maxTokens: missing (expected an integer from 1 to 1000)")
+    })?;
+    let token_ratio = number("tokenRatio")?
+        .ok_or_else(|| DecodeError::new("budget.tokenRatio: missing (expected a number)"))?;
+    let tokens = number("tokens")?;
+    RetryBudget::parse(&max_tokens, &token_ratio, tokens.as_deref())
+        .map_err(|e| DecodeError::new(format!("budget.{e}")))
 }
 
 /// One non-blank line of a vector file.

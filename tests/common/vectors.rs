@@ -81,15 +81,21 @@ pub fn replay_file(path: &Path) -> FileResult {
         let step = replayer.step(&input);
         let want_out = expected["out"].as_array().expect("out").clone();
         let want_refused = expected.get("refused") == Some(&Value::Bool(true));
+        // The budget's tokens after the step (spec §11.8), compared as the
+        // numbers they are: thousandths divide exactly to the nearest f64.
+        let got_budget = step.budget.map(|b| f64::from(b.tokens_milli()) / 1000.0);
+        let want_budget = expected.get("budget").and_then(Value::as_f64);
         if step.out_values() != want_out
             || step.state_value() != expected["state"]
             || step.refused != want_refused
+            || got_budget != want_budget
         {
             result.failures.push(format!(
-                "{at}\n   in: {}\n want: out {} state {} refused {want_refused}\n  got: {}",
+                "{at}\n   in: {}\n want: out {} state {} refused {want_refused} budget {:?}\n  got: {}",
                 expected["in"],
                 Value::Array(want_out),
                 expected["state"],
+                want_budget,
                 step.to_json_line()
             ));
             continue;

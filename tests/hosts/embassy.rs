@@ -14,7 +14,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
-use autoretry::host::embassy::{duration_from_ms, Channel, EmbassyDriver};
+use autoretry::host::embassy::{duration_from_ms, receive, Channel, EmbassyDriver, EmbassySleeper};
 use autoretry::host::Step;
 use autoretry::wire::json::InputOwned;
 use autoretry::{Input, Machine, Output, TimerId};
@@ -58,11 +58,9 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
+    let rx = inputs.receiver();
     let header = &scenario.header;
-    let mut driver = EmbassyDriver::new(
-        Machine::new(header.settings, header.host),
-        inputs.receiver(),
-    );
+    let mut driver = EmbassyDriver::new(Machine::new(header.settings, header.host), EmbassySleeper);
     let mut host = VectorHost::<&str>::new();
     // When the last `sleep` said its timer is due (virtual time): the only
     // timer that can be pending.
@@ -109,7 +107,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
                     let id = driver.machine().pending_timer();
                     // The driver's own timer: advance virtual time to when
                     // the `sleep` said, not when the driver thinks.
-                    let mut next = pin!(driver.next());
+                    let mut next = pin!(driver.next(receive(&rx)));
                     let left = due.saturating_duration_since(Instant::now());
                     if left > Duration::from_ticks(0) {
                         let early = left
@@ -132,7 +130,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
                         ready => ready,
                     };
                     match polled {
-                        Poll::Ready(step) => {
+                        Poll::Ready(Some(step)) => {
                             check_eq!(
                                 Some(step.input),
                                 id.map(|timer| Input::TimerFired { timer }),
@@ -140,9 +138,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
                             );
                             step
                         }
-                        Poll::Pending => {
-                            return Err(format!("{at}: the backoff did not end on time"))
-                        }
+                        _ => return Err(format!("{at}: the backoff did not end on time")),
                     }
                 }
             };
@@ -174,7 +170,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
         );
         // The driver's timer is armed exactly while the machine's is pending.
         check_eq!(
-            driver.timer_deadline().is_some(),
+            driver.deadline().is_some(),
             driver.machine().pending_timer().is_some(),
             at
         );
@@ -188,17 +184,61 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
 fn send<'d, 'a>(
     inputs: &Channel<NoopRawMutex, Input<'a>, 4>,
     input: Input<'a>,
-    driver: &'d mut EmbassyDriver<'_, 'a, NoopRawMutex, 4>,
+    driver: &'d mut EmbassyDriver<Input<'a>>,
     at: &str,
 ) -> Result<Step<'d>, String> {
     inputs.try_send(input).expect("room in the channel");
-    match poll_once(pin!(driver.next())) {
-        Poll::Ready(step) => {
+    let rx = inputs.receiver();
+    let polled = poll_once(pin!(driver.next(receive(&rx))));
+    match polled {
+        Poll::Ready(Some(step)) => {
             check_eq!(step.input, input, at);
             Ok(step)
         }
-        Poll::Pending => Err(format!("{at}: the driver did not take the input")),
+        _ => Err(format!("{at}: the driver did not take the input")),
     }
+}
+
+/// A backoff of `base_delay_ms` while the channel is kept full and the
+/// host spends `cost` on each input, on the mock clock (at most 3 s of
+/// inputs). Returns how long after its deadline `continue_agent` came, and
+/// how many inputs were taken at or after the deadline before it.
+fn continue_under_a_full_channel(base_delay_ms: u64, cost: Duration) -> (Duration, u32) {
+    let clock = MockDriver::get();
+    clock.reset();
+    let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
+    let rx = inputs.receiver();
+    let settings = autoretry::RetrySettings::DEFAULT.with_base_delay_ms(base_delay_ms);
+    let mut driver = EmbassyDriver::new(
+        Machine::new(settings, autoretry::HostOptions::DEFAULT),
+        EmbassySleeper,
+    );
+    let failed = Input::AgentEnd {
+        message: autoretry::AssistantMessage::error("503"),
+        now_ms: None,
+    };
+    drop(driver.handle(failed));
+    let deadline = driver.deadline().expect("armed");
+    let mut late = 0;
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        while inputs
+            .try_send(Input::SetAutoRetry { enabled: true })
+            .is_ok()
+        {}
+        clock.advance(cost);
+        let polled = poll_once(pin!(driver.next(receive(&rx))));
+        let Poll::Ready(Some(step)) = polled else {
+            panic!("a full channel, and the driver waits")
+        };
+        if step.input == (Input::SetAutoRetry { enabled: true }) {
+            late += u32::from(Instant::now() >= deadline);
+            continue;
+        }
+        assert_eq!(step.outputs.as_deref(), Ok(&[Output::ContinueAgent][..]));
+        return (Instant::now() - deadline, late);
+    }
+    panic!("the timer never fired: {late} inputs went ahead of it in 3 s")
 }
 
 #[test]
@@ -233,7 +273,8 @@ fn every_vector_in_virtual_time() {
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
-    let mut driver = EmbassyDriver::new(Machine::default(), inputs.receiver());
+    let rx = inputs.receiver();
+    let mut driver = EmbassyDriver::new(Machine::default(), EmbassySleeper);
     let fail = Input::AgentEnd {
         message: autoretry::AssistantMessage::error("overloaded"),
         now_ms: None,
@@ -246,13 +287,13 @@ fn every_vector_in_virtual_time() {
         ));
         drop(step);
         {
-            let mut next = pin!(driver.next());
+            let mut next = pin!(driver.next(receive(&rx)));
             clock.advance(Duration::from_millis(before));
             assert!(poll_once(next.as_mut()).is_pending());
             inputs.try_send(Input::AbortRetry).unwrap();
             // At 2000 ms both are ready: the input goes first.
             clock.advance(Duration::from_millis(after));
-            let Poll::Ready(step) = poll_once(next.as_mut()) else {
+            let Poll::Ready(Some(step)) = poll_once(next.as_mut()) else {
                 panic!("not ready")
             };
             assert_eq!(step.input, Input::AbortRetry);
@@ -263,10 +304,27 @@ fn every_vector_in_virtual_time() {
         }
         assert!(!driver.machine().is_retrying());
         // The backoff's deadline passes: nothing fires.
-        assert!(driver.timer_deadline().is_none());
+        assert!(driver.deadline().is_none());
         clock.advance(Duration::from_millis(5000));
-        assert!(poll_once(pin!(driver.next())).is_pending());
+        assert!(poll_once(pin!(driver.next(receive(&rx)))).is_pending());
     }
+
+    // A backoff under a channel that is kept full (it never waits), with a
+    // host that spends `cost` on each input: the timer fires at the first
+    // `next` at or after its deadline, never later than the input in hand
+    // when the deadline passed.
+    let mut worst = Duration::from_ticks(0);
+    for (base_delay_ms, cost_us) in [(50, 1000), (50, 7000), (2000, 333), (0, 1000), (1, 250)] {
+        let cost = Duration::from_micros(cost_us);
+        let (delay, late) = continue_under_a_full_channel(base_delay_ms, cost);
+        assert_eq!(late, 0, "{late} inputs went ahead of the due timer");
+        assert!(delay <= cost, "{delay:?} late, with {cost:?} per input");
+        worst = worst.max(delay);
+    }
+    println!(
+        "embassy driver, a full channel: continue_agent at most {} µs after its deadline",
+        worst.as_micros()
+    );
 
     // A machine restored in a backoff: the host gives the time left, and
     // the timer fires then, not earlier.
@@ -274,9 +332,9 @@ fn every_vector_in_virtual_time() {
     let mut machine = Machine::default();
     let _ = machine.handle(fail).unwrap();
     let restored = Machine::restore(machine.snapshot()).unwrap();
-    let mut driver = EmbassyDriver::new(restored, inputs.receiver());
+    let mut driver = EmbassyDriver::new(restored, EmbassySleeper);
     assert_eq!(driver.rearm(700), machine.pending_timer());
-    let mut next = pin!(driver.next());
+    let mut next = pin!(driver.next(receive(&rx)));
     clock.advance(Duration::from_millis(699));
     for _ in 0..2 {
         assert!(poll_once(next.as_mut()).is_pending());
@@ -286,7 +344,7 @@ fn every_vector_in_virtual_time() {
         Poll::Pending => poll_once(next.as_mut()),
         ready => ready,
     };
-    let Poll::Ready(step) = polled else {
+    let Poll::Ready(Some(step)) = polled else {
         panic!("the restored backoff did not end on time")
     };
     assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);

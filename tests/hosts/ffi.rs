@@ -171,6 +171,9 @@ impl Handle {
                     ),
                 },
                 InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
+                // Spec §11 is not in the C ABI: its vectors (`beyond/`) are
+                // not fed to this host.
+                InputOwned::ModelSwitched { .. } => unreachable!("no model_switched in the C ABI"),
             }
         };
         if n < 0 {
@@ -1168,6 +1171,7 @@ fn same_as_the_library(
                     usage: *usage,
                     should_retry: *should_retry,
                     retry_after_ms: *retry_after_ms,
+                    partial: autoretry::Partial::None,
                 };
                 if *agent_end {
                     InputOwned::AgentEnd {

@@ -10,7 +10,8 @@ use crate::ffi::turn;
 
 use autoretry::host::ffi::*;
 use autoretry::{
-    AssistantMessage, Event, HostOptions, Input, Machine, Output, RetrySettings, StopReason,
+    AssistantMessage, Event, FinalError, HostOptions, Input, Machine, Output, RetrySettings,
+    StopReason,
 };
 
 /// The settings both sides use: hints honoured, so that a `retryAfterMs`
@@ -116,7 +117,9 @@ fn said_by_library(o: &Output<'_>) -> Said {
         }) => Said {
             attempt,
             text: final_error.map(|e| match e {
-                autoretry::FinalError::WaitTooLong { error, .. } => error.to_owned(),
+                FinalError::WaitTooLong { error, .. }
+                | FinalError::Throttled { error }
+                | FinalError::TotalWait { error, .. } => error.to_owned(),
                 other => other.to_string(),
             }),
             ..plain(OUTPUT_END)
@@ -128,6 +131,8 @@ fn said_by_library(o: &Output<'_>) -> Said {
         },
         Output::CancelTimer { .. } => plain(OUTPUT_CANCEL_TIMER),
         Output::ContinueAgent => plain(OUTPUT_CONTINUE_AGENT),
+        Output::ResumeAgent => plain(OUTPUT_RESUME_AGENT),
+        Output::SwitchModel { .. } => plain(OUTPUT_SWITCH_MODEL),
         Output::MarkUsageLimit { retry_after_ms } => Said {
             retry_after: retry_after_ms,
             ..plain(OUTPUT_MARK_USAGE_LIMIT)

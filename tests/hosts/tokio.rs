@@ -11,7 +11,7 @@ use crate::common::scenarios::{refused, scenarios, Scenario, FOLDERS};
 
 use std::time::Duration;
 
-use autoretry::host::tokio::{Tokio, TokioDriver};
+use autoretry::host::tokio::{TokioDriver, TokioSleeper};
 use autoretry::wire::json::InputOwned;
 use autoretry::{Input, InputBuf, Machine, MessageBuf, Output, StopReason, TimerId};
 use autoretry_testkit::VectorHost;
@@ -33,7 +33,7 @@ macro_rules! check {
 async fn run(scenario: &Scenario) -> Result<usize, String> {
     let (tx, mut rx) = mpsc::channel::<InputBuf>(4);
     let header = &scenario.header;
-    let mut driver = TokioDriver::new(Machine::new(header.settings, header.host), Tokio);
+    let mut driver = TokioDriver::new(Machine::new(header.settings, header.host), TokioSleeper);
     let mut host = VectorHost::<String>::new();
     // When the last `sleep` said its timer is due (virtual time).
     let mut due = Instant::now();
@@ -149,12 +149,11 @@ fn failed() -> InputBuf {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_abort_at_the_deadline_beats_the_timer() {
+async fn an_abort_before_the_deadline_beats_the_timer() {
     let (tx, mut rx) = mpsc::channel(4);
-    let mut driver = TokioDriver::new(Machine::default(), Tokio);
+    let mut driver = TokioDriver::new(Machine::default(), TokioSleeper);
     let _ = driver.handle(failed());
-    tokio::time::advance(Duration::from_millis(2000)).await;
-    // Both are ready: the input goes first and cancels the timer.
+    tokio::time::advance(Duration::from_millis(1999)).await;
     tx.send(InputBuf::AbortRetry).await.unwrap();
     let step = driver.next(rx.recv()).await.unwrap();
     assert_eq!(step.input, Input::AbortRetry);
@@ -172,17 +171,89 @@ async fn an_abort_at_the_deadline_beats_the_timer() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_abort_at_the_deadline_comes_after_the_timer() {
+    let (tx, mut rx) = mpsc::channel(4);
+    let mut driver = TokioDriver::new(Machine::default(), TokioSleeper);
+    let _ = driver.handle(failed());
+    tokio::time::advance(Duration::from_millis(2000)).await;
+    // Sent at the deadline: the due timer goes first.
+    tx.send(InputBuf::AbortRetry).await.unwrap();
+    let step = driver.next(rx.recv()).await.unwrap();
+    assert!(matches!(step.input, Input::TimerFired { .. }));
+    assert_eq!(step.outputs.as_deref(), Ok(&[Output::ContinueAgent][..]));
+    drop(step);
+    // The abort then ends the continued run's chain: no continue after it.
+    let step = driver.next(rx.recv()).await.unwrap();
+    assert_eq!(step.input, Input::AbortRetry);
+    let names: Vec<_> = step
+        .outputs
+        .iter()
+        .flatten()
+        .map(|o| o.type_name())
+        .collect();
+    assert_eq!(names, ["emit", "settled"]);
+    drop(step);
+    assert!(!driver.state().is_retrying);
+}
+
+/// A backoff under inputs that are always ready (a future that never
+/// waits) and a host that spends `cost` on each, on the paused clock:
+/// the timer fires at the first `next` at or after its deadline. Returns
+/// how long after its deadline `continue_agent` came, and how many inputs
+/// were taken at or after the deadline before it.
+async fn continue_under_a_non_stop_stream(base_delay_ms: u64, cost: Duration) -> (Duration, u32) {
+    let settings = autoretry::RetrySettings::DEFAULT.with_base_delay_ms(base_delay_ms);
+    let mut driver = TokioDriver::new(
+        Machine::new(settings, autoretry::HostOptions::DEFAULT),
+        TokioSleeper,
+    );
+    drop(driver.handle(failed()));
+    let deadline = driver.deadline().expect("armed");
+    let mut late = 0;
+    // At most 3 s of inputs.
+    let end = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < end {
+        tokio::time::advance(cost).await;
+        let always_ready = async { Some(InputBuf::SetAutoRetry { enabled: true }) };
+        let step = driver
+            .next(always_ready)
+            .await
+            .expect("an input or the timer");
+        if step.input == (Input::SetAutoRetry { enabled: true }) {
+            late += u32::from(Instant::now() >= deadline);
+            continue;
+        }
+        assert_eq!(step.outputs.as_deref(), Ok(&[Output::ContinueAgent][..]));
+        return (Instant::now() - deadline, late);
+    }
+    panic!("the timer never fired: {late} inputs went ahead of it in 3 s")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_due_timer_fires_under_inputs_that_are_always_ready() {
+    let mut worst = Duration::ZERO;
+    for (base_delay_ms, cost_us) in [(50, 1000), (50, 7000), (2000, 333), (0, 1000), (1, 250)] {
+        let cost = Duration::from_micros(cost_us);
+        let (delay, late) = continue_under_a_non_stop_stream(base_delay_ms, cost).await;
+        // Never later than the input in hand when the deadline passed.
+        assert_eq!(late, 0, "{late} inputs went ahead of the due timer");
+        assert!(delay <= cost, "{delay:?} late, with {cost:?} per input");
+        worst = worst.max(delay);
+    }
+    println!(
+        "tokio driver, always-ready inputs: continue_agent at most {worst:?} after its deadline"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_closed_channel_leaves_the_timer_armed() {
     let (tx, mut rx) = mpsc::channel::<InputBuf>(1);
-    let mut driver = TokioDriver::new(Machine::default(), Tokio);
+    let mut driver = TokioDriver::new(Machine::default(), TokioSleeper);
     drop(driver.handle(failed()));
     drop(tx);
     assert!(driver.next(rx.recv()).await.is_none());
     assert!(driver.deadline().is_some());
-    assert!(
-        format!("{driver:?}").contains("pending: Some"),
-        "{driver:?}"
-    );
+    assert!(format!("{driver:?}").contains("armed: Some"), "{driver:?}");
     // Another source: the timer fires at its deadline.
     let start = Instant::now();
     let step = driver.next(std::future::pending()).await.unwrap();
@@ -197,7 +268,7 @@ async fn a_restored_backoff_fires_after_the_time_left() {
     let mut buf = [0; autoretry::Snapshot::MAX_POSTCARD_LEN];
     let bytes = postcard::to_slice(&machine.snapshot(), &mut buf).unwrap();
     let restored = Machine::restore(postcard::from_bytes(bytes).unwrap()).unwrap();
-    let mut driver = TokioDriver::<InputBuf>::new(restored, Tokio);
+    let mut driver = TokioDriver::<InputBuf>::new(restored, TokioSleeper);
     assert_eq!(driver.rearm(1234), machine.pending_timer());
     let start = Instant::now();
     let step = driver.next(std::future::pending()).await.unwrap();

@@ -3,7 +3,7 @@
 //!
 //! | shared (beside the clone) | copy in the repo |
 //! |---|---|
-//! | `../shared/vectors/` (and `options/`) | `tests/vectors/` |
+//! | `../shared/vectors/` (and `options/`, `beyond/`) | `tests/vectors/` |
 //! | `../shared/corpus/` (and `extended/`) | `tests/corpus/` |
 //! | `../shared/spec/retry-policy.md` | `docs/retry-policy.md` |
 //!

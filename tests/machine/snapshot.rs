@@ -7,8 +7,12 @@
 #![cfg(feature = "json")]
 
 use crate::common::scenarios::{refused, scenarios, FOLDERS};
+use crate::common::{fail, ok, start};
 
-use autoretry::{Machine, Snapshot, SnapshotError};
+use autoretry::{
+    Event, FinalError, HostOptions, Input, Machine, Output, RetrySettings, Snapshot, SnapshotError,
+};
+use autoretry_testkit::forge::forge;
 use autoretry_testkit::VectorHost;
 use serde_json::Value;
 
@@ -103,7 +107,12 @@ fn bad_bytes_are_errors_never_panics() {
         .with_version(Snapshot::VERSION + 1);
     let bytes = postcard::to_slice(&newer, &mut buf).unwrap();
     let err = Machine::restore(postcard::from_bytes(bytes).unwrap()).unwrap_err();
-    assert_eq!(err, SnapshotError::Version { found: 2 });
+    assert_eq!(
+        err,
+        SnapshotError::Version {
+            found: Snapshot::VERSION + 1
+        }
+    );
     // JSON: a missing or unknown field is a decode error naming it.
     let json = serde_json::to_value(Machine::default().snapshot()).unwrap();
     let mut extra = json.clone();
@@ -114,4 +123,120 @@ fn bad_bytes_are_errors_never_panics() {
     missing.as_object_mut().unwrap().remove("attempt");
     let err = serde_json::from_value::<Snapshot>(missing).unwrap_err();
     assert!(err.to_string().contains("attempt"), "{err}");
+}
+
+/// A machine awaiting the usage-limit answer for `CODEX`, at attempt 1,
+/// `maxRetries = 3`, its wait of 2000 ms under no ceiling.
+fn awaiting() -> Machine {
+    let host = HostOptions::DEFAULT.with_credential_store(true);
+    let mut m = Machine::new(RetrySettings::DEFAULT, host);
+    let out = m.handle(fail(CODEX)).unwrap();
+    assert!(matches!(out[..], [Output::MarkUsageLimit { .. }]));
+    m
+}
+
+const CODEX: &str = "usage_limit_reached";
+
+/// `snapshot` forged with `edits` (field, value).
+fn forged(snapshot: Snapshot, edits: &[(&str, u64)]) -> Snapshot {
+    forge(snapshot, |f| {
+        for &(field, value) in edits {
+            f[field] = value.into();
+        }
+    })
+}
+
+#[test]
+fn kept_usage_limit_figures_must_be_ones_a_decision_fixes() {
+    let answer = |switched| Input::UsageLimitMarked {
+        switched,
+        error_message: CODEX,
+    };
+    // The decision passed the max check: its attempt is within the kept
+    // maxAttempts.
+    let above_max = forged(
+        awaiting().snapshot(),
+        &[("attempt", 4), ("timer", 3), ("marked_max_attempts", 1)],
+    );
+    let err = Machine::restore(above_max).unwrap_err();
+    assert_eq!(
+        err,
+        SnapshotError::Inconsistent(
+            "a usage-limit answer awaited for an attempt above its kept maxAttempts"
+        )
+    );
+    assert!(err.to_string().contains("maxAttempts"), "{err}");
+    // At the kept maxAttempts, it is a state a machine reaches.
+    let at_max = forged(
+        awaiting().snapshot(),
+        &[("attempt", 4), ("timer", 3), ("marked_max_attempts", 4)],
+    );
+    let mut m = Machine::restore(at_max).unwrap();
+    assert_eq!(ok(&mut m, answer(true))[0], start(4, 4, 0, CODEX));
+
+    // A kept ceiling is one the kept delay exceeds (spec §10.3 step 8).
+    for delay in [0, 5] {
+        let not_exceeded = forged(
+            awaiting().snapshot(),
+            &[("marked_delay_ms", delay), ("marked_ceiling_ms", 5)],
+        );
+        assert_eq!(
+            Machine::restore(not_exceeded),
+            Err(SnapshotError::Inconsistent(
+                "a kept wait ceiling that the kept delay does not exceed"
+            ))
+        );
+    }
+    let exceeded = forged(
+        awaiting().snapshot(),
+        &[("marked_delay_ms", 6), ("marked_ceiling_ms", 5)],
+    );
+    let mut m = Machine::restore(exceeded).unwrap();
+    let out = ok(&mut m, answer(false));
+    assert!(
+        matches!(
+            out[0],
+            Output::Emit(Event::End {
+                final_error: Some(FinalError::WaitTooLong {
+                    requested_ms: 6,
+                    max_delay_ms: 5,
+                    ..
+                }),
+                ..
+            })
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn every_retry_started_has_its_own_timer_id() {
+    let inconsistent =
+        |snapshot, edits: &[(&str, u64)]| match Machine::restore(forged(snapshot, edits)) {
+            Err(SnapshotError::Inconsistent(why)) => why,
+            other => panic!("{edits:?}: {other:?}"),
+        };
+    let mut backoff = Machine::default();
+    let _ = backoff.handle(fail("overloaded_error")).unwrap();
+    let mut running = backoff.clone();
+    let timer = running.pending_timer().unwrap();
+    let _ = running.handle(Input::TimerFired { timer }).unwrap();
+    for m in [&backoff, &running] {
+        // Attempt 2 had two sleeps: ids 1 and 2 at least.
+        let why = inconsistent(m.snapshot(), &[("attempt", 2), ("timer", 1)]);
+        assert!(why.contains("timer id"), "{why}");
+        assert!(Machine::restore(forged(m.snapshot(), &[("attempt", 2), ("timer", 2)])).is_ok());
+    }
+    // Awaiting the answer for attempt 3, two sleeps were had.
+    let why = inconsistent(awaiting().snapshot(), &[("attempt", 3), ("timer", 1)]);
+    assert!(why.contains("timer id"), "{why}");
+    let two = forged(awaiting().snapshot(), &[("attempt", 3), ("timer", 2)]);
+    assert!(Machine::restore(two).is_ok());
+    // With every timer id issued no decision awaits the answer (its start
+    // would have no id): the machine ends such a chain as past the max.
+    let why = inconsistent(awaiting().snapshot(), &[("timer", u64::MAX)]);
+    assert!(why.contains("no timer id left"), "{why}");
+    // Idle, every id issued: reachable (counters.rs: no id is used again).
+    let exhausted = forged(Machine::default().snapshot(), &[("timer", u64::MAX)]);
+    assert!(Machine::restore(exhausted).is_ok());
 }

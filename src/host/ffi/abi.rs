@@ -532,16 +532,19 @@ pub unsafe extern "C" fn autoretry_timer_fired(
 
 /// `timer_fired` with a timer id as the host sees it.
 pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
-    with_live(handle, |slots, _, slot| match slot.timer_from_host(timer) {
-        Some(id) => run(
-            slots,
-            (handle, slot),
-            Input::TimerFired { timer: TimerId(id) },
-            out,
-        )
-        .map_or_else(|code| code, |(n, _)| n),
-        // Another generation's timer: a freed machine's, unknown here.
-        None => out.write(&[]),
+    with_live(handle, |slots, _, slot| {
+        match slots.timer_from_host(slot, timer) {
+            Some(id) => run(
+                slots,
+                (handle, slot),
+                Input::TimerFired { timer: TimerId(id) },
+                out,
+            )
+            .map_or_else(|code| code, |(n, _)| n),
+            // Not the pending timer (a freed machine's, a stale or unknown one):
+            // ignored, as the machine itself ignores it.
+            None => out.write(&[]),
+        }
     })
 }
 
@@ -871,6 +874,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         usage: fields.usage,
         should_retry,
         retry_after_ms: fields.retry_after_ms,
+        partial: crate::Partial::None,
     };
     let input = match now {
         None => Input::MessageEnd { message },

@@ -14,7 +14,7 @@ use super::pool;
 #[cfg(feature = "extended")]
 use super::{CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use super::{ERR_ARG, ERR_OUT_TOO_SMALL, ERR_SETTINGS, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT};
-use crate::{Event, FinalError, Input, Output, RetrySettings, Usage};
+use crate::{Event, FallbackReason, FinalError, Input, Output, RetrySettings, Usage};
 
 /// `message_end`: the message fields of `autoretry_input`. The codes start
 /// at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.
@@ -57,6 +57,21 @@ pub const OUTPUT_CHECK_COMPACTION: u32 = 8;
 pub const OUTPUT_ABORT_AGENT: u32 = 9;
 /// `settled`.
 pub const OUTPUT_SETTLED: u32 = 10;
+/// `continue_agent` with `resume: true` (spec §11.2): the backoff of a
+/// continuation ended; ask the model to continue its partial turn.
+pub const OUTPUT_RESUME_AGENT: u32 = 11;
+/// `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
+/// `model_switched`.
+pub const OUTPUT_SWITCH_MODEL: u32 = 12;
+
+/// `switch_model`'s reason `"exhausted"`.
+pub const FALLBACK_EXHAUSTED: u32 = 1;
+/// `switch_model`'s reason `"throttled"`.
+pub const FALLBACK_THROTTLED: u32 = 2;
+/// `switch_model`'s reason `"wait_too_long"`.
+pub const FALLBACK_WAIT_TOO_LONG: u32 = 3;
+/// `switch_model`'s reason `"total_wait"`.
+pub const FALLBACK_TOTAL_WAIT: u32 = 4;
 
 /// An end event without `finalError` (a success).
 pub const FINAL_ERROR_NONE: u32 = 0;
@@ -66,6 +81,13 @@ pub const FINAL_ERROR_TEXT: u32 = 1;
 /// `Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs
 /// ({max_delay_ms}ms). Original error: {text}`.
 pub const FINAL_ERROR_WAIT_TOO_LONG: u32 = 2;
+/// `finalError` is the throttled sentence of spec §11.4:
+/// `Retry throttled by the shared retry budget. Original error: {text}`.
+pub const FINAL_ERROR_THROTTLED: u32 = 3;
+/// `finalError` is the total-wait sentence of spec §11.6:
+/// `Retry waits would total {requested_ms}ms, exceeds
+/// retry.maxTotalDelayMs ({max_delay_ms}ms). Original error: {text}`.
+pub const FINAL_ERROR_TOTAL_WAIT: u32 = 4;
 
 /// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
 /// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
@@ -214,8 +236,11 @@ pub struct AutoretryOutput {
     pub retry_after_ms: u64,
     /// A fail-fast end: the wait the provider asked for, in ms.
     pub requested_ms: u64,
-    /// A fail-fast end: `retry.maxDelayMs`.
+    /// A fail-fast end: `retry.maxDelayMs`; a total-wait end:
+    /// `retry.maxTotalDelayMs`.
     pub max_delay_ms: u64,
+    /// `switch_model`: `AUTORETRY_FALLBACK_*`.
+    pub reason: u32,
 }
 
 impl AutoretryOutput {
@@ -233,6 +258,7 @@ impl AutoretryOutput {
         retry_after_ms: 0,
         requested_ms: 0,
         max_delay_ms: 0,
+        reason: 0,
     };
 
     /// The struct form of one output: the C form's only mapping.
@@ -271,6 +297,19 @@ impl AutoretryOutput {
                         (o.requested_ms, o.max_delay_ms) = (requested_ms, max_delay_ms);
                         (o.text, o.text_len) = text(error);
                     }
+                    Some(FinalError::Throttled { error }) => {
+                        o.final_error = FINAL_ERROR_THROTTLED;
+                        (o.text, o.text_len) = text(error);
+                    }
+                    Some(FinalError::TotalWait {
+                        total_ms,
+                        max_total_delay_ms,
+                        error,
+                    }) => {
+                        o.final_error = FINAL_ERROR_TOTAL_WAIT;
+                        (o.requested_ms, o.max_delay_ms) = (total_ms, max_total_delay_ms);
+                        (o.text, o.text_len) = text(error);
+                    }
                 }
             }
             Output::DropTrailingError => o.kind = OUTPUT_DROP_TRAILING_ERROR,
@@ -279,6 +318,16 @@ impl AutoretryOutput {
             }
             Output::CancelTimer { timer } => (o.kind, o.timer) = (OUTPUT_CANCEL_TIMER, timer.get()),
             Output::ContinueAgent => o.kind = OUTPUT_CONTINUE_AGENT,
+            Output::ResumeAgent => o.kind = OUTPUT_RESUME_AGENT,
+            Output::SwitchModel { reason } => {
+                o.kind = OUTPUT_SWITCH_MODEL;
+                o.reason = match reason {
+                    FallbackReason::Exhausted => FALLBACK_EXHAUSTED,
+                    FallbackReason::Throttled => FALLBACK_THROTTLED,
+                    FallbackReason::WaitTooLong => FALLBACK_WAIT_TOO_LONG,
+                    FallbackReason::TotalWait => FALLBACK_TOTAL_WAIT,
+                };
+            }
             Output::MarkUsageLimit { retry_after_ms } => {
                 o.kind = OUTPUT_MARK_USAGE_LIMIT;
                 if let Some(ms) = retry_after_ms {

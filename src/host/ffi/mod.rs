@@ -11,7 +11,11 @@
 //!   slot index in its low 8 bits and the slot's *generation* above them:
 //!   freeing a machine bumps its slot's generation, so a freed machine's
 //!   handle is refused ([`ERR_HANDLE`]) and never reaches the slot's next
-//!   machine. (The generation wraps after 2^23 machines in one slot.)
+//!   machine. A generation never wraps: a slot serves 2^23 machines, then
+//!   is retired (no machine is put in it again), so a host that makes and
+//!   frees machines without end gets [`ERR_POOL_FULL`] once all
+//!   [`POOL_SIZE`] slots are retired, after 2^26 machines (C: a new
+//!   process; WebAssembly: a new instance).
 //! - **Inputs** are one function each, with scalar arguments; texts (an
 //!   `errorMessage`) come as a pointer and a byte length, UTF-8, at most
 //!   [`MAX_TEXT`] bytes; a length of `-1` means "no text". An optional
@@ -30,8 +34,11 @@
 //!   its low 40 bits and its slot's generation above them (so a slot's
 //!   first machine shows the machine's own ids, 1, 2, ...): a freed
 //!   machine's timer fired at the slot's next machine is ignored (spec §6),
-//!   never applied. The return value is the JSON's length in bytes, or a
-//!   negative error code (`ERR_*`).
+//!   never applied. A `timer_fired` reaches the machine only with the id
+//!   of its pending timer, compared in full, so a machine's own ids may
+//!   outgrow the 40 bits (its ids then repeat only 2^40 timers apart). The
+//!   return value is the JSON's length in bytes, or a negative error code
+//!   (`ERR_*`).
 //! - **A failed call changes nothing.** Every pointer and length is checked
 //!   before any state is touched ([`ERR_BUFFER`], [`ERR_ARG`],
 //!   [`ERR_TEXT_LEN`]); an input is handled on a copy of the machine that
@@ -214,7 +221,8 @@ pub const ERR_UTF8: i32 = -3;
 /// The text is longer than `AUTORETRY_MAX_TEXT`, or its length is negative
 /// other than `-1`.
 pub const ERR_TEXT_LEN: i32 = -4;
-/// Every slot of the pool is in use.
+/// Every slot of the pool is in use or retired (a slot is retired after
+/// its 2^23rd machine, so that no handle is ever given twice).
 pub const ERR_POOL_FULL: i32 = -5;
 /// An argument is out of range: an unknown or zero input kind, stop reason
 /// or `shouldRetry` code, a null pointer with a length, a misaligned struct

@@ -43,20 +43,27 @@ use core::sync::atomic::AtomicUsize;
 
 /// How many low bits of a handle hold its slot index.
 const SLOT_BITS: u32 = 8;
-/// A slot's generation wraps within this mask, so that a handle
-/// (`generation << SLOT_BITS | slot`) stays a positive `i32`.
-const GENERATION_MASK: u32 = (1 << (31 - SLOT_BITS)) - 1;
+/// The last generation of a slot, so that a handle
+/// (`generation << SLOT_BITS | slot`) stays a positive `i32`: a slot whose
+/// machine of this generation is freed is retired ([`RETIRED`]).
+const LAST_GENERATION: u32 = (1 << (31 - SLOT_BITS)) - 1;
+/// The generation of a retired slot: no handle carries it, and no machine
+/// is put in the slot again, so that no handle or timer id ever comes back.
+const RETIRED: u32 = LAST_GENERATION + 1;
 /// How many low bits of a timer id, as the ABI shows it, are the machine's
 /// own id; the bits above hold the slot's generation.
-pub(super) const TIMER_BITS: u32 = 40;
+const TIMER_BITS: u32 = 40;
+const TIMER_MASK: u64 = (1 << TIMER_BITS) - 1;
 const _: () = assert!(POOL_SIZE <= 1 << SLOT_BITS);
+const _: () = assert!(64 - TIMER_BITS >= 32 - SLOT_BITS);
 
 /// The pool's machines, each slot's generation and the length of its kept
 /// text.
 pub(super) struct Slots {
     machines: [Option<Machine>; POOL_SIZE],
     /// Bumped when a slot's machine is freed, so that the handles and timer
-    /// ids of a freed machine never match its slot's next machine.
+    /// ids of a freed machine never match its slot's next machine; never
+    /// past [`LAST_GENERATION`], after which the slot is [`RETIRED`].
     generation: [u32; POOL_SIZE],
     marked_len: [usize; POOL_SIZE],
     /// The rules each machine was lent (`autoretry_rules_load`): they
@@ -83,18 +90,22 @@ impl Slot {
     /// machine's id in the low [`TIMER_BITS`] bits, the slot's generation
     /// above them.
     pub(super) fn timer_to_host(self, id: u64) -> u64 {
-        (u64::from(self.generation) << TIMER_BITS) | (id & ((1 << TIMER_BITS) - 1))
-    }
-
-    /// The machine's own id of a timer id the host passed back; `None` for
-    /// a timer of another generation (a freed machine's).
-    pub(super) fn timer_from_host(self, timer: u64) -> Option<u64> {
-        (timer >> TIMER_BITS == u64::from(self.generation))
-            .then_some(timer & ((1 << TIMER_BITS) - 1))
+        (u64::from(self.generation) << TIMER_BITS) | (id & TIMER_MASK)
     }
 }
 
 impl Slots {
+    /// An empty pool: every slot free, of generation 0.
+    const fn new() -> Self {
+        Slots {
+            machines: [const { None }; POOL_SIZE],
+            generation: [0; POOL_SIZE],
+            marked_len: [0; POOL_SIZE],
+            #[cfg(feature = "rules")]
+            rules: [const { None }; POOL_SIZE],
+        }
+    }
+
     /// The slot of a live handle: in range, of the slot's current
     /// generation, and holding a machine.
     pub(super) fn live(&self, handle: i32) -> Option<Slot> {
@@ -104,6 +115,17 @@ impl Slots {
         (self.generation.get(index) == Some(&generation)
             && self.machines.get(index).is_some_and(Option::is_some))
         .then_some(Slot { index, generation })
+    }
+
+    /// The machine's own id of a timer id the host passed back, when it
+    /// is the id of the machine's pending timer ([`Slot::timer_to_host`]);
+    /// `None` for any other (a freed machine's, one that is not pending),
+    /// which the machine would ignore (spec §6). Compared in full, so a
+    /// machine whose own ids outgrow the low [`TIMER_BITS`] bits still
+    /// gets its pending timer.
+    pub(super) fn timer_from_host(&self, slot: Slot, timer: u64) -> Option<u64> {
+        let pending = self.machine(slot)?.pending_timer()?.get();
+        (slot.timer_to_host(pending) == timer).then_some(pending)
     }
 
     /// The machine in a live slot.
@@ -118,17 +140,19 @@ impl Slots {
         }
     }
 
-    /// Puts `machine` in a free slot; its handle, or `None` when the pool
-    /// is full.
+    /// Puts `machine` in a free slot that is not retired; its handle, or
+    /// `None` when there is none.
     pub(super) fn insert(&mut self, machine: Machine) -> Option<i32> {
-        let index = self.machines.iter().position(Option::is_none)?;
+        let index = (0..POOL_SIZE)
+            .position(|i| self.machines[i].is_none() && self.generation[i] != RETIRED)?;
         self.machines[index] = Some(machine);
         self.marked_len[index] = 0;
         let handle = (self.generation[index] << SLOT_BITS) | index as u32;
         i32::try_from(handle).ok()
     }
 
-    /// Frees a live slot; its next machine gets a new generation.
+    /// Frees a live slot; its next machine gets a new generation, or, after
+    /// the machine of [`LAST_GENERATION`], the slot is retired.
     pub(super) fn remove(&mut self, slot: Slot) {
         if let (Some(machine), Some(generation), Some(len)) = (
             self.machines.get_mut(slot.index),
@@ -136,7 +160,7 @@ impl Slots {
             self.marked_len.get_mut(slot.index),
         ) {
             *machine = None;
-            *generation = generation.wrapping_add(1) & GENERATION_MASK;
+            *generation = generation.saturating_add(1).min(RETIRED);
             *len = 0;
         }
         #[cfg(feature = "rules")]
@@ -205,13 +229,7 @@ unsafe impl<T> Sync for Guarded<T> {}
 
 #[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
 static LOCK: AtomicBool = AtomicBool::new(false);
-static SLOTS: Guarded<Slots> = Guarded(UnsafeCell::new(Slots {
-    machines: [const { None }; POOL_SIZE],
-    generation: [0; POOL_SIZE],
-    marked_len: [0; POOL_SIZE],
-    #[cfg(feature = "rules")]
-    rules: [const { None }; POOL_SIZE],
-}));
+static SLOTS: Guarded<Slots> = Guarded(UnsafeCell::new(Slots::new()));
 
 /// The byte range `[start, end)` of the rules blob each slot's machine
 /// holds (`[0, 0)`: none). Written under the lock by [`Slots::set_rules`],
@@ -477,4 +495,93 @@ pub(super) unsafe fn host_blob(blob: *const u8, len: u32) -> Result<&'static [u8
     // buffers (checked), valid for reads and unchanged for the slice's
     // life by the caller's contract.
     Ok(unsafe { core::slice::from_raw_parts(blob, len) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Slots, LAST_GENERATION, POOL_SIZE, RETIRED, SLOT_BITS, TIMER_BITS};
+    use crate::machine::Phase;
+    use crate::Machine;
+
+    /// Every slot of the pool a step before its last generation.
+    fn near_the_end() -> Slots {
+        let mut slots = Slots::new();
+        slots.generation = [LAST_GENERATION - 1; POOL_SIZE];
+        slots
+    }
+
+    /// A machine in a backoff whose pending timer is its own id `timer`.
+    fn in_backoff(timer: u64) -> Machine {
+        let mut machine = Machine::default();
+        (machine.timer, machine.phase) = (timer, Phase::Backoff);
+        machine
+    }
+
+    #[test]
+    fn a_slot_is_retired_before_its_generation_wraps() {
+        let mut slots = near_the_end();
+        let mut seen = Vec::new();
+        // Two machines per slot (its last two generations), then none.
+        for _ in 0..2 * POOL_SIZE {
+            let handle = slots.insert(Machine::default()).expect("a slot");
+            assert!(handle >= 0 && !seen.contains(&handle), "handle {handle}");
+            seen.push(handle);
+            let slot = slots.live(handle).expect("live");
+            slots.remove(slot);
+        }
+        assert_eq!(slots.generation, [RETIRED; POOL_SIZE]);
+        assert_eq!(slots.insert(Machine::default()), None, "every slot retired");
+        for &handle in &seen {
+            assert!(
+                slots.live(handle).is_none(),
+                "freed handle {handle} live again"
+            );
+        }
+        // A retired slot's handles (the first generation's among them)
+        // name no machine.
+        for index in 0..POOL_SIZE as i32 {
+            assert!(slots.live(index).is_none());
+            assert!(slots
+                .live((LAST_GENERATION << SLOT_BITS) as i32 | index)
+                .is_none());
+        }
+    }
+
+    #[test]
+    fn a_freed_machines_timer_never_fires_at_a_later_one() {
+        // Slot 0 alone (timer ids are told apart within a slot).
+        let mut slots = near_the_end();
+        slots.generation[1..].fill(RETIRED);
+        let first = slots.insert(in_backoff(1)).unwrap();
+        let stale = slots.live(first).unwrap().timer_to_host(1);
+        slots.remove(slots.live(first).unwrap());
+        // Every later machine of the slot has a timer of the same own id
+        // pending; the freed one's id is none of theirs.
+        let mut next = slots.insert(in_backoff(1));
+        while let Some(handle) = next {
+            let slot = slots.live(handle).unwrap();
+            assert_eq!(slots.timer_from_host(slot, stale), None, "handle {handle}");
+            let own = slot.timer_to_host(1);
+            assert_eq!(slots.timer_from_host(slot, own), Some(1));
+            slots.remove(slot);
+            next = slots.insert(in_backoff(1));
+        }
+    }
+
+    #[test]
+    fn a_pending_timer_beyond_the_low_bits_still_fires() {
+        let mut slots = Slots::new();
+        for own in [1 << TIMER_BITS, (1 << TIMER_BITS) + 1, u64::MAX] {
+            let handle = slots.insert(in_backoff(own)).unwrap();
+            let slot = slots.live(handle).unwrap();
+            let host = slot.timer_to_host(own);
+            assert_eq!(slots.timer_from_host(slot, host), Some(own));
+            // The earlier ids that share its low bits are not pending.
+            let older = slot.timer_to_host(own - (1 << TIMER_BITS));
+            if older != host {
+                assert_eq!(slots.timer_from_host(slot, older), None);
+            }
+            slots.remove(slot);
+        }
+    }
 }

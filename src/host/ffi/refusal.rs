@@ -32,6 +32,15 @@ pub const REFUSAL_AWAITING_USAGE_LIMIT_ANSWER: i32 = 2;
 /// reason of spec §6a to have one.)
 pub const REFUSAL_USAGE_LIMIT_TEXT_MISMATCH: i32 = 3;
 
+/// A `message_end` or `agent_end` arrived while the machine waits for the
+/// host's `model_switched` answer (spec §11.3; the C ABI's settings have
+/// no fallback models, so its hosts do not meet it).
+pub const REFUSAL_AWAITING_MODEL_SWITCH_ANSWER: i32 = 4;
+/// A `model_switched` carried an error text other than the one of the
+/// message whose decision asked for another model (spec §11.3; not met
+/// through the C ABI either).
+pub const REFUSAL_MODEL_SWITCH_TEXT_MISMATCH: i32 = 5;
+
 /// Per slot: the handle the reason was recorded for, and the reason.
 static LAST: [(AtomicI32, AtomicU32); POOL_SIZE] =
     [const { (AtomicI32::new(-1), AtomicU32::new(0)) }; POOL_SIZE];
@@ -42,6 +51,8 @@ fn code(refused: Refused) -> i32 {
         Refused::AgentRunDuringBackoff => REFUSAL_AGENT_RUN_DURING_BACKOFF,
         Refused::AwaitingUsageLimitAnswer => REFUSAL_AWAITING_USAGE_LIMIT_ANSWER,
         Refused::UsageLimitTextMismatch => REFUSAL_USAGE_LIMIT_TEXT_MISMATCH,
+        Refused::AwaitingModelSwitchAnswer => REFUSAL_AWAITING_MODEL_SWITCH_ANSWER,
+        Refused::ModelSwitchTextMismatch => REFUSAL_MODEL_SWITCH_TEXT_MISMATCH,
     }
 }
 
