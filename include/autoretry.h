@@ -1,6 +1,7 @@
 /* autoretry: the C ABI of the auto-retry state machine (src/host/ffi/).
  * Link with the autoretry-c crate's libautoretry_c.a (-lpthread -ldl -lm)
- * or libautoretry_c.so; see examples/c/replay.c. */
+ * or libautoretry_c.so; see examples/c/chain.c (one retry chain) and
+ * examples/c/replay.c (every vector). */
 
 #ifndef AUTORETRY_H
 #define AUTORETRY_H
@@ -15,44 +16,50 @@
 // The longest text (`errorMessage`) an input may carry, in bytes.
 #define AUTORETRY_MAX_TEXT 4096
 
-// The length of [`autoretry_out_buffer`]: enough for the outputs of any
-// input whose text is within [`MAX_TEXT`] (a text escapes to at most six
-// times its length, and an input's outputs carry at most one text).
+// The length of `autoretry_out_buffer()`: enough for the outputs of any
+// input whose text is within `AUTORETRY_MAX_TEXT` (a text escapes to at
+// most six times its length, and an input's outputs carry at most one
+// text).
 #define AUTORETRY_OUT_BUFFER_LEN ((6 * AUTORETRY_MAX_TEXT) + 1024)
 
 // No machine with this handle (never created, freed, or out of range).
 #define AUTORETRY_ERR_HANDLE -1
 
-// The machine refused the input (spec §6a); nothing changed.
+// The machine refused the input (spec §6a): it came out of turn. Nothing
+// changed. Every entry point answers any refusal with this one code;
+// `autoretry_last_refusal()` then gives its reason, an
+// `AUTORETRY_REFUSAL_*` code.
 #define AUTORETRY_ERR_REFUSED -2
 
 // The text is not UTF-8.
 #define AUTORETRY_ERR_UTF8 -3
 
-// The text is longer than [`MAX_TEXT`], or its length is negative other
-// than `-1`.
+// The text is longer than `AUTORETRY_MAX_TEXT`, or its length is negative
+// other than `-1`.
 #define AUTORETRY_ERR_TEXT_LEN -4
 
 // Every slot of the pool is in use or retired (a slot is retired after
 // its 2^23rd machine, so that no handle is ever given twice).
 #define AUTORETRY_ERR_POOL_FULL -5
 
-// An argument is out of range (a stop reason, a `shouldRetry` code, a
-// null pointer with a length, a text that overlaps the output buffer).
+// An argument is out of range: an unknown or zero input kind, stop reason
+// or `shouldRetry` code, a null pointer with a length, a misaligned struct
+// pointer, a text that overlaps the output buffer.
 #define AUTORETRY_ERR_ARG -6
 
 // The output buffer is too small for the input's outputs. Nothing changed:
 // the machine is as before the call (the input is handled on a copy that
 // replaces the machine only once its outputs are written), so the host
-// may repeat the call with a larger buffer. At least [`OUT_BUFFER_LEN`]
-// bytes always suffice.
+// may repeat the call with a larger buffer. `AUTORETRY_OUT_BUFFER_LEN`
+// bytes (8 `autoretry_output` structs) always suffice.
 #define AUTORETRY_ERR_OUT_TOO_SMALL -7
 
-// A settings value is out of range: a `jitterPct` above 100, or a
-// `profile` or `classifier` that is not one of the `PROFILE_*` /
-// `CLASSIFIER_*` codes (or, in a build without feature `extended`,
-// `PROFILE_MODERN` or `CLASSIFIER_EXTENDED`). Nothing changed: no machine was made, or the
-// settings in force stay (spec §4: bad settings are rejected).
+// A settings value is out of range: a `jitter_pct` above 100, or a
+// `profile` or `classifier` that is not one of the `AUTORETRY_PROFILE_*` /
+// `AUTORETRY_CLASSIFIER_*` codes (or, in a build without the `extended`
+// feature, `AUTORETRY_PROFILE_MODERN` or `AUTORETRY_CLASSIFIER_EXTENDED`).
+// Nothing changed: no machine was made, or the settings in force stay
+// (spec §4: bad settings are rejected).
 #define AUTORETRY_ERR_SETTINGS -8
 
 // A buffer (a text or `out`) the module will not touch: its end wraps
@@ -77,62 +84,66 @@
 // `retry.classifier` `"extended"`: the patterns of spec §10.5.
 #define AUTORETRY_CLASSIFIER_EXTENDED 1
 
-// `shouldRetry` absent: the patterns decide (spec §3, rule 4).
-#define AUTORETRY_SHOULD_RETRY_ABSENT -1
+// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
+// so a zero-initialised `autoretry_input` leaves the verdict absent.
+#define AUTORETRY_SHOULD_RETRY_ABSENT 0
 
 // `shouldRetry: false`: the host's verdict is "do not retry".
-#define AUTORETRY_SHOULD_RETRY_NO 0
+#define AUTORETRY_SHOULD_RETRY_NO 1
 
 // `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
 // still hold).
-#define AUTORETRY_SHOULD_RETRY_YES 1
+#define AUTORETRY_SHOULD_RETRY_YES 2
 
-// `stopReason` `"stop"`.
-#define AUTORETRY_STOP_STOP 0
+// `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
+// and a stop reason left at 0 (a zero-initialised `autoretry_input`) is
+// refused with `AUTORETRY_ERR_ARG`.
+#define AUTORETRY_STOP_STOP 1
 
 // `stopReason` `"length"`.
-#define AUTORETRY_STOP_LENGTH 1
+#define AUTORETRY_STOP_LENGTH 2
 
 // `stopReason` `"toolUse"`.
-#define AUTORETRY_STOP_TOOL_USE 2
+#define AUTORETRY_STOP_TOOL_USE 3
 
 // `stopReason` `"error"`.
-#define AUTORETRY_STOP_ERROR 3
+#define AUTORETRY_STOP_ERROR 4
 
 // `stopReason` `"aborted"`.
-#define AUTORETRY_STOP_ABORTED 4
+#define AUTORETRY_STOP_ABORTED 5
 
-// `message_end`: the message fields of [`AutoretryInput`].
-#define AUTORETRY_INPUT_MESSAGE_END 0
+// `message_end`: the message fields of `autoretry_input`. The codes start
+// at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.
+#define AUTORETRY_INPUT_MESSAGE_END 1
 
 // `agent_end`: the message fields and `has_now`/`now_ms`.
-#define AUTORETRY_INPUT_AGENT_END 1
+#define AUTORETRY_INPUT_AGENT_END 2
 
 // `timer_fired`: `timer`.
-#define AUTORETRY_INPUT_TIMER_FIRED 2
+#define AUTORETRY_INPUT_TIMER_FIRED 3
 
 // `usage_limit_marked`: `flag` is `switched` (0 is false).
-#define AUTORETRY_INPUT_USAGE_LIMIT_MARKED 3
+#define AUTORETRY_INPUT_USAGE_LIMIT_MARKED 4
 
 // `abort_retry`.
-#define AUTORETRY_INPUT_ABORT_RETRY 4
+#define AUTORETRY_INPUT_ABORT_RETRY 5
 
 // `abort`, the global abort.
-#define AUTORETRY_INPUT_ABORT 5
+#define AUTORETRY_INPUT_ABORT 6
 
 // `set_auto_retry`: `flag` is `enabled` (0 is false).
-#define AUTORETRY_INPUT_SET_AUTO_RETRY 6
+#define AUTORETRY_INPUT_SET_AUTO_RETRY 7
 
 // `settings`: `settings`, the whole `retry` group.
-#define AUTORETRY_INPUT_SETTINGS 7
+#define AUTORETRY_INPUT_SETTINGS 8
 
 // `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 // event's `delayMs`) and `text` (its `errorMessage`).
 #define AUTORETRY_OUTPUT_START 1
 
 // `emit` of `auto_retry_end`: `success`, `attempt` and `final_error`
-// (with `text`, and for [`FINAL_ERROR_WAIT_TOO_LONG`] `requested_ms` and
-// `max_delay_ms`).
+// (with `text`, and for `AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG` also
+// `requested_ms` and `max_delay_ms`).
 #define AUTORETRY_OUTPUT_END 2
 
 // `drop_trailing_error`.
@@ -159,6 +170,26 @@
 // `settled`.
 #define AUTORETRY_OUTPUT_SETTLED 10
 
+// `continue_agent` with `resume: true` (spec §11.2): the backoff of a
+// continuation ended; ask the model to continue its partial turn.
+#define AUTORETRY_OUTPUT_RESUME_AGENT 11
+
+// `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
+// `model_switched`.
+#define AUTORETRY_OUTPUT_SWITCH_MODEL 12
+
+// `switch_model`'s reason `"exhausted"`.
+#define AUTORETRY_FALLBACK_EXHAUSTED 1
+
+// `switch_model`'s reason `"throttled"`.
+#define AUTORETRY_FALLBACK_THROTTLED 2
+
+// `switch_model`'s reason `"wait_too_long"`.
+#define AUTORETRY_FALLBACK_WAIT_TOO_LONG 3
+
+// `switch_model`'s reason `"total_wait"`.
+#define AUTORETRY_FALLBACK_TOTAL_WAIT 4
+
 // An end event without `finalError` (a success).
 #define AUTORETRY_FINAL_ERROR_NONE 0
 
@@ -170,30 +201,74 @@
 // ({max_delay_ms}ms). Original error: {text}`.
 #define AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG 2
 
+// `finalError` is the throttled sentence of spec §11.4:
+// `Retry throttled by the shared retry budget. Original error: {text}`.
+#define AUTORETRY_FINAL_ERROR_THROTTLED 3
+
+// `finalError` is the total-wait sentence of spec §11.6:
+// `Retry waits would total {requested_ms}ms, exceeds
+// retry.maxTotalDelayMs ({max_delay_ms}ms). Original error: {text}`.
+#define AUTORETRY_FINAL_ERROR_TOTAL_WAIT 4
+
+// The last input the machine was given was not refused (or it was given
+// none yet).
+#define AUTORETRY_REFUSAL_NONE 0
+
+// A `message_end` or `agent_end` arrived while a backoff timer is
+// pending: the agent must not run then.
+#define AUTORETRY_REFUSAL_AGENT_RUN_DURING_BACKOFF 1
+
+// A `message_end` or `agent_end` arrived while the machine waits for the
+// host's `usage_limit_marked` answer: the agent must not run then.
+#define AUTORETRY_REFUSAL_AWAITING_USAGE_LIMIT_ANSWER 2
+
+// A `usage_limit_marked` carried an error text other than the one of the
+// message the machine asked to mark. (The C ABI passes back the text the
+// slot kept, so its hosts do not meet it; the code is there for every
+// reason of spec §6a to have one.)
+#define AUTORETRY_REFUSAL_USAGE_LIMIT_TEXT_MISMATCH 3
+
+// A `message_end` or `agent_end` arrived while the machine waits for the
+// host's `model_switched` answer (spec §11.3; the C ABI's settings have
+// no fallback models, so its hosts do not meet it).
+#define AUTORETRY_REFUSAL_AWAITING_MODEL_SWITCH_ANSWER 4
+
+// A `model_switched` carried an error text other than the one of the
+// message whose decision asked for another model (spec §11.3; not met
+// through the C ABI either).
+#define AUTORETRY_REFUSAL_MODEL_SWITCH_TEXT_MISMATCH 5
+
 // The bytes are not a compiled rules blob, or one of another format
-// version or byte order ([`RulesError::Foreign`], [`RulesError::Version`],
-// [`RulesError::Endian`]). Nothing changed.
+// version or byte order. Nothing changed.
 #define AUTORETRY_ERR_RULES_FOREIGN -10
 
 // The blob is shorter or longer than its header says: a truncated or
-// padded file ([`RulesError::Truncated`], [`RulesError::TrailingBytes`]).
-// Nothing changed.
+// padded file. Nothing changed.
 #define AUTORETRY_ERR_RULES_LENGTH -11
 
 // The blob holds a dense DFA and does not start at a 4-byte aligned
-// address ([`RulesError::Misaligned`]). Nothing changed.
+// address (`malloc`'s memory and `_Alignas(4)` arrays are). Nothing
+// changed.
 #define AUTORETRY_ERR_RULES_MISALIGNED -12
 
 // The blob is damaged: a header field, its checksum, its rule counts, or
-// a DFA that regex-automata refuses ([`RulesError::Corrupt`],
-// [`RulesError::Dfa`]). Nothing changed.
+// a DFA that fails validation. Nothing changed.
 #define AUTORETRY_ERR_RULES_CORRUPT -13
 
 // The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
-// of [`autoretry_new_ex`](super::autoretry_new_ex), same codes and ranges.
-// [`autoretry_settings_defaults`] fills one with a profile's column.
+// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
+// given (none is absent, and 0 is a value: `enabled = 0` turns retrying
+// off), so start from a profile's column, `autoretry_settings_defaults()`,
+// and change the keys you mean to:
+//
+// ```c
+// autoretry_retry_settings s;
+// autoretry_settings_defaults(AUTORETRY_PROFILE_CLASSIC, &s);
+// s.max_retries = 5;
+// autoretry_input in = {.kind = AUTORETRY_INPUT_SETTINGS, .settings = s};
+// ```
 typedef struct autoretry_retry_settings {
-  // `PROFILE_*`.
+  // `AUTORETRY_PROFILE_*`.
   uint32_t profile;
   // 0 is false.
   uint32_t enabled;
@@ -209,30 +284,48 @@ typedef struct autoretry_retry_settings {
   uint64_t backoff_cap_ms;
   // `honorHints`, 0 is false.
   uint32_t honor_hints;
-  // `CLASSIFIER_*`.
+  // `AUTORETRY_CLASSIFIER_*`.
   uint32_t classifier;
 } autoretry_retry_settings;
 
-// One input (spec §2 and §10.2), for [`autoretry_handle_c`]. `kind` is an
-// `INPUT_*` code and says which fields are read; the others are ignored.
+// One input (spec §2 and §10.2), for `autoretry_handle_c()`. `kind` is an
+// `AUTORETRY_INPUT_*` code and says which fields are read; the others are
+// ignored.
+//
+// Safe at zero: start from `{0}` and set what the input has. Every field
+// left at 0 is absent (no text, no `usage`, no `shouldRetry`, no
+// `retryAfterMs`, no `nowMs`), and a required one left at 0 (`kind`, a
+// message's `stop_reason`) is refused with `AUTORETRY_ERR_ARG`:
+//
+// ```c
+// const char *text = "529 overloaded_error";
+// autoretry_input in = {
+//     .kind = AUTORETRY_INPUT_AGENT_END,
+//     .stop_reason = AUTORETRY_STOP_ERROR,
+//     .text = (const uint8_t *)text,
+//     .text_len = (int32_t)strlen(text),
+// };
+// ```
 typedef struct autoretry_input {
-  // `INPUT_*`.
+  // `AUTORETRY_INPUT_*`; 0 is refused.
   uint32_t kind;
-  // Messages: a `STOP_*` code.
+  // Messages: an `AUTORETRY_STOP_*` code; 0 is refused.
   uint32_t stop_reason;
-  // Messages: the `errorMessage`, UTF-8, `text_len` bytes (`-1`: none).
+  // Messages: the `errorMessage`, UTF-8, `text_len` bytes. Null with a
+  // `text_len` of 0 (or any pointer with `-1`): no text.
   const uint8_t *text;
-  // Messages: the text's length, `-1` for none.
+  // Messages: the text's length; `-1`, or 0 with a null `text`: no text.
   int32_t text_len;
-  // Messages: a `SHOULD_RETRY_*` code.
+  // Messages: an `AUTORETRY_SHOULD_RETRY_*` code; 0 is absent.
   int32_t should_retry;
-  // Messages: non-zero when the message has `usage`.
+  // Messages: non-zero when the message has `usage`; 0: none.
   uint32_t has_usage;
-  // Messages: non-zero when the message has `retryAfterMs`.
+  // Messages: non-zero when the message has `retryAfterMs`; 0: none.
   uint32_t has_retry_after;
-  // `agent_end`: non-zero when the input has `nowMs`.
+  // `agent_end`: non-zero when the input has `nowMs`; 0: none.
   uint32_t has_now;
-  // `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`.
+  // `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`: 0 is
+  // false, anything else true (both are required by their input).
   uint32_t flag;
   // `usage.input`.
   uint64_t usage_input;
@@ -244,21 +337,24 @@ typedef struct autoretry_input {
   uint64_t retry_after_ms;
   // `nowMs`, the host's wall clock in Unix ms.
   uint64_t now_ms;
-  // `timer_fired`: the timer id as the module gave it.
+  // `timer_fired`: the timer id as the module gave it (it never gives 0,
+  // so a timer left at 0 is ignored, as any unknown timer).
   uint64_t timer;
-  // `settings`: the whole group.
+  // `settings`: the whole group, every key given (see
+  // `autoretry_retry_settings`).
   struct autoretry_retry_settings settings;
 } autoretry_input;
 
-// One output, as [`autoretry_handle_c`] writes it. `kind` is an
-// `OUTPUT_*` code and says which fields are set; the others are 0.
+// One output, as `autoretry_handle_c()` writes it. `kind` is an
+// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
+// are 0.
 //
 // `text` points to `text_len` bytes of UTF-8 (not NUL-terminated): the
 // input's own text, a constant of the module, or the machine's kept
 // usage-limit text. It stays valid while the input's text does and until
 // the next call on the same machine.
 typedef struct autoretry_output {
-  // `OUTPUT_*`.
+  // `AUTORETRY_OUTPUT_*`.
   uint32_t kind;
   // Start and end: `attempt`.
   uint32_t attempt;
@@ -266,7 +362,7 @@ typedef struct autoretry_output {
   uint32_t max_attempts;
   // End: `success` (1 or 0).
   uint32_t success;
-  // End: `FINAL_ERROR_*`.
+  // End: `AUTORETRY_FINAL_ERROR_*`.
   uint32_t final_error;
   // `mark_usage_limit`: 1 when `retry_after_ms` is set.
   uint32_t has_retry_after;
@@ -283,12 +379,15 @@ typedef struct autoretry_output {
   uint64_t retry_after_ms;
   // A fail-fast end: the wait the provider asked for, in ms.
   uint64_t requested_ms;
-  // A fail-fast end: `retry.maxDelayMs`.
+  // A fail-fast end: `retry.maxDelayMs`; a total-wait end:
+  // `retry.maxTotalDelayMs`.
   uint64_t max_delay_ms;
+  // `switch_model`: `AUTORETRY_FALLBACK_*`.
+  uint32_t reason;
 } autoretry_output;
 
-// The machine's state: `autoRetryEnabled`, `isRetrying` (1 or 0) and
-// `retryAttempt`.
+// The machine's state, as `autoretry_state_c()` writes it:
+// `autoRetryEnabled`, `isRetrying` (1 or 0) and `retryAttempt`.
 typedef struct autoretry_retry_state {
   // `autoRetryEnabled`.
   uint32_t auto_retry_enabled;
@@ -302,45 +401,31 @@ typedef struct autoretry_retry_state {
 extern "C" {
 #endif // __cplusplus
 
-// The address of a [`MAX_TEXT`]-byte buffer for a host with no allocator
-// to write texts into before passing it as `text`.
-//
-// ```
-// assert!(!autoretry::host::ffi::autoretry_text_buffer().is_null());
-// ```
+// The address of an `AUTORETRY_MAX_TEXT`-byte buffer for a host with no
+// allocator (a WebAssembly host) to write texts into before passing them
+// as `text`.
 uint8_t *autoretry_text_buffer(void);
 
-// The address of an [`OUT_BUFFER_LEN`]-byte buffer for a host with no
-// allocator to pass as `out`.
-//
-// ```
-// assert!(!autoretry::host::ffi::autoretry_out_buffer().is_null());
-// ```
+// The address of an `AUTORETRY_OUT_BUFFER_LEN`-byte buffer for a host with
+// no allocator (a WebAssembly host) to pass as `out`.
 uint8_t *autoretry_out_buffer(void);
 
-// [`MAX_TEXT`], for hosts that cannot read Rust constants.
-//
-// ```
-// assert_eq!(autoretry::host::ffi::autoretry_max_text(), autoretry::host::ffi::MAX_TEXT as u32);
-// ```
+// `AUTORETRY_MAX_TEXT`, for hosts that cannot read the header's macros.
 uint32_t autoretry_max_text(void);
 
-// [`OUT_BUFFER_LEN`], for hosts that cannot read Rust constants.
-//
-// ```
-// assert_eq!(autoretry::host::ffi::autoretry_out_buffer_len(), autoretry::host::ffi::OUT_BUFFER_LEN as u32);
-// ```
+// `AUTORETRY_OUT_BUFFER_LEN`, for hosts that cannot read the header's macros.
 uint32_t autoretry_out_buffer_len(void);
 
 // Creates a machine with the settings of spec §4 (`enabled` is 0 or
 // not; the §10.1 keys take their `classic` defaults) and the host options
 // of §2 (`credential_store` is 0 or not; seed 0). Returns its handle
-// (`>= 0`) or [`ERR_POOL_FULL`]. [`autoretry_new_ex`] takes every option.
+// (`>= 0`) or `AUTORETRY_ERR_POOL_FULL`. `autoretry_new_ex()` takes every
+// option.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 1);
-// assert!(h >= 0);
+// ```c
+// int32_t h = autoretry_new(1, 3, 2000, 0, 1); /* on, 3 retries from 2 s */
+// if (h < 0) return h;
+// /* ... */
 // autoretry_free(h);
 // ```
 int32_t autoretry_new(uint32_t enabled,
@@ -353,26 +438,25 @@ int32_t autoretry_new(uint32_t enabled,
 // §10.1, in the spec's order) and every host option (§2 and the jitter
 // `seed` of §10.1):
 //
-// - `profile`: [`PROFILE_CLASSIC`] or [`PROFILE_MODERN`] (it only records
-//   which column the host took the defaults from: every key is given);
+// - `profile`: `AUTORETRY_PROFILE_CLASSIC` or `AUTORETRY_PROFILE_MODERN`
+//   (it only records which column the host took the defaults from: every
+//   key is given);
 // - `enabled`, `honor_hints`, `credential_store`: 0 is false, anything
 //   else true;
 // - `jitter_pct`: 0 to 100;
-// - `classifier`: [`CLASSIFIER_CLASSIC`] or [`CLASSIFIER_EXTENDED`];
+// - `classifier`: `AUTORETRY_CLASSIFIER_CLASSIC` or
+//   `AUTORETRY_CLASSIFIER_EXTENDED`;
 // - `max_delay_ms`, `backoff_cap_ms`, `context_window`: 0 means none.
 //
-// Returns its handle (`>= 0`), [`ERR_SETTINGS`] for a `jitter_pct` above
-// 100 or an unknown `profile` or `classifier` code (no machine is made),
-// or [`ERR_POOL_FULL`].
+// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a `jitter_pct`
+// above 100 or an unknown `profile` or `classifier` code (no machine is
+// made), or `AUTORETRY_ERR_POOL_FULL`.
 //
-// ```
-// use autoretry::host::ffi::*;
-// // The `modern` profile of spec §10.1, seed 42.
-// let h = autoretry_new_ex(PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, CLASSIFIER_EXTENDED, 0, 0, 42);
-// assert!(h >= 0);
-// autoretry_free(h);
-// assert_eq!(autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 2000, 0, 0, 101, 0, CLASSIFIER_CLASSIC, 0, 0, 0), ERR_SETTINGS);
-// assert_eq!(autoretry_new_ex(2, 1, 3, 2000, 0, 0, 0, 0, CLASSIFIER_CLASSIC, 0, 0, 0), ERR_SETTINGS);
+// ```c
+// /* The modern profile of spec §10.1, seed 42. */
+// int32_t h = autoretry_new_ex(AUTORETRY_PROFILE_MODERN, 1, 10, 500, 300000,
+//                              8000, 25, 1, AUTORETRY_CLASSIFIER_EXTENDED,
+//                              0, 0, 42);
 // ```
 int32_t autoretry_new_ex(uint32_t profile,
                          uint32_t enabled,
@@ -387,86 +471,62 @@ int32_t autoretry_new_ex(uint32_t profile,
                          uint32_t credential_store,
                          uint64_t seed);
 
-// Frees a machine. Returns 0, or [`ERR_HANDLE`]. The slot's next machine
-// gets another handle: the freed handle, and the freed machine's timer
-// ids, never reach it.
+// Frees a machine. Returns 0, or `AUTORETRY_ERR_HANDLE`. The slot's next
+// machine gets another handle: the freed handle, and the freed machine's
+// timer ids, never reach it.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// assert_eq!(autoretry_free(h), 0);
-// assert_eq!(autoretry_free(h), ERR_HANDLE);
-// let next = autoretry_new(1, 3, 2000, 0, 0);
-// assert_ne!(next, h);
-// assert_eq!(autoretry_free(h), ERR_HANDLE);
-// autoretry_free(next);
+// ```c
+// autoretry_free(h);            /* 0 */
+// autoretry_free(h);            /* AUTORETRY_ERR_HANDLE */
 // ```
 int32_t autoretry_free(int32_t handle);
 
 // The machine's state as JSON,
-// `{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}`, written
-// to `out`; returns its length or an error code: [`ERR_HANDLE`],
-// [`ERR_ARG`] (a null `out` with a length),
-// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// `{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}`,
+// written to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+// length), `AUTORETRY_ERR_OUT_TOO_SMALL`. `autoretry_state_c()` gives it
+// as a struct.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes (or null with
 // `out_cap == 0`).
 //
+// ```c
+// char json[128];
+// int32_t n = autoretry_state(h, (uint8_t *)json, sizeof json);
+// if (n >= 0) printf("%.*s\n", (int)n, json);
 // ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 128];
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_state(h, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], br#"{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}"#);
-// autoretry_free(h);
-// ```
-int32_t autoretry_state(int32_t handle,
-                        uint8_t *out,
-                        uint32_t out_cap);
+int32_t autoretry_state(int32_t handle, uint8_t *out, uint32_t out_cap);
 
 // The pending backoff timer's id; 0 when none is pending or the handle is
-// not live (the machine never issues 0).
-//
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// assert_eq!(autoretry_pending_timer(h), 0);
-// autoretry_free(h);
-// ```
+// not live (the module never issues 0).
 uint64_t autoretry_pending_timer(int32_t handle);
 
-// `message_end` with the message fields of spec §2: `stop_reason` is a
-// `STOP_*` code, `(text, text_len)` the `errorMessage` (`text_len == -1`:
-// none), `has_usage != 0` gives the message `usage` with the two counts
-// (`cacheWrite` 0); `shouldRetry` and `retryAfterMs` are absent.
-// [`autoretry_message_end_ex`] takes every field. Writes the outputs'
-// JSON to `out`; returns its length or an error code: [`ERR_HANDLE`],
-// [`ERR_REFUSED`], [`ERR_UTF8`], [`ERR_TEXT_LEN`], [`ERR_ARG`] (an
-// unknown stop reason, a null pointer with a length, overlapping
-// buffers), [`ERR_BUFFER`] (a buffer the module will not touch),
-// [`ERR_OUT_TOO_SMALL`] (nothing changed).
-//
-// [`ERR_TEXT_LEN`]: super::ERR_TEXT_LEN
-// [`ERR_OUT_TOO_SMALL`]: super::ERR_OUT_TOO_SMALL
-// [`ERR_BUFFER`]: super::ERR_BUFFER
+// `message_end` with the message fields of spec §2: `stop_reason` is an
+// `AUTORETRY_STOP_*` code, `(text, text_len)` the `errorMessage`
+// (`text_len == -1`: none), `has_usage != 0` gives the message `usage`
+// with the two counts (`cacheWrite` 0); `shouldRetry` and `retryAfterMs`
+// are absent. `autoretry_message_end_ex()` takes every field. Writes the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (its reason from
+// `autoretry_last_refusal()`), `AUTORETRY_ERR_UTF8`,
+// `AUTORETRY_ERR_TEXT_LEN`, `AUTORETRY_ERR_ARG` (an unknown or zero stop
+// reason, a null pointer with a length, overlapping buffers),
+// `AUTORETRY_ERR_BUFFER` (a buffer the module will not touch),
+// `AUTORETRY_ERR_OUT_TOO_SMALL` (nothing changed).
 //
 // # Safety
 //
 // `text` must be valid for reads of `text_len` bytes when `text_len > 0`;
 // `out` must be valid for writes of `out_cap` bytes; the two must not
-// overlap (checked: [`ERR_ARG`]).
+// overlap (checked: `AUTORETRY_ERR_ARG`).
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// // SAFETY: no text; `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_message_end(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], b"[]");
-// autoretry_free(h);
+// ```c
+// uint8_t out[64];
+// int32_t n = autoretry_message_end(h, AUTORETRY_STOP_STOP, NULL, -1, 0, 0, 0,
+//                                   out, sizeof out);
+// /* n == 2: "[]" */
 // ```
 int32_t autoretry_message_end(int32_t handle,
                               uint32_t stop_reason,
@@ -480,34 +540,29 @@ int32_t autoretry_message_end(int32_t handle,
 
 // `message_end` with every message field (spec §2 and §10.2):
 //
-// - `stop_reason`: a `STOP_*` code; `(text, text_len)`: the
+// - `stop_reason`: an `AUTORETRY_STOP_*` code; `(text, text_len)`: the
 //   `errorMessage` (`text_len == -1`: none);
 // - `has_usage != 0`: the message has `usage`, with the three counts
 //   `input`, `cacheRead` and `cacheWrite`;
-// - `should_retry`: [`SHOULD_RETRY_ABSENT`], [`SHOULD_RETRY_NO`] or
-//   [`SHOULD_RETRY_YES`] (the host's verdict);
+// - `should_retry`: `AUTORETRY_SHOULD_RETRY_ABSENT` (0),
+//   `AUTORETRY_SHOULD_RETRY_NO` or `AUTORETRY_SHOULD_RETRY_YES` (the
+//   host's verdict);
 // - `has_retry_after != 0`: the message has `retryAfterMs`.
 //
-// Writes the outputs' JSON to `out`; returns its length or an error code
-// as [`autoretry_message_end`] ([`ERR_ARG`] also for an unknown
-// `should_retry` code).
+// Writes the outputs' JSON to `out`; returns its length or an error code as `autoretry_message_end()` (`AUTORETRY_ERR_ARG`
+// also for an unknown `should_retry` code).
 //
 // # Safety
 //
-// As [`autoretry_message_end`].
+// As `autoretry_message_end()`.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// // SAFETY: no text; `out` is live and `out.len()` bytes long.
-// unsafe {
-//     let n = autoretry_message_end_ex(h, STOP_STOP, core::ptr::null(), -1, 1, 10, 20, 30, SHOULD_RETRY_NO, 1, 500, out.as_mut_ptr(), out.len() as u32);
-//     assert_eq!(&out[..n as usize], b"[]");
-//     let bad = autoretry_message_end_ex(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, 0, 2, 0, 0, out.as_mut_ptr(), out.len() as u32);
-//     assert_eq!(bad, ERR_ARG);
-// }
-// autoretry_free(h);
+// ```c
+// uint8_t out[64];
+// /* usage 10/20/30, the host's verdict "no", retryAfterMs 500 */
+// int32_t n = autoretry_message_end_ex(h, AUTORETRY_STOP_STOP, NULL, -1,
+//                                      1, 10, 20, 30,
+//                                      AUTORETRY_SHOULD_RETRY_NO, 1, 500,
+//                                      out, sizeof out);
 // ```
 int32_t autoretry_message_end_ex(int32_t handle,
                                  uint32_t stop_reason,
@@ -523,24 +578,23 @@ int32_t autoretry_message_end_ex(int32_t handle,
                                  uint8_t *out,
                                  uint32_t out_cap);
 
-// `agent_end`: as [`autoretry_message_end`], plus `nowMs` (`has_now != 0`:
+// `agent_end`: as `autoretry_message_end()`, plus `nowMs` (`has_now != 0`:
 // the host's wall clock in Unix ms). When the outputs ask to mark a usage
-// limit, the slot keeps the error text for [`autoretry_usage_limit_marked`].
-// [`autoretry_agent_end_ex`] takes every message field. Error codes as
-// [`autoretry_message_end`].
+// limit, the slot keeps the error text for
+// `autoretry_usage_limit_marked()`. `autoretry_agent_end_ex()` takes every
+// message field. Error codes as `autoretry_message_end()`.
 //
 // # Safety
 //
-// As [`autoretry_message_end`].
+// As `autoretry_message_end()`.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 256];
-// // SAFETY: no text; `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_agent_end(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], br#"[{"type":"check_compaction"}]"#);
-// autoretry_free(h);
+// ```c
+// const char *text = "529 overloaded_error";
+// uint8_t out[512];
+// int32_t n = autoretry_agent_end(h, AUTORETRY_STOP_ERROR, (const uint8_t *)text,
+//                                 (int32_t)strlen(text), 0, 0, 0, 0, 0,
+//                                 out, sizeof out);
+// /* [..., {"type":"drop_trailing_error"},{"type":"sleep","ms":2000,"timer":1}] */
 // ```
 int32_t autoretry_agent_end(int32_t handle,
                             uint32_t stop_reason,
@@ -555,30 +609,28 @@ int32_t autoretry_agent_end(int32_t handle,
                             uint32_t out_cap);
 
 // `agent_end` with every message field: the arguments of
-// [`autoretry_message_end_ex`], plus `nowMs` (`has_now != 0`: the host's
+// `autoretry_message_end_ex()`, plus `nowMs` (`has_now != 0`: the host's
 // wall clock in Unix ms) before `out`. When the outputs ask to mark a
 // usage limit, the slot keeps the error text for
-// [`autoretry_usage_limit_marked`]. Error codes as
-// [`autoretry_message_end_ex`].
+// `autoretry_usage_limit_marked()`. Error codes as
+// `autoretry_message_end_ex()`.
 //
 // # Safety
 //
-// As [`autoretry_message_end`].
+// As `autoretry_message_end()`.
 //
-// ```
-// use autoretry::host::ffi::*;
-// // Hints honoured, waits over 300 s refused.
-// let h = autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 2000, 300_000, 0, 0, 1, CLASSIFIER_CLASSIC, 0, 0, 0);
-// let text = "503 Service Unavailable";
-// let mut out = [0u8; 512];
-// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
-// let n = unsafe {
-//     autoretry_agent_end_ex(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, SHOULD_RETRY_ABSENT, 1, 7_200_000, 0, 0, out.as_mut_ptr(), out.len() as u32)
-// };
-// // The host's `retryAfterMs` of two hours is over the ceiling: fail fast.
-// let json = core::str::from_utf8(&out[..n as usize]).unwrap();
-// assert!(json.starts_with(r#"[{"type":"emit","event":{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: 503 Service Unavailable"}}"#));
-// autoretry_free(h);
+// ```c
+// /* The host read a two-hour Retry-After; hints honoured, waits over
+//  * 300 s refused: the chain fails fast. */
+// int32_t h = autoretry_new_ex(AUTORETRY_PROFILE_CLASSIC, 1, 3, 2000, 300000,
+//                              0, 0, 1, AUTORETRY_CLASSIFIER_CLASSIC, 0, 0, 0);
+// const char *text = "503 Service Unavailable";
+// uint8_t out[512];
+// int32_t n = autoretry_agent_end_ex(h, AUTORETRY_STOP_ERROR,
+//                                    (const uint8_t *)text, (int32_t)strlen(text),
+//                                    0, 0, 0, 0, AUTORETRY_SHOULD_RETRY_ABSENT,
+//                                    1, 7200000, 0, 0, out, sizeof out);
+// /* [{"type":"emit","event":{"type":"auto_retry_end","success":false, ... */
 // ```
 int32_t autoretry_agent_end_ex(int32_t handle,
                                uint32_t stop_reason,
@@ -596,133 +648,103 @@ int32_t autoretry_agent_end_ex(int32_t handle,
                                uint8_t *out,
                                uint32_t out_cap);
 
-// `timer_fired` with the machine's timer id (a stale or unknown id is
-// ignored: no outputs, spec §6). Writes the outputs' JSON; returns its
-// length or an error code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with
-// a length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// `timer_fired` with a timer id the module gave (a stale or unknown id is
+// ignored: no outputs, spec §6). Writes the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
+// ```c
+// /* when the sleep's timer is due */
+// int32_t n = autoretry_timer_fired(h, timer, out, sizeof out);
+// /* [{"type":"continue_agent"}] */
 // ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_timer_fired(h, 7, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], b"[]");
-// autoretry_free(h);
-// ```
-int32_t autoretry_timer_fired(int32_t handle, uint64_t timer, uint8_t *out, uint32_t out_cap);
+int32_t autoretry_timer_fired(int32_t handle,
+                              uint64_t timer,
+                              uint8_t *out,
+                              uint32_t out_cap);
 
 // `usage_limit_marked`: the host's answer to `mark_usage_limit`
 // (`switched` is 0 or not); the error text is the one the slot kept.
-// Writes the outputs' JSON; returns its length or an error code:
-// [`ERR_HANDLE`], [`ERR_REFUSED`], [`ERR_ARG`] (a null `out` with a
-// length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// Writes the outputs' JSON to `out`; returns its length or an error code: `AUTORETRY_ERR_HANDLE`,
+// `AUTORETRY_ERR_REFUSED`, `AUTORETRY_ERR_ARG` (a null `out` with a
+// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 1);
-// let text = "usage_limit_reached";
-// let mut out = [0u8; 512];
-// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
-// unsafe {
-//     autoretry_agent_end(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32);
-//     let n = autoretry_usage_limit_marked(h, 1, out.as_mut_ptr(), out.len() as u32);
-//     assert!(core::str::from_utf8(&out[..n as usize]).unwrap().contains(r#""delayMs":0,"errorMessage":"usage_limit_reached""#));
-// }
-// autoretry_free(h);
+// ```c
+// /* after an agent_end whose outputs held mark_usage_limit: the host
+//  * switched to another credential */
+// int32_t n = autoretry_usage_limit_marked(h, 1, out, sizeof out);
 // ```
 int32_t autoretry_usage_limit_marked(int32_t handle,
                                      uint32_t switched,
                                      uint8_t *out,
                                      uint32_t out_cap);
 
-// `abort_retry`. Writes the outputs' JSON; returns its length or an error
-// code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a length),
-// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// `abort_retry`: the user cancels the retry. Writes the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
+// ```c
+// int32_t n = autoretry_abort_retry(h, out, sizeof out);
 // ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_abort_retry(h, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], b"[]");
-// autoretry_free(h);
-// ```
-int32_t autoretry_abort_retry(int32_t handle, uint8_t *out, uint32_t out_cap);
+int32_t autoretry_abort_retry(int32_t handle,
+                              uint8_t *out,
+                              uint32_t out_cap);
 
-// `abort`, the global abort. Writes the outputs' JSON; returns its length
-// or an error code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a
-// length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// `abort`, the global abort. Writes the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
+// ```c
+// int32_t n = autoretry_abort(h, out, sizeof out);
+// /* [{"type":"abort_agent"}] */
 // ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_abort(h, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], br#"[{"type":"abort_agent"}]"#);
-// autoretry_free(h);
-// ```
-int32_t autoretry_abort(int32_t handle, uint8_t *out, uint32_t out_cap);
+int32_t autoretry_abort(int32_t handle,
+                        uint8_t *out,
+                        uint32_t out_cap);
 
 // `set_auto_retry` (`enabled` is 0 or not): writes `enabled` alone.
-// Writes the outputs' JSON; returns its length or an error code:
-// [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a length),
-// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// Writes the outputs' JSON to `out`; returns its length or an error code: `AUTORETRY_ERR_HANDLE`,
+// `AUTORETRY_ERR_ARG` (a null `out` with a length),
+// `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 128];
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// unsafe {
-//     autoretry_set_auto_retry(h, 0, out.as_mut_ptr(), out.len() as u32);
-//     let n = autoretry_state(h, out.as_mut_ptr(), out.len() as u32);
-//     assert!(out[..n as usize].starts_with(br#"{"autoRetryEnabled":false"#));
-// }
-// autoretry_free(h);
+// ```c
+// autoretry_set_auto_retry(h, 0, out, sizeof out); /* retrying off */
 // ```
 int32_t autoretry_set_auto_retry(int32_t handle, uint32_t enabled, uint8_t *out, uint32_t out_cap);
 
-// `settings` with the keys of spec §4: replaces the whole `retry` group,
-// the §10.1 keys at their `classic` defaults (as a JSON group of those
-// three keys decodes). [`autoretry_settings_ex`] takes every key. Writes
-// the outputs' JSON; returns its length, [`ERR_HANDLE`], [`ERR_ARG`] or
-// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// `settings` with the keys of spec §4. **It replaces the whole `retry`
+// group**: the §10.1 keys go back to their `classic` defaults (as a JSON
+// group of those three keys decodes), whatever they were.
+// `autoretry_settings_ex()` takes every key. Writes the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG`,
+// `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// let n = unsafe { autoretry_settings(h, 1, 0, 100, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(&out[..n as usize], b"[]");
-// autoretry_free(h);
+// ```c
+// int32_t n = autoretry_settings(h, 1, 0, 100, out, sizeof out); /* no retries */
 // ```
 int32_t autoretry_settings(int32_t handle,
                            uint32_t enabled,
@@ -731,30 +753,23 @@ int32_t autoretry_settings(int32_t handle,
                            uint8_t *out,
                            uint32_t out_cap);
 
-// `settings` with every key of the `retry` group: replaces the whole
-// group. The keys are the arguments of [`autoretry_new_ex`], in its order.
-// Writes the outputs' JSON; returns its length or an error code:
-// [`ERR_SETTINGS`] for a `jitter_pct` above 100 or an unknown `profile` or
-// `classifier` code (the settings in force stay; the machine sees no
-// input), [`ERR_HANDLE`], [`ERR_ARG`],
-// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+// `settings` with every key of the `retry` group. **It replaces the whole
+// group**: a key is never kept from the settings in force. The keys are
+// the arguments of `autoretry_new_ex()`, in its order. Writes the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_SETTINGS` for a `jitter_pct` above 100 or an unknown
+// `profile` or `classifier` code (the settings in force stay; the machine
+// sees no input), `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG`,
+// `AUTORETRY_ERR_OUT_TOO_SMALL`.
 //
 // # Safety
 //
 // `out` must be valid for writes of `out_cap` bytes.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut out = [0u8; 64];
-// let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
-// // SAFETY: `out` is live and `out.len()` bytes long.
-// unsafe {
-//     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, CLASSIFIER_EXTENDED, o, cap), 2);
-//     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 250, 1, CLASSIFIER_EXTENDED, o, cap), ERR_SETTINGS);
-//     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, 9, o, cap), ERR_SETTINGS);
-// }
-// autoretry_free(h);
+// ```c
+// int32_t n = autoretry_settings_ex(h, AUTORETRY_PROFILE_MODERN, 1, 10, 500,
+//                                   300000, 8000, 25, 1,
+//                                   AUTORETRY_CLASSIFIER_EXTENDED,
+//                                   out, sizeof out);
 // ```
 int32_t autoretry_settings_ex(int32_t handle,
                               uint32_t profile,
@@ -769,41 +784,34 @@ int32_t autoretry_settings_ex(int32_t handle,
                               uint8_t *out,
                               uint32_t out_cap);
 
-// Feeds one input ([`AutoretryInput`]) and writes its outputs as
-// [`AutoretryOutput`] structs into `out` (room for `out_cap` of them; an
-// input has at most 8). Returns their count, or an error code as the
-// JSON entry point of the same input ([`ERR_ARG`] also for an unknown
-// `kind`, or a null or misaligned `input` or `out`). A failed call changes
+// Feeds one input (`*input`) and writes its outputs as `autoretry_output`
+// structs into `out` (room for `out_cap` of them; an input has at most
+// 8). Returns their count, or an error code as the JSON entry point of
+// the same input (`AUTORETRY_ERR_ARG` also for an unknown or zero `kind`,
+// or a null or misaligned `input` or `out`). A failed call changes
 // nothing.
 //
 // # Safety
 //
-// `input` must be valid for reads of one [`AutoretryInput`], its `text`
-// as the JSON entry points' (`message_end` and `agent_end` only); `out`
+// `input` must point to one `autoretry_input`, its `text` valid for
+// `text_len` bytes (`message_end` and `agent_end` only); `out` must be
 // valid for writes of `out_cap` structs; the text and `out` must not
-// overlap (checked: [`ERR_ARG`]).
+// overlap (checked: `AUTORETRY_ERR_ARG`).
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let text = "529 overloaded_error";
-// let mut input = AutoretryInput {
-//     kind: INPUT_AGENT_END, stop_reason: STOP_ERROR, text: text.as_ptr(), text_len: text.len() as i32,
-//     should_retry: SHOULD_RETRY_ABSENT, has_usage: 0, has_retry_after: 0, has_now: 0, flag: 0,
-//     usage_input: 0, usage_cache_read: 0, usage_cache_write: 0, retry_after_ms: 0, now_ms: 0, timer: 0,
-//     settings: AutoretrySettings::default(),
-// };
-// let mut out = [AutoretryOutput::default(); 8];
-// // SAFETY: `input`, its text and `out` are live, disjoint and of the given sizes.
-// let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!(n, 3);
-// assert_eq!((out[0].kind, out[0].attempt, out[0].ms), (OUTPUT_START, 1, 2000));
-// assert_eq!((out[2].kind, out[2].ms), (OUTPUT_SLEEP, 2000));
-// input.kind = INPUT_TIMER_FIRED;
-// input.timer = out[2].timer;
-// // SAFETY: as above.
-// let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
-// assert_eq!((n, out[0].kind), (1, OUTPUT_CONTINUE_AGENT));
+// ```c
+// int32_t h = autoretry_new(1, 3, 2000, 0, 0);
+// const char *text = "529 overloaded_error";
+// autoretry_input in = {.kind = AUTORETRY_INPUT_AGENT_END,
+//                       .stop_reason = AUTORETRY_STOP_ERROR,
+//                       .text = (const uint8_t *)text,
+//                       .text_len = (int32_t)strlen(text)};
+// autoretry_output out[8];
+// int32_t n = autoretry_handle_c(h, &in, out, 8);
+// /* n == 3: start (attempt 1, ms 2000), drop_trailing_error, sleep */
+// autoretry_input fired = {.kind = AUTORETRY_INPUT_TIMER_FIRED,
+//                          .timer = out[2].timer};
+// n = autoretry_handle_c(h, &fired, out, 8);
+// /* n == 1: out[0].kind == AUTORETRY_OUTPUT_CONTINUE_AGENT */
 // autoretry_free(h);
 // ```
 int32_t autoretry_handle_c(int32_t handle,
@@ -811,105 +819,101 @@ int32_t autoretry_handle_c(int32_t handle,
                            struct autoretry_output *out,
                            uint32_t out_cap);
 
-// The machine's state into `*out`; returns 0 or an error code:
-// [`ERR_HANDLE`](super::ERR_HANDLE), [`ERR_ARG`] (a null or misaligned
-// `out`), [`ERR_BUFFER`](super::ERR_BUFFER).
+// The machine's state into `*out`. Returns 0 or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null or misaligned
+// `out`), `AUTORETRY_ERR_BUFFER`.
 //
 // # Safety
 //
-// `out` must be valid for writes of one [`AutoretryState`].
+// `out` must be valid for writes of one `autoretry_retry_state`.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// let mut state = AutoretryState::default();
-// // SAFETY: `state` is live.
-// assert_eq!(unsafe { autoretry_state_c(h, &mut state) }, 0);
-// assert_eq!(state, AutoretryState { auto_retry_enabled: 1, is_retrying: 0, retry_attempt: 0 });
-// autoretry_free(h);
+// ```c
+// autoretry_retry_state state;
+// if (autoretry_state_c(h, &state) == 0 && state.is_retrying)
+//   printf("attempt %u\n", state.retry_attempt);
 // ```
 int32_t autoretry_state_c(int32_t handle, struct autoretry_retry_state *out);
 
 // Fills `*out` with the column of a profile of spec §10.1 (the defaults
-// of the keys a `retry` group leaves out): [`PROFILE_CLASSIC`] or
-// [`PROFILE_MODERN`]. Returns 0, [`ERR_SETTINGS`] for another code (and
-// `PROFILE_MODERN` in a build without feature `extended`), or as
-// [`autoretry_state_c`] for `out`.
+// of the keys a `retry` group leaves out): `AUTORETRY_PROFILE_CLASSIC` or
+// `AUTORETRY_PROFILE_MODERN`. Returns 0, `AUTORETRY_ERR_SETTINGS` for
+// another code (and for `AUTORETRY_PROFILE_MODERN` in a build without the
+// `extended` feature), or as `autoretry_state_c()` for `out`.
 //
 // # Safety
 //
-// `out` must be valid for writes of one [`AutoretrySettings`].
+// `out` must be valid for writes of one `autoretry_retry_settings`.
 //
+// ```c
+// autoretry_retry_settings s;
+// autoretry_settings_defaults(AUTORETRY_PROFILE_MODERN, &s);
+// /* s.max_retries == 10, s.base_delay_ms == 500, s.jitter_pct == 25 */
 // ```
-// use autoretry::host::ffi::*;
-// let mut s = AutoretrySettings::default();
-// // SAFETY: `s` is live.
-// assert_eq!(unsafe { autoretry_settings_defaults(PROFILE_MODERN, &mut s) }, 0);
-// assert_eq!((s.max_retries, s.base_delay_ms, s.jitter_pct, s.classifier), (10, 500, 25, CLASSIFIER_EXTENDED));
-// assert_eq!(unsafe { autoretry_settings_defaults(7, &mut s) }, ERR_SETTINGS);
+int32_t autoretry_settings_defaults(uint32_t profile, struct autoretry_retry_settings *out);
+
+// Why the machine of `handle` refused the last input it was given: an
+// `AUTORETRY_REFUSAL_*` code, `AUTORETRY_REFUSAL_NONE` when that input
+// was handled (or there was none yet), or `AUTORETRY_ERR_HANDLE`. Every
+// entry point returns `AUTORETRY_ERR_REFUSED` for a refusal, whatever its
+// reason, as it always has; this call tells the reasons apart. A call
+// that fails before the machine sees the input (a bad argument, a buffer
+// the module will not touch) leaves the reason as it was.
+//
+// ```c
+// autoretry_output out[8];
+// int32_t n = autoretry_handle_c(h, &in, out, 8);
+// if (n == AUTORETRY_ERR_REFUSED &&
+//     autoretry_last_refusal(h) == AUTORETRY_REFUSAL_AGENT_RUN_DURING_BACKOFF) {
+//   /* the agent ran while a retry waited: the host's loop is out of step */
+// }
 // ```
-int32_t autoretry_settings_defaults(uint32_t profile,
-                                    struct autoretry_retry_settings *out);
+int32_t autoretry_last_refusal(int32_t handle);
 
 // Lends the machine of `handle` the compiled rules blob `(blob,
-// blob_len)`, in place of any it held: from the next input on, a
-// `message_end` or `agent_end` whose message has an error text and no
-// `shouldRetry` gets the rules' verdict as its `shouldRetry` (the
-// built-in classifier and the overflow rule still apply, spec §10.2).
+// blob_len)` (`autoretry rules compile`), in place of any it held: from
+// the next input on, a `message_end` or `agent_end` whose message has an
+// error text and no `shouldRetry` gets the rules' verdict as its
+// `shouldRetry` (the built-in classifier and the overflow rule still
+// apply, spec §10.2).
 //
 // Returns 0, or an error code, and then nothing changed (the machine
-// keeps the rules it had): [`ERR_HANDLE`]; [`ERR_ARG`](super::ERR_ARG)
-// (a null `blob` with a length); [`ERR_BUFFER`](super::ERR_BUFFER) (a
-// range the module will not read, as for any buffer, or one that overlaps
-// an exchange buffer); [`ERR_RULES_FOREIGN`], [`ERR_RULES_LENGTH`],
-// [`ERR_RULES_MISALIGNED`], [`ERR_RULES_CORRUPT`] (the blob, checked as
-// [`Rules::from_bytes`] checks it).
+// keeps the rules it had): `AUTORETRY_ERR_HANDLE`; `AUTORETRY_ERR_ARG` (a
+// null `blob` with a length); `AUTORETRY_ERR_BUFFER` (a range the module
+// will not read, as for any buffer, or one that overlaps an exchange
+// buffer); `AUTORETRY_ERR_RULES_FOREIGN`, `AUTORETRY_ERR_RULES_LENGTH`,
+// `AUTORETRY_ERR_RULES_MISALIGNED`, `AUTORETRY_ERR_RULES_CORRUPT` (the
+// blob).
 //
 // While a machine holds a blob, no call may write over it: an `out`
-// buffer that overlaps it is refused with `ERR_BUFFER`.
+// buffer that overlaps it is refused with `AUTORETRY_ERR_BUFFER`.
 //
 // # Safety
 //
 // `blob` must be valid for reads of `blob_len` bytes and stay so,
 // neither written nor freed, until the machine's rules are cleared
-// ([`autoretry_rules_clear`]) or replaced, or the machine is freed. One
+// (`autoretry_rules_clear()`) or replaced, or the machine is freed. One
 // blob may be lent to several machines.
 //
+// ```c
+// /* blob: the bytes of RULES.bin in malloc'd memory, kept until freed */
+// int32_t code = autoretry_rules_load(h, blob, (uint32_t)blob_len);
+// if (code != 0) fprintf(stderr, "rules refused: %d\n", code);
+// /* ... */
+// autoretry_free(h); /* or autoretry_rules_clear(h) */
+// free(blob);
 // ```
-// use autoretry::host::ffi::*;
-// static BLOB: &[u8] = autoretry::include_rules!("../../../tests/rules/example.bin");
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// // SAFETY: `BLOB` is a static: valid, and never written.
-// assert_eq!(unsafe { autoretry_rules_load(h, BLOB.as_ptr(), BLOB.len() as u32) }, 0);
-// // A `never` rule: the 503 of a billing error is not retried.
-// let text = "503 billing: insufficient funds";
-// let mut out = [0u8; 512];
-// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
-// let n = unsafe {
-//     autoretry_agent_end(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32)
-// };
-// // No retry chain: the turn ends as any error that is not retried.
-// assert_eq!(&out[..n as usize], br#"[{"type":"check_compaction"}]"#);
-// // A truncated blob is refused, and the machine keeps its rules.
-// // SAFETY: as above.
-// assert_eq!(unsafe { autoretry_rules_load(h, BLOB.as_ptr(), 100) }, ERR_RULES_LENGTH);
-// assert_eq!(autoretry_free(h), 0);
-// ```
-int32_t autoretry_rules_load(int32_t handle,
-                             const uint8_t *blob,
-                             uint32_t blob_len);
+//
+// See `examples/c/rules.c`.
+int32_t autoretry_rules_load(int32_t handle, const uint8_t *blob, uint32_t blob_len);
 
 // Takes the rules of the machine of `handle` away (if it held any): its
 // messages are classified by the patterns alone again, and the host may
-// reuse the blob's memory. Returns 0 or [`ERR_HANDLE`]. Freeing a machine
-// clears its rules too.
+// reuse the blob's memory. Returns 0 or `AUTORETRY_ERR_HANDLE`. Freeing a
+// machine clears its rules too.
 //
-// ```
-// use autoretry::host::ffi::*;
-// let h = autoretry_new(1, 3, 2000, 0, 0);
-// assert_eq!(autoretry_rules_clear(h), 0);
-// autoretry_free(h);
-// assert_eq!(autoretry_rules_clear(h), ERR_HANDLE);
+// ```c
+// autoretry_rules_clear(h);
+// free(blob);
 // ```
 int32_t autoretry_rules_clear(int32_t handle);
 

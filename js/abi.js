@@ -34,11 +34,11 @@ export const ERR_RULES_MISALIGNED = -12;
 export const ERR_RULES_CORRUPT = -13;
 
 /** `stopReason` codes. */
-export const STOP_STOP = 0;
-export const STOP_LENGTH = 1;
-export const STOP_TOOL_USE = 2;
-export const STOP_ERROR = 3;
-export const STOP_ABORTED = 4;
+export const STOP_STOP = 1;
+export const STOP_LENGTH = 2;
+export const STOP_TOOL_USE = 3;
+export const STOP_ERROR = 4;
+export const STOP_ABORTED = 5;
 
 /** `retry.profile` codes. */
 export const PROFILE_CLASSIC = 0;
@@ -47,9 +47,9 @@ export const PROFILE_MODERN = 1;
 export const CLASSIFIER_CLASSIC = 0;
 export const CLASSIFIER_EXTENDED = 1;
 /** `shouldRetry` codes: absent, false, true. */
-export const SHOULD_RETRY_ABSENT = -1;
-export const SHOULD_RETRY_NO = 0;
-export const SHOULD_RETRY_YES = 1;
+export const SHOULD_RETRY_ABSENT = 0;
+export const SHOULD_RETRY_NO = 1;
+export const SHOULD_RETRY_YES = 2;
 
 /** The wire names of the codes above. */
 export const STOP_REASONS = Object.freeze({ stop: STOP_STOP, length: STOP_LENGTH, toolUse: STOP_TOOL_USE, error: STOP_ERROR, aborted: STOP_ABORTED });

@@ -158,11 +158,11 @@ export const ERR_RULES_MISALIGNED: -12;
 export const ERR_RULES_CORRUPT: -13;
 export const ERROR_NAMES: Readonly<Record<number, string>>;
 
-export const STOP_STOP: 0;
-export const STOP_LENGTH: 1;
-export const STOP_TOOL_USE: 2;
-export const STOP_ERROR: 3;
-export const STOP_ABORTED: 4;
+export const STOP_STOP: 1;
+export const STOP_LENGTH: 2;
+export const STOP_TOOL_USE: 3;
+export const STOP_ERROR: 4;
+export const STOP_ABORTED: 5;
 export const STOP_REASONS: Readonly<Record<StopReason, number>>;
 
 export const PROFILE_CLASSIC: 0;
@@ -171,6 +171,6 @@ export const PROFILES: Readonly<Record<"classic" | "modern", number>>;
 export const CLASSIFIER_CLASSIC: 0;
 export const CLASSIFIER_EXTENDED: 1;
 export const CLASSIFIERS: Readonly<Record<"classic" | "extended", number>>;
-export const SHOULD_RETRY_ABSENT: -1;
-export const SHOULD_RETRY_NO: 0;
-export const SHOULD_RETRY_YES: 1;
+export const SHOULD_RETRY_ABSENT: 0;
+export const SHOULD_RETRY_NO: 1;
+export const SHOULD_RETRY_YES: 2;

@@ -287,6 +287,44 @@ fn parse_errors_and_unknown_commands_keep_the_sidecar_serving() {
     assert!(c.finish().is_empty());
 }
 
+/// JSON-RPC habit: numeric ids, echoed as the same number text; an
+/// unknown command with one still answers `unknown_command`, naming the
+/// nearest known type (the agent events among them) when it is close.
+#[test]
+fn numeric_ids_echo_and_unknown_types_name_the_nearest() {
+    let mut c = Client::start(&[]);
+    c.send(r#"{"type":"get_retry_state","id":7}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":7,"type":"response","command":"get_retry_state","success":true,"data":{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}"#
+    );
+    c.send(r#"{"type":"set_auto_retry","enabled":false,"id":1.50}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":1.50,"type":"response","command":"set_auto_retry","success":true}"#
+    );
+    c.send(r#"{"type":"reboot","id":8}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":8,"type":"response","command":"reboot","success":false,"error":"Unknown command: reboot","code":"unknown_command","line":3}"#
+    );
+    c.send(r#"{"type":"abort_rety","id":9}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"id":9,"type":"response","command":"abort_rety","success":false,"error":"Unknown command: abort_rety","code":"unknown_command","line":4,"didYouMean":"abort_retry"}"#
+    );
+    c.send(r#"{"type":"agentEnd","message":{"stopReason":"stop"}}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"agentEnd","success":false,"error":"Unknown command: agentEnd","code":"unknown_command","line":5,"didYouMean":"agent_end"}"#
+    );
+    c.send(r#"{"type":"abort_retry","id":null}"#);
+    assert_eq!(
+        c.next_text(),
+        r#"{"type":"response","command":"abort_retry","success":false,"error":"id: expected a string or a number, found null","code":"invalid_field","line":6}"#
+    );
+}
+
 #[test]
 fn settings_changes_apply_from_the_next_decision() {
     let mut c = Client::start(&[]);

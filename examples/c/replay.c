@@ -421,23 +421,30 @@ static void emit_output(const autoretry_output *o) {
   }
 }
 
-static const char *STOPS[] = {"stop", "length", "toolUse", "error", "aborted"};
+static const struct {
+  const char *name;
+  uint32_t code;
+} STOPS[] = {
+    {"stop", AUTORETRY_STOP_STOP},   {"length", AUTORETRY_STOP_LENGTH},
+    {"toolUse", AUTORETRY_STOP_TOOL_USE}, {"error", AUTORETRY_STOP_ERROR},
+    {"aborted", AUTORETRY_STOP_ABORTED},
+};
 
 /* Feeds one vector input. Returns false when the input is refused (by the
  * module, or by this host's decoding as the vectors expect); `n` outputs. */
 static bool feed(int32_t h, const json *in, autoretry_output *outs, int32_t *n) {
+  /* Zeroed, every optional field is absent: no text, no usage, no
+   * shouldRetry, no retryAfterMs, no nowMs. */
   autoretry_input x;
   memset(&x, 0, sizeof x);
-  x.text_len = -1;
-  x.should_retry = AUTORETRY_SHOULD_RETRY_ABSENT;
   const json *type = get(in, "type");
   *n = 0;
   if (is(type, "message_end") || is(type, "agent_end")) {
     const json *m = get(in, "message");
     x.kind = is(type, "agent_end") ? AUTORETRY_INPUT_AGENT_END : AUTORETRY_INPUT_MESSAGE_END;
-    x.stop_reason = 99;
-    for (uint32_t k = 0; k < 5; k++)
-      if (is(get(m, "stopReason"), STOPS[k])) x.stop_reason = k;
+    /* An unknown stop reason stays 0, which the module refuses. */
+    for (size_t k = 0; k < sizeof STOPS / sizeof STOPS[0]; k++)
+      if (is(get(m, "stopReason"), STOPS[k].name)) x.stop_reason = STOPS[k].code;
     const json *text = get(m, "errorMessage");
     if (text) {
       x.text = (const uint8_t *)text->s;
@@ -489,6 +496,12 @@ static bool feed(int32_t h, const json *in, autoretry_output *outs, int32_t *n) 
     exit(2);
   }
   int32_t got = autoretry_handle_c(h, &x, outs, 8);
+  /* A refusal has its reason; a handled input has none. */
+  int32_t reason = autoretry_last_refusal(h);
+  if ((got == AUTORETRY_ERR_REFUSED) != (reason != AUTORETRY_REFUSAL_NONE)) {
+    fprintf(stderr, "autoretry_handle_c: %" PRId32 ", last refusal %" PRId32 "\n", got, reason);
+    exit(2);
+  }
   if (got == AUTORETRY_ERR_REFUSED) return false;
   if (got < 0) {
     fprintf(stderr, "autoretry_handle_c: error %" PRId32 "\n", got);

@@ -418,7 +418,7 @@ fn run(data: &[u8]) {
         let stop_code = u32::from(b.u8() % 6);
         let text_choice = b.u8();
         let text_buffer = Buffer::pick(&mut b, MAX_TEXT + 2);
-        let verdict = i32::from(b.u8() % 4) - 1;
+        let verdict = i32::from(b.u8() % 4);
         let (has_usage, usage) = (
             b.u8() % 2,
             Usage::new(b.u64(), b.u64()).with_cache_write(b.u64()),
@@ -500,7 +500,8 @@ fn run(data: &[u8]) {
             u32::from(sargs.8),
         );
         let early: Option<i32> = if is_message {
-            let verdict_bad = op >= 6 && !(-1..=1).contains(&verdict);
+            let verdict_bad =
+                op >= 6 && !(SHOULD_RETRY_ABSENT..=SHOULD_RETRY_YES).contains(&verdict);
             if stop(stop_code).is_none() || verdict_bad {
                 Some(ERR_ARG)
             } else if text_len_bad {
@@ -539,13 +540,15 @@ fn run(data: &[u8]) {
             }),
             should_retry: if op >= 6 {
                 [None, Some(false), Some(true)]
-                    .get((verdict + 1) as usize)
+                    .get(verdict as usize)
                     .copied()
                     .flatten()
             } else {
                 None
             },
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
+            // Spec §11 is not in the C ABI: a message is never a partial turn.
+            partial: autoretry::Partial::None,
         };
         let (tp, o) = (tp.cast_const(), o);
         // SAFETY: every buffer is valid memory of its length, or one the

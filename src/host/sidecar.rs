@@ -6,7 +6,12 @@
 //!
 //! - the commands of [`Command`]: `set_auto_retry {enabled}`, `abort_retry`,
 //!   `abort`, `get_retry_state`, `set_retry_settings {settings}` (each with
-//!   an optional string `id`, echoed first in its response);
+//!   an optional string or numeric `id`, echoed first in its response
+//!   exactly as given). **`set_retry_settings` replaces the whole `retry`
+//!   group, it does not patch it: every key it leaves out goes back to
+//!   its profile's default**, whatever was in force (spec §4). To change
+//!   one key, send the whole group with that key changed (its answer's
+//!   `data` is the group in force);
 //! - the agent's events: `{"type":"message_end","message":{...}}`,
 //!   `{"type":"agent_end","message":{...},"nowMs"?:n}` and
 //!   `{"type":"usage_limit_marked","switched":b}` (the answer to a
@@ -17,7 +22,8 @@
 //!
 //! Blank lines are skipped. A line that is not a JSON object with a string
 //! `type` answers the `parse` error of spec §7 (an object that gives a key
-//! twice is not one); an unknown type answers `Unknown command: <type>`; a
+//! twice is not one); an unknown type answers `Unknown command: <type>`,
+//! with the nearest known type in `didYouMean` when one is close; a
 //! line longer than the limit ([`MAX_LINE_BYTES`] unless the [`Pipe`] says
 //! otherwise) answers a `parse` error with the code `line_too_long`. Every
 //! failed response has a `code` and the `line` number (see
@@ -97,6 +103,13 @@ use crate::rules::Rules;
 use crate::wire::json::{to_json, InputOwned};
 use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
 
+/// The agent's events the sidecar takes besides the commands.
+const AGENT_EVENTS: [&str; 4] = [
+    "message_end",
+    "agent_end",
+    "usage_limit_marked",
+    "model_switched",
+];
 /// The longest input line [`Pipe::new`] accepts by default, in bytes
 /// (without its `\n`): 1 MiB. A longer line is answered with a
 /// `line_too_long` error and skipped; `autoretry rpc --max-line-bytes N`
@@ -437,11 +450,9 @@ impl<W: Write> Sidecar<W> {
             Err(response) => return Some(response),
         };
         match envelope.type_name() {
-            "message_end" | "agent_end" | "usage_limit_marked" | "model_switched" => {
-                self.agent_event(&envelope, now, held)
-            }
+            name if AGENT_EVENTS.contains(&name) => self.agent_event(&envelope, now, held),
             _ => Some(match Command::from_envelope(&envelope) {
-                None => envelope.unknown(),
+                None => envelope.unknown_among(&[&Command::NAMES[..], &AGENT_EVENTS].concat()),
                 Some(Err(response)) => response,
                 Some(Ok(command)) => match command.input().map(|input| self.handle(input, now)) {
                     Some(Err(refused)) => envelope.refused(refused),

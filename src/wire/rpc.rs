@@ -5,7 +5,8 @@
 //! module:
 //!
 //! 1. [`Envelope::parse`] reads the line: a JSON object with a string `type`
-//!    and an optional string `id`. Anything else answers a `parse` error.
+//!    and an optional string or numeric `id`. Anything else answers a
+//!    `parse` error.
 //! 2. The host matches [`Envelope::type_name`] against its own commands first,
 //!    then calls [`Command::from_envelope`] for the commands, and answers
 //!    [`Envelope::unknown`] when nobody knows the type.
@@ -23,11 +24,22 @@
 //!
 //! # `id`
 //!
-//! `id` may be any JSON string and is echoed first in the response. A
-//! request with an `id` that is present but not a string (a number, `null`,
-//! ...) is answered with an error naming the field `id`
-//! (`{"type":"response","command":"<type>","success":false,"error":"id: expected a string, found 5","code":"invalid_field"}`),
+//! `id` may be any JSON string or number (an [`Id`]) and is echoed first in
+//! the response exactly as given: a string as the same string, a number as
+//! the same number text (`"id":7` answers `{"id":7,...}`, `"id":1.50`
+//! answers `{"id":1.50,...}`). A request with an `id` that is present but
+//! neither (`null`, `true`, an array or an object) is answered with an
+//! error naming the field `id`
+//! (`{"type":"response","command":"<type>","success":false,"error":"id: expected a string or a number, found null","code":"invalid_field"}`),
 //! without an `id`, and the command is not executed.
+//!
+//! # Unknown commands
+//!
+//! A `type` nobody knows answers `Unknown command: <type>` (spec §7) with
+//! the code `unknown_command`; when a known type is close to it (a typo, a
+//! different case, `camelCase` for `snake_case`), the response names it in
+//! `didYouMean`:
+//! `{"type":"response","command":"set_auto_rety","success":false,"error":"Unknown command: set_auto_rety","code":"unknown_command","didYouMean":"set_auto_retry"}`.
 //!
 //! # Error codes
 //!
@@ -52,9 +64,11 @@
 //! | `awaiting_model_switch_answer` | is refused: an agent event while the model-switch answer is awaited |
 //! | `model_switch_text_mismatch` | is refused: `model_switched` for a text other than the decision's |
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::machine::{Input, Machine, Refused};
@@ -70,14 +84,14 @@ use crate::wire::SettingsGroup;
 /// ```
 /// use autoretry::wire::rpc::Envelope;
 /// let env = Envelope::parse(r#"{"type":"abort_retry","id":"r2"}"#).unwrap();
-/// assert_eq!((env.type_name(), env.id()), ("abort_retry", Some("r2")));
+/// assert_eq!((env.type_name(), env.id().and_then(|id| id.as_str())), ("abort_retry", Some("r2")));
 ///
 /// let err = Envelope::parse("not json").unwrap_err();
 /// assert!(err.to_json_line().starts_with(r#"{"type":"response","command":"parse","success":false,"error":"#));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
-    id: Option<String>,
+    id: Option<Id>,
     type_name: String,
     fields: Map<String, Value>,
 }
@@ -87,9 +101,9 @@ impl Envelope {
     /// line is not a JSON object with a string `type` (an object that gives
     /// a key twice is not: `duplicate key "type" at line 1 column 37`, see
     /// [`parse_value`]), or an error naming `id` when `id` is present but
-    /// not a string.
+    /// neither a string nor a number.
     pub fn parse(line: &str) -> Result<Envelope, Response> {
-        let parse_error = |id: Option<String>, code: ErrorCode, error: String| Response {
+        let parse_error = |id: Option<Id>, code: ErrorCode, error: String| Response {
             id,
             command: "parse".into(),
             result: Err(Failure::new(code, error)),
@@ -105,38 +119,41 @@ impl Envelope {
             }
             Err(e) => return Err(parse_error(None, ErrorCode::of(&e), e.message().to_owned())),
         };
-        let string_id = match fields.get("id") {
-            Some(Value::String(id)) => Some(id.clone()),
-            _ => None,
+        let id = match fields.remove("id") {
+            None => Ok(None),
+            Some(Value::String(id)) => Ok(Some(Id::String(id))),
+            Some(Value::Number(number)) => Ok(Some(Id::Number(
+                raw_id(line).unwrap_or_else(|| number.to_string()),
+            ))),
+            Some(other) => Err(format!(
+                "id: expected a string or a number, found {}",
+                describe(&other)
+            )),
         };
         let type_name = match fields.remove("type") {
             Some(Value::String(t)) => t,
             Some(other) => {
                 return Err(parse_error(
-                    string_id,
+                    id.ok().flatten(),
                     ErrorCode::InvalidField,
                     format!("type: expected a string, found {}", describe(&other)),
                 ))
             }
             None => {
                 return Err(parse_error(
-                    string_id,
+                    id.ok().flatten(),
                     ErrorCode::InvalidField,
                     "type: missing (expected a string)".into(),
                 ))
             }
         };
-        let id = match fields.remove("id") {
-            None => None,
-            Some(Value::String(id)) => Some(id),
-            Some(other) => {
+        let id = match id {
+            Ok(id) => id,
+            Err(error) => {
                 return Err(Response {
                     id: None,
                     command: type_name,
-                    result: Err(Failure::new(
-                        ErrorCode::InvalidField,
-                        format!("id: expected a string, found {}", describe(&other)),
-                    )),
+                    result: Err(Failure::new(ErrorCode::InvalidField, error)),
                 })
             }
         };
@@ -150,11 +167,12 @@ impl Envelope {
     /// The request's `id`, when it had one.
     ///
     /// ```
-    /// use autoretry::wire::rpc::Envelope;
+    /// use autoretry::wire::rpc::{Envelope, Id};
     /// assert_eq!(Envelope::parse(r#"{"type":"x"}"#).unwrap().id(), None);
+    /// assert_eq!(Envelope::parse(r#"{"type":"x","id":7}"#).unwrap().id(), Some(&Id::Number("7".into())));
     /// ```
-    pub fn id(&self) -> Option<&str> {
-        self.id.as_deref()
+    pub fn id(&self) -> Option<&Id> {
+        self.id.as_ref()
     }
 
     /// The request's `type`.
@@ -251,19 +269,131 @@ impl Envelope {
         self.error(ErrorCode::from(refused), refused.to_string())
     }
 
-    /// The answer to a type nobody knows: `Unknown command: <type>`.
+    /// The answer to a type nobody knows: `Unknown command: <type>`, with
+    /// the nearest of the [`Command::NAMES`] in `didYouMean` when one is
+    /// close (see [`Envelope::unknown_among`]).
     ///
     /// ```
     /// use autoretry::wire::rpc::Envelope;
     /// let env = Envelope::parse(r#"{"type":"reboot"}"#).unwrap();
     /// assert_eq!(env.unknown().to_json_line(), r#"{"type":"response","command":"reboot","success":false,"error":"Unknown command: reboot","code":"unknown_command"}"#);
+    /// let env = Envelope::parse(r#"{"type":"abort_rety"}"#).unwrap();
+    /// assert!(env.unknown().to_json_line().ends_with(r#""code":"unknown_command","didYouMean":"abort_retry"}"#));
     /// ```
     pub fn unknown(&self) -> Response {
-        self.error(
+        self.unknown_among(&Command::NAMES)
+    }
+
+    /// The answer to a type none of `known` is: `Unknown command: <type>`,
+    /// and in `didYouMean` the known type nearest to it when it is close:
+    /// at most a third of that type's length away in edit distance (two
+    /// for a short one), where a change of case, or an `_` added or
+    /// dropped, is one edit. A host with types of its own (the sidecar's
+    /// agent events) passes them with the commands'.
+    ///
+    /// ```
+    /// use autoretry::wire::rpc::{Command, Envelope};
+    /// let env = Envelope::parse(r#"{"type":"agentEnd"}"#).unwrap();
+    /// let known = [&Command::NAMES[..], &["agent_end"]].concat();
+    /// assert!(env.unknown_among(&known).to_json_line().ends_with(r#""didYouMean":"agent_end"}"#));
+    /// assert!(!env.unknown().to_json_line().contains("didYouMean"));
+    /// ```
+    pub fn unknown_among(&self, known: &[&'static str]) -> Response {
+        let mut failure = Failure::new(
             ErrorCode::UnknownCommand,
             format!("Unknown command: {}", self.type_name),
-        )
+        );
+        failure.did_you_mean = nearest(&self.type_name, known);
+        Response {
+            id: self.id.clone(),
+            command: self.type_name.clone(),
+            result: Err(failure),
+        }
     }
+}
+
+/// A request's `id` (spec §7): a JSON string or number, echoed first in
+/// the response exactly as the request gave it.
+///
+/// ```
+/// use autoretry::wire::rpc::Id;
+/// assert_eq!(Id::String("r1".into()).to_json(), r#""r1""#);
+/// assert_eq!(Id::Number("1e3".into()).to_json(), "1e3");
+/// assert_eq!(Id::Number("7".into()).as_str(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Id {
+    /// A string `id`: the string (its JSON escapes decoded).
+    String(String),
+    /// A numeric `id`: the number's JSON text as the request wrote it
+    /// (`7`, `-1`, `1.50`, `1e3`, `18446744073709551616`), echoed unchanged.
+    Number(String),
+}
+
+impl Id {
+    /// The string of a string `id`; `None` for a number.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Id::String(id) => Some(id),
+            Id::Number(_) => None,
+        }
+    }
+
+    /// The `id` as JSON text: a string quoted and escaped, a number as its
+    /// text.
+    pub fn to_json(&self) -> String {
+        match self {
+            Id::String(id) => to_json(id),
+            Id::Number(text) => text.clone(),
+        }
+    }
+}
+
+/// The text of the top-level `id` of a line that parsed as an object: a
+/// number's exact text, which a parsed [`Value`] no longer holds (`1.50`
+/// reads as 1.5, `1e3` as 1000.0).
+fn raw_id(line: &str) -> Option<String> {
+    let fields: BTreeMap<String, &RawValue> = serde_json::from_str(line).ok()?;
+    fields.get("id").map(|raw| raw.get().to_owned())
+}
+
+/// The known name nearest to `name`, when it is close: at most a third of
+/// the known name's length away in edit distance, and at least two (so a
+/// typo in a short name counts), where a change of case or an `_` added or
+/// dropped is one edit (`setAutoRetry` is four from `set_auto_retry`).
+fn nearest<'k>(name: &str, known: &[&'k str]) -> Option<&'k str> {
+    let chars = |s: &str| -> Vec<char> { s.chars().collect() };
+    let name = chars(name);
+    known
+        .iter()
+        .map(|&k| (edit_distance(&name, &chars(k)), k))
+        .filter(|&(d, k)| d > 0 && d <= (k.chars().count() / 3).max(2))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}
+
+/// The Levenshtein distance of two texts: the fewest insertions,
+/// deletions and substitutions of one char that turn `a` into `b`.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    // `row[j]`: the distance from the prefix of `a` done so far to `b[..j]`.
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        // The previous row's `row[j]` (the diagonal), then its `row[j + 1]`.
+        let mut diagonal = i;
+        let mut left = i + 1;
+        for (cb, cell) in b.iter().zip(row.iter_mut().skip(1)) {
+            let here = (diagonal + usize::from(ca != cb))
+                .min(left + 1)
+                .min(*cell + 1);
+            diagonal = *cell;
+            *cell = here;
+            left = here;
+        }
+        if let Some(first) = row.first_mut() {
+            *first = i + 1;
+        }
+    }
+    row.last().copied().unwrap_or(0)
 }
 
 /// The commands of spec §7 (`set_auto_retry`, `abort_retry`,
@@ -295,10 +425,12 @@ pub enum Command {
     /// `abort`: the global abort (spec §5.3): everything `abort_retry`
     /// does, then `abort_agent`.
     Abort,
-    /// `set_retry_settings {settings}`: replace the whole `retry` group
-    /// (spec §4; missing keys take their defaults). Answers with `data`:
-    /// the settings now in force. Bad settings answer an error naming the
-    /// key and change nothing.
+    /// `set_retry_settings {settings}`: **replaces the whole `retry` group;
+    /// it is not a patch: a key left out takes its profile's default, not
+    /// the value in force** (spec §4). To change one key, send the whole
+    /// group with that key changed. Answers with `data`: the settings now
+    /// in force. Bad settings answer an error naming the key and change
+    /// nothing.
     SetRetrySettings {
         /// The decoded group.
         settings: RetrySettings,
@@ -306,6 +438,23 @@ pub enum Command {
 }
 
 impl Command {
+    /// The `type` of each command, in the order of the variants.
+    ///
+    /// ```
+    /// use autoretry::wire::rpc::{Command, Envelope};
+    /// for name in Command::NAMES {
+    ///     let env = Envelope::parse(&format!(r#"{{"type":"{name}"}}"#)).unwrap();
+    ///     assert!(Command::from_envelope(&env).is_some(), "{name}");
+    /// }
+    /// ```
+    pub const NAMES: [&'static str; 5] = [
+        "set_auto_retry",
+        "abort_retry",
+        "get_retry_state",
+        "abort",
+        "set_retry_settings",
+    ];
+
     /// The command of a known type; `None` when the type is not a command,
     /// `Some(Err(response))` when a field is missing or ill-typed (or, for
     /// `set_retry_settings`, the group is invalid). Unknown extra fields are
@@ -514,8 +663,9 @@ impl From<Refused> for ErrorCode {
     }
 }
 
-/// Why a request failed: the sentence (`error`), its [`ErrorCode`] and,
-/// when the host counts its lines, the line's number.
+/// Why a request failed: the sentence (`error`), its [`ErrorCode`], when
+/// the host counts its lines the line's number, and for an unknown command
+/// the known one it is close to.
 ///
 /// ```
 /// use autoretry::wire::rpc::{ErrorCode, Failure};
@@ -530,6 +680,9 @@ pub struct Failure {
     pub message: String,
     /// `line`: the 1-based number of the request's line, when known.
     pub line: Option<u64>,
+    /// `didYouMean`: for [`ErrorCode::UnknownCommand`], the known type
+    /// nearest to the request's, when one is close.
+    pub did_you_mean: Option<&'static str>,
 }
 
 impl Failure {
@@ -539,6 +692,7 @@ impl Failure {
             code,
             message,
             line: None,
+            did_you_mean: None,
         }
     }
 
@@ -554,17 +708,18 @@ impl Failure {
 /// A response line (spec §7):
 /// `{"id":..,"type":"response","command":..,"success":true[,"data":..]}` or
 /// `{"id":..,"type":"response","command":..,"success":false,"error":"..","code":"..",["line":n]}`,
-/// `id` first and only when the request had one.
+/// `id` first and only when the request had one, then `didYouMean` last
+/// when an unknown command is close to a known one.
 ///
 /// ```
-/// use autoretry::wire::rpc::Response;
-/// let r = Response { id: Some("r1".into()), command: "set_auto_retry".into(), result: Ok(None) };
+/// use autoretry::wire::rpc::{Id, Response};
+/// let r = Response { id: Some(Id::String("r1".into())), command: "set_auto_retry".into(), result: Ok(None) };
 /// assert_eq!(r.to_string(), r#"{"id":"r1","type":"response","command":"set_auto_retry","success":true}"#);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Response {
     /// The request's `id`, echoed first when it had one.
-    pub id: Option<String>,
+    pub id: Option<Id>,
     /// `command`: the request's `type`, or `parse`.
     pub command: String,
     /// `Ok(data)` for `success: true`, with `data` as JSON text when there
@@ -596,7 +751,7 @@ impl Response {
         let mut line = String::from("{");
         if let Some(id) = &self.id {
             line.push_str("\"id\":");
-            line.push_str(&to_json(id));
+            line.push_str(&id.to_json());
             line.push(',');
         }
         line.push_str("\"type\":\"response\",\"command\":");
@@ -616,6 +771,10 @@ impl Response {
                 if let Some(number) = failure.line {
                     line.push_str(",\"line\":");
                     line.push_str(&number.to_string());
+                }
+                if let Some(name) = &failure.did_you_mean {
+                    line.push_str(",\"didYouMean\":");
+                    line.push_str(&to_json(*name));
                 }
             }
         }
@@ -660,8 +819,8 @@ mod tests {
              r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: expected a boolean, found null","code":"invalid_field"}"#),
             (r#"{"type":"set_auto_retry"}"#,
              r#"{"type":"response","command":"set_auto_retry","success":false,"error":"enabled: missing (expected a boolean)","code":"invalid_field"}"#),
-            (r#"{"type":"abort_retry","id":5}"#,
-             r#"{"type":"response","command":"abort_retry","success":false,"error":"id: expected a string, found 5","code":"invalid_field"}"#),
+            (r#"{"type":"abort_retry","id":null}"#,
+             r#"{"type":"response","command":"abort_retry","success":false,"error":"id: expected a string or a number, found null","code":"invalid_field"}"#),
             (r#"[1]"#,
              r#"{"type":"response","command":"parse","success":false,"error":"expected a JSON object, found an array","code":"not_an_object"}"#),
             (r#"{"type":3,"id":"r4"}"#,
@@ -687,6 +846,136 @@ mod tests {
             ),
             "{parse}"
         );
+    }
+
+    /// A numeric `id` is accepted and echoed as the request wrote it, the
+    /// command runs, and an unknown command with one still answers
+    /// `unknown_command`; `id`s that are neither string nor number are
+    /// refused by name.
+    #[test]
+    fn numeric_ids_echo_as_written() {
+        let mut m = Machine::default();
+        for id in [
+            "5",
+            "0",
+            "-1",
+            "1.50",
+            "-0",
+            "1e3",
+            "2E-2",
+            "18446744073709551616",
+            "123456789012345678901234567890",
+        ] {
+            let line = format!(r#"{{"type":"get_retry_state", "id" : {id} }}"#);
+            let want = format!(
+                r#"{{"id":{id},"type":"response","command":"get_retry_state","success":true,"data":{{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}}}}"#
+            );
+            assert_eq!(answer(&mut m, &line), want, "{line}");
+        }
+        let (r, _) = handle_line(
+            &mut m,
+            r#"{"type":"set_auto_retry","enabled":false,"id":42}"#,
+        );
+        assert_eq!(r.id, Some(Id::Number("42".into())));
+        assert!(r.is_success() && !m.auto_retry_enabled());
+        assert_eq!(
+            answer(&mut m, r#"{"type":"frobnicate","id":9}"#),
+            r#"{"id":9,"type":"response","command":"frobnicate","success":false,"error":"Unknown command: frobnicate","code":"unknown_command"}"#
+        );
+        assert_eq!(
+            answer(&mut m, r#"{"type":3,"id":4}"#),
+            r#"{"id":4,"type":"response","command":"parse","success":false,"error":"type: expected a string, found 3","code":"invalid_field"}"#
+        );
+        for (id, found) in [
+            ("true", "a boolean true"),
+            ("[1]", "an array"),
+            ("{}", "an object"),
+        ] {
+            let line = format!(r#"{{"type":"abort_retry","id":{id}}}"#);
+            let want = format!(
+                r#"{{"type":"response","command":"abort_retry","success":false,"error":"id: expected a string or a number, found {found}","code":"invalid_field"}}"#
+            );
+            assert_eq!(answer(&mut m, &line), want, "{line}");
+        }
+    }
+
+    /// An unknown command close to a known one names it; one far from
+    /// every known one does not.
+    #[test]
+    fn unknown_commands_suggest_the_nearest_known_one() {
+        let mut m = Machine::default();
+        let cases = [
+            ("set_auto_rety", Some("set_auto_retry")),
+            ("setAutoRetry", Some("set_auto_retry")),
+            ("ABORT", None),
+            ("Abort", Some("abort")),
+            ("abort_retyr", Some("abort_retry")),
+            ("get_retrystate", Some("get_retry_state")),
+            ("get_state", None),
+            ("set_settings", Some("set_retry_settings")),
+            ("retry_settings", Some("set_retry_settings")),
+            ("reboot", None),
+            ("timer_fired", None),
+            ("", None),
+            ("agent_end", None),
+        ];
+        for (name, want) in cases {
+            let line = format!(r#"{{"type":"{name}","id":"u"}}"#);
+            let mut response = format!(
+                r#"{{"id":"u","type":"response","command":"{name}","success":false,"error":"Unknown command: {name}","code":"unknown_command""#
+            );
+            if let Some(known) = want {
+                response.push_str(&format!(r#","didYouMean":"{known}""#));
+            }
+            response.push('}');
+            assert_eq!(answer(&mut m, &line), response, "{name}");
+        }
+    }
+
+    /// The rule the docs put in bold: `set_retry_settings` replaces the
+    /// whole group, so a key left out goes back to its default rather
+    /// than keeping the value in force.
+    #[test]
+    fn set_retry_settings_replaces_the_whole_group() {
+        let mut m = Machine::default();
+        let set = r#"{"type":"set_retry_settings","settings":{"maxRetries":5,"baseDelayMs":7}}"#;
+        assert!(handle_line(&mut m, set).0.is_success());
+        assert_eq!(
+            (m.settings().max_retries, m.settings().base_delay_ms),
+            (5, 7)
+        );
+        let (r, _) = handle_line(
+            &mut m,
+            r#"{"type":"set_retry_settings","settings":{"baseDelayMs":9}}"#,
+        );
+        assert_eq!(
+            r.to_json_line(),
+            r#"{"type":"response","command":"set_retry_settings","success":true,"data":{"enabled":true,"maxRetries":3,"baseDelayMs":9}}"#
+        );
+        assert_eq!(m.settings().max_retries, RetrySettings::DEFAULT.max_retries);
+    }
+
+    #[test]
+    fn edit_distance_counts_single_char_edits() {
+        let d = |a: &str, b: &str| {
+            edit_distance(
+                &a.chars().collect::<Vec<_>>(),
+                &b.chars().collect::<Vec<_>>(),
+            )
+        };
+        for (a, b, want) in [
+            ("", "", 0),
+            ("", "abc", 3),
+            ("abc", "", 3),
+            ("kitten", "sitting", 3),
+            ("flaw", "lawn", 2),
+            ("abort", "abort", 0),
+            ("abort", "Abort", 1),
+            ("é", "e", 1),
+        ] {
+            assert_eq!(d(a, b), want, "{a} {b}");
+            assert_eq!(d(b, a), want, "{b} {a}");
+        }
     }
 
     #[test]

@@ -601,10 +601,13 @@ fn error_codes() {
             autoretry_agent_end(h.0, STOP_ERROR, long.as_ptr(), -2, 0, 0, 0, 0, 0, o, cap),
             ERR_TEXT_LEN
         );
-        assert_eq!(
-            autoretry_agent_end(h.0, 9, std::ptr::null(), -1, 0, 0, 0, 0, 0, o, cap),
-            ERR_ARG
-        );
+        // An unknown stop reason, and none at all (0: the codes start at 1).
+        for stop in [9, 0] {
+            assert_eq!(
+                autoretry_agent_end(h.0, stop, std::ptr::null(), -1, 0, 0, 0, 0, 0, o, cap),
+                ERR_ARG
+            );
+        }
         assert_eq!(
             autoretry_agent_end(h.0, STOP_ERROR, std::ptr::null(), 3, 0, 0, 0, 0, 0, o, cap),
             ERR_ARG
@@ -718,7 +721,7 @@ fn error_codes() {
         );
         // A shouldRetry that is not one of the codes.
         let text = "overloaded";
-        for verdict in [2, -2, i32::MIN, i32::MAX] {
+        for verdict in [3, -1, i32::MIN, i32::MAX] {
             let (t, len) = (text.as_ptr(), text.len() as i32);
             let n = autoretry_agent_end_ex(
                 h.0, STOP_ERROR, t, len, 0, 0, 0, 0, verdict, 0, 0, 0, 0, o, cap,

@@ -8,6 +8,8 @@ mod common;
 mod embassy;
 mod ffi;
 mod ffi_hostile;
+mod ffi_refusal;
 mod ffi_rules;
+mod ffi_zeroed;
 mod sidecar;
 mod tokio;

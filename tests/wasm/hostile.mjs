@@ -43,8 +43,8 @@ const ERR = {
   RULES_MISALIGNED: -12,
   RULES_CORRUPT: -13,
 };
-const STOP_STOP = 0;
-const STOP_ERROR = 3;
+const STOP_STOP = 1;
+const STOP_ERROR = 4;
 const POOL_SIZE = 8;
 
 let failures = 0;
@@ -191,15 +191,16 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
 
 // ---------------------------------------------------------------- the C form
 // autoretry_handle_c reads an input struct and writes output structs: both
-// are checked like any buffer. An all-zero input is a message_end.
+// are checked like any buffer. An all-zero input but its kind and stop
+// reason is a message_end with every optional field absent.
 {
   const a = newMachine();
   const before = snapshot([a]);
   const free = heapBase + 64;
   const input = free;
   mem().fill(0, input, input + 256);
-  new DataView(x.memory.buffer).setInt32(input + 12, -1, true); // text_len: none
-  new DataView(x.memory.buffer).setInt32(input + 16, -1, true); // should_retry: absent
+  new DataView(x.memory.buffer).setUint32(input, 1, true); // kind: message_end
+  new DataView(x.memory.buffer).setUint32(input + 4, STOP_STOP, true); // stop_reason
   const outs = free + 512;
   const cases = [
     ["input in the statics", heapBase - 64, outs, 8, ERR.BUFFER],
@@ -394,8 +395,8 @@ if (typeof x.autoretry_rules_load === "function") {
     // handle_c's outputs over the blob (an input of its own, a message_end).
     const input = at.scratch + 32768;
     mem().fill(0, input, input + 64);
-    new DataView(x.memory.buffer).setInt32(input + 12, -1, true);
-    new DataView(x.memory.buffer).setInt32(input + 16, -1, true);
+    new DataView(x.memory.buffer).setUint32(input, 1, true);
+    new DataView(x.memory.buffer).setUint32(input + 4, STOP_STOP, true);
     expect("handle_c: outputs over a held blob", x.autoretry_handle_c(a, input, at.example + 64, 8), ERR.BUFFER);
     expect("handle_c: nothing changed", snapshot([a, b, c]), holdsBefore);
     expect("handle_c: the blob intact", intact(), true);

@@ -171,11 +171,11 @@ function show(v) {
 // ---------------------------------------------------------------- host
 const U32_MAX = 0xffffffffn;
 const U64_MAX = 0xffffffffffffffffn;
-const STOP = { stop: 0, length: 1, toolUse: 2, error: 3, aborted: 4 };
+const STOP = { stop: 1, length: 2, toolUse: 3, error: 4, aborted: 5 };
 // The module's codes (`autoretry::host::ffi`).
 const PROFILE = { classic: 0, modern: 1 };
 const CLASSIFIER = { classic: 0, extended: 1 };
-const SHOULD_RETRY = { absent: -1, false: 0, true: 1 };
+const SHOULD_RETRY = { absent: 0, false: 1, true: 2 };
 const ERR_ARG = -6;
 const ERR_SETTINGS = -8;
 
@@ -392,7 +392,7 @@ function checkRefusals(x, out) {
   const h = x.autoretry_new_ex(...classic, 0n, 0, 0n);
   if (h < 0) return [...problems, `autoretry_new_ex: ${h}`];
   for (const [what, args] of Object.entries(bad)) expect(`autoretry_settings_ex with ${what}`, x.autoretry_settings_ex(h, ...args, ...out), ERR_SETTINGS);
-  for (const code of [2, -2]) {
+  for (const code of [3, -1]) {
     expect(`autoretry_agent_end_ex with shouldRetry code ${code}`, x.autoretry_agent_end_ex(h, STOP.error, 0, -1, 0, 0n, 0n, 0n, code, 0, 0n, 0, 0n, ...out), ERR_ARG);
   }
   // The classic settings are still in force: a 2000 ms backoff of 3.

@@ -11,6 +11,7 @@
 
 use super::c::{self, AutoretryOutput};
 use super::pool::{self, with_slots, Slot, Slots, Texts};
+use super::refusal;
 // The modern profile and the extended classifier exist with feature
 // `extended`; without it their codes are refused like any unknown one.
 use super::{
@@ -26,43 +27,28 @@ use crate::{
     RetryState, StopReason, TimerId, Usage,
 };
 
-/// The address of a [`MAX_TEXT`]-byte buffer for a host with no allocator
-/// to write texts into before passing it as `text`.
-///
-/// ```
-/// assert!(!autoretry::host::ffi::autoretry_text_buffer().is_null());
-/// ```
+/// The address of an `AUTORETRY_MAX_TEXT`-byte buffer for a host with no
+/// allocator (a WebAssembly host) to write texts into before passing them
+/// as `text`.
 #[no_mangle]
 pub extern "C" fn autoretry_text_buffer() -> *mut u8 {
     pool::text_buffer()
 }
 
-/// The address of an [`OUT_BUFFER_LEN`]-byte buffer for a host with no
-/// allocator to pass as `out`.
-///
-/// ```
-/// assert!(!autoretry::host::ffi::autoretry_out_buffer().is_null());
-/// ```
+/// The address of an `AUTORETRY_OUT_BUFFER_LEN`-byte buffer for a host with
+/// no allocator (a WebAssembly host) to pass as `out`.
 #[no_mangle]
 pub extern "C" fn autoretry_out_buffer() -> *mut u8 {
     pool::out_buffer()
 }
 
-/// [`MAX_TEXT`], for hosts that cannot read Rust constants.
-///
-/// ```
-/// assert_eq!(autoretry::host::ffi::autoretry_max_text(), autoretry::host::ffi::MAX_TEXT as u32);
-/// ```
+/// `AUTORETRY_MAX_TEXT`, for hosts that cannot read the header's macros.
 #[no_mangle]
 pub extern "C" fn autoretry_max_text() -> u32 {
     MAX_TEXT as u32
 }
 
-/// [`OUT_BUFFER_LEN`], for hosts that cannot read Rust constants.
-///
-/// ```
-/// assert_eq!(autoretry::host::ffi::autoretry_out_buffer_len(), autoretry::host::ffi::OUT_BUFFER_LEN as u32);
-/// ```
+/// `AUTORETRY_OUT_BUFFER_LEN`, for hosts that cannot read the header's macros.
 #[no_mangle]
 pub extern "C" fn autoretry_out_buffer_len() -> u32 {
     OUT_BUFFER_LEN as u32
@@ -71,12 +57,13 @@ pub extern "C" fn autoretry_out_buffer_len() -> u32 {
 /// Creates a machine with the settings of spec §4 (`enabled` is 0 or
 /// not; the §10.1 keys take their `classic` defaults) and the host options
 /// of §2 (`credential_store` is 0 or not; seed 0). Returns its handle
-/// (`>= 0`) or [`ERR_POOL_FULL`]. [`autoretry_new_ex`] takes every option.
+/// (`>= 0`) or `AUTORETRY_ERR_POOL_FULL`. `autoretry_new_ex()` takes every
+/// option.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 1);
-/// assert!(h >= 0);
+/// ```c
+/// int32_t h = autoretry_new(1, 3, 2000, 0, 1); /* on, 3 retries from 2 s */
+/// if (h < 0) return h;
+/// /* ... */
 /// autoretry_free(h);
 /// ```
 #[no_mangle]
@@ -98,26 +85,25 @@ pub extern "C" fn autoretry_new(
 /// §10.1, in the spec's order) and every host option (§2 and the jitter
 /// `seed` of §10.1):
 ///
-/// - `profile`: [`PROFILE_CLASSIC`] or [`PROFILE_MODERN`] (it only records
-///   which column the host took the defaults from: every key is given);
+/// - `profile`: `AUTORETRY_PROFILE_CLASSIC` or `AUTORETRY_PROFILE_MODERN`
+///   (it only records which column the host took the defaults from: every
+///   key is given);
 /// - `enabled`, `honor_hints`, `credential_store`: 0 is false, anything
 ///   else true;
 /// - `jitter_pct`: 0 to 100;
-/// - `classifier`: [`CLASSIFIER_CLASSIC`] or [`CLASSIFIER_EXTENDED`];
+/// - `classifier`: `AUTORETRY_CLASSIFIER_CLASSIC` or
+///   `AUTORETRY_CLASSIFIER_EXTENDED`;
 /// - `max_delay_ms`, `backoff_cap_ms`, `context_window`: 0 means none.
 ///
-/// Returns its handle (`>= 0`), [`ERR_SETTINGS`] for a `jitter_pct` above
-/// 100 or an unknown `profile` or `classifier` code (no machine is made),
-/// or [`ERR_POOL_FULL`].
+/// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a `jitter_pct`
+/// above 100 or an unknown `profile` or `classifier` code (no machine is
+/// made), or `AUTORETRY_ERR_POOL_FULL`.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// // The `modern` profile of spec §10.1, seed 42.
-/// let h = autoretry_new_ex(PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, CLASSIFIER_EXTENDED, 0, 0, 42);
-/// assert!(h >= 0);
-/// autoretry_free(h);
-/// assert_eq!(autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 2000, 0, 0, 101, 0, CLASSIFIER_CLASSIC, 0, 0, 0), ERR_SETTINGS);
-/// assert_eq!(autoretry_new_ex(2, 1, 3, 2000, 0, 0, 0, 0, CLASSIFIER_CLASSIC, 0, 0, 0), ERR_SETTINGS);
+/// ```c
+/// /* The modern profile of spec §10.1, seed 42. */
+/// int32_t h = autoretry_new_ex(AUTORETRY_PROFILE_MODERN, 1, 10, 500, 300000,
+///                              8000, 25, 1, AUTORETRY_CLASSIFIER_EXTENDED,
+///                              0, 0, 42);
 /// ```
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -210,19 +196,13 @@ fn create(settings: RetrySettings, host: HostOptions) -> i32 {
     with_slots(|slots, _| slots.insert(machine).unwrap_or(ERR_POOL_FULL))
 }
 
-/// Frees a machine. Returns 0, or [`ERR_HANDLE`]. The slot's next machine
-/// gets another handle: the freed handle, and the freed machine's timer
-/// ids, never reach it.
+/// Frees a machine. Returns 0, or `AUTORETRY_ERR_HANDLE`. The slot's next
+/// machine gets another handle: the freed handle, and the freed machine's
+/// timer ids, never reach it.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// assert_eq!(autoretry_free(h), 0);
-/// assert_eq!(autoretry_free(h), ERR_HANDLE);
-/// let next = autoretry_new(1, 3, 2000, 0, 0);
-/// assert_ne!(next, h);
-/// assert_eq!(autoretry_free(h), ERR_HANDLE);
-/// autoretry_free(next);
+/// ```c
+/// autoretry_free(h);            /* 0 */
+/// autoretry_free(h);            /* AUTORETRY_ERR_HANDLE */
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_free(handle: i32) -> i32 {
@@ -236,24 +216,21 @@ pub extern "C" fn autoretry_free(handle: i32) -> i32 {
 }
 
 /// The machine's state as JSON,
-/// `{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}`, written
-/// to `out`; returns its length or an error code: [`ERR_HANDLE`],
-/// [`ERR_ARG`] (a null `out` with a length),
-/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// `{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}`,
+/// written to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+/// length), `AUTORETRY_ERR_OUT_TOO_SMALL`. `autoretry_state_c()` gives it
+/// as a struct.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes (or null with
 /// `out_cap == 0`).
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 128];
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_state(h, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], br#"{"autoRetryEnabled":true,"isRetrying":false,"retryAttempt":0}"#);
-/// autoretry_free(h);
+/// ```c
+/// char json[128];
+/// int32_t n = autoretry_state(h, (uint8_t *)json, sizeof json);
+/// if (n >= 0) printf("%.*s\n", (int)n, json);
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_state(handle: i32, out: *mut u8, out_cap: u32) -> i32 {
@@ -275,14 +252,7 @@ pub(super) fn state(handle: i32, write: impl FnOnce(RetryState) -> i32) -> i32 {
 }
 
 /// The pending backoff timer's id; 0 when none is pending or the handle is
-/// not live (the machine never issues 0).
-///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// assert_eq!(autoretry_pending_timer(h), 0);
-/// autoretry_free(h);
-/// ```
+/// not live (the module never issues 0).
 #[no_mangle]
 pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
     with_slots(|slots, _| {
@@ -296,35 +266,29 @@ pub extern "C" fn autoretry_pending_timer(handle: i32) -> u64 {
     })
 }
 
-/// `message_end` with the message fields of spec §2: `stop_reason` is a
-/// `STOP_*` code, `(text, text_len)` the `errorMessage` (`text_len == -1`:
-/// none), `has_usage != 0` gives the message `usage` with the two counts
-/// (`cacheWrite` 0); `shouldRetry` and `retryAfterMs` are absent.
-/// [`autoretry_message_end_ex`] takes every field. Writes the outputs'
-/// JSON to `out`; returns its length or an error code: [`ERR_HANDLE`],
-/// [`ERR_REFUSED`], [`ERR_UTF8`], [`ERR_TEXT_LEN`], [`ERR_ARG`] (an
-/// unknown stop reason, a null pointer with a length, overlapping
-/// buffers), [`ERR_BUFFER`] (a buffer the module will not touch),
-/// [`ERR_OUT_TOO_SMALL`] (nothing changed).
-///
-/// [`ERR_TEXT_LEN`]: super::ERR_TEXT_LEN
-/// [`ERR_OUT_TOO_SMALL`]: super::ERR_OUT_TOO_SMALL
-/// [`ERR_BUFFER`]: super::ERR_BUFFER
+/// `message_end` with the message fields of spec §2: `stop_reason` is an
+/// `AUTORETRY_STOP_*` code, `(text, text_len)` the `errorMessage`
+/// (`text_len == -1`: none), `has_usage != 0` gives the message `usage`
+/// with the two counts (`cacheWrite` 0); `shouldRetry` and `retryAfterMs`
+/// are absent. `autoretry_message_end_ex()` takes every field. Writes the outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (its reason from
+/// `autoretry_last_refusal()`), `AUTORETRY_ERR_UTF8`,
+/// `AUTORETRY_ERR_TEXT_LEN`, `AUTORETRY_ERR_ARG` (an unknown or zero stop
+/// reason, a null pointer with a length, overlapping buffers),
+/// `AUTORETRY_ERR_BUFFER` (a buffer the module will not touch),
+/// `AUTORETRY_ERR_OUT_TOO_SMALL` (nothing changed).
 ///
 /// # Safety
 ///
 /// `text` must be valid for reads of `text_len` bytes when `text_len > 0`;
 /// `out` must be valid for writes of `out_cap` bytes; the two must not
-/// overlap (checked: [`ERR_ARG`]).
+/// overlap (checked: `AUTORETRY_ERR_ARG`).
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// // SAFETY: no text; `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_message_end(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], b"[]");
-/// autoretry_free(h);
+/// ```c
+/// uint8_t out[64];
+/// int32_t n = autoretry_message_end(h, AUTORETRY_STOP_STOP, NULL, -1, 0, 0, 0,
+///                                   out, sizeof out);
+/// /* n == 2: "[]" */
 /// ```
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -360,34 +324,29 @@ pub unsafe extern "C" fn autoretry_message_end(
 
 /// `message_end` with every message field (spec §2 and §10.2):
 ///
-/// - `stop_reason`: a `STOP_*` code; `(text, text_len)`: the
+/// - `stop_reason`: an `AUTORETRY_STOP_*` code; `(text, text_len)`: the
 ///   `errorMessage` (`text_len == -1`: none);
 /// - `has_usage != 0`: the message has `usage`, with the three counts
 ///   `input`, `cacheRead` and `cacheWrite`;
-/// - `should_retry`: [`SHOULD_RETRY_ABSENT`], [`SHOULD_RETRY_NO`] or
-///   [`SHOULD_RETRY_YES`] (the host's verdict);
+/// - `should_retry`: `AUTORETRY_SHOULD_RETRY_ABSENT` (0),
+///   `AUTORETRY_SHOULD_RETRY_NO` or `AUTORETRY_SHOULD_RETRY_YES` (the
+///   host's verdict);
 /// - `has_retry_after != 0`: the message has `retryAfterMs`.
 ///
-/// Writes the outputs' JSON to `out`; returns its length or an error code
-/// as [`autoretry_message_end`] ([`ERR_ARG`] also for an unknown
-/// `should_retry` code).
+/// Writes the outputs' JSON to `out`; returns its length or an error code as `autoretry_message_end()` (`AUTORETRY_ERR_ARG`
+/// also for an unknown `should_retry` code).
 ///
 /// # Safety
 ///
-/// As [`autoretry_message_end`].
+/// As `autoretry_message_end()`.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// // SAFETY: no text; `out` is live and `out.len()` bytes long.
-/// unsafe {
-///     let n = autoretry_message_end_ex(h, STOP_STOP, core::ptr::null(), -1, 1, 10, 20, 30, SHOULD_RETRY_NO, 1, 500, out.as_mut_ptr(), out.len() as u32);
-///     assert_eq!(&out[..n as usize], b"[]");
-///     let bad = autoretry_message_end_ex(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, 0, 2, 0, 0, out.as_mut_ptr(), out.len() as u32);
-///     assert_eq!(bad, ERR_ARG);
-/// }
-/// autoretry_free(h);
+/// ```c
+/// uint8_t out[64];
+/// /* usage 10/20/30, the host's verdict "no", retryAfterMs 500 */
+/// int32_t n = autoretry_message_end_ex(h, AUTORETRY_STOP_STOP, NULL, -1,
+///                                      1, 10, 20, 30,
+///                                      AUTORETRY_SHOULD_RETRY_NO, 1, 500,
+///                                      out, sizeof out);
 /// ```
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -426,24 +385,23 @@ pub unsafe extern "C" fn autoretry_message_end_ex(
     }
 }
 
-/// `agent_end`: as [`autoretry_message_end`], plus `nowMs` (`has_now != 0`:
+/// `agent_end`: as `autoretry_message_end()`, plus `nowMs` (`has_now != 0`:
 /// the host's wall clock in Unix ms). When the outputs ask to mark a usage
-/// limit, the slot keeps the error text for [`autoretry_usage_limit_marked`].
-/// [`autoretry_agent_end_ex`] takes every message field. Error codes as
-/// [`autoretry_message_end`].
+/// limit, the slot keeps the error text for
+/// `autoretry_usage_limit_marked()`. `autoretry_agent_end_ex()` takes every
+/// message field. Error codes as `autoretry_message_end()`.
 ///
 /// # Safety
 ///
-/// As [`autoretry_message_end`].
+/// As `autoretry_message_end()`.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 256];
-/// // SAFETY: no text; `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_agent_end(h, STOP_STOP, core::ptr::null(), -1, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], br#"[{"type":"check_compaction"}]"#);
-/// autoretry_free(h);
+/// ```c
+/// const char *text = "529 overloaded_error";
+/// uint8_t out[512];
+/// int32_t n = autoretry_agent_end(h, AUTORETRY_STOP_ERROR, (const uint8_t *)text,
+///                                 (int32_t)strlen(text), 0, 0, 0, 0, 0,
+///                                 out, sizeof out);
+/// /* [..., {"type":"drop_trailing_error"},{"type":"sleep","ms":2000,"timer":1}] */
 /// ```
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -481,30 +439,28 @@ pub unsafe extern "C" fn autoretry_agent_end(
 }
 
 /// `agent_end` with every message field: the arguments of
-/// [`autoretry_message_end_ex`], plus `nowMs` (`has_now != 0`: the host's
+/// `autoretry_message_end_ex()`, plus `nowMs` (`has_now != 0`: the host's
 /// wall clock in Unix ms) before `out`. When the outputs ask to mark a
 /// usage limit, the slot keeps the error text for
-/// [`autoretry_usage_limit_marked`]. Error codes as
-/// [`autoretry_message_end_ex`].
+/// `autoretry_usage_limit_marked()`. Error codes as
+/// `autoretry_message_end_ex()`.
 ///
 /// # Safety
 ///
-/// As [`autoretry_message_end`].
+/// As `autoretry_message_end()`.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// // Hints honoured, waits over 300 s refused.
-/// let h = autoretry_new_ex(PROFILE_CLASSIC, 1, 3, 2000, 300_000, 0, 0, 1, CLASSIFIER_CLASSIC, 0, 0, 0);
-/// let text = "503 Service Unavailable";
-/// let mut out = [0u8; 512];
-/// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
-/// let n = unsafe {
-///     autoretry_agent_end_ex(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, SHOULD_RETRY_ABSENT, 1, 7_200_000, 0, 0, out.as_mut_ptr(), out.len() as u32)
-/// };
-/// // The host's `retryAfterMs` of two hours is over the ceiling: fail fast.
-/// let json = core::str::from_utf8(&out[..n as usize]).unwrap();
-/// assert!(json.starts_with(r#"[{"type":"emit","event":{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: 503 Service Unavailable"}}"#));
-/// autoretry_free(h);
+/// ```c
+/// /* The host read a two-hour Retry-After; hints honoured, waits over
+///  * 300 s refused: the chain fails fast. */
+/// int32_t h = autoretry_new_ex(AUTORETRY_PROFILE_CLASSIC, 1, 3, 2000, 300000,
+///                              0, 0, 1, AUTORETRY_CLASSIFIER_CLASSIC, 0, 0, 0);
+/// const char *text = "503 Service Unavailable";
+/// uint8_t out[512];
+/// int32_t n = autoretry_agent_end_ex(h, AUTORETRY_STOP_ERROR,
+///                                    (const uint8_t *)text, (int32_t)strlen(text),
+///                                    0, 0, 0, 0, AUTORETRY_SHOULD_RETRY_ABSENT,
+///                                    1, 7200000, 0, 0, out, sizeof out);
+/// /* [{"type":"emit","event":{"type":"auto_retry_end","success":false, ... */
 /// ```
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -546,23 +502,19 @@ pub unsafe extern "C" fn autoretry_agent_end_ex(
     }
 }
 
-/// `timer_fired` with the machine's timer id (a stale or unknown id is
-/// ignored: no outputs, spec §6). Writes the outputs' JSON; returns its
-/// length or an error code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with
-/// a length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// `timer_fired` with a timer id the module gave (a stale or unknown id is
+/// ignored: no outputs, spec §6). Writes the outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+/// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_timer_fired(h, 7, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], b"[]");
-/// autoretry_free(h);
+/// ```c
+/// /* when the sleep's timer is due */
+/// int32_t n = autoretry_timer_fired(h, timer, out, sizeof out);
+/// /* [{"type":"continue_agent"}] */
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_timer_fired(
@@ -582,8 +534,13 @@ pub unsafe extern "C" fn autoretry_timer_fired(
 pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| {
         match slots.timer_from_host(slot, timer) {
-            Some(id) => run(slots, slot, Input::TimerFired { timer: TimerId(id) }, out)
-                .map_or_else(|code| code, |(n, _)| n),
+            Some(id) => run(
+                slots,
+                (handle, slot),
+                Input::TimerFired { timer: TimerId(id) },
+                out,
+            )
+            .map_or_else(|code| code, |(n, _)| n),
             // Not the pending timer (a freed machine's, a stale or unknown one):
             // ignored, as the machine itself ignores it.
             None => out.write(&[]),
@@ -593,26 +550,18 @@ pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
 
 /// `usage_limit_marked`: the host's answer to `mark_usage_limit`
 /// (`switched` is 0 or not); the error text is the one the slot kept.
-/// Writes the outputs' JSON; returns its length or an error code:
-/// [`ERR_HANDLE`], [`ERR_REFUSED`], [`ERR_ARG`] (a null `out` with a
-/// length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// Writes the outputs' JSON to `out`; returns its length or an error code: `AUTORETRY_ERR_HANDLE`,
+/// `AUTORETRY_ERR_REFUSED`, `AUTORETRY_ERR_ARG` (a null `out` with a
+/// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 1);
-/// let text = "usage_limit_reached";
-/// let mut out = [0u8; 512];
-/// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
-/// unsafe {
-///     autoretry_agent_end(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32);
-///     let n = autoretry_usage_limit_marked(h, 1, out.as_mut_ptr(), out.len() as u32);
-///     assert!(core::str::from_utf8(&out[..n as usize]).unwrap().contains(r#""delayMs":0,"errorMessage":"usage_limit_reached""#));
-/// }
-/// autoretry_free(h);
+/// ```c
+/// /* after an agent_end whose outputs held mark_usage_limit: the host
+///  * switched to another credential */
+/// int32_t n = autoretry_usage_limit_marked(h, 1, out, sizeof out);
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_usage_limit_marked(
@@ -637,26 +586,20 @@ pub(super) fn usage_limit_marked(handle: i32, switched: u32, out: Sink<'_>) -> i
             switched: switched != 0,
             error_message: text,
         };
-        run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
+        run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
-/// `abort_retry`. Writes the outputs' JSON; returns its length or an error
-/// code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a length),
-/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// `abort_retry`: the user cancels the retry. Writes the outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+/// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_abort_retry(h, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], b"[]");
-/// autoretry_free(h);
+/// ```c
+/// int32_t n = autoretry_abort_retry(h, out, sizeof out);
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_abort_retry(handle: i32, out: *mut u8, out_cap: u32) -> i32 {
@@ -664,22 +607,17 @@ pub unsafe extern "C" fn autoretry_abort_retry(handle: i32, out: *mut u8, out_ca
     unsafe { feed_simple(handle, Input::AbortRetry, out, out_cap) }
 }
 
-/// `abort`, the global abort. Writes the outputs' JSON; returns its length
-/// or an error code: [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a
-/// length), [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// `abort`, the global abort. Writes the outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+/// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_abort(h, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], br#"[{"type":"abort_agent"}]"#);
-/// autoretry_free(h);
+/// ```c
+/// int32_t n = autoretry_abort(h, out, sizeof out);
+/// /* [{"type":"abort_agent"}] */
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_abort(handle: i32, out: *mut u8, out_cap: u32) -> i32 {
@@ -688,25 +626,16 @@ pub unsafe extern "C" fn autoretry_abort(handle: i32, out: *mut u8, out_cap: u32
 }
 
 /// `set_auto_retry` (`enabled` is 0 or not): writes `enabled` alone.
-/// Writes the outputs' JSON; returns its length or an error code:
-/// [`ERR_HANDLE`], [`ERR_ARG`] (a null `out` with a length),
-/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// Writes the outputs' JSON to `out`; returns its length or an error code: `AUTORETRY_ERR_HANDLE`,
+/// `AUTORETRY_ERR_ARG` (a null `out` with a length),
+/// `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 128];
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// unsafe {
-///     autoretry_set_auto_retry(h, 0, out.as_mut_ptr(), out.len() as u32);
-///     let n = autoretry_state(h, out.as_mut_ptr(), out.len() as u32);
-///     assert!(out[..n as usize].starts_with(br#"{"autoRetryEnabled":false"#));
-/// }
-/// autoretry_free(h);
+/// ```c
+/// autoretry_set_auto_retry(h, 0, out, sizeof out); /* retrying off */
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_set_auto_retry(
@@ -722,24 +651,19 @@ pub unsafe extern "C" fn autoretry_set_auto_retry(
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
 
-/// `settings` with the keys of spec §4: replaces the whole `retry` group,
-/// the §10.1 keys at their `classic` defaults (as a JSON group of those
-/// three keys decodes). [`autoretry_settings_ex`] takes every key. Writes
-/// the outputs' JSON; returns its length, [`ERR_HANDLE`], [`ERR_ARG`] or
-/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// `settings` with the keys of spec §4. **It replaces the whole `retry`
+/// group**: the §10.1 keys go back to their `classic` defaults (as a JSON
+/// group of those three keys decodes), whatever they were.
+/// `autoretry_settings_ex()` takes every key. Writes the outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG`,
+/// `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// let n = unsafe { autoretry_settings(h, 1, 0, 100, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(&out[..n as usize], b"[]");
-/// autoretry_free(h);
+/// ```c
+/// int32_t n = autoretry_settings(h, 1, 0, 100, out, sizeof out); /* no retries */
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_settings(
@@ -760,30 +684,23 @@ pub unsafe extern "C" fn autoretry_settings(
     unsafe { feed_simple(handle, input, out, out_cap) }
 }
 
-/// `settings` with every key of the `retry` group: replaces the whole
-/// group. The keys are the arguments of [`autoretry_new_ex`], in its order.
-/// Writes the outputs' JSON; returns its length or an error code:
-/// [`ERR_SETTINGS`] for a `jitter_pct` above 100 or an unknown `profile` or
-/// `classifier` code (the settings in force stay; the machine sees no
-/// input), [`ERR_HANDLE`], [`ERR_ARG`],
-/// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
+/// `settings` with every key of the `retry` group. **It replaces the whole
+/// group**: a key is never kept from the settings in force. The keys are
+/// the arguments of `autoretry_new_ex()`, in its order. Writes the outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_SETTINGS` for a `jitter_pct` above 100 or an unknown
+/// `profile` or `classifier` code (the settings in force stay; the machine
+/// sees no input), `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG`,
+/// `AUTORETRY_ERR_OUT_TOO_SMALL`.
 ///
 /// # Safety
 ///
 /// `out` must be valid for writes of `out_cap` bytes.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut out = [0u8; 64];
-/// let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
-/// // SAFETY: `out` is live and `out.len()` bytes long.
-/// unsafe {
-///     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, CLASSIFIER_EXTENDED, o, cap), 2);
-///     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 250, 1, CLASSIFIER_EXTENDED, o, cap), ERR_SETTINGS);
-///     assert_eq!(autoretry_settings_ex(h, PROFILE_MODERN, 1, 10, 500, 300_000, 8000, 25, 1, 9, o, cap), ERR_SETTINGS);
-/// }
-/// autoretry_free(h);
+/// ```c
+/// int32_t n = autoretry_settings_ex(h, AUTORETRY_PROFILE_MODERN, 1, 10, 500,
+///                                   300000, 8000, 25, 1,
+///                                   AUTORETRY_CLASSIFIER_EXTENDED,
+///                                   out, sizeof out);
 /// ```
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
@@ -834,14 +751,21 @@ fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -
 /// replaces the machine only once the outputs are written. So a failed
 /// call, [`ERR_REFUSED`] or [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL), changes nothing. Returns
 /// the JSON's length and whether the outputs mark a usage limit.
-fn run(slots: &mut Slots, slot: Slot, input: Input<'_>, out: Sink<'_>) -> Result<(i32, bool), i32> {
+fn run(
+    slots: &mut Slots,
+    (handle, slot): (i32, Slot),
+    input: Input<'_>,
+    out: Sink<'_>,
+) -> Result<(i32, bool), i32> {
     let mut machine = slots.machine(slot).ok_or(ERR_HANDLE)?.clone();
     #[cfg(feature = "rules")]
     let input = match slots.rules(slot) {
         Some(rules) => rules.apply_input(input),
         None => input,
     };
-    let mut outputs = machine.handle(input).map_err(|_| ERR_REFUSED)?;
+    let outputs = machine.handle(input);
+    refusal::record(handle, slot, outputs.as_ref().err().copied());
+    let mut outputs = outputs.map_err(|_| ERR_REFUSED)?;
     let mut marks = false;
     for output in &mut outputs {
         match output {
@@ -894,7 +818,7 @@ unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap:
 /// Feeds an input that carries no text.
 pub(super) fn handle_simple(handle: i32, input: Input<'static>, out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| {
-        run(slots, slot, input, out).map_or_else(|code| code, |(n, _)| n)
+        run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -957,7 +881,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
     with_live(handle, |slots, texts, slot| {
-        match run(slots, slot, input, sink(out)) {
+        match run(slots, (handle, slot), input, sink(out)) {
             Ok((n, marks)) => {
                 if marks {
                     slots.keep(texts, slot, text.as_bytes());

@@ -13,32 +13,33 @@ use super::abi::{self, Fields, Sink};
 use super::pool;
 #[cfg(feature = "extended")]
 use super::{CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, PROFILE_MODERN};
-use super::{ERR_ARG, ERR_OUT_TOO_SMALL, ERR_SETTINGS, PROFILE_CLASSIC};
+use super::{ERR_ARG, ERR_OUT_TOO_SMALL, ERR_SETTINGS, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT};
 use crate::{Event, FallbackReason, FinalError, Input, Output, RetrySettings, Usage};
 
-/// `message_end`: the message fields of [`AutoretryInput`].
-pub const INPUT_MESSAGE_END: u32 = 0;
+/// `message_end`: the message fields of `autoretry_input`. The codes start
+/// at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.
+pub const INPUT_MESSAGE_END: u32 = 1;
 /// `agent_end`: the message fields and `has_now`/`now_ms`.
-pub const INPUT_AGENT_END: u32 = 1;
+pub const INPUT_AGENT_END: u32 = 2;
 /// `timer_fired`: `timer`.
-pub const INPUT_TIMER_FIRED: u32 = 2;
+pub const INPUT_TIMER_FIRED: u32 = 3;
 /// `usage_limit_marked`: `flag` is `switched` (0 is false).
-pub const INPUT_USAGE_LIMIT_MARKED: u32 = 3;
+pub const INPUT_USAGE_LIMIT_MARKED: u32 = 4;
 /// `abort_retry`.
-pub const INPUT_ABORT_RETRY: u32 = 4;
+pub const INPUT_ABORT_RETRY: u32 = 5;
 /// `abort`, the global abort.
-pub const INPUT_ABORT: u32 = 5;
+pub const INPUT_ABORT: u32 = 6;
 /// `set_auto_retry`: `flag` is `enabled` (0 is false).
-pub const INPUT_SET_AUTO_RETRY: u32 = 6;
+pub const INPUT_SET_AUTO_RETRY: u32 = 7;
 /// `settings`: `settings`, the whole `retry` group.
-pub const INPUT_SETTINGS: u32 = 7;
+pub const INPUT_SETTINGS: u32 = 8;
 
 /// `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 /// event's `delayMs`) and `text` (its `errorMessage`).
 pub const OUTPUT_START: u32 = 1;
 /// `emit` of `auto_retry_end`: `success`, `attempt` and `final_error`
-/// (with `text`, and for [`FINAL_ERROR_WAIT_TOO_LONG`] `requested_ms` and
-/// `max_delay_ms`).
+/// (with `text`, and for `AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG` also
+/// `requested_ms` and `max_delay_ms`).
 pub const OUTPUT_END: u32 = 2;
 /// `drop_trailing_error`.
 pub const OUTPUT_DROP_TRAILING_ERROR: u32 = 3;
@@ -59,7 +60,7 @@ pub const OUTPUT_SETTLED: u32 = 10;
 /// `continue_agent` with `resume: true` (spec §11.2): the backoff of a
 /// continuation ended; ask the model to continue its partial turn.
 pub const OUTPUT_RESUME_AGENT: u32 = 11;
-/// `switch_model` (spec §11.3): `reason` is a `FALLBACK_*`; answer with
+/// `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
 /// `model_switched`.
 pub const OUTPUT_SWITCH_MODEL: u32 = 12;
 
@@ -89,12 +90,21 @@ pub const FINAL_ERROR_THROTTLED: u32 = 3;
 pub const FINAL_ERROR_TOTAL_WAIT: u32 = 4;
 
 /// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
-/// of [`autoretry_new_ex`](super::autoretry_new_ex), same codes and ranges.
-/// [`autoretry_settings_defaults`] fills one with a profile's column.
+/// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
+/// given (none is absent, and 0 is a value: `enabled = 0` turns retrying
+/// off), so start from a profile's column, `autoretry_settings_defaults()`,
+/// and change the keys you mean to:
+///
+/// ```c
+/// autoretry_retry_settings s;
+/// autoretry_settings_defaults(AUTORETRY_PROFILE_CLASSIC, &s);
+/// s.max_retries = 5;
+/// autoretry_input in = {.kind = AUTORETRY_INPUT_SETTINGS, .settings = s};
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AutoretrySettings {
-    /// `PROFILE_*`.
+    /// `AUTORETRY_PROFILE_*`.
     pub profile: u32,
     /// 0 is false.
     pub enabled: u32,
@@ -110,7 +120,7 @@ pub struct AutoretrySettings {
     pub backoff_cap_ms: u64,
     /// `honorHints`, 0 is false.
     pub honor_hints: u32,
-    /// `CLASSIFIER_*`.
+    /// `AUTORETRY_CLASSIFIER_*`.
     pub classifier: u32,
 }
 
@@ -131,28 +141,46 @@ impl AutoretrySettings {
     }
 }
 
-/// One input (spec §2 and §10.2), for [`autoretry_handle_c`]. `kind` is an
-/// `INPUT_*` code and says which fields are read; the others are ignored.
+/// One input (spec §2 and §10.2), for `autoretry_handle_c()`. `kind` is an
+/// `AUTORETRY_INPUT_*` code and says which fields are read; the others are
+/// ignored.
+///
+/// Safe at zero: start from `{0}` and set what the input has. Every field
+/// left at 0 is absent (no text, no `usage`, no `shouldRetry`, no
+/// `retryAfterMs`, no `nowMs`), and a required one left at 0 (`kind`, a
+/// message's `stop_reason`) is refused with `AUTORETRY_ERR_ARG`:
+///
+/// ```c
+/// const char *text = "529 overloaded_error";
+/// autoretry_input in = {
+///     .kind = AUTORETRY_INPUT_AGENT_END,
+///     .stop_reason = AUTORETRY_STOP_ERROR,
+///     .text = (const uint8_t *)text,
+///     .text_len = (int32_t)strlen(text),
+/// };
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct AutoretryInput {
-    /// `INPUT_*`.
+    /// `AUTORETRY_INPUT_*`; 0 is refused.
     pub kind: u32,
-    /// Messages: a `STOP_*` code.
+    /// Messages: an `AUTORETRY_STOP_*` code; 0 is refused.
     pub stop_reason: u32,
-    /// Messages: the `errorMessage`, UTF-8, `text_len` bytes (`-1`: none).
+    /// Messages: the `errorMessage`, UTF-8, `text_len` bytes. Null with a
+    /// `text_len` of 0 (or any pointer with `-1`): no text.
     pub text: *const u8,
-    /// Messages: the text's length, `-1` for none.
+    /// Messages: the text's length; `-1`, or 0 with a null `text`: no text.
     pub text_len: i32,
-    /// Messages: a `SHOULD_RETRY_*` code.
+    /// Messages: an `AUTORETRY_SHOULD_RETRY_*` code; 0 is absent.
     pub should_retry: i32,
-    /// Messages: non-zero when the message has `usage`.
+    /// Messages: non-zero when the message has `usage`; 0: none.
     pub has_usage: u32,
-    /// Messages: non-zero when the message has `retryAfterMs`.
+    /// Messages: non-zero when the message has `retryAfterMs`; 0: none.
     pub has_retry_after: u32,
-    /// `agent_end`: non-zero when the input has `nowMs`.
+    /// `agent_end`: non-zero when the input has `nowMs`; 0: none.
     pub has_now: u32,
-    /// `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`.
+    /// `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`: 0 is
+    /// false, anything else true (both are required by their input).
     pub flag: u32,
     /// `usage.input`.
     pub usage_input: u64,
@@ -164,14 +192,17 @@ pub struct AutoretryInput {
     pub retry_after_ms: u64,
     /// `nowMs`, the host's wall clock in Unix ms.
     pub now_ms: u64,
-    /// `timer_fired`: the timer id as the module gave it.
+    /// `timer_fired`: the timer id as the module gave it (it never gives 0,
+    /// so a timer left at 0 is ignored, as any unknown timer).
     pub timer: u64,
-    /// `settings`: the whole group.
+    /// `settings`: the whole group, every key given (see
+    /// `autoretry_retry_settings`).
     pub settings: AutoretrySettings,
 }
 
-/// One output, as [`autoretry_handle_c`] writes it. `kind` is an
-/// `OUTPUT_*` code and says which fields are set; the others are 0.
+/// One output, as `autoretry_handle_c()` writes it. `kind` is an
+/// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
+/// are 0.
 ///
 /// `text` points to `text_len` bytes of UTF-8 (not NUL-terminated): the
 /// input's own text, a constant of the module, or the machine's kept
@@ -180,7 +211,7 @@ pub struct AutoretryInput {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AutoretryOutput {
-    /// `OUTPUT_*`.
+    /// `AUTORETRY_OUTPUT_*`.
     pub kind: u32,
     /// Start and end: `attempt`.
     pub attempt: u32,
@@ -188,7 +219,7 @@ pub struct AutoretryOutput {
     pub max_attempts: u32,
     /// End: `success` (1 or 0).
     pub success: u32,
-    /// End: `FINAL_ERROR_*`.
+    /// End: `AUTORETRY_FINAL_ERROR_*`.
     pub final_error: u32,
     /// `mark_usage_limit`: 1 when `retry_after_ms` is set.
     pub has_retry_after: u32,
@@ -208,7 +239,7 @@ pub struct AutoretryOutput {
     /// A fail-fast end: `retry.maxDelayMs`; a total-wait end:
     /// `retry.maxTotalDelayMs`.
     pub max_delay_ms: u64,
-    /// `switch_model`: `FALLBACK_*`.
+    /// `switch_model`: `AUTORETRY_FALLBACK_*`.
     pub reason: u32,
 }
 
@@ -323,8 +354,8 @@ pub(super) fn outputs(out: &mut [AutoretryOutput], outputs: &[Output<'_>]) -> i3
     outputs.len() as i32
 }
 
-/// The machine's state: `autoRetryEnabled`, `isRetrying` (1 or 0) and
-/// `retryAttempt`.
+/// The machine's state, as `autoretry_state_c()` writes it:
+/// `autoRetryEnabled`, `isRetrying` (1 or 0) and `retryAttempt`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AutoretryState {
@@ -336,41 +367,34 @@ pub struct AutoretryState {
     pub retry_attempt: u32,
 }
 
-/// Feeds one input ([`AutoretryInput`]) and writes its outputs as
-/// [`AutoretryOutput`] structs into `out` (room for `out_cap` of them; an
-/// input has at most 8). Returns their count, or an error code as the
-/// JSON entry point of the same input ([`ERR_ARG`] also for an unknown
-/// `kind`, or a null or misaligned `input` or `out`). A failed call changes
+/// Feeds one input (`*input`) and writes its outputs as `autoretry_output`
+/// structs into `out` (room for `out_cap` of them; an input has at most
+/// 8). Returns their count, or an error code as the JSON entry point of
+/// the same input (`AUTORETRY_ERR_ARG` also for an unknown or zero `kind`,
+/// or a null or misaligned `input` or `out`). A failed call changes
 /// nothing.
 ///
 /// # Safety
 ///
-/// `input` must be valid for reads of one [`AutoretryInput`], its `text`
-/// as the JSON entry points' (`message_end` and `agent_end` only); `out`
+/// `input` must point to one `autoretry_input`, its `text` valid for
+/// `text_len` bytes (`message_end` and `agent_end` only); `out` must be
 /// valid for writes of `out_cap` structs; the text and `out` must not
-/// overlap (checked: [`ERR_ARG`]).
+/// overlap (checked: `AUTORETRY_ERR_ARG`).
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let text = "529 overloaded_error";
-/// let mut input = AutoretryInput {
-///     kind: INPUT_AGENT_END, stop_reason: STOP_ERROR, text: text.as_ptr(), text_len: text.len() as i32,
-///     should_retry: SHOULD_RETRY_ABSENT, has_usage: 0, has_retry_after: 0, has_now: 0, flag: 0,
-///     usage_input: 0, usage_cache_read: 0, usage_cache_write: 0, retry_after_ms: 0, now_ms: 0, timer: 0,
-///     settings: AutoretrySettings::default(),
-/// };
-/// let mut out = [AutoretryOutput::default(); 8];
-/// // SAFETY: `input`, its text and `out` are live, disjoint and of the given sizes.
-/// let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!(n, 3);
-/// assert_eq!((out[0].kind, out[0].attempt, out[0].ms), (OUTPUT_START, 1, 2000));
-/// assert_eq!((out[2].kind, out[2].ms), (OUTPUT_SLEEP, 2000));
-/// input.kind = INPUT_TIMER_FIRED;
-/// input.timer = out[2].timer;
-/// // SAFETY: as above.
-/// let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
-/// assert_eq!((n, out[0].kind), (1, OUTPUT_CONTINUE_AGENT));
+/// ```c
+/// int32_t h = autoretry_new(1, 3, 2000, 0, 0);
+/// const char *text = "529 overloaded_error";
+/// autoretry_input in = {.kind = AUTORETRY_INPUT_AGENT_END,
+///                       .stop_reason = AUTORETRY_STOP_ERROR,
+///                       .text = (const uint8_t *)text,
+///                       .text_len = (int32_t)strlen(text)};
+/// autoretry_output out[8];
+/// int32_t n = autoretry_handle_c(h, &in, out, 8);
+/// /* n == 3: start (attempt 1, ms 2000), drop_trailing_error, sleep */
+/// autoretry_input fired = {.kind = AUTORETRY_INPUT_TIMER_FIRED,
+///                          .timer = out[2].timer};
+/// n = autoretry_handle_c(h, &fired, out, 8);
+/// /* n == 1: out[0].kind == AUTORETRY_OUTPUT_CONTINUE_AGENT */
 /// autoretry_free(h);
 /// ```
 #[no_mangle]
@@ -396,7 +420,12 @@ pub unsafe extern "C" fn autoretry_handle_c(
         };
         let now =
             (input.kind == INPUT_AGENT_END).then_some((input.has_now != 0).then_some(input.now_ms));
-        let text = (input.text, input.text_len);
+        // A null text of length 0 (a zero-initialised struct) is no text.
+        let text_len = match (input.text.is_null(), input.text_len) {
+            (true, 0) => -1,
+            (_, len) => len,
+        };
+        let text = (input.text, text_len);
         // SAFETY: the caller's contract, forwarded.
         return unsafe {
             abi::feed_message(handle, fields, text, now, (out, out_cap), Sink::Structs)
@@ -428,22 +457,18 @@ pub unsafe extern "C" fn autoretry_handle_c(
     }
 }
 
-/// The machine's state into `*out`; returns 0 or an error code:
-/// [`ERR_HANDLE`](super::ERR_HANDLE), [`ERR_ARG`] (a null or misaligned
-/// `out`), [`ERR_BUFFER`](super::ERR_BUFFER).
+/// The machine's state into `*out`. Returns 0 or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null or misaligned
+/// `out`), `AUTORETRY_ERR_BUFFER`.
 ///
 /// # Safety
 ///
-/// `out` must be valid for writes of one [`AutoretryState`].
+/// `out` must be valid for writes of one `autoretry_retry_state`.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// let mut state = AutoretryState::default();
-/// // SAFETY: `state` is live.
-/// assert_eq!(unsafe { autoretry_state_c(h, &mut state) }, 0);
-/// assert_eq!(state, AutoretryState { auto_retry_enabled: 1, is_retrying: 0, retry_attempt: 0 });
-/// autoretry_free(h);
+/// ```c
+/// autoretry_retry_state state;
+/// if (autoretry_state_c(h, &state) == 0 && state.is_retrying)
+///   printf("attempt %u\n", state.retry_attempt);
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_state_c(handle: i32, out: *mut AutoretryState) -> i32 {
@@ -465,22 +490,19 @@ pub unsafe extern "C" fn autoretry_state_c(handle: i32, out: *mut AutoretryState
 }
 
 /// Fills `*out` with the column of a profile of spec §10.1 (the defaults
-/// of the keys a `retry` group leaves out): [`PROFILE_CLASSIC`] or
-/// [`PROFILE_MODERN`]. Returns 0, [`ERR_SETTINGS`] for another code (and
-/// `PROFILE_MODERN` in a build without feature `extended`), or as
-/// [`autoretry_state_c`] for `out`.
+/// of the keys a `retry` group leaves out): `AUTORETRY_PROFILE_CLASSIC` or
+/// `AUTORETRY_PROFILE_MODERN`. Returns 0, `AUTORETRY_ERR_SETTINGS` for
+/// another code (and for `AUTORETRY_PROFILE_MODERN` in a build without the
+/// `extended` feature), or as `autoretry_state_c()` for `out`.
 ///
 /// # Safety
 ///
-/// `out` must be valid for writes of one [`AutoretrySettings`].
+/// `out` must be valid for writes of one `autoretry_retry_settings`.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let mut s = AutoretrySettings::default();
-/// // SAFETY: `s` is live.
-/// assert_eq!(unsafe { autoretry_settings_defaults(PROFILE_MODERN, &mut s) }, 0);
-/// assert_eq!((s.max_retries, s.base_delay_ms, s.jitter_pct, s.classifier), (10, 500, 25, CLASSIFIER_EXTENDED));
-/// assert_eq!(unsafe { autoretry_settings_defaults(7, &mut s) }, ERR_SETTINGS);
+/// ```c
+/// autoretry_retry_settings s;
+/// autoretry_settings_defaults(AUTORETRY_PROFILE_MODERN, &s);
+/// /* s.max_retries == 10, s.base_delay_ms == 500, s.jitter_pct == 25 */
 /// ```
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_settings_defaults(
@@ -519,6 +541,32 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
         };
     }
     0
+}
+
+/// Every optional field absent, as a C `{0}`: no kind, no stop reason
+/// (both must be set), a null text of length 0 (no text), and every code
+/// and flag 0 (absent).
+impl Default for AutoretryInput {
+    fn default() -> Self {
+        AutoretryInput {
+            kind: 0,
+            stop_reason: 0,
+            text: core::ptr::null(),
+            text_len: 0,
+            should_retry: SHOULD_RETRY_ABSENT,
+            has_usage: 0,
+            has_retry_after: 0,
+            has_now: 0,
+            flag: 0,
+            usage_input: 0,
+            usage_cache_read: 0,
+            usage_cache_write: 0,
+            retry_after_ms: 0,
+            now_ms: 0,
+            timer: 0,
+            settings: AutoretrySettings::default(),
+        }
+    }
 }
 
 impl Default for AutoretryOutput {

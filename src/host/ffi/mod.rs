@@ -21,6 +21,12 @@
 //!   [`MAX_TEXT`] bytes; a length of `-1` means "no text". An optional
 //!   number comes as a pair `(has_x, x)` (`has_x == 0`: absent), the
 //!   tri-state `shouldRetry` as one of the `SHOULD_RETRY_*` codes.
+//! - **Zero is absent.** Every code and flag of an optional field is 0
+//!   when the field is absent ([`SHOULD_RETRY_ABSENT`] is 0, `has_x == 0`),
+//!   and the codes of the required ones start at 1 ([`STOP_STOP`],
+//!   [`INPUT_MESSAGE_END`]), so an input struct zeroed by a C host (`{0}`)
+//!   is the input with every optional field absent, and a required field
+//!   left at 0 is refused ([`ERR_ARG`]) rather than taken as a value.
 //! - **Outputs** of an input are written, as UTF-8 JSON, into the caller's
 //!   buffer `(out, out_cap)`: an array of the output objects exactly as in
 //!   the vectors and on the RPC stream (`[{"type":"sleep","ms":2000,"timer":1}]`,
@@ -39,7 +45,9 @@
 //!   replaces it only once the outputs are written, so a refusal
 //!   ([`ERR_REFUSED`], spec §6a) or too small a buffer
 //!   ([`ERR_OUT_TOO_SMALL`]) leaves the machine as it was, and every other
-//!   machine is untouched by any call on one.
+//!   machine is untouched by any call on one. Every refusal is
+//!   [`ERR_REFUSED`], as for the first hosts; [`autoretry_last_refusal`]
+//!   then says which rule refused it (a `REFUSAL_*` code).
 //! - **Usage-limit answer**: when an `agent_end` produces
 //!   `mark_usage_limit`, the slot keeps a copy of the message's error text
 //!   (at most [`MAX_TEXT`] bytes, the limit for every text, so the copy
@@ -64,9 +72,12 @@
 //! | `timer_fired`, `usage_limit_marked`, `abort_retry`, `abort`, `set_auto_retry` | [`autoretry_timer_fired`], [`autoretry_usage_limit_marked`], [`autoretry_abort_retry`], [`autoretry_abort`], [`autoretry_set_auto_retry`] | the same |
 //!
 //! The functions of the right column are those of the first hosts and
-//! stay as they were: the keys and fields they leave out take their
-//! `classic` defaults (the §10 settings keys) or are absent (the §10.2
-//! message fields; `usage.cacheWrite` is 0), and the seed is 0.
+//! keep their arguments and behaviour: the keys and fields they leave out
+//! take their `classic` defaults (the §10 settings keys) or are absent (the
+//! §10.2 message fields; `usage.cacheWrite` is 0), the seed is 0, and a
+//! refusal is [`ERR_REFUSED`] whatever its reason (as from every entry
+//! point; [`autoretry_last_refusal`] tells the reasons apart). Their
+//! `STOP_*` arguments are the named constants, which start at 1.
 //!
 //! # The C form
 //!
@@ -81,6 +92,41 @@
 //! all, the constants prefixed `AUTORETRY_`; the `autoretry-c` crate (`c/`)
 //! builds the static and shared libraries, and `examples/c/replay.c`
 //! replays every vector through them.
+//!
+//! From Rust, the struct form starts from `Default` (every optional field
+//! absent) as a C host starts from `{0}`:
+//!
+//! ```
+//! use autoretry::host::ffi::*;
+//! let h = autoretry_new(1, 3, 2000, 0, 0);
+//! let text = "529 overloaded_error";
+//! let mut input = AutoretryInput {
+//!     kind: INPUT_AGENT_END,
+//!     stop_reason: STOP_ERROR,
+//!     text: text.as_ptr(),
+//!     text_len: text.len() as i32,
+//!     ..AutoretryInput::default()
+//! };
+//! let mut out = [AutoretryOutput::default(); 8];
+//! // SAFETY: `input`, its text and `out` are live, disjoint and of the given sizes.
+//! let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
+//! assert_eq!(n, 3);
+//! assert_eq!((out[0].kind, out[0].attempt, out[0].ms), (OUTPUT_START, 1, 2000));
+//! assert_eq!((out[2].kind, out[2].ms), (OUTPUT_SLEEP, 2000));
+//! // The agent must not run while the retry waits.
+//! // SAFETY: as above.
+//! let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
+//! assert_eq!((n, autoretry_last_refusal(h)), (ERR_REFUSED, REFUSAL_AGENT_RUN_DURING_BACKOFF));
+//! input = AutoretryInput { kind: INPUT_TIMER_FIRED, timer: out[2].timer, ..AutoretryInput::default() };
+//! // SAFETY: as above.
+//! let n = unsafe { autoretry_handle_c(h, &input, out.as_mut_ptr(), out.len() as u32) };
+//! assert_eq!((n, out[0].kind), (1, OUTPUT_CONTINUE_AGENT));
+//! let mut state = AutoretryState::default();
+//! // SAFETY: `state` is live.
+//! assert_eq!(unsafe { autoretry_state_c(h, &mut state) }, 0);
+//! assert_eq!(state, AutoretryState { auto_retry_enabled: 1, is_retrying: 1, retry_attempt: 1 });
+//! autoretry_free(h);
+//! ```
 //!
 //! # Your own rules
 //!
@@ -98,9 +144,19 @@
 //! Those two buffers belong to the host; the module only touches them
 //! through the pointers the host passes back.
 //!
+//! # The header
+//!
+//! The exported items' own docs are written for C, as cbindgen copies them
+//! into `include/autoretry.h`: they name the header's C names (a constant
+//! `X` here is `AUTORETRY_X` there; [`AutoretryInput`] is
+//! `autoretry_input`, [`AutoretryOutput`] `autoretry_output`,
+//! [`AutoretrySettings`] `autoretry_retry_settings`, [`AutoretryState`]
+//! `autoretry_retry_state`), and their examples are C. The Rust examples
+//! are here, on the module.
+//!
 //! # Rooms and safety
 //!
-//! This is the crate's only module with `unsafe` code. Its three files:
+//! This is the crate's only module with `unsafe` code. Its files:
 //!
 //! - `pool.rs`: the pool in a static behind an atomic lock, the two static
 //!   exchange buffers, and the conversion of the host's `(pointer, length)`
@@ -111,7 +167,8 @@
 //!   is forwarded to `pool.rs`): argument checks, inputs, the kept text;
 //! - `out.rs`: the outputs' and the state's JSON, written by `wire`'s
 //!   `Serialize` impls through serde-json-core; safe code;
-//! - `rules.rs`: the rules' two exports and their error codes.
+//! - `rules.rs`: the rules' two exports and their error codes;
+//! - `refusal.rs`: the last refusal's reason per slot, and its export.
 //!
 //! ```
 //! use autoretry::host::ffi::*;
@@ -131,11 +188,13 @@ mod abi;
 mod c;
 mod out;
 mod pool;
+mod refusal;
 #[cfg(feature = "rules")]
 mod rules;
 
 pub use abi::*;
 pub use c::*;
+pub use refusal::*;
 #[cfg(feature = "rules")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rules")))]
 pub use rules::*;
@@ -144,37 +203,43 @@ pub use rules::*;
 pub const POOL_SIZE: usize = 8;
 /// The longest text (`errorMessage`) an input may carry, in bytes.
 pub const MAX_TEXT: usize = 4096;
-/// The length of [`autoretry_out_buffer`]: enough for the outputs of any
-/// input whose text is within [`MAX_TEXT`] (a text escapes to at most six
-/// times its length, and an input's outputs carry at most one text).
+/// The length of `autoretry_out_buffer()`: enough for the outputs of any
+/// input whose text is within `AUTORETRY_MAX_TEXT` (a text escapes to at
+/// most six times its length, and an input's outputs carry at most one
+/// text).
 pub const OUT_BUFFER_LEN: usize = 6 * MAX_TEXT + 1024;
 
 /// No machine with this handle (never created, freed, or out of range).
 pub const ERR_HANDLE: i32 = -1;
-/// The machine refused the input (spec §6a); nothing changed.
+/// The machine refused the input (spec §6a): it came out of turn. Nothing
+/// changed. Every entry point answers any refusal with this one code;
+/// `autoretry_last_refusal()` then gives its reason, an
+/// `AUTORETRY_REFUSAL_*` code.
 pub const ERR_REFUSED: i32 = -2;
 /// The text is not UTF-8.
 pub const ERR_UTF8: i32 = -3;
-/// The text is longer than [`MAX_TEXT`], or its length is negative other
-/// than `-1`.
+/// The text is longer than `AUTORETRY_MAX_TEXT`, or its length is negative
+/// other than `-1`.
 pub const ERR_TEXT_LEN: i32 = -4;
 /// Every slot of the pool is in use or retired (a slot is retired after
 /// its 2^23rd machine, so that no handle is ever given twice).
 pub const ERR_POOL_FULL: i32 = -5;
-/// An argument is out of range (a stop reason, a `shouldRetry` code, a
-/// null pointer with a length, a text that overlaps the output buffer).
+/// An argument is out of range: an unknown or zero input kind, stop reason
+/// or `shouldRetry` code, a null pointer with a length, a misaligned struct
+/// pointer, a text that overlaps the output buffer.
 pub const ERR_ARG: i32 = -6;
 /// The output buffer is too small for the input's outputs. Nothing changed:
 /// the machine is as before the call (the input is handled on a copy that
 /// replaces the machine only once its outputs are written), so the host
-/// may repeat the call with a larger buffer. At least [`OUT_BUFFER_LEN`]
-/// bytes always suffice.
+/// may repeat the call with a larger buffer. `AUTORETRY_OUT_BUFFER_LEN`
+/// bytes (8 `autoretry_output` structs) always suffice.
 pub const ERR_OUT_TOO_SMALL: i32 = -7;
-/// A settings value is out of range: a `jitterPct` above 100, or a
-/// `profile` or `classifier` that is not one of the `PROFILE_*` /
-/// `CLASSIFIER_*` codes (or, in a build without feature `extended`,
-/// `PROFILE_MODERN` or `CLASSIFIER_EXTENDED`). Nothing changed: no machine was made, or the
-/// settings in force stay (spec §4: bad settings are rejected).
+/// A settings value is out of range: a `jitter_pct` above 100, or a
+/// `profile` or `classifier` that is not one of the `AUTORETRY_PROFILE_*` /
+/// `AUTORETRY_CLASSIFIER_*` codes (or, in a build without the `extended`
+/// feature, `AUTORETRY_PROFILE_MODERN` or `AUTORETRY_CLASSIFIER_EXTENDED`).
+/// Nothing changed: no machine was made, or the settings in force stay
+/// (spec §4: bad settings are rejected).
 pub const ERR_SETTINGS: i32 = -8;
 
 /// A buffer (a text or `out`) the module will not touch: its end wraps
@@ -196,24 +261,27 @@ pub const CLASSIFIER_CLASSIC: u32 = 0;
 /// `retry.classifier` `"extended"`: the patterns of spec §10.5.
 pub const CLASSIFIER_EXTENDED: u32 = 1;
 
-/// `shouldRetry` absent: the patterns decide (spec §3, rule 4).
-pub const SHOULD_RETRY_ABSENT: i32 = -1;
+/// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
+/// so a zero-initialised `autoretry_input` leaves the verdict absent.
+pub const SHOULD_RETRY_ABSENT: i32 = 0;
 /// `shouldRetry: false`: the host's verdict is "do not retry".
-pub const SHOULD_RETRY_NO: i32 = 0;
+pub const SHOULD_RETRY_NO: i32 = 1;
 /// `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
 /// still hold).
-pub const SHOULD_RETRY_YES: i32 = 1;
+pub const SHOULD_RETRY_YES: i32 = 2;
 
-/// `stopReason` `"stop"`.
-pub const STOP_STOP: u32 = 0;
+/// `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
+/// and a stop reason left at 0 (a zero-initialised `autoretry_input`) is
+/// refused with `AUTORETRY_ERR_ARG`.
+pub const STOP_STOP: u32 = 1;
 /// `stopReason` `"length"`.
-pub const STOP_LENGTH: u32 = 1;
+pub const STOP_LENGTH: u32 = 2;
 /// `stopReason` `"toolUse"`.
-pub const STOP_TOOL_USE: u32 = 2;
+pub const STOP_TOOL_USE: u32 = 3;
 /// `stopReason` `"error"`.
-pub const STOP_ERROR: u32 = 3;
+pub const STOP_ERROR: u32 = 4;
 /// `stopReason` `"aborted"`.
-pub const STOP_ABORTED: u32 = 4;
+pub const STOP_ABORTED: u32 = 5;
 
 /// The WebAssembly module is a final artifact without `std`: it needs a
 /// panic handler. The core is panic-free, so this is never reached; if it

@@ -81,6 +81,11 @@ pub(super) struct Slot {
 }
 
 impl Slot {
+    /// The slot's place in the pool, `0..POOL_SIZE`.
+    pub(super) fn index(self) -> usize {
+        self.index
+    }
+
     /// The timer id the host sees for the machine's timer `id`: the
     /// machine's id in the low [`TIMER_BITS`] bits, the slot's generation
     /// above them.

@@ -19,19 +19,17 @@ use super::ERR_HANDLE;
 use crate::rules::{Rules, RulesError};
 
 /// The bytes are not a compiled rules blob, or one of another format
-/// version or byte order ([`RulesError::Foreign`], [`RulesError::Version`],
-/// [`RulesError::Endian`]). Nothing changed.
+/// version or byte order. Nothing changed.
 pub const ERR_RULES_FOREIGN: i32 = -10;
 /// The blob is shorter or longer than its header says: a truncated or
-/// padded file ([`RulesError::Truncated`], [`RulesError::TrailingBytes`]).
-/// Nothing changed.
+/// padded file. Nothing changed.
 pub const ERR_RULES_LENGTH: i32 = -11;
 /// The blob holds a dense DFA and does not start at a 4-byte aligned
-/// address ([`RulesError::Misaligned`]). Nothing changed.
+/// address (`malloc`'s memory and `_Alignas(4)` arrays are). Nothing
+/// changed.
 pub const ERR_RULES_MISALIGNED: i32 = -12;
 /// The blob is damaged: a header field, its checksum, its rule counts, or
-/// a DFA that regex-automata refuses ([`RulesError::Corrupt`],
-/// [`RulesError::Dfa`]). Nothing changed.
+/// a DFA that fails validation. Nothing changed.
 pub const ERR_RULES_CORRUPT: i32 = -13;
 
 /// The `ERR_RULES_*` code of a blob's refusal.
@@ -45,49 +43,40 @@ fn code(error: &RulesError) -> i32 {
 }
 
 /// Lends the machine of `handle` the compiled rules blob `(blob,
-/// blob_len)`, in place of any it held: from the next input on, a
-/// `message_end` or `agent_end` whose message has an error text and no
-/// `shouldRetry` gets the rules' verdict as its `shouldRetry` (the
-/// built-in classifier and the overflow rule still apply, spec §10.2).
+/// blob_len)` (`autoretry rules compile`), in place of any it held: from
+/// the next input on, a `message_end` or `agent_end` whose message has an
+/// error text and no `shouldRetry` gets the rules' verdict as its
+/// `shouldRetry` (the built-in classifier and the overflow rule still
+/// apply, spec §10.2).
 ///
 /// Returns 0, or an error code, and then nothing changed (the machine
-/// keeps the rules it had): [`ERR_HANDLE`]; [`ERR_ARG`](super::ERR_ARG)
-/// (a null `blob` with a length); [`ERR_BUFFER`](super::ERR_BUFFER) (a
-/// range the module will not read, as for any buffer, or one that overlaps
-/// an exchange buffer); [`ERR_RULES_FOREIGN`], [`ERR_RULES_LENGTH`],
-/// [`ERR_RULES_MISALIGNED`], [`ERR_RULES_CORRUPT`] (the blob, checked as
-/// [`Rules::from_bytes`] checks it).
+/// keeps the rules it had): `AUTORETRY_ERR_HANDLE`; `AUTORETRY_ERR_ARG` (a
+/// null `blob` with a length); `AUTORETRY_ERR_BUFFER` (a range the module
+/// will not read, as for any buffer, or one that overlaps an exchange
+/// buffer); `AUTORETRY_ERR_RULES_FOREIGN`, `AUTORETRY_ERR_RULES_LENGTH`,
+/// `AUTORETRY_ERR_RULES_MISALIGNED`, `AUTORETRY_ERR_RULES_CORRUPT` (the
+/// blob).
 ///
 /// While a machine holds a blob, no call may write over it: an `out`
-/// buffer that overlaps it is refused with `ERR_BUFFER`.
+/// buffer that overlaps it is refused with `AUTORETRY_ERR_BUFFER`.
 ///
 /// # Safety
 ///
 /// `blob` must be valid for reads of `blob_len` bytes and stay so,
 /// neither written nor freed, until the machine's rules are cleared
-/// ([`autoretry_rules_clear`]) or replaced, or the machine is freed. One
+/// (`autoretry_rules_clear()`) or replaced, or the machine is freed. One
 /// blob may be lent to several machines.
 ///
+/// ```c
+/// /* blob: the bytes of RULES.bin in malloc'd memory, kept until freed */
+/// int32_t code = autoretry_rules_load(h, blob, (uint32_t)blob_len);
+/// if (code != 0) fprintf(stderr, "rules refused: %d\n", code);
+/// /* ... */
+/// autoretry_free(h); /* or autoretry_rules_clear(h) */
+/// free(blob);
 /// ```
-/// use autoretry::host::ffi::*;
-/// static BLOB: &[u8] = autoretry::include_rules!("../../../tests/rules/example.bin");
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// // SAFETY: `BLOB` is a static: valid, and never written.
-/// assert_eq!(unsafe { autoretry_rules_load(h, BLOB.as_ptr(), BLOB.len() as u32) }, 0);
-/// // A `never` rule: the 503 of a billing error is not retried.
-/// let text = "503 billing: insufficient funds";
-/// let mut out = [0u8; 512];
-/// // SAFETY: `text` and `out` are live, disjoint and of the given lengths.
-/// let n = unsafe {
-///     autoretry_agent_end(h, STOP_ERROR, text.as_ptr(), text.len() as i32, 0, 0, 0, 0, 0, out.as_mut_ptr(), out.len() as u32)
-/// };
-/// // No retry chain: the turn ends as any error that is not retried.
-/// assert_eq!(&out[..n as usize], br#"[{"type":"check_compaction"}]"#);
-/// // A truncated blob is refused, and the machine keeps its rules.
-/// // SAFETY: as above.
-/// assert_eq!(unsafe { autoretry_rules_load(h, BLOB.as_ptr(), 100) }, ERR_RULES_LENGTH);
-/// assert_eq!(autoretry_free(h), 0);
-/// ```
+///
+/// See `examples/c/rules.c`.
 #[no_mangle]
 pub unsafe extern "C" fn autoretry_rules_load(handle: i32, blob: *const u8, blob_len: u32) -> i32 {
     // SAFETY: the caller's contract, forwarded.
@@ -110,15 +99,12 @@ pub unsafe extern "C" fn autoretry_rules_load(handle: i32, blob: *const u8, blob
 
 /// Takes the rules of the machine of `handle` away (if it held any): its
 /// messages are classified by the patterns alone again, and the host may
-/// reuse the blob's memory. Returns 0 or [`ERR_HANDLE`]. Freeing a machine
-/// clears its rules too.
+/// reuse the blob's memory. Returns 0 or `AUTORETRY_ERR_HANDLE`. Freeing a
+/// machine clears its rules too.
 ///
-/// ```
-/// use autoretry::host::ffi::*;
-/// let h = autoretry_new(1, 3, 2000, 0, 0);
-/// assert_eq!(autoretry_rules_clear(h), 0);
-/// autoretry_free(h);
-/// assert_eq!(autoretry_rules_clear(h), ERR_HANDLE);
+/// ```c
+/// autoretry_rules_clear(h);
+/// free(blob);
 /// ```
 #[no_mangle]
 pub extern "C" fn autoretry_rules_clear(handle: i32) -> i32 {
