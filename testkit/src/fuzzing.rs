@@ -1604,6 +1604,17 @@ fn budget(r: &mut Reader<'_>) -> RetryBudget {
 ///     0x81, 1, 4, 3, 1, 1, 0, 4, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, // settings, host
 ///     0, 0x24, 5, 1, 1, 1, 0, // agent_end
 /// ]);
+/// // Section 11 on: 3 retries from 2000 ms, modelFallback, a 5000 ms total;
+/// // a budget of 4 tokens refilling 0.5. A retry (4 → 3 tokens), its
+/// // backoff, a second failure throttled (3 → 2) that asks for a model,
+/// // the switch and its immediate retry, then a failure after visible text
+/// // (a continuation, which never asks): throttled (2 → 1), it ends.
+/// autoretry_testkit::fuzzing::fuzz_machine(&[
+///     0x41, 3, 2, 1, 0, 2, 0, 0x04, 2, 2, 0, // settings, host, budget
+///     0, 4, 1, 1, 1, 0, 14, // agent_end, the timer fires
+///     0, 4, 1, 1, 1, 0, 8, 0, 1, 14, // agent_end, model_switched, the timer fires
+///     0, 0x84, 1, 1, 1, 0, 0, // agent_end with partial "text"
+/// ]);
 /// ```
 pub fn fuzz_machine(bytes: &[u8]) {
     let mut r = Reader { data: bytes };
@@ -2117,13 +2128,18 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
 
 /// Handles the bytes (lossy-decoded) as one RPC line (spec §7) on a machine
 /// in one of four states (idle, backoff, running, awaiting a usage-limit
-/// answer; the first byte picks it) and checks the response: valid JSON
-/// with the key order of §7, the `id` echoed, nothing changed when it
-/// fails, and the outputs checked by a [`Monitor`].
+/// answer; the first byte's low two bits pick it; with its bit 2 set,
+/// under `modelFallback` with `maxRetries: 0`, so the first failure asks
+/// for a model (spec §11.3) and states 1 and 3 await that answer instead)
+/// and checks the response: valid JSON with the key order of §7, the `id`
+/// echoed, nothing changed when it fails, and the outputs checked by a
+/// [`Monitor`].
 ///
 /// ```
 /// // State 1 (a backoff is pending), then the line.
 /// autoretry_testkit::fuzzing::fuzz_rpc_line(b"\x01{\"type\":\"abort_retry\",\"id\":\"r2\"}");
+/// // State 5 (a model-switch answer is awaited), then the line.
+/// autoretry_testkit::fuzzing::fuzz_rpc_line(b"\x05{\"type\":\"abort_retry\"}");
 /// ```
 pub fn fuzz_rpc_line(bytes: &[u8]) {
     use autoretry::wire::rpc::handle_line;
@@ -2131,8 +2147,14 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
 
     let (state, line) = bytes.split_first().map_or((0, &[][..]), |(s, l)| (*s, l));
     let line = String::from_utf8_lossy(line);
+    let settings = match state & 4 {
+        0 => RetrySettings::DEFAULT,
+        _ => RetrySettings::DEFAULT
+            .with_model_fallback(true)
+            .with_max_retries(0),
+    };
     let mut mon = Monitor::new(
-        RetrySettings::DEFAULT,
+        settings,
         HostOptions {
             context_window: 0,
             credential_store: state % 4 == 3,
@@ -2147,6 +2169,12 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
         });
     }
     if state % 4 == 2 {
+        if mon.machine().awaits_model_switch_answer() {
+            let _ = mon.step(Input::ModelSwitched {
+                switched: true,
+                error_message: text,
+            });
+        }
         let timer = mon.machine().pending_timer().expect("backoff");
         let _ = mon.step(Input::TimerFired { timer });
     }
