@@ -286,13 +286,22 @@ impl Tokens {
 
 /// The invariant checker of the machine (see the module docs).
 ///
-/// Call [`Monitor::step`] for every input instead of [`Machine::handle`].
-/// It predicts every retry decision from the spec (sections 5 and 10): it
-/// classifies the message with the crate's classifier, runs its own jitter
-/// generator from the host's seed (§10.6) and computes the wait of §10.3,
-/// so the start's figures, the usage-limit hint and the fail-fast end
-/// (which reports the retries made, `n − 1`) are checked exactly, whatever
-/// the options.
+/// Call [`Monitor::step`] for every input instead of [`Machine::handle`]
+/// ([`Monitor::step_with_budget`] instead of
+/// [`Machine::handle_with_budget`]). It predicts every retry decision from
+/// the spec (sections 5, 10 and 11, in the order of §11.7): it classifies
+/// the message with the crate's classifier, runs its own jitter generator
+/// from the host's seed (§10.6), computes the wait of §10.3, and keeps its
+/// own account of the chain's total wait (§11.6) and of a budget's tokens
+/// (§11.4), so the start's figures, the usage-limit hint, the model-switch
+/// question and its reason, and every policy end (max exceeded, throttled,
+/// fail-fast, total wait: each reports the retries made, `n − 1`) are
+/// checked exactly, whatever the options. It also checks that a turn with
+/// `partial: "tools"` is never retried, that a continuation (`partial:
+/// "text"`) keeps the trailing error, ends its backoff with
+/// `resume_agent` and never asks for a model, that the host is asked for
+/// a model at most once per decision, and what each answer gives (§11.2,
+/// §11.3, §11.5).
 ///
 /// ```
 /// use autoretry::{AssistantMessage, HostOptions, Input, RetrySettings};
@@ -308,6 +317,15 @@ impl Tokens {
 /// let out = mon.step(Input::AgentEnd { message, now_ms: None }).unwrap();
 /// assert_eq!(out.len(), 3); // end, settled, check_compaction
 /// assert_eq!(mon.fail_fasts(), 1);
+///
+/// // Section 11: the retries spent, the host is asked for another model.
+/// let fallback = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+/// let mut mon = Monitor::new(fallback, HostOptions::default());
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// assert_eq!(mon.step(failed).unwrap().len(), 1); // switch_model
+/// let answer = Input::ModelSwitched { switched: true, error_message: "503" };
+/// assert_eq!(mon.step(answer).unwrap().len(), 3); // start (attempt 1 of 0), drop, sleep 0
+/// assert_eq!(mon.model_questions(), 1);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Monitor {
@@ -473,7 +491,8 @@ impl Monitor {
             jitter: machine.host_options().seed,
             total_ms: field("total_ms"),
             resume: fields["resume"].as_bool().expect("a boolean field"),
-            counted: false,
+            // A chain with starts before the snapshot was counted there.
+            counted: machine.retry_attempt() > 0,
             chains: 0,
             fail_fasts: 0,
             model_questions: 0,
@@ -678,11 +697,13 @@ impl Monitor {
     /// changes no state then; that the outputs of each input come in an
     /// order the spec allows; that every retry decision (start or not, the
     /// start's attempt, `maxAttempts` and `delayMs`, the usage-limit hint,
-    /// the fail-fast and cancelled ends' final errors) is the one spec
-    /// sections 3, 5 and 10 give, with this monitor's own classifier call
-    /// and jitter draws; that timer ids are never reused, only the pending
-    /// timer is cancelled or continues the agent, every `agent_end` is
-    /// resolved once (`continue_agent` or `check_compaction`), `settled`
+    /// the model-switch question, the policy and cancelled ends' final
+    /// errors, a continuation's missing drop and its `resume_agent`) is the
+    /// one spec sections 3, 5, 10 and 11 give, with this monitor's own
+    /// classifier call, jitter draws and chain total; that timer ids are
+    /// never reused, only the pending timer is cancelled or continues the
+    /// agent, every `agent_end` is resolved once (`continue_agent`,
+    /// `resume_agent` or `check_compaction`), `settled`
     /// ends every open chain exactly once; and that the state reports the
     /// chain the outputs describe.
     ///
