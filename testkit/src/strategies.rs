@@ -39,7 +39,7 @@
 //! proptest!(|(scenario in strategies::scenario())| {
 //!     let mut host = MyHost { machine: Machine::new(scenario.settings, scenario.host) };
 //!     let mut monitor = Monitor::new(scenario.settings, scenario.host);
-//!     let mut marked = ""; // the text the host marked for a usage-limit answer
+//!     let mut marked = ""; // the text of the question (usage limit, model) it answers
 //!     for step in &scenario.steps {
 //!         let input = step.input(host.pending_timer(), marked);
 //!         let result = host.feed(input);
