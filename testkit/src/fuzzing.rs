@@ -1673,13 +1673,13 @@ fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
 ///
 /// The bytes give, in order: a host and settings, and up to 15 inputs,
 /// as [`fuzz_machine`] reads them (a reachable machine, from which a
-/// snapshot is taken); the usage-limit text the host keeps with it; up to
-/// three field edits ([`forge::FIELDS`](crate::forge::FIELDS): the field,
-/// then a value, an edge of its type or random); after edits, whether the
-/// last timer id is raised to the attempt; then the inputs fed to the
-/// restored machine. Without edits the snapshot must restore to the
-/// very machine. When the forged snapshot awaits the usage-limit answer,
-/// its text digest is the kept text's, as the host keeps the text.
+/// snapshot is taken); the text the host keeps with it; up to three field
+/// edits ([`forge::FIELDS`](crate::forge::FIELDS): the field, then a
+/// value, an edge of its type or random); after edits, whether the last
+/// timer id is raised to the attempt; then the inputs fed to the restored
+/// machine. Without edits the snapshot must restore to the very machine.
+/// When the forged snapshot awaits an answer (usage limit or model), its
+/// text digest is the kept text's, as the host keeps the text.
 ///
 /// ```
 /// use autoretry_testkit::fuzzing::fuzz_snapshot;
@@ -1731,7 +1731,7 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
         if ids_for_attempt && fields["timer"].as_u64() < fields["attempt"].as_u64() {
             fields["timer"] = fields["attempt"].clone();
         }
-        if fields["phase"] == 3 {
+        if fields["phase"] == 3 || fields["phase"] == 4 {
             fields["marked_text_digest"] = text_digest(&text).into();
         }
     });
