@@ -1004,13 +1004,17 @@ fn scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<Op>)> {
 /// A scenario with the policy options: settings with every key, a seeded
 /// host, option inputs.
 fn option_scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<Op>)> {
-    (strategies::settings(), strategies::host_options()).prop_flat_map(|(s, h)| {
-        (
-            Just(s),
-            Just(h),
-            proptest::collection::vec(op(Gen::options(h.context_window)), 1..160),
-        )
-    })
+    (
+        strategies::section_10_settings(),
+        strategies::host_options(),
+    )
+        .prop_flat_map(|(s, h)| {
+            (
+                Just(s),
+                Just(h),
+                proptest::collection::vec(op(Gen::options(h.context_window)), 1..160),
+            )
+        })
 }
 
 // ---------------------------------------------------------------------------
@@ -1396,7 +1400,7 @@ proptest! {
     /// zero backoff.
     #[test]
     fn jittered_delays_lie_in_their_range(
-        (settings, host, ops) in (strategies::settings(), strategies::host_options(), 1u8..=100).prop_flat_map(|(s, h, p)| (
+        (settings, host, ops) in (strategies::section_10_settings(), strategies::host_options(), 1u8..=100).prop_flat_map(|(s, h, p)| (
             Just(s.with_jitter_pct(JitterPct::new(p).expect("at most 100")).with_honor_hints(false)),
             Just(h.with_credential_store(false)),
             proptest::collection::vec(op(Gen::options(h.context_window)), 1..120),
@@ -1436,7 +1440,7 @@ proptest! {
     /// the message to the compaction check; the machine is idle after it.
     #[test]
     fn a_fail_fast_never_starts_drops_or_sleeps(
-        (settings, host, ops) in (strategies::settings(), strategies::host_options(), 1u64..5000, any::<bool>()).prop_flat_map(|(s, h, ceiling, store)| (
+        (settings, host, ops) in (strategies::section_10_settings(), strategies::host_options(), 1u64..5000, any::<bool>()).prop_flat_map(|(s, h, ceiling, store)| (
             Just(s.with_max_delay_ms(ceiling).with_honor_hints(true)),
             Just(h.with_credential_store(store)),
             proptest::collection::vec(op(Gen::options(h.context_window)), 1..120),

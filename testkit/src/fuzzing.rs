@@ -23,9 +23,9 @@ use std::collections::HashSet;
 
 use autoretry::classify::{self, Classifier};
 use autoretry::{
-    AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Outputs,
-    Profile, Refused, RetrySettings, RetryState, Snapshot, SnapshotError, StopReason, TimerId,
-    Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    AssistantMessage, Event, FallbackReason, FinalError, HostOptions, Input, JitterPct, Machine,
+    Output, Outputs, Partial, Profile, Refused, RetryBudget, RetrySettings, RetryState, Snapshot,
+    SnapshotError, StopReason, TimerId, Usage, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
 /// Texts the machine fuzzer draws from, besides texts taken from the fuzz
@@ -168,48 +168,140 @@ pub fn expected_jitter(backoff: u64, pct: u8, r: u32) -> u64 {
 enum Expect {
     /// Not a decision (any input but `agent_end` and an awaited answer).
     Nothing,
-    /// An `agent_end` that starts no retry: no start, no mark, no
-    /// fail-fast end (an open chain ends with the message's error, §9).
+    /// An `agent_end` that starts no retry: no start, no question, no
+    /// policy end (an open chain ends with the message's error, §9).
     NoRetry,
-    /// §5.1.2: the end with the message's error, the retries made.
-    MaxExceeded,
+    /// A chain that ends at once for a policy reason (§5.1.2, §10.3 step
+    /// 8, §11.4, §11.6): the end with this final error, the retries made.
+    Fail(Failure),
     /// §5.1.4 / §10.3 step 7: ask the host, with this hint.
     Mark { hint: Option<u64> },
-    /// §10.3 step 8: the end with the sentence, the retries made.
-    FailFast {
-        requested_ms: u64,
-        max_delay_ms: u64,
-    },
-    /// §5.1.5–7: the start with these figures, then drop and sleep.
+    /// §11.3: ask the host for another model, for this reason.
+    Ask { reason: FallbackReason },
+    /// §5.1.5–8: the start with these figures, then (unless it is a
+    /// continuation, §11.2) the drop, then the sleep.
     Start {
         attempt: u32,
         max_attempts: u32,
         delay_ms: u64,
+        continuation: bool,
+        /// The immediate retry on a new model (§11.3): attempt 1 of the
+        /// kept `maxAttempts`, which may be 0.
+        switched_model: bool,
     },
 }
 
-/// The usage-limit answer the machine waits for, with the figures fixed at
-/// the `agent_end` (spec §5.1.4, §10.3 step 7).
+/// The final error of a policy end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Failure {
+    /// §5.1.2: the message's own error.
+    Exhausted,
+    /// §11.4: the throttle sentence.
+    Throttled,
+    /// §10.3 step 8: the fail-fast sentence.
+    WaitTooLong {
+        requested_ms: u64,
+        max_delay_ms: u64,
+    },
+    /// §11.6: the total-wait sentence.
+    TotalWait {
+        total_ms: u64,
+        max_total_delay_ms: u64,
+    },
+}
+
+/// The figures of one decision (spec §11.7), fixed at its `agent_end` and
+/// kept while the machine waits for an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Decision {
+    /// The attempt `n` being decided (2^32 after u32::MAX).
+    attempt: u64,
+    /// `maxRetries`, reported as `maxAttempts`.
+    max_attempts: u32,
+    /// The wait of §10.3 steps 1–6, or the one the total was checked with.
+    delay_ms: u64,
+    /// The `maxDelayMs` the wait exceeds, else 0.
+    exceeded_ceiling_ms: u64,
+    /// §11.5: over the ceiling, a usage limit whose wait is within
+    /// `maxUsageWaitMs`.
+    usage_reset: bool,
+    /// `maxTotalDelayMs`.
+    max_total_delay_ms: u64,
+    /// `modelFallback`, and not a continuation (§11.3).
+    may_ask: bool,
+    /// The host was asked for a model in this decision already.
+    asked: bool,
+    /// `partial: "text"` (§11.2).
+    continuation: bool,
+}
+
+/// Which answer the machine waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Question {
+    /// `usage_limit_marked` (§5.1.4).
+    UsageLimit,
+    /// `model_switched`, asked for this reason (§11.3).
+    Model(FallbackReason),
+}
+
+/// The answer the machine waits for, with the figures fixed at the
+/// `agent_end` (spec §5.1.4, §10.3 step 7, §11.3).
 #[derive(Clone, Debug)]
 struct Awaiting {
+    question: Question,
     text: String,
-    attempt: u32,
-    max_attempts: u32,
-    delay_ms: u64,
-    /// The `maxDelayMs` the delay exceeds (the answer "not switched" fails
-    /// fast), else 0.
-    exceeded_ceiling_ms: u64,
+    decision: Decision,
+}
+
+/// The monitor's own account of a retry budget over one input (spec
+/// §11.4), in thousandths of a token.
+#[derive(Clone, Copy, Debug)]
+struct Tokens {
+    max_milli: u64,
+    ratio_milli: u64,
+    milli: u64,
+}
+
+impl Tokens {
+    fn of(budget: &RetryBudget) -> Tokens {
+        Tokens {
+            max_milli: u64::from(budget.max_tokens()) * 1000,
+            ratio_milli: u64::from(budget.ratio_milli()),
+            milli: u64::from(budget.tokens_milli()),
+        }
+    }
+
+    /// The charge: one token, never below 0; then whether the retry is
+    /// throttled (at most `maxTokens / 2`).
+    fn charge(&mut self) -> bool {
+        self.milli = self.milli.saturating_sub(1000);
+        self.milli * 2 <= self.max_milli
+    }
+
+    /// The refill: `tokenRatio`, never above `maxTokens`.
+    fn refill(&mut self) {
+        self.milli = (self.milli + self.ratio_milli).min(self.max_milli);
+    }
 }
 
 /// The invariant checker of the machine (see the module docs).
 ///
-/// Call [`Monitor::step`] for every input instead of [`Machine::handle`].
-/// It predicts every retry decision from the spec (sections 5 and 10): it
-/// classifies the message with the crate's classifier, runs its own jitter
-/// generator from the host's seed (§10.6) and computes the wait of §10.3,
-/// so the start's figures, the usage-limit hint and the fail-fast end
-/// (which reports the retries made, `n − 1`) are checked exactly, whatever
-/// the options.
+/// Call [`Monitor::step`] for every input instead of [`Machine::handle`]
+/// ([`Monitor::step_with_budget`] instead of
+/// [`Machine::handle_with_budget`]). It predicts every retry decision from
+/// the spec (sections 5, 10 and 11, in the order of §11.7): it classifies
+/// the message with the crate's classifier, runs its own jitter generator
+/// from the host's seed (§10.6), computes the wait of §10.3, and keeps its
+/// own account of the chain's total wait (§11.6) and of a budget's tokens
+/// (§11.4), so the start's figures, the usage-limit hint, the model-switch
+/// question and its reason, and every policy end (max exceeded, throttled,
+/// fail-fast, total wait: each reports the retries made, `n − 1`) are
+/// checked exactly, whatever the options. It also checks that a turn with
+/// `partial: "tools"` is never retried, that a continuation (`partial:
+/// "text"`) keeps the trailing error, ends its backoff with
+/// `resume_agent` and never asks for a model, that the host is asked for
+/// a model at most once per decision, and what each answer gives (§11.2,
+/// §11.3, §11.5).
 ///
 /// ```
 /// use autoretry::{AssistantMessage, HostOptions, Input, RetrySettings};
@@ -225,6 +317,15 @@ struct Awaiting {
 /// let out = mon.step(Input::AgentEnd { message, now_ms: None }).unwrap();
 /// assert_eq!(out.len(), 3); // end, settled, check_compaction
 /// assert_eq!(mon.fail_fasts(), 1);
+///
+/// // Section 11: the retries spent, the host is asked for another model.
+/// let fallback = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+/// let mut mon = Monitor::new(fallback, HostOptions::default());
+/// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+/// assert_eq!(mon.step(failed).unwrap().len(), 1); // switch_model
+/// let answer = Input::ModelSwitched { switched: true, error_message: "503" };
+/// assert_eq!(mon.step(answer).unwrap().len(), 3); // start (attempt 1 of 0), drop, sleep 0
+/// assert_eq!(mon.model_questions(), 1);
 /// ```
 #[derive(Clone, Debug)]
 pub struct Monitor {
@@ -254,14 +355,26 @@ pub struct Monitor {
     /// A resumed machine's last timer id: every id up to it may have been
     /// issued before the monitor started; 0 for a new machine.
     resumed_timer: u64,
-    /// The usage-limit answer awaited.
+    /// The answer awaited (usage limit or model).
     awaiting: Option<Awaiting>,
     /// The jitter generator's state (spec §10.6), from the host's seed.
     jitter: u64,
+    /// The total of the open chain's waits (spec §11.6).
+    total_ms: u64,
+    /// The pending timer ends a continuation's backoff (spec §11.2).
+    resume: bool,
+    /// The open chain was counted in `chains`.
+    counted: bool,
     /// Number of chains that started (at least one start event).
     chains: u64,
     /// Number of fail-fast ends (spec §10.3 step 8).
     fail_fasts: u64,
+    /// Number of `switch_model` questions (spec §11.3).
+    model_questions: u64,
+    /// Number of continuations started (spec §11.2).
+    continuations: u64,
+    /// Number of throttled ends (spec §11.4).
+    throttled: u64,
 }
 
 impl Monitor {
@@ -290,8 +403,14 @@ impl Monitor {
             resumed_timer: 0,
             awaiting: None,
             jitter: host.seed,
+            total_ms: 0,
+            resume: false,
+            counted: false,
             chains: 0,
             fail_fasts: 0,
+            model_questions: 0,
+            continuations: 0,
+            throttled: 0,
         }
     }
 
@@ -318,13 +437,35 @@ impl Monitor {
         let machine = Machine::restore(snapshot)?;
         let fields = serde_json::to_value(snapshot).expect("a snapshot serializes");
         let field = |name: &str| fields[name].as_u64().expect("an integer field");
-        let attempt = machine.retry_attempt();
-        let awaiting = machine.awaits_usage_limit_answer().then(|| Awaiting {
+        let flags = field("marked_flags");
+        // The attempt decided is 2^32 when its flag says so (spec §5.1.1).
+        let attempt = match flags & 16 {
+            0 => u64::from(machine.retry_attempt()),
+            _ => 1 << 32,
+        };
+        let question = if machine.awaits_usage_limit_answer() {
+            Some(Question::UsageLimit)
+        } else if machine.awaits_model_switch_answer() {
+            let reason =
+                FallbackReason::ALL[usize::try_from(field("marked_reason")).expect("0 to 3")];
+            Some(Question::Model(reason))
+        } else {
+            None
+        };
+        let awaiting = question.map(|question| Awaiting {
+            question,
             text: awaited_text.to_owned(),
-            attempt,
-            max_attempts: u32::try_from(field("marked_max_attempts")).expect("a u32 field"),
-            delay_ms: field("marked_delay_ms"),
-            exceeded_ceiling_ms: field("marked_ceiling_ms"),
+            decision: Decision {
+                attempt,
+                max_attempts: u32::try_from(field("marked_max_attempts")).expect("a u32 field"),
+                delay_ms: field("marked_delay_ms"),
+                exceeded_ceiling_ms: field("marked_ceiling_ms"),
+                usage_reset: flags & 4 != 0,
+                max_total_delay_ms: field("marked_total_limit_ms"),
+                may_ask: flags & 1 != 0,
+                asked: flags & 2 != 0,
+                continuation: flags & 8 != 0,
+            },
         });
         let pending = machine.pending_timer();
         let timer = field("timer");
@@ -332,9 +473,14 @@ impl Monitor {
             state: machine.state(),
             host: machine.host_options(),
             settings: machine.settings(),
-            decided_max: awaiting.as_ref().map_or(u32::MAX, |a| a.max_attempts),
-            // While the answer is awaited, the attempt's own start is not out.
-            started: attempt - u32::from(awaiting.is_some()),
+            decided_max: awaiting
+                .as_ref()
+                .map_or(u32::MAX, |a| a.decision.max_attempts),
+            // While an answer is awaited, the attempt's own start is not out.
+            started: match &awaiting {
+                Some(a) => u32::try_from(a.decision.attempt - 1).expect("at most u32::MAX"),
+                None => machine.retry_attempt(),
+            },
             open: machine.is_retrying(),
             unresolved: pending.is_some() || awaiting.is_some(),
             pending,
@@ -343,8 +489,15 @@ impl Monitor {
             resumed_timer: timer,
             awaiting,
             jitter: machine.host_options().seed,
+            total_ms: field("total_ms"),
+            resume: fields["resume"].as_bool().expect("a boolean field"),
+            // A chain with starts before the snapshot was counted there.
+            counted: machine.retry_attempt() > 0,
             chains: 0,
             fail_fasts: 0,
+            model_questions: 0,
+            continuations: 0,
+            throttled: 0,
             machine,
         })
     }
@@ -383,7 +536,42 @@ impl Monitor {
         self.fail_fasts
     }
 
-    /// The text whose usage-limit answer is awaited, if any.
+    /// How many `switch_model` questions (spec §11.3) the machine asked so
+    /// far.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).model_questions(), 0);
+    /// ```
+    pub fn model_questions(&self) -> u64 {
+        self.model_questions
+    }
+
+    /// How many continuations (spec §11.2) started so far.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).continuations(), 0);
+    /// ```
+    pub fn continuations(&self) -> u64 {
+        self.continuations
+    }
+
+    /// How many chains the shared budget throttled (spec §11.4) so far.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// assert_eq!(Monitor::new(RetrySettings::DEFAULT, HostOptions::default()).throttled(), 0);
+    /// ```
+    pub fn throttled(&self) -> u64 {
+        self.throttled
+    }
+
+    /// The text whose usage-limit or model-switch answer is awaited, if any
+    /// (the answer carries it back).
     ///
     /// ```
     /// use autoretry::{HostOptions, RetrySettings};
@@ -413,10 +601,60 @@ impl Monitor {
     /// assert!(mon.step(Input::TimerFired { timer: TimerId(9) }).unwrap().is_empty());
     /// ```
     pub fn step<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
+        self.step_inner(input, None)
+    }
+
+    /// [`Monitor::step`] with the retry budget shared by sessions (spec
+    /// §11.4), fed through [`Machine::handle_with_budget`]: besides what
+    /// `step` checks, the budget's tokens after the input are those the
+    /// monitor's own account gives from the tokens before it (the charge of
+    /// a retry decision, the refill of a run that ended well, nothing else),
+    /// and a decision is throttled exactly when that account says so. The
+    /// budget may be shared: other machines may change it between steps.
+    ///
+    /// # Panics
+    ///
+    /// On the first violated invariant, as [`Monitor::step`].
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, RetryBudget, RetrySettings};
+    /// use autoretry_testkit::fuzzing::Monitor;
+    /// let mut budget = RetryBudget::new(4, 500).unwrap().with_tokens_milli(2500).unwrap();
+    /// let mut mon = Monitor::new(RetrySettings::DEFAULT, HostOptions::default());
+    /// let failed = Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None };
+    /// // 2.5 − 1 = 1.5, at most half of 4: throttled (end, settled, check_compaction).
+    /// assert_eq!(mon.step_with_budget(failed, &mut budget).unwrap().len(), 3);
+    /// assert_eq!((budget.tokens_milli(), mon.throttled()), (1500, 1));
+    /// ```
+    pub fn step_with_budget<'a>(
+        &mut self,
+        input: Input<'a>,
+        budget: &mut RetryBudget,
+    ) -> Result<Outputs<'a>, Refused> {
+        self.step_inner(input, Some(budget))
+    }
+
+    fn step_inner<'a>(
+        &mut self,
+        input: Input<'a>,
+        budget: Option<&mut RetryBudget>,
+    ) -> Result<Outputs<'a>, Refused> {
         let before = self.machine.clone();
-        let result = self.machine.handle(input);
+        let (result, budgets) = match budget {
+            Some(budget) => {
+                let kept = *budget;
+                let result = self.machine.handle_with_budget(input, budget);
+                (result, Some((kept, *budget)))
+            }
+            None => (self.machine.handle(input), None),
+        };
         let state = self.machine.state();
-        self.observe(input, result.as_ref().map_err(|&refused| refused), state);
+        self.observe_inner(
+            input,
+            result.as_ref().map_err(|&refused| refused),
+            state,
+            budgets,
+        );
         match result {
             Err(_) => {
                 assert_eq!(self.machine, before, "a refused input changed the machine");
@@ -425,7 +663,11 @@ impl Monitor {
                 assert_eq!(self.machine.pending_timer(), self.pending);
                 assert_eq!(
                     self.machine.awaits_usage_limit_answer(),
-                    self.awaiting.is_some()
+                    self.awaiting_question() == Some(Question::UsageLimit)
+                );
+                assert_eq!(
+                    self.machine.awaits_model_switch_answer(),
+                    matches!(self.awaiting_question(), Some(Question::Model(_)))
                 );
                 assert_eq!(self.machine.settings(), self.settings);
                 // The machine's generator is where this one is (spec §10.6).
@@ -455,11 +697,13 @@ impl Monitor {
     /// changes no state then; that the outputs of each input come in an
     /// order the spec allows; that every retry decision (start or not, the
     /// start's attempt, `maxAttempts` and `delayMs`, the usage-limit hint,
-    /// the fail-fast and cancelled ends' final errors) is the one spec
-    /// sections 3, 5 and 10 give, with this monitor's own classifier call
-    /// and jitter draws; that timer ids are never reused, only the pending
-    /// timer is cancelled or continues the agent, every `agent_end` is
-    /// resolved once (`continue_agent` or `check_compaction`), `settled`
+    /// the model-switch question, the policy and cancelled ends' final
+    /// errors, a continuation's missing drop and its `resume_agent`) is the
+    /// one spec sections 3, 5, 10 and 11 give, with this monitor's own
+    /// classifier call, jitter draws and chain total; that timer ids are
+    /// never reused, only the pending timer is cancelled or continues the
+    /// agent, every `agent_end` is resolved once (`continue_agent`,
+    /// `resume_agent` or `check_compaction`), `settled`
     /// ends every open chain exactly once; and that the state reports the
     /// chain the outputs describe.
     ///
@@ -506,17 +750,76 @@ impl Monitor {
         result: Result<O, Refused>,
         state: RetryState,
     ) {
+        self.observe_inner(input, result, state, None);
+    }
+
+    /// [`Monitor::observe`] for a host that hands a retry budget with the
+    /// input (spec §11.4): `before` and `after` are the budget as it was
+    /// handed and as the step left it. Besides what `observe` checks, the
+    /// tokens after are those of the monitor's own account (see
+    /// [`Monitor::step_with_budget`]), and the figures never change.
+    ///
+    /// # Panics
+    ///
+    /// On the first violated guarantee, as [`Monitor::observe`].
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, RetryBudget, RetrySettings, StopReason};
+    /// use autoretry_testkit::Monitor;
+    /// let mut machine = Machine::default();
+    /// let mut monitor = Monitor::new(RetrySettings::DEFAULT, HostOptions::DEFAULT);
+    /// let mut budget = RetryBudget::new(4, 500).unwrap().with_tokens_milli(3000).unwrap();
+    /// let good = Input::AgentEnd { message: AssistantMessage::new(StopReason::Stop), now_ms: None };
+    /// let before = budget;
+    /// let result = machine.handle_with_budget(good, &mut budget);
+    /// monitor.observe_with_budget(good, result, machine.state(), before, budget);
+    /// assert_eq!(budget.tokens_milli(), 3500);
+    /// ```
+    pub fn observe_with_budget<'o, O: AsRef<[Output<'o>]>>(
+        &mut self,
+        input: Input<'_>,
+        result: Result<O, Refused>,
+        state: RetryState,
+        before: RetryBudget,
+        after: RetryBudget,
+    ) {
+        self.observe_inner(input, result, state, Some((before, after)));
+    }
+
+    fn observe_inner<'o, O: AsRef<[Output<'o>]>>(
+        &mut self,
+        input: Input<'_>,
+        result: Result<O, Refused>,
+        state: RetryState,
+        budgets: Option<(RetryBudget, RetryBudget)>,
+    ) {
+        if let Some((before, after)) = budgets {
+            assert_eq!(
+                (before.max_tokens(), before.ratio_milli()),
+                (after.max_tokens(), after.ratio_milli()),
+                "the budget's figures changed"
+            );
+        }
         let out = match &result {
             Err(refused) => {
                 assert_eq!(state, self.state, "a refused input changed the state");
+                if let Some((before, after)) = budgets {
+                    assert_eq!(before, after, "a refused input changed the budget");
+                }
                 let expected = match input {
                     Input::AgentEnd { .. } | Input::MessageEnd { .. } => {
                         self.pending.is_some() || self.awaiting.is_some()
                     }
-                    Input::UsageLimitMarked { error_message, .. } => self
-                        .awaiting
-                        .as_ref()
-                        .is_some_and(|a| a.text != error_message),
+                    Input::UsageLimitMarked { error_message, .. } => {
+                        self.awaiting.as_ref().is_some_and(|a| {
+                            a.question == Question::UsageLimit && a.text != error_message
+                        })
+                    }
+                    Input::ModelSwitched { error_message, .. } => {
+                        self.awaiting.as_ref().is_some_and(|a| {
+                            a.question != Question::UsageLimit && a.text != error_message
+                        })
+                    }
                     _ => false,
                 };
                 assert!(expected, "refused {input:?} ({refused})");
@@ -525,17 +828,31 @@ impl Monitor {
             Ok(out) => out.as_ref(),
         };
         assert!(out.len() <= MAX_OUTPUTS);
-        self.check(input, out, state);
+        let mut tokens = budgets.map(|(before, _)| Tokens::of(&before));
+        self.check(input, out, state, tokens.as_mut());
+        if let (Some(tokens), Some((_, after))) = (tokens, budgets) {
+            assert_eq!(
+                u64::from(after.tokens_milli()),
+                tokens.milli,
+                "the budget's tokens after {input:?} (spec §11.4)"
+            );
+        }
         self.state = state;
     }
 
+    fn awaiting_question(&self) -> Option<Question> {
+        self.awaiting.as_ref().map(|a| a.question)
+    }
+
     /// The spec's decision on an `agent_end` the machine accepted (spec
-    /// §3, §5.1, §9, §10.2–10.3), with this monitor's own jitter draw.
+    /// §3, §5.1, §9, §10.2–10.3, §11.2–11.7), with this monitor's own
+    /// jitter draw and its own account of the budget's tokens.
     fn decide(
         &mut self,
         message: &AssistantMessage<'_>,
         now_ms: Option<u64>,
         host: HostOptions,
+        tokens: Option<&mut Tokens>,
     ) -> Expect {
         let s = self.settings;
         let classifier = s.classifier;
@@ -550,7 +867,9 @@ impl Monitor {
         });
         let overflow = by_usage
             || (is_error && text.is_some_and(|t| classify::matches_overflow_with(t, classifier)));
-        let Some(text) = text.filter(|_| s.enabled && is_error && !overflow) else {
+        // §11.2: a turn that streamed a tool call is never replayed.
+        let replayable = message.partial != Partial::Tools;
+        let Some(text) = text.filter(|_| s.enabled && is_error && !overflow && replayable) else {
             return Expect::NoRetry;
         };
         // §10.2: the host's verdict replaces the pattern test.
@@ -560,16 +879,38 @@ impl Monitor {
         if !retryable {
             return Expect::NoRetry;
         }
-        // §5.1.1–2, exactly: at u32::MAX the next attempt, 2^32, is past
-        // every maximum. With every timer id issued no retry can sleep.
-        let Some(attempt) = self
-            .started
-            .checked_add(1)
-            .filter(|&n| n <= s.max_retries && self.last_timer < u64::MAX)
-        else {
-            return Expect::MaxExceeded;
+        let continuation = message.partial == Partial::Text;
+        // §11.7 step 1: the attempt n (2^32 after u32::MAX); a new chain's
+        // total restarts.
+        let attempt = u64::from(self.started) + 1;
+        if attempt == 1 {
+            self.total_ms = 0;
+        }
+        let mut d = Decision {
+            attempt,
+            max_attempts: s.max_retries,
+            delay_ms: 0,
+            exceeded_ceiling_ms: 0,
+            usage_reset: false,
+            max_total_delay_ms: s.max_total_delay_ms,
+            may_ask: s.model_fallback && !continuation,
+            asked: false,
+            continuation,
         };
-        let mut backoff = expected_backoff(&s, attempt);
+        // Step 2: the charge.
+        let throttled = tokens.is_some_and(Tokens::charge);
+        // Step 3: the max check. With every timer id issued no retry can
+        // sleep either.
+        if attempt > u64::from(s.max_retries) || self.last_timer == u64::MAX {
+            return self.policy(FallbackReason::Exhausted, d, text);
+        }
+        // Step 4: the throttle.
+        if throttled {
+            return self.policy(FallbackReason::Throttled, d, text);
+        }
+        // Step 5: the wait of §10.3 steps 1–6.
+        let n = u32::try_from(attempt).expect("at most maxRetries");
+        let mut backoff = expected_backoff(&s, n);
         if s.jitter_pct.get() > 0 {
             let r = jitter_draw(&mut self.jitter);
             let jittered = expected_jitter(backoff, s.jitter_pct.get(), r);
@@ -590,13 +931,15 @@ impl Monitor {
         } else {
             None
         };
-        let delay_ms = hint.map_or(backoff, |h| h.max(backoff));
-        let exceeded_ceiling_ms = if s.max_delay_ms > 0 && delay_ms > s.max_delay_ms {
-            s.max_delay_ms
-        } else {
-            0
-        };
-        if host.credential_store && classify::matches_usage_limit_with(text, classifier) {
+        d.delay_ms = hint.map_or(backoff, |h| h.max(backoff));
+        let usage_limit = classify::matches_usage_limit_with(text, classifier);
+        if s.max_delay_ms > 0 && d.delay_ms > s.max_delay_ms {
+            d.exceeded_ceiling_ms = s.max_delay_ms;
+            // §11.5: the provider said when; wait for it if it is near.
+            d.usage_reset = usage_limit && d.delay_ms <= s.max_usage_wait_ms;
+        }
+        // Step 6: the usage-limit hand-off.
+        if host.credential_store && usage_limit {
             let mark = if s.honor_hints {
                 hint
             } else {
@@ -605,40 +948,146 @@ impl Monitor {
                     .or_else(|| classify::retry_hint_ms(text, now_ms))
             };
             self.awaiting = Some(Awaiting {
+                question: Question::UsageLimit,
                 text: text.to_owned(),
-                attempt,
-                max_attempts: s.max_retries,
-                delay_ms,
-                exceeded_ceiling_ms,
+                decision: d,
             });
-            Expect::Mark { hint: mark }
-        } else if exceeded_ceiling_ms > 0 {
-            Expect::FailFast {
-                requested_ms: delay_ms,
-                max_delay_ms: exceeded_ceiling_ms,
-            }
+            return Expect::Mark { hint: mark };
+        }
+        self.ceiling(d, text)
+    }
+
+    /// §11.7 step 7: over the ceiling, a policy reason; else the total.
+    fn ceiling(&mut self, d: Decision, text: &str) -> Expect {
+        if d.exceeded_ceiling_ms > 0 {
+            self.policy(FallbackReason::WaitTooLong, d, text)
         } else {
-            Expect::Start {
-                attempt,
-                max_attempts: s.max_retries,
-                delay_ms,
-            }
+            self.total_then_start(d, d.delay_ms, text)
         }
     }
 
-    fn check(&mut self, input: Input<'_>, out: &[Output<'_>], state: RetryState) {
+    /// §11.7 steps 8–9: the total of §11.6 with a wait of `delay_ms`, then
+    /// the start.
+    fn total_then_start(&mut self, mut d: Decision, delay_ms: u64, text: &str) -> Expect {
+        let total = self.total_ms.saturating_add(delay_ms);
+        if d.max_total_delay_ms > 0 && total > d.max_total_delay_ms {
+            d.delay_ms = delay_ms;
+            return self.policy(FallbackReason::TotalWait, d, text);
+        }
+        self.total_ms = total;
+        Expect::Start {
+            attempt: u32::try_from(d.attempt).expect("a started attempt is within maxRetries"),
+            max_attempts: d.max_attempts,
+            delay_ms,
+            continuation: d.continuation,
+            switched_model: false,
+        }
+    }
+
+    /// §11.3: a chain about to end for a policy reason asks for another
+    /// model once per decision (never for a continuation), else ends.
+    fn policy(&mut self, reason: FallbackReason, mut d: Decision, text: &str) -> Expect {
+        if d.may_ask && !d.asked {
+            d.asked = true;
+            self.awaiting = Some(Awaiting {
+                question: Question::Model(reason),
+                text: text.to_owned(),
+                decision: d,
+            });
+            return Expect::Ask { reason };
+        }
+        self.without_fallback(reason, d, text)
+    }
+
+    /// §11.3 `switched: false` (or no fallback): the end of the reason,
+    /// except that over the ceiling the usage-reset wait of §11.5 comes
+    /// first.
+    fn without_fallback(&mut self, reason: FallbackReason, d: Decision, text: &str) -> Expect {
+        Expect::Fail(match reason {
+            FallbackReason::Exhausted => Failure::Exhausted,
+            FallbackReason::Throttled => Failure::Throttled,
+            FallbackReason::WaitTooLong if d.usage_reset => {
+                return self.total_then_start(d, d.delay_ms, text);
+            }
+            FallbackReason::WaitTooLong => Failure::WaitTooLong {
+                requested_ms: d.delay_ms,
+                max_delay_ms: d.exceeded_ceiling_ms,
+            },
+            FallbackReason::TotalWait => Failure::TotalWait {
+                total_ms: self.total_ms.saturating_add(d.delay_ms),
+                max_total_delay_ms: d.max_total_delay_ms,
+            },
+        })
+    }
+
+    /// The decision going on at the host's answer (spec §10.3 steps 7–8,
+    /// §11.3), or nothing when no answer of this kind is awaited.
+    fn answer(&mut self, question: Question, switched: bool, text: &str) -> Expect {
+        let Some(a) = self.awaiting.take_if(|a| {
+            matches!(
+                (a.question, question),
+                (Question::UsageLimit, Question::UsageLimit)
+                    | (Question::Model(_), Question::Model(_))
+            )
+        }) else {
+            return Expect::Nothing;
+        };
+        let d = a.decision;
+        match a.question {
+            // A switched credential skips the ceiling: the total, with 0.
+            Question::UsageLimit if switched => self.total_then_start(d, 0, text),
+            Question::UsageLimit => self.ceiling(d, text),
+            // A new model: attempt 1, a fresh total, no checks. With every
+            // timer id issued, no retry can sleep: as if none were found.
+            Question::Model(_) if switched && self.last_timer < u64::MAX => {
+                self.total_ms = 0;
+                Expect::Start {
+                    attempt: 1,
+                    max_attempts: d.max_attempts,
+                    delay_ms: 0,
+                    continuation: false,
+                    switched_model: true,
+                }
+            }
+            Question::Model(reason) => self.without_fallback(reason, d, text),
+        }
+    }
+
+    fn check(
+        &mut self,
+        input: Input<'_>,
+        out: &[Output<'_>],
+        state: RetryState,
+        mut tokens: Option<&mut Tokens>,
+    ) {
         let host = self.host;
         // Inputs that must be refused were not.
         match input {
             Input::AgentEnd { .. } | Input::MessageEnd { .. } => assert!(
                 self.pending.is_none() && self.awaiting.is_none(),
-                "the agent ran during a backoff or a usage-limit answer: {input:?}"
+                "the agent ran during a backoff or while an answer was awaited: {input:?}"
             ),
             Input::UsageLimitMarked { error_message, .. } => {
-                if let Some(a) = &self.awaiting {
+                if let Some(a) = self
+                    .awaiting
+                    .as_ref()
+                    .filter(|a| a.question == Question::UsageLimit)
+                {
                     assert_eq!(
                         a.text, error_message,
                         "a usage-limit answer with a wrong text"
+                    );
+                }
+            }
+            Input::ModelSwitched { error_message, .. } => {
+                if let Some(a) = self
+                    .awaiting
+                    .as_ref()
+                    .filter(|a| a.question != Question::UsageLimit)
+                {
+                    assert_eq!(
+                        a.text, error_message,
+                        "a model-switch answer with a wrong text"
                     );
                 }
             }
@@ -648,15 +1097,14 @@ impl Monitor {
         let allowed: &[&str] = match input {
             Input::MessageEnd { .. } => &["", "E+"],
             Input::AgentEnd { .. } => &[
-                "C", "E+C", "SDZ", "E+SDZ", "M", "E+M", "TC", "E+TC", "E-TC", "E+E-TC",
+                "C", "E+C", "SDZ", "SZ", "M", "W", "TC", "E+TC", "E-TC", "E+E-TC",
             ],
-            Input::TimerFired { .. } => &["", "K"],
-            Input::UsageLimitMarked { .. } => &["", "SDZ", "E-TC"],
+            Input::TimerFired { .. } => &["", "K", "R"],
+            Input::UsageLimitMarked { .. } => &["", "SDZ", "SZ", "W", "E-TC"],
+            Input::ModelSwitched { .. } => &["", "SDZ", "E-TC"],
             Input::AbortRetry => &["", "XE-TC", "E-TC", "TC", "E-T", "T"],
             Input::Abort => &["A", "XE-TCA", "E-TCA", "TCA", "E-TA", "TA"],
-            // The Monitor models sections 1–10: its machines never ask for a
-            // model, so an answer is always ignored.
-            Input::SetAutoRetry { .. } | Input::Settings(_) | Input::ModelSwitched { .. } => &[""],
+            Input::SetAutoRetry { .. } | Input::Settings(_) => &[""],
         };
         assert!(
             allowed.contains(&shape.as_str()),
@@ -668,45 +1116,44 @@ impl Monitor {
         let expect = match input {
             Input::AgentEnd { message, now_ms } => {
                 decided_text = message.error_message.unwrap_or("");
-                self.decide(&message, now_ms, host)
+                let expect = self.decide(&message, now_ms, host, tokens.as_deref_mut());
+                // §11.4: a run that ended well refills the budget.
+                if let (true, Some(tokens)) = (message.stop_reason.is_success(), tokens) {
+                    tokens.refill();
+                }
+                expect
             }
             Input::UsageLimitMarked {
                 switched,
                 error_message,
-            } => match self.awaiting.take() {
-                Some(a) => {
-                    decided_text = error_message;
-                    if switched {
-                        // A switch makes the wait 0 and skips the ceiling.
-                        Expect::Start {
-                            attempt: a.attempt,
-                            max_attempts: a.max_attempts,
-                            delay_ms: 0,
-                        }
-                    } else if a.exceeded_ceiling_ms > 0 {
-                        Expect::FailFast {
-                            requested_ms: a.delay_ms,
-                            max_delay_ms: a.exceeded_ceiling_ms,
-                        }
-                    } else {
-                        Expect::Start {
-                            attempt: a.attempt,
-                            max_attempts: a.max_attempts,
-                            delay_ms: a.delay_ms,
-                        }
-                    }
-                }
-                None => Expect::Nothing,
-            },
+            } => {
+                decided_text = error_message;
+                self.answer(Question::UsageLimit, switched, error_message)
+            }
+            Input::ModelSwitched {
+                switched,
+                error_message,
+            } => {
+                decided_text = error_message;
+                self.answer(
+                    Question::Model(FallbackReason::Exhausted),
+                    switched,
+                    error_message,
+                )
+            }
             _ => Expect::Nothing,
         };
         let expected_shape = match expect {
-            Expect::MaxExceeded | Expect::FailFast { .. } => Some("E-TC"),
+            Expect::Fail(_) => Some("E-TC"),
             Expect::Mark { .. } => Some("M"),
+            Expect::Ask { .. } => Some("W"),
+            Expect::Start {
+                continuation: true, ..
+            } => Some("SZ"),
             Expect::Start { .. } => Some("SDZ"),
             Expect::NoRetry => None,
             Expect::Nothing => match input {
-                Input::UsageLimitMarked { .. } => Some(""),
+                Input::UsageLimitMarked { .. } | Input::ModelSwitched { .. } => Some(""),
                 _ => None,
             },
         };
@@ -718,9 +1165,19 @@ impl Monitor {
         }
         if expect == Expect::NoRetry {
             assert!(
-                !shape.contains('S') && !shape.contains('M'),
+                !shape.contains('S') && !shape.contains('M') && !shape.contains('W'),
                 "a retry where the spec starts none: {input:?} -> {out:?}"
             );
+        }
+        if let Expect::Start {
+            switched_model: true,
+            max_attempts,
+            ..
+        } = expect
+        {
+            // A new model's fresh count (§11.3): its start is attempt 1.
+            self.started = 0;
+            self.decided_max = max_attempts.max(1);
         }
 
         let was_open = self.open;
@@ -734,17 +1191,26 @@ impl Monitor {
                     "agent_end before the last one was resolved"
                 );
                 self.unresolved = true;
-                if shape.contains('S') || shape.contains('M') || shape.contains("E-") {
+                if shape.contains('S')
+                    || shape.contains('M')
+                    || shape.contains('W')
+                    || shape.contains("E-")
+                {
                     self.decided_max = self.settings.max_retries;
                 }
-                if shape.contains('M') {
+                if shape.contains('M') || shape.contains('W') {
                     self.open = true;
                 }
             }
             Input::TimerFired { timer } => {
                 if self.pending == Some(timer) {
-                    assert_eq!(shape, "K", "the pending timer fired without continue_agent");
+                    let want = if self.resume { "R" } else { "K" };
+                    assert_eq!(
+                        shape, want,
+                        "the pending timer fired without continue_agent (resume: a continuation, spec §11.2)"
+                    );
                     self.pending = None;
+                    self.resume = false;
                 } else {
                     assert_eq!(shape, "", "a stale or unknown timer produced outputs");
                 }
@@ -757,6 +1223,7 @@ impl Monitor {
                     );
                 }
                 self.awaiting = None;
+                self.resume = false;
             }
             Input::MessageEnd { .. }
             | Input::UsageLimitMarked { .. }
@@ -774,16 +1241,19 @@ impl Monitor {
                     assert_eq!(
                         Some(attempt),
                         self.started.checked_add(1),
-                        "start numbers run 1, 2, 3, ..."
+                        "start numbers run 1, 2, 3, ... (from 1 again on a new model)"
                     );
-                    if self.started == 0 {
+                    if !self.counted {
                         self.chains += 1;
+                        self.counted = true;
                     }
                     self.started = attempt;
                     let Expect::Start {
                         attempt: a,
                         max_attempts: max,
                         delay_ms: delay,
+                        continuation,
+                        switched_model,
                     } = expect
                     else {
                         panic!("a start for {input:?} where the spec expects {expect:?}");
@@ -791,11 +1261,16 @@ impl Monitor {
                     assert_eq!(
                         (attempt, max_attempts, delay_ms),
                         (a, max, delay),
-                        "the start's attempt, maxAttempts and delayMs (spec §10.3)"
+                        "the start's attempt, maxAttempts and delayMs (spec §10.3, §11)"
                     );
                     assert_eq!(error_message, decided_text);
-                    assert!(attempt <= max_attempts, "attempt beyond maxRetries");
+                    assert!(
+                        attempt <= max_attempts || switched_model,
+                        "attempt beyond maxRetries"
+                    );
                     assert!(!error_message.is_empty());
+                    self.continuations += u64::from(continuation);
+                    self.resume = continuation;
                     self.open = true;
                 }
                 Output::Emit(Event::End {
@@ -805,36 +1280,58 @@ impl Monitor {
                 }) => {
                     if self.started == 0 {
                         assert!(
-                            !success
-                                && attempt == 0
-                                && matches!(expect, Expect::MaxExceeded | Expect::FailFast { .. }),
+                            !success && attempt == 0 && matches!(expect, Expect::Fail(_)),
                             "an end without a start: {out:?} for {input:?}"
                         );
                     } else {
-                        // A fail-fast end too reports the retries made:
-                        // n − 1 for the attempt n it was deciding.
+                        // A policy end too reports the retries made: n − 1
+                        // for the attempt n it was deciding.
                         assert_eq!(attempt, self.started, "the end reports the last start");
                     }
                     assert_eq!(success, final_error.is_none());
                     if let (Input::AbortRetry | Input::Abort, false) = (input, success) {
                         assert_eq!(final_error, Some(FinalError::Text(RETRY_CANCELLED)));
                     }
+                    let error = decided_text;
                     match expect {
-                        Expect::FailFast {
-                            requested_ms,
-                            max_delay_ms,
-                        } => {
-                            assert_eq!(
-                                final_error,
-                                Some(FinalError::WaitTooLong {
+                        Expect::Fail(failure) => {
+                            let want = match failure {
+                                Failure::Exhausted => FinalError::Text(error),
+                                Failure::Throttled => {
+                                    self.throttled += 1;
+                                    FinalError::Throttled { error }
+                                }
+                                Failure::WaitTooLong {
                                     requested_ms,
                                     max_delay_ms,
-                                    error: decided_text,
-                                }),
-                                "the fail-fast end (spec §10.3 step 8)"
+                                } => {
+                                    assert!(requested_ms > max_delay_ms && max_delay_ms > 0);
+                                    self.fail_fasts += 1;
+                                    FinalError::WaitTooLong {
+                                        requested_ms,
+                                        max_delay_ms,
+                                        error,
+                                    }
+                                }
+                                Failure::TotalWait {
+                                    total_ms,
+                                    max_total_delay_ms,
+                                } => {
+                                    assert!(
+                                        total_ms > max_total_delay_ms && max_total_delay_ms > 0
+                                    );
+                                    FinalError::TotalWait {
+                                        total_ms,
+                                        max_total_delay_ms,
+                                        error,
+                                    }
+                                }
+                            };
+                            assert_eq!(
+                                final_error,
+                                Some(want),
+                                "the policy end (spec §5.1.2, §10.3, §11.4, §11.6)"
                             );
-                            assert!(requested_ms > max_delay_ms && max_delay_ms > 0);
-                            self.fail_fasts += 1;
                         }
                         _ if !success && matches!(input, Input::AgentEnd { .. }) => {
                             let expected = match decided_text {
@@ -846,6 +1343,7 @@ impl Monitor {
                         _ => {}
                     }
                     self.started = 0;
+                    self.counted = false;
                 }
                 Output::Sleep { ms, timer } => {
                     assert!(
@@ -896,10 +1394,15 @@ impl Monitor {
                         "the usage-limit hint (spec §10.3 step 7)"
                     );
                 }
-                Output::DropTrailingError | Output::AbortAgent => {}
-                Output::SwitchModel { .. } => {
-                    panic!("a model switch with modelFallback off: {input:?} -> {out:?}")
+                Output::SwitchModel { reason } => {
+                    assert_eq!(
+                        expect,
+                        Expect::Ask { reason },
+                        "the model-switch question (spec §11.3)"
+                    );
+                    self.model_questions += 1;
                 }
+                Output::DropTrailingError | Output::AbortAgent => {}
             }
         }
         if let Input::AgentEnd { .. } = input {
@@ -910,13 +1413,17 @@ impl Monitor {
         }
         assert!(settled <= 1, "settled twice");
 
-        assert_eq!(
-            state.retry_attempt,
-            self.started_or_awaited(),
-            "retryAttempt"
-        );
+        // While an answer is awaited the state reports the attempt being
+        // decided (2^32 shows as u32::MAX); else the last start.
+        let attempt = match &self.awaiting {
+            Some(a) => u32::try_from(a.decision.attempt).unwrap_or(u32::MAX),
+            None => self.started,
+        };
+        assert_eq!(state.retry_attempt, attempt, "retryAttempt");
         assert!(
-            state.retry_attempt <= self.decided_max || state.retry_attempt == 0,
+            self.awaiting.is_some()
+                || state.retry_attempt <= self.decided_max
+                || state.retry_attempt == 0,
             "retryAttempt {} beyond maxRetries {}",
             state.retry_attempt,
             self.decided_max
@@ -928,13 +1435,6 @@ impl Monitor {
         }
         if was_open && !self.open {
             assert_eq!(settled, 1, "a chain closed without settled");
-        }
-    }
-
-    fn started_or_awaited(&self) -> u32 {
-        match &self.awaiting {
-            Some(a) => a.attempt,
-            None => self.started,
         }
     }
 }
@@ -1037,10 +1537,16 @@ const RETRY_AFTERS: &[u64] = &[
     u64::MAX,
 ];
 
-/// A settings group. The first byte gives `enabled` (its low three bits)
-/// and, with its high bit set, the keys of spec §10.1 follow (profile,
-/// ceiling, cap, jitter, hints, classifier); else they keep their
-/// `classic` values, as the seeds written before them expect.
+/// Usage-reset waits and chain totals (spec §11.5–11.6): none, small,
+/// around the modern ceiling and the hint texts' waits, huge.
+const WAIT_LIMITS: &[u64] = &[0, 1, 5000, 300_000, 11_180_000, 20_000_000, u64::MAX];
+
+/// A settings group. The first byte gives `enabled` (its low three bits);
+/// with its high bit set, the keys of spec §10.1 follow (profile,
+/// ceiling, cap, jitter, hints, classifier), else they keep their
+/// `classic` values, as the seeds written before them expect; with its
+/// bit 6 set, the keys of §11.1 follow last (`modelFallback`,
+/// `maxUsageWaitMs`, `maxTotalDelayMs`), else they keep their defaults.
 fn settings(r: &mut Reader<'_>) -> RetrySettings {
     let first = r.byte();
     let mut s = RetrySettings::DEFAULT;
@@ -1066,20 +1572,49 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
             Classifier::Extended
         };
     }
-    RetrySettings {
-        enabled: first % 8 != 0,
-        max_retries: r.number(MAX_RETRIES) as u32,
-        base_delay_ms: r.number(DELAYS),
-        ..s
+    s.enabled = first % 8 != 0;
+    s.max_retries = r.number(MAX_RETRIES) as u32;
+    s.base_delay_ms = r.number(DELAYS);
+    if first & 0x40 != 0 {
+        s.model_fallback = r.byte() % 2 == 1;
+        s.max_usage_wait_ms = r.number(WAIT_LIMITS);
+        s.max_total_delay_ms = r.number(WAIT_LIMITS);
     }
+    s
+}
+
+/// A retry budget (spec §11.4): `maxTokens` 1–1000, `tokenRatio` 0.001–1000
+/// and the starting tokens, each from a few interesting figures or the
+/// bytes.
+fn budget(r: &mut Reader<'_>) -> RetryBudget {
+    // v − 1 wraps, so that 1 ..= 1000 stay themselves.
+    let max = u32::try_from(r.number(&[1, 2, 4, 10, 1000]).wrapping_sub(1) % 1000)
+        .expect("below 1000")
+        + 1;
+    let ratio =
+        u32::try_from(r.number(&[1, 100, 500, 1000, 1_000_000]).wrapping_sub(1) % 1_000_000)
+            .expect("below 10^6")
+            + 1;
+    let full = RetryBudget::new(max, ratio).expect("figures in range");
+    let tokens = r.number(&[
+        u64::from(max) * 1000,
+        0,
+        u64::from(max) * 500,
+        u64::from(max) * 500 + 1,
+    ]);
+    full.with_tokens_milli(u32::try_from(tokens % (u64::from(max) * 1000 + 1)).expect("in range"))
+        .expect("tokens in range")
 }
 
 /// Decodes the bytes into a host (settings, context window, credential
-/// store, jitter seed) and a sequence of up to 512 inputs, runs them
-/// through a [`Monitor`], and panics on any violated invariant. Settings
-/// and messages may carry the policy options of spec §10 (see the byte
-/// format in the source: a set high bit of a settings group's first byte,
-/// and bits 3–6 of a message's first byte).
+/// store, jitter seed, a retry budget) and a sequence of up to 512
+/// inputs, runs them through a [`Monitor`], and panics on any violated
+/// invariant. Settings and messages may carry the policy options of spec
+/// §10 and §11 (see the byte format in the source: bits 6 and 7 of a
+/// settings group's first byte, bits 3–7 of a message's first byte), the
+/// host byte's bit 2 gives a budget (§11.4) handed with every input, and
+/// the machine's questions are answered (`usage_limit_marked`,
+/// `model_switched`, sometimes the other kind, or a wrong text).
 ///
 /// ```
 /// autoretry_testkit::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
@@ -1089,6 +1624,17 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
 /// autoretry_testkit::fuzzing::fuzz_machine(&[
 ///     0x81, 1, 4, 3, 1, 1, 0, 4, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, // settings, host
 ///     0, 0x24, 5, 1, 1, 1, 0, // agent_end
+/// ]);
+/// // Section 11 on: 3 retries from 2000 ms, modelFallback, a 5000 ms total;
+/// // a budget of 4 tokens refilling 0.5. A retry (4 → 3 tokens), its
+/// // backoff, a second failure throttled (3 → 2) that asks for a model,
+/// // the switch and its immediate retry, then a failure after visible text
+/// // (a continuation, which never asks): throttled (2 → 1), it ends.
+/// autoretry_testkit::fuzzing::fuzz_machine(&[
+///     0x41, 3, 2, 1, 0, 2, 0, 0x04, 2, 2, 0, // settings, host, budget
+///     0, 4, 1, 1, 1, 0, 14, // agent_end, the timer fires
+///     0, 4, 1, 1, 1, 0, 8, 0, 1, 14, // agent_end, model_switched, the timer fires
+///     0, 0x84, 1, 1, 1, 0, 0, // agent_end with partial "text"
 /// ]);
 /// ```
 pub fn fuzz_machine(bytes: &[u8]) {
@@ -1101,8 +1647,9 @@ pub fn fuzz_machine(bytes: &[u8]) {
         credential_store: store % 2 == 1,
         seed: if store & 2 != 0 { r.u64() } else { 0 },
     };
+    let mut budget = (store & 4 != 0).then(|| budget(&mut r));
     let mut mon = Monitor::new(settings, host);
-    drive(&mut r, &mut mon, 512);
+    drive(&mut r, &mut mon, budget.as_mut(), 512);
 }
 
 /// Values a forged snapshot field takes, by the field's width in bytes,
@@ -1126,13 +1673,13 @@ fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
 ///
 /// The bytes give, in order: a host and settings, and up to 15 inputs,
 /// as [`fuzz_machine`] reads them (a reachable machine, from which a
-/// snapshot is taken); the usage-limit text the host keeps with it; up to
-/// three field edits ([`forge::FIELDS`](crate::forge::FIELDS): the field,
-/// then a value, an edge of its type or random); after edits, whether the
-/// last timer id is raised to the attempt; then the inputs fed to the
-/// restored machine. Without edits the snapshot must restore to the
-/// very machine. When the forged snapshot awaits the usage-limit answer,
-/// its text digest is the kept text's, as the host keeps the text.
+/// snapshot is taken); the text the host keeps with it; up to three field
+/// edits ([`forge::FIELDS`](crate::forge::FIELDS): the field, then a
+/// value, an edge of its type or random); after edits, whether the last
+/// timer id is raised to the attempt; then the inputs fed to the restored
+/// machine. Without edits the snapshot must restore to the very machine.
+/// When the forged snapshot awaits an answer (usage limit or model), its
+/// text digest is the kept text's, as the host keeps the text.
 ///
 /// ```
 /// use autoretry_testkit::fuzzing::fuzz_snapshot;
@@ -1155,7 +1702,7 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
     };
     let mut live = Monitor::new(settings, host);
     let prefix = usize::from(r.byte() % 16);
-    drive(&mut r, &mut live, prefix);
+    drive(&mut r, &mut live, None, prefix);
     let machine = live.machine().clone();
     // The text a host keeps is one the machine asked to mark: never empty.
     let text = match live.awaited_text() {
@@ -1184,7 +1731,7 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
         if ids_for_attempt && fields["timer"].as_u64() < fields["attempt"].as_u64() {
             fields["timer"] = fields["attempt"].clone();
         }
-        if fields["phase"] == 3 {
+        if fields["phase"] == 3 || fields["phase"] == 4 {
             fields["marked_text_digest"] = text_digest(&text).into();
         }
     });
@@ -1208,12 +1755,18 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
         again.with_version(forged.version())
     };
     assert_eq!(again, forged, "restore then snapshot");
-    Some(drive(&mut r, &mut mon, 512))
+    Some(drive(&mut r, &mut mon, None, 512))
 }
 
 /// Feeds `mon` up to `limit` inputs read from `r` (the byte format of
-/// [`fuzz_machine`]) and returns how many it fed.
-fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
+/// [`fuzz_machine`]), with `budget` when there is one, and returns how many
+/// it fed.
+fn drive(
+    r: &mut Reader<'_>,
+    mon: &mut Monitor,
+    mut budget: Option<&mut RetryBudget>,
+    limit: usize,
+) -> usize {
     // The texts of the inputs are borrowed from the bytes or `TEXTS`, and
     // the awaited text from a copy kept here.
     let mut last_text = String::new();
@@ -1248,14 +1801,28 @@ fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
                 };
                 Input::TimerFired { timer }
             }
-            8 | 9 => Input::UsageLimitMarked {
-                switched: r.byte() % 2 == 0,
-                error_message: if r.byte() % 4 != 0 && awaited.is_some() {
+            8 | 9 => {
+                let switched = r.byte() % 2 == 0;
+                let error_message = if r.byte() % 4 != 0 && awaited.is_some() {
                     last_text.as_str()
                 } else {
                     r.text()
-                },
-            },
+                };
+                // The answer the machine waits for; a high nibble of 0xF
+                // gives the other kind.
+                let model = mon.machine().awaits_model_switch_answer() != (op >= 0xF0);
+                if model {
+                    Input::ModelSwitched {
+                        switched,
+                        error_message,
+                    }
+                } else {
+                    Input::UsageLimitMarked {
+                        switched,
+                        error_message,
+                    }
+                }
+            }
             10 => Input::AbortRetry,
             11 => Input::Abort,
             12 => Input::SetAutoRetry {
@@ -1263,6 +1830,16 @@ fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
             },
             13 => Input::Settings(self::settings(r)),
             _ => {
+                // Other sessions share the budget: bit 5 charges it, bit 6
+                // refills it, before the input.
+                if let Some(budget) = budget.as_deref_mut() {
+                    if op & 0x20 != 0 {
+                        budget.charge();
+                    }
+                    if op & 0x40 != 0 {
+                        budget.refill();
+                    }
+                }
                 // Let a pending timer fire, as a host would.
                 match mon.machine().pending_timer() {
                     Some(timer) => Input::TimerFired { timer },
@@ -1273,7 +1850,10 @@ fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
                 }
             }
         };
-        let _ = mon.step(input);
+        let _ = match budget.as_deref_mut() {
+            Some(budget) => mon.step_with_budget(input, budget),
+            None => mon.step(input),
+        };
         fed += 1;
     }
     fed
@@ -1283,7 +1863,8 @@ fn drive(r: &mut Reader<'_>, mon: &mut Monitor, limit: usize) -> usize {
 /// host's fields of spec §10.2: `shouldRetry` (bits 3–4: none, true,
 /// false, none), `retryAfterMs` (bit 5: a number follows), and a text
 /// from [`OPTION_TEXTS`] (bit 6). With bit 2 of the usage byte set, the
-/// usage has cache writes.
+/// usage has cache writes. With bit 7 of the first byte set, a last byte
+/// gives `partial` (spec §11.2): `"text"` when even, else `"tools"`.
 fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
     let first = r.byte();
     let stop_reason = match first % 8 {
@@ -1321,13 +1902,18 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         }),
         _ => None,
     };
+    let partial = match first & 0x80 {
+        0 => Partial::None,
+        _ if r.byte() % 2 == 0 => Partial::Text,
+        _ => Partial::Tools,
+    };
     AssistantMessage {
         stop_reason,
         error_message,
         usage,
         should_retry,
         retry_after_ms,
-        partial: autoretry::Partial::None,
+        partial,
     }
 }
 
@@ -1563,13 +2149,18 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
 
 /// Handles the bytes (lossy-decoded) as one RPC line (spec §7) on a machine
 /// in one of four states (idle, backoff, running, awaiting a usage-limit
-/// answer; the first byte picks it) and checks the response: valid JSON
-/// with the key order of §7, the `id` echoed, nothing changed when it
-/// fails, and the outputs checked by a [`Monitor`].
+/// answer; the first byte's low two bits pick it; with its bit 2 set,
+/// under `modelFallback` with `maxRetries: 0`, so the first failure asks
+/// for a model (spec §11.3) and states 1 and 3 await that answer instead)
+/// and checks the response: valid JSON with the key order of §7, the `id`
+/// echoed, nothing changed when it fails, and the outputs checked by a
+/// [`Monitor`].
 ///
 /// ```
 /// // State 1 (a backoff is pending), then the line.
 /// autoretry_testkit::fuzzing::fuzz_rpc_line(b"\x01{\"type\":\"abort_retry\",\"id\":\"r2\"}");
+/// // State 5 (a model-switch answer is awaited), then the line.
+/// autoretry_testkit::fuzzing::fuzz_rpc_line(b"\x05{\"type\":\"abort_retry\"}");
 /// ```
 pub fn fuzz_rpc_line(bytes: &[u8]) {
     use autoretry::wire::rpc::handle_line;
@@ -1577,8 +2168,14 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
 
     let (state, line) = bytes.split_first().map_or((0, &[][..]), |(s, l)| (*s, l));
     let line = String::from_utf8_lossy(line);
+    let settings = match state & 4 {
+        0 => RetrySettings::DEFAULT,
+        _ => RetrySettings::DEFAULT
+            .with_model_fallback(true)
+            .with_max_retries(0),
+    };
     let mut mon = Monitor::new(
-        RetrySettings::DEFAULT,
+        settings,
         HostOptions {
             context_window: 0,
             credential_store: state % 4 == 3,
@@ -1593,6 +2190,12 @@ pub fn fuzz_rpc_line(bytes: &[u8]) {
         });
     }
     if state % 4 == 2 {
+        if mon.machine().awaits_model_switch_answer() {
+            let _ = mon.step(Input::ModelSwitched {
+                switched: true,
+                error_message: text,
+            });
+        }
         let timer = mon.machine().pending_timer().expect("backoff");
         let _ = mon.step(Input::TimerFired { timer });
     }

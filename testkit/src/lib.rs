@@ -14,7 +14,8 @@
 //!   - [`Monitor`]: the invariant checker. [`Monitor::observe`] checks a
 //!     host's log (each input, the outputs or refusal, the state after)
 //!     against the crate's guarantees; [`Monitor::step`] drives a machine
-//!     of its own and checks its insides too;
+//!     of its own and checks its insides too (with a shared retry budget:
+//!     [`Monitor::observe_with_budget`], [`Monitor::step_with_budget`]);
 //!   - [`vector`]: the line format of the vectors ([`vector::VectorLine`],
 //!     [`vector::ScenarioHeader`]);
 //!   - [`replay`]: the vectors replayed on the real machine

@@ -1,11 +1,16 @@
 //! [`proptest`](mod@proptest) strategies for property-testing a host of the machine
-//! (feature `proptest`): settings, host options, messages, inputs and whole
-//! host scenarios, all owned.
+//! (feature `proptest`): settings, host options, messages, inputs, retry
+//! budgets and whole host scenarios, all owned.
 //!
 //! The values lean toward what reaches deep states: retryable error texts
 //! (and overflows, usage limits, server hints), small retry counts and
 //! delays, the pending timer firing; and they reach the edges (`u64::MAX`
 //! delays, `u32::MAX` retries, every profile, classifier and jitter).
+//! They cover spec section 11 too: settings with `modelFallback`,
+//! `maxUsageWaitMs` and `maxTotalDelayMs` ([`settings`]), messages with
+//! `partial` ([`partial`]), the host's `model_switched` answer
+//! ([`Step::ModelAnswer`]) and a shared retry budget ([`budget`],
+//! [`Scenario::budget`]); [`classic_settings`] keeps them off.
 //!
 //! A [`Scenario`] is what happens *to* a host: the agent's runs end with
 //! these messages, the pending timer fires, the user cancels, the settings
@@ -34,7 +39,7 @@
 //! proptest!(|(scenario in strategies::scenario())| {
 //!     let mut host = MyHost { machine: Machine::new(scenario.settings, scenario.host) };
 //!     let mut monitor = Monitor::new(scenario.settings, scenario.host);
-//!     let mut marked = ""; // the text the host marked for a usage-limit answer
+//!     let mut marked = ""; // the text of the question (usage limit, model) it answers
 //!     for step in &scenario.steps {
 //!         let input = step.input(host.pending_timer(), marked);
 //!         let result = host.feed(input);
@@ -47,8 +52,8 @@
 use autoretry::classify::Classifier;
 use autoretry::wire::json::{InputOwned, MessageOwned};
 use autoretry::{
-    HostOptions, Input, JitterPct, Output, Profile, Refused, RetrySettings, StopReason, TimerId,
-    Usage,
+    HostOptions, Input, JitterPct, Output, Partial, Profile, Refused, RetryBudget, RetrySettings,
+    StopReason, TimerId, Usage,
 };
 use proptest::prelude::*;
 
@@ -149,15 +154,38 @@ pub fn classic_settings() -> impl Strategy<Value = RetrySettings> {
         })
 }
 
-/// Settings with every key of spec §4 and §10.1.
+/// `maxUsageWaitMs` and `maxTotalDelayMs` (spec §11.5–11.6): off half the
+/// time, else around the waits the hint texts ask for (a minute to a few
+/// hours), small, or any.
+///
+/// ```
+/// use proptest::strategy::{Strategy, ValueTree};
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let draws: Vec<u64> = (0..200)
+///     .map(|_| autoretry_testkit::strategies::wait_limit_ms().new_tree(&mut runner).unwrap().current())
+///     .collect();
+/// assert!(draws.iter().any(|&w| w == 0) && draws.iter().any(|&w| w > 0));
+/// ```
+pub fn wait_limit_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => Just(0u64),
+        2 => 1u64..20_000,
+        2 => 60_000u64..20_000_000,
+        1 => Just(u64::MAX),
+        1 => any::<u64>(),
+    ]
+}
+
+/// Settings with every key of spec §4 and §10.1; the keys of §11.1 keep
+/// their defaults (off), for a model of sections 1–10.
 ///
 /// ```
 /// use proptest::prelude::*;
-/// proptest!(|(s in autoretry_testkit::strategies::settings())| {
-///     prop_assert!(s.jitter_pct.get() <= 100);
+/// proptest!(|(s in autoretry_testkit::strategies::section_10_settings())| {
+///     prop_assert!(!s.model_fallback && s.max_usage_wait_ms == 0 && s.max_total_delay_ms == 0);
 /// });
 /// ```
-pub fn settings() -> impl Strategy<Value = RetrySettings> {
+pub fn section_10_settings() -> impl Strategy<Value = RetrySettings> {
     (
         (
             profile(),
@@ -187,8 +215,34 @@ pub fn settings() -> impl Strategy<Value = RetrySettings> {
                 jitter_pct,
                 honor_hints,
                 classifier,
-                // Section 11 stays off: the Monitor models sections 1–10.
                 ..RetrySettings::DEFAULT
+            },
+        )
+}
+
+/// Settings with every key of spec §4, §10.1 and §11.1: those of
+/// [`section_10_settings`], then `modelFallback` (half the time),
+/// `maxUsageWaitMs` and `maxTotalDelayMs` ([`wait_limit_ms`]).
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(s in autoretry_testkit::strategies::settings())| {
+///     prop_assert!(s.jitter_pct.get() <= 100);
+/// });
+/// ```
+pub fn settings() -> impl Strategy<Value = RetrySettings> {
+    (
+        section_10_settings(),
+        any::<bool>(),
+        wait_limit_ms(),
+        wait_limit_ms(),
+    )
+        .prop_map(
+            |(settings, model_fallback, max_usage_wait_ms, max_total_delay_ms)| RetrySettings {
+                model_fallback,
+                max_usage_wait_ms,
+                max_total_delay_ms,
+                ..settings
             },
         )
 }
@@ -269,7 +323,54 @@ pub fn retry_after_ms() -> impl Strategy<Value = Option<u64>> {
     ]
 }
 
-/// An assistant message with every field of spec §2 and §10.2, owned.
+/// `partial` (spec §11.2): mostly `"none"`, else `"text"` or `"tools"`.
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(p in autoretry_testkit::strategies::partial())| {
+///     prop_assert!(autoretry::Partial::ALL.contains(&p));
+/// });
+/// ```
+pub fn partial() -> impl Strategy<Value = Partial> {
+    prop_oneof![
+        4 => Just(Partial::None),
+        2 => Just(Partial::Text),
+        1 => Just(Partial::Tools),
+    ]
+}
+
+/// A retry budget (spec §11.4): `maxTokens` small (so a few failures reach
+/// the throttle) or up to 1000, `tokenRatio` from 0.001 to 1000, and the
+/// tokens anywhere from 0 to `maxTokens` (full a third of the time).
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(b in autoretry_testkit::strategies::budget())| {
+///     prop_assert!(b.tokens_milli() <= b.max_tokens() * 1000);
+/// });
+/// ```
+pub fn budget() -> impl Strategy<Value = RetryBudget> {
+    (
+        prop_oneof![3 => 1u32..=10, 1 => 1u32..=RetryBudget::MAX_TOKENS],
+        prop_oneof![
+            2 => Just(500u32),
+            2 => 1u32..=2000,
+            1 => 1u32..=RetryBudget::MAX_RATIO_MILLI
+        ],
+        prop_oneof![1 => Just(None), 2 => any::<u32>().prop_map(Some)],
+    )
+        .prop_map(|(max_tokens, ratio_milli, tokens)| {
+            let full = RetryBudget::new(max_tokens, ratio_milli).expect("figures in range");
+            match tokens {
+                None => full,
+                Some(t) => full
+                    .with_tokens_milli(t % (max_tokens * 1000 + 1))
+                    .expect("tokens in range"),
+            }
+        })
+}
+
+/// An assistant message with every field of spec §2, §10.2 and §11.2, owned.
 ///
 /// ```
 /// use proptest::prelude::*;
@@ -284,13 +385,17 @@ pub fn message() -> impl Strategy<Value = MessageOwned> {
         usage(),
         prop_oneof![5 => Just(None), 1 => Just(Some(true)), 1 => Just(Some(false))],
         retry_after_ms(),
+        partial(),
     )
         .prop_map(
-            |(stop_reason, error_message, usage, should_retry, retry_after_ms)| MessageOwned {
-                usage,
-                should_retry,
-                retry_after_ms,
-                ..MessageOwned::new(stop_reason, error_message)
+            |(stop_reason, error_message, usage, should_retry, retry_after_ms, partial)| {
+                MessageOwned {
+                    usage,
+                    should_retry,
+                    retry_after_ms,
+                    partial,
+                    ..MessageOwned::new(stop_reason, error_message)
+                }
             },
         )
 }
@@ -320,6 +425,7 @@ pub fn input() -> impl Strategy<Value = InputOwned> {
         3 => message().prop_map(|message| InputOwned::MessageEnd { message }),
         6 => prop_oneof![4 => 1u64..8, 1 => any::<u64>()].prop_map(|timer| InputOwned::TimerFired { timer }),
         3 => any::<bool>().prop_map(|switched| InputOwned::UsageLimitMarked { switched }),
+        2 => any::<bool>().prop_map(|switched| InputOwned::ModelSwitched { switched }),
         1 => Just(InputOwned::AbortRetry),
         1 => Just(InputOwned::Abort),
         1 => any::<bool>().prop_map(|enabled| InputOwned::SetAutoRetry { enabled }),
@@ -348,6 +454,12 @@ pub enum Step {
         /// Whether it switched to another credential.
         switched: bool,
     },
+    /// The host answers `switch_model` (`model_switched`, spec §11.3) with
+    /// the text of the decision.
+    ModelAnswer {
+        /// Whether it switched to another model.
+        switched: bool,
+    },
     /// The user cancels the retry (`abort_retry`, Esc).
     AbortRetry,
     /// The user aborts (`abort`).
@@ -360,8 +472,8 @@ pub enum Step {
 
 impl Step {
     /// The machine's input for this step: `pending` is the host's pending
-    /// backoff timer, `marked` the error text it marked for a usage-limit
-    /// answer ([`Step::marks`] of the step that asked for it).
+    /// backoff timer, `marked` the error text of the question it answers,
+    /// usage limit or model ([`Step::marks`] of the step that asked it).
     ///
     /// ```
     /// use autoretry::{Input, TimerId};
@@ -369,6 +481,8 @@ impl Step {
     /// assert_eq!(Step::FirePending.input(Some(TimerId(3)), ""), Input::TimerFired { timer: TimerId(3) });
     /// assert_eq!(Step::Answer { switched: true }.input(None, "usage limit"),
     ///     Input::UsageLimitMarked { switched: true, error_message: "usage limit" });
+    /// assert_eq!(Step::ModelAnswer { switched: false }.input(None, "overloaded"),
+    ///     Input::ModelSwitched { switched: false, error_message: "overloaded" });
     /// ```
     pub fn input<'a>(&'a self, pending: Option<TimerId>, marked: &'a str) -> Input<'a> {
         match self {
@@ -389,6 +503,10 @@ impl Step {
                 switched: *switched,
                 error_message: marked,
             },
+            Step::ModelAnswer { switched } => Input::ModelSwitched {
+                switched: *switched,
+                error_message: marked,
+            },
             Step::AbortRetry => Input::AbortRetry,
             Step::Abort => Input::Abort,
             Step::SetAutoRetry(enabled) => Input::SetAutoRetry { enabled: *enabled },
@@ -396,11 +514,12 @@ impl Step {
         }
     }
 
-    /// The text this step had the host mark for a usage-limit answer: the
-    /// error text of an `agent_end` when the machine's answer to it (what
-    /// `handle` returned) asks for `mark_usage_limit`, else `None`. It is
-    /// borrowed from the step, not from the host, so a test keeps it
-    /// across steps for [`Step::input`] while it feeds the host.
+    /// The text this step had the host keep for its answer: the error text
+    /// of an `agent_end` when the machine's answer to it (what `handle`
+    /// returned) asks for `mark_usage_limit` or `switch_model`, else
+    /// `None` (a question asked at an answer is about the text already
+    /// kept). It is borrowed from the step, not from the host, so a test
+    /// keeps it across steps for [`Step::input`] while it feeds the host.
     ///
     /// ```
     /// use autoretry::{HostOptions, Machine, Output, RetrySettings, StopReason};
@@ -422,15 +541,19 @@ impl Step {
     /// ```
     pub fn marks<'o, O: AsRef<[Output<'o>]>>(&self, result: &Result<O, Refused>) -> Option<&str> {
         let asked = result.as_ref().is_ok_and(|out| {
-            out.as_ref()
-                .iter()
-                .any(|o| matches!(o, Output::MarkUsageLimit { .. }))
+            out.as_ref().iter().any(|o| {
+                matches!(
+                    o,
+                    Output::MarkUsageLimit { .. } | Output::SwitchModel { .. }
+                )
+            })
         });
         self.error_text().filter(|_| asked)
     }
 
-    /// The error text of an `agent_end` step: what a host marks when the
-    /// machine asks for `mark_usage_limit` (see [`Step::marks`]).
+    /// The error text of an `agent_end` step: what a host keeps when the
+    /// machine asks for `mark_usage_limit` or `switch_model` (see
+    /// [`Step::marks`]).
     ///
     /// ```
     /// use autoretry::StopReason;
@@ -457,6 +580,7 @@ pub fn step() -> impl Strategy<Value = Step> {
         8 => Just(Step::FirePending),
         2 => prop_oneof![0u64..8, any::<u64>()].prop_map(Step::FireTimer),
         4 => any::<bool>().prop_map(|switched| Step::Answer { switched }),
+        3 => any::<bool>().prop_map(|switched| Step::ModelAnswer { switched }),
         1 => Just(Step::AbortRetry),
         1 => Just(Step::Abort),
         1 => any::<bool>().prop_map(Step::SetAutoRetry),
@@ -464,14 +588,49 @@ pub fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// A whole host scenario: a machine's settings and host options, and what
-/// happens to the host, in order.
+/// A whole host scenario: a machine's settings and host options, the
+/// retry budget the host hands with every input, if any, and what happens
+/// to the host, in order.
+///
+/// A host that shares a budget feeds each input with it and gives the
+/// monitor the budget before and after:
+///
+/// ```
+/// use autoretry::Machine;
+/// use autoretry_testkit::{strategies, Monitor};
+/// use proptest::prelude::*;
+///
+/// proptest!(|(scenario in strategies::scenario())| {
+///     let mut machine = Machine::new(scenario.settings, scenario.host);
+///     let mut monitor = Monitor::new(scenario.settings, scenario.host);
+///     let mut budget = scenario.budget;
+///     let mut marked = "";
+///     for step in &scenario.steps {
+///         let input = step.input(machine.pending_timer(), marked);
+///         match budget.as_mut() {
+///             Some(budget) => {
+///                 let before = *budget;
+///                 let result = machine.handle_with_budget(input, budget);
+///                 marked = step.marks(&result).unwrap_or(marked);
+///                 monitor.observe_with_budget(input, result, machine.state(), before, *budget);
+///             }
+///             None => {
+///                 let result = machine.handle(input);
+///                 marked = step.marks(&result).unwrap_or(marked);
+///                 monitor.observe(input, result, machine.state());
+///             }
+///         }
+///     }
+/// });
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scenario {
     /// The settings the machine starts with.
     pub settings: RetrySettings,
     /// The host options.
     pub host: HostOptions,
+    /// The retry budget handed with every input (spec §11.4), or none.
+    pub budget: Option<RetryBudget>,
     /// What happens, in order.
     pub steps: Vec<Step>,
 }
@@ -494,11 +653,13 @@ pub fn scenario_of(len: core::ops::Range<usize>) -> impl Strategy<Value = Scenar
     (
         settings(),
         host_options(),
+        proptest::option::of(budget()),
         proptest::collection::vec(step(), len),
     )
-        .prop_map(|(settings, host, steps)| Scenario {
+        .prop_map(|(settings, host, budget, steps)| Scenario {
             settings,
             host,
+            budget,
             steps,
         })
 }

@@ -1,11 +1,13 @@
 //! The `Arbitrary` impls (feature `arbitrary`) under the test kit's
 //! monitor: whatever the bytes, every input keeps the machine's
-//! guarantees, and the inputs they make reach retry chains and fail-fasts
-//! (the impls lean toward them), as a structure-aware fuzzer needs.
+//! guarantees, and the inputs they make reach retry chains, fail-fasts and
+//! the options of spec section 11 (continuations, model questions, and,
+//! with a shared budget, throttled chains), as a structure-aware fuzzer
+//! needs.
 #![cfg(feature = "arbitrary")]
 
 use arbitrary::{Arbitrary, Unstructured};
-use autoretry::{HostOptions, Input, Partial, RetrySettings};
+use autoretry::{HostOptions, Input, RetryBudget, RetrySettings};
 use autoretry_testkit::Monitor;
 
 /// `len` pseudo-random bytes (SplitMix64 from `seed`).
@@ -20,46 +22,42 @@ fn bytes(mut seed: u64, len: usize) -> Vec<u8> {
     (0..len).map(|_| next() as u8).collect()
 }
 
-/// The settings with the options of section 11 off: the `Monitor` models
-/// sections 1–10 (section 11 has its vectors and `beyond.rs`).
-fn sections_1_to_10(settings: RetrySettings) -> RetrySettings {
-    settings
-        .with_model_fallback(false)
-        .with_max_usage_wait_ms(0)
-        .with_max_total_delay_ms(0)
-}
-
 #[test]
 fn arbitrary_inputs_keep_the_guarantees_and_reach_deep_states() {
     let (mut chains, mut fail_fasts, mut inputs) = (0, 0, 0);
+    let (mut questions, mut continuations, mut throttled) = (0, 0, 0);
     for seed in 0..300 {
         let data = bytes(seed, 2048);
         let mut u = Unstructured::new(&data);
-        let settings = sections_1_to_10(RetrySettings::arbitrary(&mut u).expect("settings"));
+        let settings = RetrySettings::arbitrary(&mut u).expect("settings");
         let host = HostOptions::arbitrary(&mut u).expect("host options from any bytes");
         let mut monitor = Monitor::new(settings, host);
+        // Every other seed hands a small shared budget (spec §11.4), which
+        // a few failures bring down to its throttle.
+        let mut budget = (seed % 2 == 1).then(|| RetryBudget::new(4, 500).expect("valid figures"));
         while !u.is_empty() {
             let Ok(input) = Input::arbitrary(&mut u) else {
                 break;
             };
-            let input = match input {
-                Input::AgentEnd { message, now_ms } => Input::AgentEnd {
-                    message: message.with_partial(Partial::None),
-                    now_ms,
-                },
-                Input::MessageEnd { message } => Input::MessageEnd {
-                    message: message.with_partial(Partial::None),
-                },
-                Input::Settings(settings) => Input::Settings(sections_1_to_10(settings)),
-                other => other,
+            let _ = match budget.as_mut() {
+                Some(budget) => monitor.step_with_budget(input, budget),
+                None => monitor.step(input),
             };
-            let _ = monitor.step(input);
             inputs += 1;
         }
         chains += monitor.chains();
         fail_fasts += monitor.fail_fasts();
+        questions += monitor.model_questions();
+        continuations += monitor.continuations();
+        throttled += monitor.throttled();
     }
+    eprintln!("{inputs} inputs, {chains} chains, {fail_fasts} fail-fasts, {questions} model questions, {continuations} continuations, {throttled} throttled");
     assert!(inputs > 10_000, "{inputs} inputs");
-    assert!(chains > 300, "{chains} chains");
+    // A third of the failed turns streamed a tool call and every other
+    // seed shares a budget: fewer chains than sections 1–10 alone give.
+    assert!(chains > 150, "{chains} chains");
     assert!(fail_fasts > 10, "{fail_fasts} fail-fasts");
+    assert!(questions > 5, "{questions} model questions");
+    assert!(continuations > 30, "{continuations} continuations");
+    assert!(throttled > 2, "{throttled} throttled chains");
 }

@@ -220,3 +220,84 @@ proptest! {
         }
     }
 }
+
+/// Runs the test kit's scenario (spec section 11 on) through `sessions`
+/// machines, each under its own `Monitor`, step `i` going to session
+/// `picks[i] % sessions`; with a budget, all of them share it, so each
+/// monitor sees the tokens the others left. Returns the monitors.
+fn run_shared(
+    scenario: &autoretry_testkit::strategies::Scenario,
+    sessions: usize,
+    picks: &[usize],
+) -> Vec<autoretry_testkit::Monitor> {
+    let mut budget = scenario.budget;
+    let mut hosts: Vec<(Machine, autoretry_testkit::Monitor, &str)> = (0..sessions)
+        .map(|_| {
+            (
+                Machine::new(scenario.settings, scenario.host),
+                autoretry_testkit::Monitor::new(scenario.settings, scenario.host),
+                "",
+            )
+        })
+        .collect();
+    for (i, step) in scenario.steps.iter().enumerate() {
+        let (machine, monitor, marked) = &mut hosts[picks.get(i).copied().unwrap_or(0) % sessions];
+        let input = step.input(machine.pending_timer(), marked);
+        match budget.as_mut() {
+            Some(budget) => {
+                let before = *budget;
+                let result = machine.handle_with_budget(input, budget);
+                *marked = step.marks(&result).unwrap_or(marked);
+                monitor.observe_with_budget(input, result, machine.state(), before, *budget);
+            }
+            None => {
+                let result = machine.handle(input);
+                *marked = step.marks(&result).unwrap_or(marked);
+                monitor.observe(input, result, machine.state());
+            }
+        }
+    }
+    hosts.into_iter().map(|(_, monitor, _)| monitor).collect()
+}
+
+proptest! {
+    /// Every guarantee the test kit's monitor checks, section 11's
+    /// included (the budget's tokens against its own account), holds for
+    /// sessions that share one budget.
+    #[test]
+    fn the_monitor_accepts_sessions_sharing_a_budget(
+        scenario in autoretry_testkit::strategies::scenario(),
+        sessions in 1usize..4,
+        picks in proptest::collection::vec(any::<usize>(), 160),
+    ) {
+        let _ = run_shared(&scenario, sessions, &picks);
+    }
+}
+
+/// The kit's scenarios reach what section 11 is about: continuations,
+/// model questions, throttled chains and chains ended by their total
+/// wait or their retries, with the monitor's checks on.
+#[test]
+fn kit_scenarios_reach_section_11() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut chains, mut questions, mut continuations, mut throttled) = (0, 0, 0, 0);
+    for i in 0..200 {
+        let scenario = autoretry_testkit::strategies::scenario_of(100..160)
+            .new_tree(&mut runner)
+            .expect("a tree")
+            .current();
+        let picks: Vec<usize> = (0..160).map(|k| k * 7 + i).collect();
+        for monitor in run_shared(&scenario, 1 + i % 3, &picks) {
+            chains += monitor.chains();
+            questions += monitor.model_questions();
+            continuations += monitor.continuations();
+            throttled += monitor.throttled();
+        }
+    }
+    println!("{chains} chains, {questions} model questions, {continuations} continuations, {throttled} throttled");
+    assert!(chains > 200, "{chains} chains");
+    assert!(questions > 50, "{questions} model questions");
+    assert!(continuations > 50, "{continuations} continuations");
+    assert!(throttled > 20, "{throttled} throttled chains");
+}
