@@ -466,6 +466,27 @@ impl Machine {
                     "a usage-limit answer awaited for a retry past every maximum",
                 ))
             }
+            // The policy reason the host is asked about was found with the
+            // kept figures: over the ceiling, or over the total.
+            Phase::AwaitingModelSwitch
+                if reason == FallbackReason::WaitTooLong
+                    && (marked.exceeded_ceiling_ms == 0
+                        || marked.delay_ms <= marked.exceeded_ceiling_ms) =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a wait-too-long question whose kept delay does not exceed its kept ceiling",
+                ))
+            }
+            Phase::AwaitingModelSwitch
+                if reason == FallbackReason::TotalWait
+                    && (marked.max_total_delay_ms == 0
+                        || s.total_ms.saturating_add(marked.delay_ms)
+                            <= marked.max_total_delay_ms) =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a total-wait question whose kept total does not exceed its kept limit",
+                ))
+            }
             _ if marked.usage_reset && marked.exceeded_ceiling_ms == 0 => {
                 return Err(SnapshotError::Inconsistent(
                     "a usage-reset wait with no ceiling exceeded",

@@ -250,7 +250,6 @@ fn every_retry_started_has_its_own_timer_id() {
 /// ("Retry waits would total 2000ms, exceeds retry.maxTotalDelayMs
 /// (5000ms)"), a state no machine reaches.
 #[test]
-#[ignore = "machine bug: restore accepts a model-switch answer awaited for wait_too_long or total_wait whose kept figures do not exceed their limit (spec §10.3 step 8, §11.6; restore refuses figures no machine reaches)"]
 fn kept_model_question_figures_must_be_ones_a_decision_fixes() {
     use autoretry::{AssistantMessage, FallbackReason};
     // Over the total: 2000 ms of a 1000 ms total; the question is asked.
