@@ -37,10 +37,19 @@ async fn main() {
     let mut calls = 0;
     run_agent(&tx, &mut calls);
     while let Some(step) = driver.next(rx.recv()).await {
-        for output in step.outputs.unwrap_or_default() {
+        let outputs = match step.outputs {
+            Ok(outputs) => outputs,
+            // Refused (spec §6a): nothing changed; say why and go on.
+            Err(refused) => {
+                eprintln!("refused {:?}: {refused}", step.input);
+                continue;
+            }
+        };
+        for output in outputs {
             match output {
                 Output::Emit(event) => println!("{}: {event}", event.type_name()),
-                Output::ContinueAgent => run_agent(&tx, &mut calls),
+                // A continuation (spec §11.2) runs the agent again too.
+                Output::ContinueAgent | Output::ResumeAgent => run_agent(&tx, &mut calls),
                 Output::CheckCompaction => {
                     return println!("the prompt is over after {calls} calls")
                 }

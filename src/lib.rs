@@ -113,6 +113,11 @@ mod owned;
 #[cfg(feature = "std")]
 pub use owned::{InputBuf, MessageBuf};
 
+#[cfg(feature = "std")]
+mod owned_output;
+#[cfg(feature = "std")]
+pub use owned_output::{EventBuf, OutputBuf};
+
 mod snapshot;
 pub use snapshot::{Snapshot, SnapshotError};
 

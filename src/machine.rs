@@ -77,6 +77,104 @@ pub enum Input<'a> {
     Settings(RetrySettings),
 }
 
+impl<'a> Input<'a> {
+    /// `agent_end` with the run's last message and no host clock.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, Machine};
+    /// let out = Machine::default().handle(Input::agent_end(AssistantMessage::error("503"))).unwrap();
+    /// assert_eq!(out.len(), 3);
+    /// ```
+    pub const fn agent_end(message: AssistantMessage<'a>) -> Self {
+        Input::AgentEnd {
+            message,
+            now_ms: None,
+        }
+    }
+
+    /// `agent_end` with the host's wall clock in Unix milliseconds (for the
+    /// absolute forms of retry hints, spec §10.4).
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input};
+    /// let input = Input::agent_end_at(AssistantMessage::error("503"), 1_700_000_000_000);
+    /// assert!(matches!(input, Input::AgentEnd { now_ms: Some(1_700_000_000_000), .. }));
+    /// ```
+    pub const fn agent_end_at(message: AssistantMessage<'a>, now_ms: u64) -> Self {
+        Input::AgentEnd {
+            message,
+            now_ms: Some(now_ms),
+        }
+    }
+
+    /// `message_end`.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, StopReason};
+    /// assert!(matches!(Input::message_end(AssistantMessage::new(StopReason::Stop)), Input::MessageEnd { .. }));
+    /// ```
+    pub const fn message_end(message: AssistantMessage<'a>) -> Self {
+        Input::MessageEnd { message }
+    }
+
+    /// `timer_fired` for the timer of a `sleep`.
+    ///
+    /// ```
+    /// use autoretry::{Input, TimerId};
+    /// assert_eq!(Input::timer_fired(TimerId(1)), Input::TimerFired { timer: TimerId(1) });
+    /// ```
+    pub const fn timer_fired(timer: TimerId) -> Self {
+        Input::TimerFired { timer }
+    }
+
+    /// `usage_limit_marked`, with the error text of the marked message.
+    ///
+    /// ```
+    /// use autoretry::Input;
+    /// assert!(matches!(Input::usage_limit_marked(true, "usage limit"), Input::UsageLimitMarked { switched: true, .. }));
+    /// ```
+    pub const fn usage_limit_marked(switched: bool, error_message: &'a str) -> Self {
+        Input::UsageLimitMarked {
+            switched,
+            error_message,
+        }
+    }
+
+    /// `model_switched`, with the error text of the decision's message.
+    ///
+    /// ```
+    /// use autoretry::Input;
+    /// assert!(matches!(Input::model_switched(false, "529"), Input::ModelSwitched { switched: false, .. }));
+    /// ```
+    pub const fn model_switched(switched: bool, error_message: &'a str) -> Self {
+        Input::ModelSwitched {
+            switched,
+            error_message,
+        }
+    }
+
+    /// `set_auto_retry`.
+    ///
+    /// ```
+    /// use autoretry::Input;
+    /// assert_eq!(Input::set_auto_retry(false), Input::SetAutoRetry { enabled: false });
+    /// ```
+    pub const fn set_auto_retry(enabled: bool) -> Self {
+        Input::SetAutoRetry { enabled }
+    }
+
+    /// `settings`: the whole `retry` group.
+    ///
+    /// ```
+    /// use autoretry::{Input, RetrySettings};
+    /// let input = Input::settings(RetrySettings::DEFAULT.with_max_retries(5));
+    /// assert!(matches!(input, Input::Settings(s) if s.max_retries == 5));
+    /// ```
+    pub const fn settings(settings: RetrySettings) -> Self {
+        Input::Settings(settings)
+    }
+}
+
 /// Why an input was refused (spec §6a). A refused input changes nothing and
 /// produces no outputs.
 ///

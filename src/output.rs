@@ -184,14 +184,18 @@ impl PartialEq<&str> for FinalError<'_> {
 /// An event for the RPC stream and the UI (spec §8).
 ///
 /// Texts are borrowed: the error text from the input that caused the event,
-/// or a `'static` string ([`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]). Its
-/// `Display` is the terminal text of spec §8 (the loader line of a start,
-/// the failure line of a failed end).
+/// or a `'static` string ([`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]); on std,
+/// `EventBuf` owns them. Its `Display` is the terminal text of spec §8:
+/// the loader line of a start, the failure line of a failed end, and
+/// **nothing for a successful end** (the loader line just goes away), so a
+/// host that prints events as lines skips an empty one.
 ///
 /// ```
 /// use autoretry::Event;
 /// let start = Event::Start { attempt: 1, max_attempts: 3, delay_ms: 2000, error_message: "overloaded_error" };
 /// assert_eq!(start.to_string(), "Retrying (1/3) in 2s\u{2026} (esc to cancel)");
+/// let success = Event::End { success: true, attempt: 1, final_error: None };
+/// assert!(success.to_string().is_empty());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -320,14 +320,14 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// ```
     pub fn handle(&mut self, input: I) -> Step<'_> {
         let input = self.input.insert(input).as_input();
-        let outputs = self.machine.handle(input);
-        if let Ok(outputs) = &outputs {
+        let step = Step::of(&mut self.machine, input);
+        if let Ok(outputs) = &step.outputs {
             let sleeper = &self.sleeper;
             let pending = self.machine.pending_timer();
             self.timer
                 .carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
         }
-        Step { input, outputs }
+        step
     }
 
     /// Waits for the next input (`input` resolves to `None` when no more
@@ -402,11 +402,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     fn fire(&mut self, timer: TimerId) -> Step<'_> {
         self.timer.disarm();
         self.input = None;
-        let input = Input::TimerFired { timer };
-        Step {
-            input,
-            outputs: self.machine.handle(input),
-        }
+        Step::of(&mut self.machine, Input::TimerFired { timer })
     }
 }
 

@@ -28,7 +28,9 @@
 //!     inputs.try_send(Input::AgentEnd { message: AssistantMessage::error("overloaded"), now_ms: None }).unwrap();
 //!     // An embassy channel never closes: `next` always has a step.
 //!     while let Some(step) = driver.next(receive(&rx)).await {
-//!         for output in step.outputs.unwrap_or_default() {
+//!         // A refused input (spec §6a) changed nothing: log it and go on.
+//!         let Ok(outputs) = step.outputs else { continue };
+//!         for output in outputs {
 //!             match output {
 //!                 // The backoff (2 s) is over: run the agent again; it succeeds.
 //!                 Output::ContinueAgent => inputs.try_send(Input::AgentEnd {
@@ -53,6 +55,39 @@
 //! # while run.as_mut().poll(&mut cx).is_pending() {
 //! #     embassy_time::MockDriver::get().advance(embassy_time::Duration::from_millis(500));
 //! # }
+//! ```
+//!
+//! Inputs that own their texts (an error text read from a modem, a
+//! message built at run time) need no allocator: any type that lends an
+//! [`Input`] through [`AsInput`](crate::host::driver::AsInput) can travel
+//! in the channel, for example one holding a `heapless::String`:
+//!
+//! ```
+//! use autoretry::host::driver::AsInput;
+//! use autoretry::host::embassy::{receive, EmbassyDriver, EmbassySleeper};
+//! use autoretry::{AssistantMessage, Input, Machine, Output};
+//! use embassy_sync::{blocking_mutex::raw::NoopRawMutex, channel::Channel};
+//!
+//! /// A run's end whose error text the firmware received into its own buffer.
+//! #[derive(Debug)]
+//! struct OwnedEnd(heapless::String<128>);
+//!
+//! impl AsInput for OwnedEnd {
+//!     fn as_input(&self) -> Input<'_> {
+//!         Input::agent_end(AssistantMessage::error(&self.0))
+//!     }
+//! }
+//!
+//! # embassy_futures::block_on(async {
+//! let inputs: Channel<NoopRawMutex, OwnedEnd, 2> = Channel::new();
+//! let mut text = heapless::String::new();
+//! text.push_str("529 overloaded_error").unwrap();
+//! inputs.try_send(OwnedEnd(text)).unwrap();
+//! let mut driver: EmbassyDriver<OwnedEnd> = EmbassyDriver::new(Machine::default(), EmbassySleeper);
+//! let rx = inputs.receiver();
+//! let step = driver.next(receive(&rx)).await.unwrap();
+//! assert!(matches!(step.outputs.as_deref(), Ok([Output::Emit(_), Output::DropTrailingError, Output::Sleep { .. }])));
+//! # });
 //! ```
 
 use embassy_sync::blocking_mutex::raw::RawMutex;

@@ -23,7 +23,7 @@
 //! A host that drives the machine by hand (firmware, a test) needs none of
 //! them: [`Machine::handle`](crate::Machine::handle) is the whole protocol.
 
-use crate::{Input, Outputs, Refused};
+use crate::{Input, Machine, Outputs, Refused, RetryState};
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -53,7 +53,9 @@ pub mod sidecar;
 pub mod ffi;
 
 /// What one input fed by a driver did: the input (the host's, or
-/// `timer_fired` from the driver's own timer) and the machine's answer.
+/// `timer_fired` from the driver's own timer), the machine's answer, and
+/// the machine's state after it (so a host's output loop never needs to
+/// query the driver, which the step keeps borrowed).
 ///
 /// The driver has already carried out the timer outputs ([`Output::Sleep`]
 /// armed its timer, [`Output::CancelTimer`] disarmed it); they stay in
@@ -67,9 +69,10 @@ pub mod ffi;
 /// ```
 /// use autoretry::{host::Step, Input, Machine, Output, Refused};
 /// let mut machine = Machine::default();
-/// let step = Step { input: Input::Abort, outputs: machine.handle(Input::Abort) };
+/// let step = Step::of(&mut machine, Input::Abort);
 /// assert_eq!(step.outputs.iter().flatten().collect::<Vec<_>>(), [&Output::AbortAgent]);
-/// let refused: Step<'_> = Step { input: Input::Abort, outputs: Err(Refused::AgentRunDuringBackoff) };
+/// assert!(!step.state.is_retrying);
+/// let refused: Step<'_> = Step { input: Input::Abort, outputs: Err(Refused::AgentRunDuringBackoff), state: machine.state() };
 /// assert_eq!(refused.outputs.iter().flatten().count(), 0);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +81,28 @@ pub struct Step<'a> {
     pub input: Input<'a>,
     /// Its outputs, or why it was refused (spec §6a).
     pub outputs: Result<Outputs<'a>, Refused>,
+    /// The machine's queries after the input (`autoRetryEnabled`,
+    /// `isRetrying`, `retryAttempt`).
+    pub state: RetryState,
+}
+
+impl<'a> Step<'a> {
+    /// Feeds `input` to `machine` and keeps what it did.
+    ///
+    /// ```
+    /// use autoretry::{host::Step, AssistantMessage, Input, Machine};
+    /// let mut machine = Machine::default();
+    /// let step = Step::of(&mut machine, Input::agent_end(AssistantMessage::error("503")));
+    /// assert_eq!(step.state.retry_attempt, 1);
+    /// ```
+    pub fn of(machine: &mut Machine, input: Input<'a>) -> Self {
+        let outputs = machine.handle(input);
+        Step {
+            input,
+            outputs,
+            state: machine.state(),
+        }
+    }
 }
 
 /// `Step { input: .., outputs: [..] }`, or `refused: ..` for a refused input.

@@ -286,14 +286,14 @@ impl ThreadDriver {
     /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
     /// ```
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
-        let outputs = self.machine.handle(input);
-        if let Ok(outputs) = &outputs {
+        let step = Step::of(&mut self.machine, input);
+        if let Ok(outputs) = &step.outputs {
             let scale = self.time_scale;
             let pending = self.machine.pending_timer();
             self.timer
                 .carry_out(outputs, pending, |ms| after(ms, scale));
         }
-        Step { input, outputs }
+        step
     }
 
     /// Fires the pending timer if its deadline is at or before `now`:

@@ -14,7 +14,9 @@
 //! let mut driver = TokioDriver::new(Machine::default(), TokioSleeper);
 //! let mut log = Vec::new();
 //! while let Some(step) = driver.next(rx.recv()).await {
-//!     for output in step.outputs.unwrap_or_default() {
+//!     // A refused input (spec §6a) changed nothing: here, none is.
+//!     let Ok(outputs) = step.outputs else { panic!("refused: {:?}", step.input) };
+//!     for output in outputs {
 //!         log.push(output.type_name());
 //!         match output {
 //!             // 2 s later (in tokio's time): the agent runs again and answers well.
