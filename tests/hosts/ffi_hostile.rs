@@ -408,6 +408,8 @@ pub(crate) fn agent_end_input(text: &str, should_retry: i32) -> AutoretryInput {
         now_ms: 0,
         timer: 0,
         settings: AutoretrySettings::default(),
+        partial: PARTIAL_NONE,
+        budget: 0,
     }
 }
 

@@ -185,6 +185,7 @@
 //! assert_eq!(autoretry_free(h), 0);
 //! ```
 mod abi;
+mod budget;
 mod c;
 mod out;
 mod pool;
@@ -193,6 +194,7 @@ mod refusal;
 mod rules;
 
 pub use abi::*;
+pub use budget::*;
 pub use c::*;
 pub use refusal::*;
 #[cfg(feature = "rules")]
@@ -269,6 +271,17 @@ pub const SHOULD_RETRY_NO: i32 = 1;
 /// `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
 /// still hold).
 pub const SHOULD_RETRY_YES: i32 = 2;
+
+/// `partial` `"none"` (or absent): the failed turn left nothing, or only
+/// thinking or white space (spec §11.2). It is 0, so a zero-initialised
+/// `autoretry_input` has no partial turn.
+pub const PARTIAL_NONE: u32 = 0;
+/// `partial` `"text"`: the failed turn left visible text and nothing else;
+/// a retry continues it (`AUTORETRY_OUTPUT_RESUME_AGENT`).
+pub const PARTIAL_TEXT: u32 = 1;
+/// `partial` `"tools"`: the failed turn left a tool call, an image or a
+/// server-side tool block; it is never retried.
+pub const PARTIAL_TOOLS: u32 = 2;
 
 /// `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
 /// and a stop reason left at 0 (a zero-initialised `autoretry_input`) is
