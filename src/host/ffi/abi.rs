@@ -144,7 +144,7 @@ pub extern "C" fn autoretry_new_ex(
 }
 
 /// The host options from their scalar form.
-fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOptions {
+pub(super) fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOptions {
     HostOptions::DEFAULT
         .with_context_window(context_window)
         .with_credential_store(credential_store != 0)
@@ -202,7 +202,7 @@ pub(super) fn retry_settings(
 const SECTION_11_OFF: (u32, u64, u64) = (0, 0, 0);
 
 /// Puts a new machine in a free slot: its handle, or [`ERR_POOL_FULL`].
-fn create(settings: RetrySettings, host: HostOptions) -> i32 {
+pub(super) fn create(settings: RetrySettings, host: HostOptions) -> i32 {
     let machine = Machine::new(settings, host);
     with_slots(|slots, _| slots.insert(machine).unwrap_or(ERR_POOL_FULL))
 }

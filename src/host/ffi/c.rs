@@ -533,6 +533,40 @@ unsafe fn handle_input<'a, T>(
     }
 }
 
+/// Creates a machine with the whole `retry` group as a struct (every key,
+/// spec §11.1's included) and the host options of `autoretry_new_ex()`.
+/// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a key out of
+/// range (no machine is made), `AUTORETRY_ERR_POOL_FULL`, or as
+/// `autoretry_state_c()` for `settings`.
+///
+/// # Safety
+///
+/// `settings` must point to one `autoretry_retry_settings`.
+///
+/// ```c
+/// autoretry_retry_settings s;
+/// autoretry_settings_defaults(AUTORETRY_PROFILE_CLASSIC, &s);
+/// s.model_fallback = 1;
+/// int32_t h = autoretry_new_c(&s, 0, 0, 0);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_new_c(
+    settings: *const AutoretrySettings,
+    context_window: u64,
+    credential_store: u32,
+    seed: u64,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let settings = match unsafe { pool::host_value(settings) }.map(|s| s.decode()) {
+        Ok(Ok(settings)) => settings,
+        Ok(Err(code)) | Err(code) => return code,
+    };
+    abi::create(
+        settings,
+        abi::host_options(context_window, credential_store, seed),
+    )
+}
+
 /// The machine's state into `*out`. Returns 0 or an error code:
 /// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null or misaligned
 /// `out`), `AUTORETRY_ERR_BUFFER`.
