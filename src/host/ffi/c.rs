@@ -224,6 +224,10 @@ pub struct AutoretryInput {
     pub budget: i32,
 }
 
+// The layout a WebAssembly host writes by hand (`tests/wasm/run-vectors.mjs`).
+#[cfg(target_pointer_width = "32")]
+const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 168);
+
 /// One output, as `autoretry_handle_c()` writes it. `kind` is an
 /// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
 /// are 0.
