@@ -103,6 +103,15 @@ fn settings_struct(s: RetrySettings) -> AutoretrySettings {
     }
 }
 
+/// The profile of settings the `_ex` entry points can give: the keys of
+/// spec §11.1 at their defaults.
+fn without_section_11(s: RetrySettings) -> Profile {
+    let off = RetrySettings::DEFAULT;
+    let keys = |s: RetrySettings| (s.model_fallback, s.max_usage_wait_ms, s.max_total_delay_ms);
+    assert_eq!(keys(s), keys(off), "beyond the _ex entry points");
+    s.profile
+}
+
 /// A retry budget in the module's table, freed on drop.
 struct Budget(i32);
 
@@ -171,7 +180,7 @@ impl Handle {
                 )
             },
             Api::Ex => autoretry_new_ex(
-                profile_code(settings.profile),
+                profile_code(without_section_11(settings)),
                 u32::from(settings.enabled),
                 settings.max_retries,
                 settings.base_delay_ms,
@@ -288,7 +297,7 @@ impl Handle {
                     }
                     Api::Ex | Api::Struct => autoretry_settings_ex(
                         h,
-                        profile_code(s.profile),
+                        profile_code(without_section_11(*s)),
                         u32::from(s.enabled),
                         s.max_retries,
                         s.base_delay_ms,
@@ -376,6 +385,11 @@ impl Handle {
                     }
                 }
                 Api::Ex | Api::Struct => {
+                    assert_eq!(
+                        message.partial,
+                        Partial::None,
+                        "beyond the _ex entry points"
+                    );
                     let verdict = should_retry_code(message.should_retry);
                     let has_after = u32::from(message.retry_after_ms.is_some());
                     let after = message.retry_after_ms.unwrap_or(0);
@@ -735,6 +749,52 @@ fn usage_limit_answer_passes_back_the_kept_text() {
     let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
     assert_eq!(h.feed(&marked).unwrap(), want);
     assert!(want.contains(&text));
+}
+
+/// `model_switched` carries the text the module kept from the message that
+/// led to `switch_model`, as `usage_limit_marked` does after
+/// `mark_usage_limit`, through both the JSON entry point and the struct.
+#[test]
+fn model_switched_passes_back_the_kept_text() {
+    let _turn = turn();
+    let settings = RetrySettings::DEFAULT
+        .with_max_retries(0)
+        .with_model_fallback(true);
+    let text = "x".repeat(MAX_TEXT - 20) + " overloaded_error";
+    let end = InputOwned::AgentEnd {
+        message: autoretry::wire::json::MessageOwned::new(StopReason::Error, Some(text.clone())),
+        now_ms: None,
+    };
+    for api in [Api::Ex, Api::Struct] {
+        // Made from the settings struct (`modelFallback`), fed through
+        // `api`'s entry points.
+        let mut h = Handle::new(Api::Struct, settings, HostOptions::default());
+        h.1 = api;
+        let mut native = Machine::new(settings, HostOptions::default());
+        let outputs = native.handle(end.as_input("").unwrap()).unwrap();
+        assert!(matches!(outputs[..], [Output::SwitchModel { .. }]));
+        let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
+        assert_eq!(h.feed(&end).unwrap(), want, "{api:?}");
+        let outputs = native
+            .handle(Input::ModelSwitched {
+                switched: false,
+                error_message: &text,
+            })
+            .unwrap();
+        let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
+        assert!(want.contains(&text));
+        let answer = InputOwned::ModelSwitched { switched: false };
+        assert_eq!(h.feed(&answer).unwrap(), want, "{api:?}");
+        // No decision awaits an answer now: the module answers as the
+        // library does (a late answer is ignored).
+        let late = native.handle(Input::ModelSwitched {
+            switched: true,
+            error_message: &text,
+        });
+        let want = late.map(|o| serde_json::to_string(o.as_slice()).unwrap());
+        let answer = InputOwned::ModelSwitched { switched: true };
+        assert_eq!(h.feed(&answer).ok(), want.ok(), "{api:?}");
+    }
 }
 
 #[test]
