@@ -280,8 +280,9 @@
 // a DFA that fails validation. Nothing changed.
 #define AUTORETRY_ERR_RULES_CORRUPT -13
 
-// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
-// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
+// The whole `retry` group (spec §4, §10.1 and §11.1) as scalars: the
+// arguments of `autoretry_new_ex()`, with the same codes and ranges, and
+// the three keys of §11.1. Every key is
 // given (none is absent, and 0 is a value: `enabled = 0` turns retrying
 // off), so start from a profile's column, `autoretry_settings_defaults()`,
 // and change the keys you mean to:
@@ -319,7 +320,8 @@ typedef struct autoretry_retry_settings {
   uint64_t max_total_delay_ms;
 } autoretry_retry_settings;
 
-// One input (spec §2 and §10.2), for `autoretry_handle_c()`. `kind` is an
+// One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
+// `autoretry_handle_json()`. `kind` is an
 // `AUTORETRY_INPUT_*` code and says which fields are read; the others are
 // ignored.
 //

@@ -93,8 +93,9 @@ pub const FINAL_ERROR_THROTTLED: u32 = 3;
 /// retry.maxTotalDelayMs ({max_delay_ms}ms). Original error: {text}`.
 pub const FINAL_ERROR_TOTAL_WAIT: u32 = 4;
 
-/// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
-/// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
+/// The whole `retry` group (spec §4, §10.1 and §11.1) as scalars: the
+/// arguments of `autoretry_new_ex()`, with the same codes and ranges, and
+/// the three keys of §11.1. Every key is
 /// given (none is absent, and 0 is a value: `enabled = 0` turns retrying
 /// off), so start from a profile's column, `autoretry_settings_defaults()`,
 /// and change the keys you mean to:
@@ -156,7 +157,8 @@ impl AutoretrySettings {
     }
 }
 
-/// One input (spec §2 and §10.2), for `autoretry_handle_c()`. `kind` is an
+/// One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
+/// `autoretry_handle_json()`. `kind` is an
 /// `AUTORETRY_INPUT_*` code and says which fields are read; the others are
 /// ignored.
 ///
