@@ -130,7 +130,7 @@
 
 // No budget with this handle (never created, freed, or out of range): an
 // input that names one changes nothing.
-#define AUTORETRY_ERR_BUDGET -10
+#define AUTORETRY_ERR_BUDGET -14
 
 // `message_end`: the message fields of `autoretry_input`. The codes start
 // at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.

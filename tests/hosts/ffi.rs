@@ -797,6 +797,35 @@ fn model_switched_passes_back_the_kept_text() {
     }
 }
 
+/// Every error code names one failure: no two share a value.
+#[test]
+fn error_codes_are_distinct() {
+    let mut codes = vec![
+        ERR_HANDLE,
+        ERR_REFUSED,
+        ERR_UTF8,
+        ERR_TEXT_LEN,
+        ERR_POOL_FULL,
+        ERR_ARG,
+        ERR_OUT_TOO_SMALL,
+        ERR_SETTINGS,
+        ERR_BUFFER,
+        ERR_BUDGET,
+    ];
+    #[cfg(feature = "rules")]
+    codes.extend([
+        ERR_RULES_FOREIGN,
+        ERR_RULES_LENGTH,
+        ERR_RULES_MISALIGNED,
+        ERR_RULES_CORRUPT,
+    ]);
+    let n = codes.len();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), n, "{codes:?}");
+    assert!(codes.iter().all(|&c| c < 0));
+}
+
 #[test]
 fn error_codes() {
     let _turn = turn();

@@ -16,7 +16,7 @@ pub const BUDGET_POOL_SIZE: usize = 8;
 
 /// No budget with this handle (never created, freed, or out of range): an
 /// input that names one changes nothing.
-pub const ERR_BUDGET: i32 = -10;
+pub const ERR_BUDGET: i32 = -14;
 
 /// How many low bits of a budget handle hold its index.
 const INDEX_BITS: u32 = 8;
