@@ -95,6 +95,19 @@
 // still hold).
 #define AUTORETRY_SHOULD_RETRY_YES 2
 
+// `partial` `"none"` (or absent): the failed turn left nothing, or only
+// thinking or white space (spec §11.2). It is 0, so a zero-initialised
+// `autoretry_input` has no partial turn.
+#define AUTORETRY_PARTIAL_NONE 0
+
+// `partial` `"text"`: the failed turn left visible text and nothing else;
+// a retry continues it (`AUTORETRY_OUTPUT_RESUME_AGENT`).
+#define AUTORETRY_PARTIAL_TEXT 1
+
+// `partial` `"tools"`: the failed turn left a tool call, an image or a
+// server-side tool block; it is never retried.
+#define AUTORETRY_PARTIAL_TOOLS 2
+
 // `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
 // and a stop reason left at 0 (a zero-initialised `autoretry_input`) is
 // refused with `AUTORETRY_ERR_ARG`.
@@ -111,6 +124,13 @@
 
 // `stopReason` `"aborted"`.
 #define AUTORETRY_STOP_ABORTED 5
+
+// How many budgets can be alive at once.
+#define AUTORETRY_BUDGET_POOL_SIZE 8
+
+// No budget with this handle (never created, freed, or out of range): an
+// input that names one changes nothing.
+#define AUTORETRY_ERR_BUDGET -14
 
 // `message_end`: the message fields of `autoretry_input`. The codes start
 // at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.
@@ -136,6 +156,11 @@
 
 // `settings`: `settings`, the whole `retry` group.
 #define AUTORETRY_INPUT_SETTINGS 8
+
+// `model_switched` (spec §11.3): `flag` is `switched` (0 is false); the
+// error text is the one the machine kept from the message that led to
+// `switch_model`.
+#define AUTORETRY_INPUT_MODEL_SWITCHED 9
 
 // `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 // event's `delayMs`) and `text` (its `errorMessage`).
@@ -255,8 +280,9 @@
 // a DFA that fails validation. Nothing changed.
 #define AUTORETRY_ERR_RULES_CORRUPT -13
 
-// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
-// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
+// The whole `retry` group (spec §4, §10.1 and §11.1) as scalars: the
+// arguments of `autoretry_new_ex()`, with the same codes and ranges, and
+// the three keys of §11.1. Every key is
 // given (none is absent, and 0 is a value: `enabled = 0` turns retrying
 // off), so start from a profile's column, `autoretry_settings_defaults()`,
 // and change the keys you mean to:
@@ -286,9 +312,16 @@ typedef struct autoretry_retry_settings {
   uint32_t honor_hints;
   // `AUTORETRY_CLASSIFIER_*`.
   uint32_t classifier;
+  // `modelFallback` (spec §11.3), 0 is false.
+  uint32_t model_fallback;
+  // `maxUsageWaitMs` (spec §11.5), 0: never past `max_delay_ms`.
+  uint64_t max_usage_wait_ms;
+  // `maxTotalDelayMs` (spec §11.6), 0: no limit.
+  uint64_t max_total_delay_ms;
 } autoretry_retry_settings;
 
-// One input (spec §2 and §10.2), for `autoretry_handle_c()`. `kind` is an
+// One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
+// `autoretry_handle_json()`. `kind` is an
 // `AUTORETRY_INPUT_*` code and says which fields are read; the others are
 // ignored.
 //
@@ -343,6 +376,15 @@ typedef struct autoretry_input {
   // `settings`: the whole group, every key given (see
   // `autoretry_retry_settings`).
   struct autoretry_retry_settings settings;
+  // Messages: an `AUTORETRY_PARTIAL_*` code, what the failed turn left
+  // (spec §11.2); 0 is none.
+  uint32_t partial;
+  // Every kind: a budget handle from `autoretry_budget_new()`, shared by
+  // any number of machines, to handle the input with (spec §11.4: a
+  // retry decision charges it, a good `agent_end` refills it); 0: none,
+  // no accounting. A handle that names no budget is refused with
+  // `AUTORETRY_ERR_BUDGET`.
+  int32_t budget;
 } autoretry_input;
 
 // One output, as `autoretry_handle_c()` writes it. `kind` is an
@@ -687,6 +729,25 @@ int32_t autoretry_usage_limit_marked(int32_t handle,
                                      uint8_t *out,
                                      uint32_t out_cap);
 
+// `model_switched`: the host's answer to `switch_model` (`switched` is 0
+// or not: whether it now talks to another model); the error text is the
+// one the slot kept from the message that led to the decision. Writes the
+// outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (no fallback was asked,
+// or not now), `AUTORETRY_ERR_ARG` (a null `out` with a length),
+// `AUTORETRY_ERR_OUT_TOO_SMALL`.
+//
+// # Safety
+//
+// `out` must be valid for writes of `out_cap` bytes.
+//
+// ```c
+// /* after an agent_end whose outputs held switch_model: the host moved
+//  * the session to its fallback model */
+// int32_t n = autoretry_model_switched(h, 1, out, sizeof out);
+// ```
+int32_t autoretry_model_switched(int32_t handle, uint32_t switched, uint8_t *out, uint32_t out_cap);
+
 // `abort_retry`: the user cancels the retry. Writes the outputs' JSON to `out`; returns its length or an error code:
 // `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
 // length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
@@ -784,6 +845,44 @@ int32_t autoretry_settings_ex(int32_t handle,
                               uint8_t *out,
                               uint32_t out_cap);
 
+// Creates a retry budget (spec §11.4) that inputs may name
+// (`autoretry_input.budget`), shared by any number of machines: `max_tokens`
+// 1 to 1000, `ratio_milli` the refill per good run in thousandths of a
+// token (1 to 1000000), and, when `has_tokens` is not 0, the tokens it
+// starts with in thousandths (0 to `max_tokens * 1000`; else it starts
+// full). Returns its handle (`> 0`, never 0), `AUTORETRY_ERR_ARG` for a
+// figure out of range, or `AUTORETRY_ERR_POOL_FULL` when
+// `AUTORETRY_BUDGET_POOL_SIZE` budgets are alive (or every place is
+// retired, after 2^23 budgets each).
+//
+// ```c
+// /* 4 tokens, a good run refills 0.5, starting at 3 */
+// int32_t b = autoretry_budget_new(4, 500, 1, 3000);
+// if (b < 0) return b;
+// ```
+int32_t autoretry_budget_new(uint32_t max_tokens,
+                             uint32_t ratio_milli,
+                             uint32_t has_tokens,
+                             uint32_t tokens_milli);
+
+// The tokens a budget holds, in thousandths of a token (0 to
+// `max_tokens * 1000`), or `AUTORETRY_ERR_BUDGET`.
+//
+// ```c
+// int32_t milli = autoretry_budget_tokens(b); /* 3000: 3 tokens */
+// ```
+int32_t autoretry_budget_tokens(int32_t budget);
+
+// Frees a budget. Returns 0, or `AUTORETRY_ERR_BUDGET`. An input that
+// names a freed budget is refused with `AUTORETRY_ERR_BUDGET`; the
+// place's next budget gets another handle.
+//
+// ```c
+// autoretry_budget_free(b); /* 0 */
+// autoretry_budget_free(b); /* AUTORETRY_ERR_BUDGET */
+// ```
+int32_t autoretry_budget_free(int32_t budget);
+
 // Feeds one input (`*input`) and writes its outputs as `autoretry_output`
 // structs into `out` (room for `out_cap` of them; an input has at most
 // 8). Returns their count, or an error code as the JSON entry point of
@@ -818,6 +917,54 @@ int32_t autoretry_handle_c(int32_t handle,
                            const struct autoretry_input *input,
                            struct autoretry_output *out,
                            uint32_t out_cap);
+
+// Feeds one input (`*input`, as for `autoretry_handle_c()`) and writes its
+// outputs' JSON to `out`, as the JSON entry points do: the one JSON entry
+// point for every input and every field (a message's `partial`, a
+// `budget`, the settings keys of spec §11.1). Returns the JSON's length or
+// an error code as `autoretry_handle_c()`. `*input` is read before
+// anything is written, so it may lie in `out` (a WebAssembly host may
+// write it at the start of `autoretry_out_buffer()`).
+//
+// # Safety
+//
+// As `autoretry_handle_c()`, with `out` valid for writes of `out_cap`
+// bytes.
+//
+// ```c
+// int32_t b = autoretry_budget_new(4, 500, 0, 0);
+// autoretry_input in = {.kind = AUTORETRY_INPUT_AGENT_END,
+//                       .stop_reason = AUTORETRY_STOP_ERROR,
+//                       .partial = AUTORETRY_PARTIAL_TEXT,
+//                       .budget = b};
+// uint8_t out[512];
+// int32_t n = autoretry_handle_json(h, &in, out, sizeof out);
+// ```
+int32_t autoretry_handle_json(int32_t handle,
+                              const struct autoretry_input *input,
+                              uint8_t *out,
+                              uint32_t out_cap);
+
+// Creates a machine with the whole `retry` group as a struct (every key,
+// spec §11.1's included) and the host options of `autoretry_new_ex()`.
+// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a key out of
+// range (no machine is made), `AUTORETRY_ERR_POOL_FULL`, or as
+// `autoretry_state_c()` for `settings`.
+//
+// # Safety
+//
+// `settings` must point to one `autoretry_retry_settings`.
+//
+// ```c
+// autoretry_retry_settings s;
+// autoretry_settings_defaults(AUTORETRY_PROFILE_CLASSIC, &s);
+// s.model_fallback = 1;
+// int32_t h = autoretry_new_c(&s, 0, 0, 0);
+// ```
+int32_t autoretry_new_c(const struct autoretry_retry_settings *settings,
+                        uint64_t context_window,
+                        uint32_t credential_store,
+                        uint64_t seed);
 
 // The machine's state into `*out`. Returns 0 or an error code:
 // `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null or misaligned

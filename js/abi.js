@@ -32,6 +32,8 @@ export const ERR_RULES_LENGTH = -11;
 export const ERR_RULES_MISALIGNED = -12;
 /** The rules blob is damaged (a header field, its checksum, its rule counts or its DFA); nothing changed. */
 export const ERR_RULES_CORRUPT = -13;
+/** No retry budget with this handle (freed, or of another module); nothing changed. */
+export const ERR_BUDGET = -14;
 
 /** `stopReason` codes. */
 export const STOP_STOP = 1;
@@ -50,11 +52,44 @@ export const CLASSIFIER_EXTENDED = 1;
 export const SHOULD_RETRY_ABSENT = 0;
 export const SHOULD_RETRY_NO = 1;
 export const SHOULD_RETRY_YES = 2;
+/** `partial` codes (spec §11.2): none, text, tools. */
+export const PARTIAL_NONE = 0;
+export const PARTIAL_TEXT = 1;
+export const PARTIAL_TOOLS = 2;
 
 /** The wire names of the codes above. */
 export const STOP_REASONS = Object.freeze({ stop: STOP_STOP, length: STOP_LENGTH, toolUse: STOP_TOOL_USE, error: STOP_ERROR, aborted: STOP_ABORTED });
 export const PROFILES = Object.freeze({ classic: PROFILE_CLASSIC, modern: PROFILE_MODERN });
 export const CLASSIFIERS = Object.freeze({ classic: CLASSIFIER_CLASSIC, extended: CLASSIFIER_EXTENDED });
+export const PARTIALS = Object.freeze({ none: PARTIAL_NONE, text: PARTIAL_TEXT, tools: PARTIAL_TOOLS });
+
+// The `AUTORETRY_INPUT_*` kinds, by input type.
+const INPUT_KINDS = Object.freeze({
+  message_end: 1,
+  agent_end: 2,
+  timer_fired: 3,
+  usage_limit_marked: 4,
+  abort_retry: 5,
+  abort: 6,
+  set_auto_retry: 7,
+  settings: 8,
+  model_switched: 9,
+});
+
+// The reasons of `autoretry_last_refusal()` (the `AUTORETRY_REFUSAL_*`
+// codes), as the crate's `Refused` variants.
+const REFUSALS = Object.freeze({
+  1: "AgentRunDuringBackoff",
+  2: "AwaitingUsageLimitAnswer",
+  3: "UsageLimitTextMismatch",
+  4: "AwaitingModelSwitchAnswer",
+  5: "ModelSwitchTextMismatch",
+});
+
+// The wasm32 layout of `autoretry_retry_settings` (72 bytes) and of
+// `autoretry_input` (168 bytes, the settings at 88).
+const INPUT_SIZE = 168;
+const INPUT_SETTINGS_AT = 88;
 
 /** Each error code's name, e.g. `ERROR_NAMES[-2] === "ERR_REFUSED"`. */
 export const ERROR_NAMES = Object.freeze({
@@ -71,6 +106,7 @@ export const ERROR_NAMES = Object.freeze({
   [ERR_RULES_LENGTH]: "ERR_RULES_LENGTH",
   [ERR_RULES_MISALIGNED]: "ERR_RULES_MISALIGNED",
   [ERR_RULES_CORRUPT]: "ERR_RULES_CORRUPT",
+  [ERR_BUDGET]: "ERR_BUDGET",
 });
 
 const flag = (b) => (b ? 1 : 0);
@@ -111,12 +147,25 @@ export class Abi {
     return bytes.length;
   }
 
-  settingsArgs(s) {
-    return [PROFILES[s.profile], flag(s.enabled), s.maxRetries, s.baseDelayMs, s.maxDelayMs, s.backoffCapMs, s.jitterPct, flag(s.honorHints), CLASSIFIERS[s.classifier]];
+  // The settings as an `autoretry_retry_settings` at `at` of the memory.
+  writeSettings(view, at, s) {
+    view.setUint32(at, PROFILES[s.profile], true);
+    view.setUint32(at + 4, flag(s.enabled), true);
+    view.setUint32(at + 8, s.maxRetries, true);
+    view.setUint32(at + 12, s.jitterPct, true);
+    view.setBigUint64(at + 16, s.baseDelayMs, true);
+    view.setBigUint64(at + 24, s.maxDelayMs, true);
+    view.setBigUint64(at + 32, s.backoffCapMs, true);
+    view.setUint32(at + 40, flag(s.honorHints), true);
+    view.setUint32(at + 44, CLASSIFIERS[s.classifier], true);
+    view.setUint32(at + 48, flag(s.modelFallback), true);
+    view.setBigUint64(at + 56, s.maxUsageWaitMs, true);
+    view.setBigUint64(at + 64, s.maxTotalDelayMs, true);
   }
 
   create(settings, host) {
-    return this.x.autoretry_new_ex(...this.settingsArgs(settings), host.contextWindow, flag(host.credentialStore), host.seed);
+    this.writeSettings(new DataView(this.x.memory.buffer), this.outPtr, settings);
+    return this.x.autoretry_new_c(this.outPtr, host.contextWindow, flag(host.credentialStore), host.seed);
   }
 
   free(h) {
@@ -132,40 +181,64 @@ export class Abi {
     return this.x.autoretry_pending_timer(h);
   }
 
-  // `m`: { stopReason, text (UTF-8 bytes or undefined), usage
+  // Feeds one input as an `autoretry_input` written at the start of the
+  // output buffer (the module reads it before it writes there). `input`:
+  // { type, message (as below) and nowMs (a BigInt or undefined) for the
+  // messages, timer (a BigInt), switched or enabled (booleans), settings };
+  // a message: { stopReason, text (UTF-8 bytes or undefined), usage
   // ({ input, cacheRead, cacheWrite } or undefined), shouldRetry (boolean
-  // or undefined), retryAfterMs (BigInt or undefined) }; `nowMs` for
-  // `agent_end`: a BigInt or undefined.
-  message(h, type, m, nowMs) {
-    const len = this.text(m.text);
-    const u = m.usage;
-    const usage = u === undefined ? [0, 0n, 0n, 0n] : [1, u.input, u.cacheRead, u.cacheWrite];
-    const verdict = m.shouldRetry === undefined ? SHOULD_RETRY_ABSENT : m.shouldRetry ? SHOULD_RETRY_YES : SHOULD_RETRY_NO;
-    const after = m.retryAfterMs === undefined ? [0, 0n] : [1, m.retryAfterMs];
-    const args = [h, STOP_REASONS[m.stopReason], this.textPtr, len, ...usage, verdict, ...after];
-    if (type === "message_end") return this.x.autoretry_message_end_ex(...args, this.outPtr, this.outLen);
-    const now = nowMs === undefined ? [0, 0n] : [1, nowMs];
-    return this.x.autoretry_agent_end_ex(...args, ...now, this.outPtr, this.outLen);
+  // or undefined), retryAfterMs (BigInt or undefined), partial (a name) }.
+  // `budget`: a budget handle, 0 for none.
+  input(h, input, budget) {
+    const view = new DataView(this.x.memory.buffer);
+    const at = this.outPtr;
+    new Uint8Array(this.x.memory.buffer, at, INPUT_SIZE).fill(0);
+    view.setUint32(at, INPUT_KINDS[input.type], true);
+    view.setInt32(at + 164, budget, true);
+    const m = input.message;
+    if (m !== undefined) {
+      view.setUint32(at + 4, STOP_REASONS[m.stopReason], true);
+      view.setUint32(at + 8, this.textPtr, true);
+      view.setInt32(at + 12, this.text(m.text), true);
+      const verdict = m.shouldRetry === undefined ? SHOULD_RETRY_ABSENT : m.shouldRetry ? SHOULD_RETRY_YES : SHOULD_RETRY_NO;
+      view.setInt32(at + 16, verdict, true);
+      if (m.usage !== undefined) {
+        view.setUint32(at + 20, 1, true);
+        view.setBigUint64(at + 40, m.usage.input, true);
+        view.setBigUint64(at + 48, m.usage.cacheRead, true);
+        view.setBigUint64(at + 56, m.usage.cacheWrite, true);
+      }
+      if (m.retryAfterMs !== undefined) {
+        view.setUint32(at + 24, 1, true);
+        view.setBigUint64(at + 64, m.retryAfterMs, true);
+      }
+      view.setUint32(at + 160, PARTIALS[m.partial], true);
+    }
+    if (input.nowMs !== undefined) {
+      view.setUint32(at + 28, 1, true);
+      view.setBigUint64(at + 72, input.nowMs, true);
+    }
+    if (input.timer !== undefined) view.setBigUint64(at + 80, input.timer, true);
+    view.setUint32(at + 32, flag(input.switched ?? input.enabled), true);
+    if (input.settings !== undefined) this.writeSettings(view, at + INPUT_SETTINGS_AT, input.settings);
+    return this.x.autoretry_handle_json(h, at, at, this.outLen);
   }
 
-  timerFired(h, timer) {
-    return this.x.autoretry_timer_fired(h, timer, this.outPtr, this.outLen);
+  /** Why machine `h` refused its last input: a `Refused` variant's name, or undefined. */
+  lastRefusal(h) {
+    return REFUSALS[this.x.autoretry_last_refusal(h)];
   }
 
-  usageLimitMarked(h, switched) {
-    return this.x.autoretry_usage_limit_marked(h, flag(switched), this.outPtr, this.outLen);
+  budgetNew(maxTokens, ratioMilli, tokensMilli) {
+    return this.x.autoretry_budget_new(maxTokens, ratioMilli, flag(tokensMilli !== undefined), tokensMilli ?? 0);
   }
 
-  abortRetry(h) {
-    return this.x.autoretry_abort_retry(h, this.outPtr, this.outLen);
+  budgetTokens(b) {
+    return this.x.autoretry_budget_tokens(b);
   }
 
-  abort(h) {
-    return this.x.autoretry_abort(h, this.outPtr, this.outLen);
-  }
-
-  setAutoRetry(h, enabled) {
-    return this.x.autoretry_set_auto_retry(h, flag(enabled), this.outPtr, this.outLen);
+  budgetFree(b) {
+    return this.x.autoretry_budget_free(b);
   }
 
   /** Lends machine `h` the rules blob at `[ptr, ptr + len)` of the memory. */
@@ -175,9 +248,5 @@ export class Abi {
 
   rulesClear(h) {
     return this.x.autoretry_rules_clear(h);
-  }
-
-  settings(h, s) {
-    return this.x.autoretry_settings_ex(h, ...this.settingsArgs(s), this.outPtr, this.outLen);
   }
 }

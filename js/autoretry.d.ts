@@ -20,9 +20,11 @@ export interface AssistantMessage {
   shouldRetry?: boolean | null;
   /** A wait the host read from the response headers (spec §10.2). */
   retryAfterMs?: U64 | null;
+  /** What the failed turn left (spec §11.2); absent or null is "none". */
+  partial?: "none" | "text" | "tools" | null;
 }
 
-/** The `retry` settings group (spec §4, §10.1): missing keys default. */
+/** The `retry` settings group (spec §4, §10.1, §11.1): missing keys default. */
 export interface RetrySettings {
   profile?: "classic" | "modern";
   enabled?: boolean;
@@ -33,6 +35,12 @@ export interface RetrySettings {
   jitterPct?: number | bigint;
   honorHints?: boolean;
   classifier?: "classic" | "extended";
+  /** Ask the host to switch models before a chain ends for a policy reason (spec §11.3). */
+  modelFallback?: boolean;
+  /** How long an announced usage-limit reset may be waited for; 0 = never (spec §11.5). */
+  maxUsageWaitMs?: U64;
+  /** The longest a chain may sleep in total; 0 = no limit (spec §11.6). */
+  maxTotalDelayMs?: U64;
 }
 
 /** The host options (spec §2, §10.1). */
@@ -51,6 +59,7 @@ export type Input =
   | { type: "agent_end"; message: AssistantMessage; nowMs?: U64 | null }
   | { type: "timer_fired"; timer: U64 }
   | { type: "usage_limit_marked"; switched: boolean }
+  | { type: "model_switched"; switched: boolean }
   | { type: "abort_retry" }
   | { type: "abort" }
   | { type: "set_auto_retry"; enabled: boolean }
@@ -67,7 +76,8 @@ export type Output =
   | { type: "drop_trailing_error" }
   | { type: "sleep"; ms: U64; timer: U64 }
   | { type: "cancel_timer"; timer: U64 }
-  | { type: "continue_agent" }
+  | { type: "continue_agent"; resume?: true }
+  | { type: "switch_model"; reason: "exhausted" | "throttled" | "wait_too_long" | "total_wait" }
   | { type: "mark_usage_limit"; retryAfterMs: U64 | null }
   | { type: "check_compaction" }
   | { type: "abort_agent" }
@@ -104,8 +114,13 @@ export function load(source?: BufferSource | WebAssembly.Module | Response | Pro
 export class Machine {
   /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options, an options key other than `settings` and `host`) or ERR_POOL_FULL. */
   constructor(module: AutoretryModule, options?: { settings?: RetrySettings; host?: HostOptions });
-  /** Feeds one input and returns its outputs; throws an `AutoretryError` (and changes nothing) otherwise. */
-  handle(input: Input): Output[];
+  /**
+   * Feeds one input and returns its outputs; throws an `AutoretryError`
+   * (and changes nothing) otherwise. With a `budget` of the same module, a
+   * retry decision charges it and a good `agent_end` refills it (spec
+   * §11.4); a freed one throws ERR_BUDGET.
+   */
+  handle(input: Input, budget?: Budget | null): Output[];
   /** `{autoRetryEnabled, isRetrying, retryAttempt}`. */
   state(): RetryState;
   /** The pending backoff timer's id, or null. */
@@ -124,6 +139,20 @@ export class Machine {
   free(): void;
 }
 
+/**
+ * A retry budget machines share (spec §11.4); the module's table holds 8.
+ * Throws ERR_ARG for figures out of range, ERR_POOL_FULL when the table is full.
+ */
+export class Budget {
+  constructor(module: AutoretryModule, figures: { maxTokens: number | bigint; tokenRatio: number; tokens?: number | null });
+  /** The tokens it holds, e.g. 2.5. */
+  readonly tokens: number;
+  /** The tokens it holds in thousandths, e.g. 2500. */
+  readonly tokensMilli: number;
+  /** Releases its place in the table; using it after throws ERR_BUDGET. */
+  free(): void;
+}
+
 /** An error of the module or of the wrapper's checks; nothing changed. */
 export class AutoretryError extends Error {
   readonly name: "AutoretryError";
@@ -135,7 +164,7 @@ export class AutoretryError extends Error {
    * Why the machine refused an input (ERR_REFUSED, spec §6a), as the
    * crate's `Refused` variants; undefined for other errors.
    */
-  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer";
+  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer" | "UsageLimitTextMismatch" | "AwaitingModelSwitchAnswer" | "ModelSwitchTextMismatch";
 }
 
 /** Parses JSON; integers beyond 2^53 - 1 become BigInts; a repeated key is an error. */
@@ -156,6 +185,7 @@ export const ERR_RULES_FOREIGN: -10;
 export const ERR_RULES_LENGTH: -11;
 export const ERR_RULES_MISALIGNED: -12;
 export const ERR_RULES_CORRUPT: -13;
+export const ERR_BUDGET: -14;
 export const ERROR_NAMES: Readonly<Record<number, string>>;
 
 export const STOP_STOP: 1;
@@ -174,3 +204,7 @@ export const CLASSIFIERS: Readonly<Record<"classic" | "extended", number>>;
 export const SHOULD_RETRY_ABSENT: 0;
 export const SHOULD_RETRY_NO: 1;
 export const SHOULD_RETRY_YES: 2;
+export const PARTIAL_NONE: 0;
+export const PARTIAL_TEXT: 1;
+export const PARTIAL_TOOLS: 2;
+export const PARTIALS: Readonly<Record<"none" | "text" | "tools", number>>;

@@ -14,6 +14,7 @@ import {
   CLASSIFIERS,
   ERROR_NAMES,
   ERR_ARG,
+  ERR_BUDGET,
   ERR_HANDLE,
   ERR_POOL_FULL,
   ERR_REFUSED,
@@ -24,6 +25,7 @@ import {
   ERR_SETTINGS,
   ERR_TEXT_LEN,
   ERR_UTF8,
+  PARTIALS,
   PROFILES,
   STOP_REASONS,
 } from "./abi.js";
@@ -74,13 +76,15 @@ function bool(v, what, code = ERR_ARG) {
 }
 
 // The columns of spec §10.1: the defaults of the keys a group leaves out.
+// The keys of spec §11.1 are off in both.
+const SECTION_11 = { modelFallback: false, maxUsageWaitMs: 0n, maxTotalDelayMs: 0n };
 const DEFAULTS = {
-  classic: { profile: "classic", enabled: true, maxRetries: 3, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0, honorHints: false, classifier: "classic" },
-  modern: { profile: "modern", enabled: true, maxRetries: 10, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25, honorHints: true, classifier: "extended" },
+  classic: { profile: "classic", enabled: true, maxRetries: 3, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0, honorHints: false, classifier: "classic", ...SECTION_11 },
+  modern: { profile: "modern", enabled: true, maxRetries: 10, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25, honorHints: true, classifier: "extended", ...SECTION_11 },
 };
 
 /**
- * The `retry` settings group (spec §4, §10.1), checked as the crate's
+ * The `retry` settings group (spec §4, §10.1, §11.1), checked as the crate's
  * `wire::SettingsGroup` checks it: missing keys take the defaults of the
  * group's `profile` (classic when absent); a wrong type (null included), a
  * negative, fractional or out-of-range number, another string or an
@@ -101,6 +105,7 @@ function decodeSettings(group) {
         break;
       case "enabled":
       case "honorHints":
+      case "modelFallback":
         s[key] = bool(v, what, ERR_SETTINGS);
         break;
       case "maxRetries":
@@ -109,6 +114,8 @@ function decodeSettings(group) {
       case "baseDelayMs":
       case "maxDelayMs":
       case "backoffCapMs":
+      case "maxUsageWaitMs":
+      case "maxTotalDelayMs":
         s[key] = uint(v, what, ERR_SETTINGS);
         break;
       case "jitterPct":
@@ -137,7 +144,7 @@ function decodeHost(host) {
   return h;
 }
 
-// An assistant message (spec §2, §10.2); unknown fields are ignored, and
+// An assistant message (spec §2, §10.2, §11.2); unknown fields are ignored, and
 // an optional one that is `null` is absent.
 function decodeMessage(m, maxText) {
   if (!isObject(m)) throw new AutoretryError(ERR_ARG, `message: expected an object, found ${describe(m)}`);
@@ -147,7 +154,7 @@ function decodeMessage(m, maxText) {
   if (typeof stop !== "string" || !Object.hasOwn(STOP_REASONS, stop)) {
     throw new AutoretryError(ERR_ARG, `message.stopReason: expected one of "stop", "length", "toolUse", "error", "aborted", found ${describe(stop)}`);
   }
-  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined };
+  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined, partial: "none" };
   const text = optional(m.errorMessage);
   if (text !== undefined) {
     if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `message.errorMessage: expected a string, found ${describe(text)}`);
@@ -168,6 +175,13 @@ function decodeMessage(m, maxText) {
   }
   if (optional(m.shouldRetry) !== undefined) out.shouldRetry = bool(m.shouldRetry, "message.shouldRetry");
   if (optional(m.retryAfterMs) !== undefined) out.retryAfterMs = uint(m.retryAfterMs, "message.retryAfterMs");
+  const partial = optional(m.partial);
+  if (partial !== undefined) {
+    if (typeof partial !== "string" || !Object.hasOwn(PARTIALS, partial)) {
+      throw new AutoretryError(ERR_ARG, `message.partial: expected one of "none", "text", "tools", found ${describe(partial)}`);
+    }
+    out.partial = partial;
+  }
   return out;
 }
 
@@ -299,70 +313,74 @@ export class Machine {
     throw new AutoretryError(n, `${type}: the module returned ${ERROR_NAMES[n] ?? n}`);
   }
 
-  // Why the machine refused `type` (it changed nothing). The module's code
-  // is ERR_REFUSED for every reason; spec §6a refuses a message_end or
-  // agent_end for two alone, a pending backoff (the one state with a
-  // pending timer) and an awaited usage-limit answer, so the machine's
-  // pending timer tells them apart exactly. The wrapper checks every other
-  // input's fields, and the module keeps the marked text for
-  // usage_limit_marked, so no other input is refused through it.
+  // Why the machine refused `type` (it changed nothing): the module's
+  // last refusal, a `Refused` variant of the crate.
   #refusal(type) {
-    const refused = (reason, why) => new AutoretryError(ERR_REFUSED, `${type} refused: ${why} (spec §6a); nothing changed`, reason);
-    if (type !== "message_end" && type !== "agent_end") return refused(undefined, "out of turn for the machine's state (the module gives no reason)");
-    const timer = this.pendingTimer();
-    if (timer !== null) {
-      return refused("AgentRunDuringBackoff", `the agent must not run while a retry backoff is pending (timer ${timer}: wait for its timer_fired, or abort_retry)`);
-    }
-    return refused("AwaitingUsageLimitAnswer", "the agent must not run while the usage-limit answer (usage_limit_marked) is awaited");
+    const reason = this.#abi.lastRefusal(this.#handle);
+    const why = {
+      AgentRunDuringBackoff: `the agent must not run while a retry backoff is pending (timer ${this.pendingTimer()}: wait for its timer_fired, or abort_retry)`,
+      AwaitingUsageLimitAnswer: "the agent must not run while the usage-limit answer (usage_limit_marked) is awaited",
+      AwaitingModelSwitchAnswer: "the agent must not run while the fallback answer (model_switched) is awaited",
+      UsageLimitTextMismatch: "the usage-limit answer carries another text than the one marked",
+      ModelSwitchTextMismatch: "the fallback answer carries another text than the one of the decision",
+    }[reason];
+    return new AutoretryError(ERR_REFUSED, `${type} refused: ${why ?? "out of turn for the machine's state"} (spec §6a); nothing changed`, reason);
   }
 
   /**
    * Feeds one input (`{type: "agent_end", message: {...}}`, ...) and returns
    * its outputs (`[{type: "emit", event: {...}}, {type: "sleep", ms, timer}, ...]`).
+   * With a `budget` (spec §11.4, of the same module), a retry decision
+   * charges it and a good `agent_end` refills it; without, no accounting.
    * @param {object} input
+   * @param {Budget} [budget]
    * @returns {object[]}
    */
-  handle(input) {
+  handle(input, budget) {
     const h = this.#live();
     const abi = this.#abi;
+    let b = 0;
+    if (budget !== undefined && budget !== null) {
+      if (!(budget instanceof Budget)) throw new AutoretryError(ERR_ARG, `budget: expected a Budget, found ${describe(budget)}`);
+      b = budget.handleIn(this.#module);
+    }
     if (!isObject(input)) throw new AutoretryError(ERR_ARG, `input: expected an object, found ${describe(input)}`);
     const type = input.type;
-    let n;
+    let fields;
     switch (type) {
       case "message_end":
-        n = abi.message(h, type, decodeMessage(input.message, abi.maxText));
+        fields = { type, message: decodeMessage(input.message, abi.maxText) };
         break;
       case "agent_end": {
         const message = decodeMessage(input.message, abi.maxText);
-        const now = optional(input.nowMs) === undefined ? undefined : uint(input.nowMs, "nowMs");
-        n = abi.message(h, type, message, now);
+        const nowMs = optional(input.nowMs) === undefined ? undefined : uint(input.nowMs, "nowMs");
+        fields = { type, message, nowMs };
         break;
       }
       case "timer_fired":
-        n = abi.timerFired(h, uint(input.timer, "timer"));
+        fields = { type, timer: uint(input.timer, "timer") };
         break;
       case "usage_limit_marked":
-        n = abi.usageLimitMarked(h, bool(input.switched, "switched"));
+      case "model_switched":
+        fields = { type, switched: bool(input.switched, "switched") };
         break;
       case "abort_retry":
-        n = abi.abortRetry(h);
-        break;
       case "abort":
-        n = abi.abort(h);
+        fields = { type };
         break;
       case "set_auto_retry":
-        n = abi.setAutoRetry(h, bool(input.enabled, "enabled"));
+        fields = { type, enabled: bool(input.enabled, "enabled") };
         break;
       case "settings":
-        n = abi.settings(h, decodeSettings(input.settings));
+        fields = { type, settings: decodeSettings(input.settings) };
         break;
       default:
         throw new AutoretryError(
           ERR_ARG,
-          `type: unknown input ${describe(type)} (expected message_end, agent_end, timer_fired, usage_limit_marked, abort_retry, abort, set_auto_retry or settings)`,
+          `type: unknown input ${describe(type)} (expected message_end, agent_end, timer_fired, usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry or settings)`,
         );
     }
-    return this.#result(n, type);
+    return this.#result(abi.input(h, fields, b), type);
   }
 
   /**
@@ -443,6 +461,82 @@ export class Machine {
     this.#abi.free(this.#handle);
     this.#module.blobs.release(this.#handle);
     slots.unregister(this);
+    this.#handle = -1;
+  }
+}
+
+// Frees the table place of a budget that was dropped without `free()`.
+const budgets = new FinalizationRegistry(({ module, handle }) => module.abi.budgetFree(handle));
+
+// A figure of the budget in thousandths: a number with at most three
+// digits after the point, within `max` thousandths.
+function milliOf(v, what, min, max) {
+  const milli = typeof v === "number" ? Math.round(v * 1000) : NaN;
+  if (!Number.isFinite(v) || Math.abs(milli - v * 1000) > 1e-6 || milli < min || milli > max) {
+    throw new AutoretryError(ERR_ARG, `${what}: expected a number from ${min / 1000} to ${max / 1000} with at most three digits after the point, found ${describe(v)}`);
+  }
+  return milli;
+}
+
+/**
+ * A retry budget shared by machines (spec §11.4): every retry decision
+ * charges a token, every run that ends well refills `tokenRatio`; at half
+ * the tokens or less a retry is throttled. Hand it to `Machine.handle`.
+ * The module's table holds 8 at once.
+ */
+export class Budget {
+  #module;
+  #handle;
+
+  /**
+   * @param {AutoretryModule} module from `load()`
+   * @param {{maxTokens: number, tokenRatio: number, tokens?: number}} figures
+   *   `maxTokens` 1 to 1000, `tokenRatio` 0.001 to 1000, `tokens` 0 to
+   *   `maxTokens` (default: full); throws ERR_ARG for others, ERR_POOL_FULL
+   *   when the table is full
+   */
+  constructor(module, figures) {
+    if (!(module instanceof AutoretryModule)) throw new AutoretryError(ERR_ARG, "module: expected what load() returns");
+    if (!isObject(figures)) throw new AutoretryError(ERR_ARG, `budget: expected an object ({maxTokens, tokenRatio, tokens}), found ${describe(figures)}`);
+    for (const key of Object.keys(figures)) {
+      if (!["maxTokens", "tokenRatio", "tokens"].includes(key)) throw new AutoretryError(ERR_ARG, `budget: unknown key ${JSON.stringify(key)}`);
+    }
+    const max = Number(uint(figures.maxTokens, "budget.maxTokens", ERR_ARG, 1000n, "an integer from 1 to 1000"));
+    if (max === 0) throw new AutoretryError(ERR_ARG, "budget.maxTokens: expected an integer from 1 to 1000, found 0");
+    const ratio = milliOf(figures.tokenRatio, "budget.tokenRatio", 1, 1_000_000);
+    const tokens = optional(figures.tokens) === undefined ? undefined : milliOf(figures.tokens, "budget.tokens", 0, max * 1000);
+    const handle = module.abi.budgetNew(max, ratio, tokens);
+    if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every place of the module's budget table is in use: free() a budget first");
+    if (handle < 0) throw new AutoretryError(handle, `creating the budget failed: ${ERROR_NAMES[handle] ?? handle}`);
+    this.#module = module;
+    this.#handle = handle;
+    budgets.register(this, { module, handle }, this);
+  }
+
+  /** @internal The budget's handle for an input of `module`'s machines. */
+  handleIn(module) {
+    if (this.#handle < 0) throw new AutoretryError(ERR_BUDGET, "this budget was freed");
+    if (module !== this.#module) throw new AutoretryError(ERR_BUDGET, "budget: of another module than the machine's");
+    return this.#handle;
+  }
+
+  /** The tokens it holds, e.g. 2.5. */
+  get tokens() {
+    return this.tokensMilli / 1000;
+  }
+
+  /** The tokens it holds, in thousandths (exact), e.g. 2500. */
+  get tokensMilli() {
+    const n = this.#module.abi.budgetTokens(this.handleIn(this.#module));
+    if (n < 0) throw new AutoretryError(n, `budget: the module returned ${ERROR_NAMES[n] ?? n}`);
+    return n;
+  }
+
+  /** Releases its place in the module's table; using it after throws ERR_BUDGET. */
+  free() {
+    if (this.#handle < 0) return;
+    this.#module.abi.budgetFree(this.#handle);
+    budgets.unregister(this);
     this.#handle = -1;
   }
 }

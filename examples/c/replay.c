@@ -1,7 +1,9 @@
 /* A C host of the autoretry machine: replays conformance vector files
- * (tests/vectors/ *.jsonl and tests/vectors/options/ *.jsonl) through the C
- * ABI's struct form (autoretry_handle_c, autoretry_state_c) and checks every
- * step's outputs, state and refusal.
+ * (tests/vectors/ *.jsonl, tests/vectors/options/ *.jsonl and
+ * tests/vectors/beyond/ *.jsonl) through the C ABI's struct form
+ * (autoretry_new_c, autoretry_handle_c, autoretry_state_c) and checks every
+ * step's outputs, state and refusal, and a scenario's retry budget
+ * (autoretry_budget_new, autoretry_budget_tokens) after every step.
  *
  *     cargo build --release -p autoretry-c
  *     gcc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/replay.c \
@@ -317,9 +319,9 @@ static bool decode_settings(const json *group, autoretry_retry_settings *s) {
     const json *k = &group->keys[i], *v = &group->items[i];
     uint64_t n;
     if (is(k, "profile")) continue;
-    if (is(k, "enabled") || is(k, "honorHints")) {
+    if (is(k, "enabled") || is(k, "honorHints") || is(k, "modelFallback")) {
       if (v->kind != J_BOOL) return false;
-      *(is(k, "enabled") ? &s->enabled : &s->honor_hints) = v->b;
+      *(is(k, "enabled") ? &s->enabled : is(k, "honorHints") ? &s->honor_hints : &s->model_fallback) = v->b;
     } else if (is(k, "maxRetries")) {
       if (!uint_of(v, UINT32_MAX, &n)) return false;
       s->max_retries = (uint32_t)n;
@@ -329,6 +331,9 @@ static bool decode_settings(const json *group, autoretry_retry_settings *s) {
     } else if (is(k, "baseDelayMs") || is(k, "maxDelayMs") || is(k, "backoffCapMs")) {
       if (!uint_of(v, UINT64_MAX, &n)) return false;
       *(is(k, "baseDelayMs") ? &s->base_delay_ms : is(k, "maxDelayMs") ? &s->max_delay_ms : &s->backoff_cap_ms) = n;
+    } else if (is(k, "maxUsageWaitMs") || is(k, "maxTotalDelayMs")) {
+      if (!uint_of(v, UINT64_MAX, &n)) return false;
+      *(is(k, "maxUsageWaitMs") ? &s->max_usage_wait_ms : &s->max_total_delay_ms) = n;
     } else if (is(k, "classifier")) {
       if (is(v, "classic")) s->classifier = AUTORETRY_CLASSIFIER_CLASSIC;
       else if (is(v, "extended")) s->classifier = AUTORETRY_CLASSIFIER_EXTENDED;
@@ -348,6 +353,30 @@ static uint64_t uint_or(const json *v, uint64_t otherwise) {
     exit(2);
   }
   return n;
+}
+
+/* A non-negative decimal number in thousandths ("0.5" is 500, "3" is
+ * 3000): at most three digits after the point, no exponent. */
+static uint64_t milli_of(const json *v) {
+  uint64_t n = 0, scale = 1000;
+  bool point = false;
+  for (size_t i = 0; v && v->kind == J_NUM && i < v->len; i++) {
+    char c = v->s[i];
+    if (c == '.' && !point) {
+      point = true;
+    } else if (c >= '0' && c <= '9' && (!point || scale > 1) && n < UINT64_MAX / 100) {
+      if (point) scale /= 10;
+      n = n * 10 + (uint64_t)(c - '0');
+    } else {
+      fprintf(stderr, "expected a number with at most three decimals\n");
+      exit(2);
+    }
+  }
+  if (!v || v->kind != J_NUM) {
+    fprintf(stderr, "expected a number\n");
+    exit(2);
+  }
+  return n * scale;
 }
 
 /* The vector-form JSON of one output struct, appended to `out`. Texts are
@@ -392,6 +421,12 @@ static void emit_output(const autoretry_output *o) {
         if (o->final_error == AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG)
           emit("Provider requested %" PRIu64 "ms wait, exceeds retry.maxDelayMs (%" PRIu64 "ms). Original error: ",
                o->requested_ms, o->max_delay_ms);
+        if (o->final_error == AUTORETRY_FINAL_ERROR_THROTTLED)
+          emit("Retry throttled by the shared retry budget. Original error: ");
+        if (o->final_error == AUTORETRY_FINAL_ERROR_TOTAL_WAIT)
+          emit("Retry waits would total %" PRIu64 "ms, exceeds retry.maxTotalDelayMs (%" PRIu64
+               "ms). Original error: ",
+               o->requested_ms, o->max_delay_ms);
         emit_text(o->text, o->text_len);
         emit("\"");
       }
@@ -414,6 +449,12 @@ static void emit_output(const autoretry_output *o) {
       break;
     case AUTORETRY_OUTPUT_DROP_TRAILING_ERROR: emit("{\"type\":\"drop_trailing_error\"}"); break;
     case AUTORETRY_OUTPUT_CONTINUE_AGENT: emit("{\"type\":\"continue_agent\"}"); break;
+    case AUTORETRY_OUTPUT_RESUME_AGENT: emit("{\"type\":\"continue_agent\",\"resume\":true}"); break;
+    case AUTORETRY_OUTPUT_SWITCH_MODEL: {
+      static const char *const REASONS[] = {"", "exhausted", "throttled", "wait_too_long", "total_wait"};
+      emit("{\"type\":\"switch_model\",\"reason\":\"%s\"}", o->reason < 5 ? REASONS[o->reason] : "?");
+      break;
+    }
     case AUTORETRY_OUTPUT_CHECK_COMPACTION: emit("{\"type\":\"check_compaction\"}"); break;
     case AUTORETRY_OUTPUT_ABORT_AGENT: emit("{\"type\":\"abort_agent\"}"); break;
     case AUTORETRY_OUTPUT_SETTLED: emit("{\"type\":\"settled\"}"); break;
@@ -432,11 +473,12 @@ static const struct {
 
 /* Feeds one vector input. Returns false when the input is refused (by the
  * module, or by this host's decoding as the vectors expect); `n` outputs. */
-static bool feed(int32_t h, const json *in, autoretry_output *outs, int32_t *n) {
+static bool feed(int32_t h, int32_t budget, const json *in, autoretry_output *outs, int32_t *n) {
   /* Zeroed, every optional field is absent: no text, no usage, no
    * shouldRetry, no retryAfterMs, no nowMs. */
   autoretry_input x;
   memset(&x, 0, sizeof x);
+  x.budget = budget; /* 0: none */
   const json *type = get(in, "type");
   *n = 0;
   if (is(type, "message_end") || is(type, "agent_end")) {
@@ -464,6 +506,12 @@ static bool feed(int32_t h, const json *in, autoretry_output *outs, int32_t *n) 
       x.has_retry_after = 1;
       x.retry_after_ms = uint_or(after, 0);
     }
+    const json *partial = get(m, "partial");
+    if (partial && partial->kind != J_NULL) {
+      if (is(partial, "text")) x.partial = AUTORETRY_PARTIAL_TEXT;
+      else if (is(partial, "tools")) x.partial = AUTORETRY_PARTIAL_TOOLS;
+      else if (!is(partial, "none")) return false;
+    }
     const json *now = get(in, "nowMs");
     if (now) {
       x.has_now = 1;
@@ -479,6 +527,11 @@ static bool feed(int32_t h, const json *in, autoretry_output *outs, int32_t *n) 
     const json *s = get(in, "switched");
     x.kind = AUTORETRY_INPUT_USAGE_LIMIT_MARKED;
     x.flag = s && s->kind == J_BOOL && s->b;
+  } else if (is(type, "model_switched")) {
+    const json *s = get(in, "switched");
+    if (!s || s->kind != J_BOOL) return false;
+    x.kind = AUTORETRY_INPUT_MODEL_SWITCHED;
+    x.flag = s->b;
   } else if (is(type, "abort_retry")) {
     x.kind = AUTORETRY_INPUT_ABORT_RETRY;
   } else if (is(type, "abort")) {
@@ -526,7 +579,7 @@ int main(int argc, char **argv) {
       perror(argv[f]);
       return 2;
     }
-    int32_t h = -1;
+    int32_t h = -1, budget = 0;
     size_t number = 0;
     while (fgets(line, sizeof line, file)) {
       number++;
@@ -541,6 +594,19 @@ int main(int argc, char **argv) {
       }
       if (get(&v, "scenario")) {
         if (h >= 0) autoretry_free(h);
+        if (budget > 0) autoretry_budget_free(budget);
+        budget = 0;
+        const json *b = get(&v, "budget");
+        if (b) {
+          const json *tokens = get(b, "tokens");
+          budget = autoretry_budget_new((uint32_t)uint_or(get(b, "maxTokens"), 0),
+                                        (uint32_t)milli_of(get(b, "tokenRatio")), tokens != NULL,
+                                        tokens ? (uint32_t)milli_of(tokens) : 0);
+          if (budget <= 0) {
+            fprintf(stderr, "%s:%zu: autoretry_budget_new: %" PRId32 "\n", argv[f], number, budget);
+            return 2;
+          }
+        }
         static const json empty = {.kind = J_OBJ};
         const json *group = get(&v, "settings");
         autoretry_retry_settings s;
@@ -550,11 +616,10 @@ int main(int argc, char **argv) {
         }
         const json *host = get(&v, "host");
         const json *store = get(host, "credentialStore");
-        h = autoretry_new_ex(s.profile, s.enabled, s.max_retries, s.base_delay_ms, s.max_delay_ms, s.backoff_cap_ms,
-                             s.jitter_pct, s.honor_hints, s.classifier, uint_or(get(host, "contextWindow"), 0),
-                             store && store->b, uint_or(get(host, "seed"), 0));
+        h = autoretry_new_c(&s, uint_or(get(host, "contextWindow"), 0), store && store->b,
+                            uint_or(get(host, "seed"), 0));
         if (h < 0) {
-          fprintf(stderr, "%s:%zu: autoretry_new_ex: %" PRId32 "\n", argv[f], number, h);
+          fprintf(stderr, "%s:%zu: autoretry_new_c: %" PRId32 "\n", argv[f], number, h);
           return 2;
         }
         n_timers = 0;
@@ -564,7 +629,7 @@ int main(int argc, char **argv) {
       steps++;
       autoretry_output outs[8];
       int32_t n;
-      bool accepted = feed(h, get(&v, "in"), outs, &n);
+      bool accepted = feed(h, budget, get(&v, "in"), outs, &n);
       out_len = 0;
       emit("[");
       for (int32_t k = 0; k < n; k++) {
@@ -583,6 +648,10 @@ int main(int argc, char **argv) {
            get(ws_, "autoRetryEnabled")->b == (st.auto_retry_enabled != 0) &&
            get(ws_, "isRetrying")->b == (st.is_retrying != 0) &&
            uint_or(get(ws_, "retryAttempt"), UINT64_MAX) == st.retry_attempt;
+      /* A scenario with a budget: its tokens after the step. */
+      const json *want_budget = get(&v, "budget");
+      ok = ok && (budget > 0) == (want_budget != NULL);
+      ok = ok && (!want_budget || milli_of(want_budget) == (uint64_t)autoretry_budget_tokens(budget));
       if (ok) {
         passed++;
       } else {
@@ -590,6 +659,7 @@ int main(int argc, char **argv) {
       }
     }
     if (h >= 0) autoretry_free(h);
+    if (budget > 0) autoretry_budget_free(budget);
     fclose(file);
   }
   printf("autoretry from C: %zu scenarios, %zu/%zu steps passed (%d files)\n", scenarios, passed, steps, argc - 1);

@@ -547,7 +547,8 @@ fn run(data: &[u8]) {
                 None
             },
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
-            // Spec §11 is not in the C ABI: a message is never a partial turn.
+            // The entry points fuzzed here take no partial turn (the input
+            // struct of `autoretry_handle_json` does).
             partial: autoretry::Partial::None,
         };
         let (tp, o) = (tp.cast_const(), o);

@@ -1,6 +1,6 @@
 // The types in use: CI compiles this file with `tsc --noEmit --strict`
 // (it is not run). A mistake in autoretry.d.ts, or in this use of it, fails.
-import { AutoretryError, ERR_REFUSED, ERR_RULES_LENGTH, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
+import { AutoretryError, Budget, ERR_BUDGET, ERR_REFUSED, ERR_RULES_LENGTH, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
 import type { Event, Input, Output, RetryState } from "../autoretry.js";
 
 const machine = new Machine(await load(), { settings: { profile: "modern", baseDelayMs: 2000, maxRetries: 3n }, host: { seed: 42n } });
@@ -39,3 +39,16 @@ if (withRules.hasRules) {
   ruled.clearRules();
 }
 ruled.free();
+
+// Section 11: a budget shared by machines, a partial turn, the fallback.
+const module = await load();
+const budget = new Budget(module, { maxTokens: 10, tokenRatio: 0.1 });
+const fallback = new Machine(module, { settings: { modelFallback: true, maxTotalDelayMs: 60000 } });
+for (const o of fallback.handle({ type: "agent_end", message: { stopReason: "error", errorMessage: "529", partial: "text" } }, budget)) {
+  if (o.type === "switch_model") fallback.handle({ type: "model_switched", switched: o.reason !== "throttled" }, budget);
+  if (o.type === "continue_agent" && o.resume) console.log("continue the partial turn");
+}
+const tokens: number = budget.tokens;
+console.log(tokens, budget.tokensMilli, ERR_BUDGET);
+fallback.free();
+budget.free();

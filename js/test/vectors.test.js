@@ -1,6 +1,8 @@
-// Every conformance vector (tests/vectors/*.jsonl, sections 1-9, and
-// tests/vectors/options/*.jsonl, the options of section 10) through the
-// wrapper: outputs, state, refusals and the events' key order.
+// Every conformance vector (tests/vectors/*.jsonl, sections 1-9,
+// tests/vectors/options/*.jsonl, the options of section 10, and
+// tests/vectors/beyond/*.jsonl, section 11 with its retry budgets) through
+// the wrapper: outputs, state, refusals, the events' key order and the
+// budget's tokens after every step.
 //
 // The modules: $AUTORETRY_WASM, else both js/autoretry.wasm and
 // js/autoretry-rules.wasm (`sh js/build.sh`), the latter with no rules
@@ -9,7 +11,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
-import { AutoretryError, ERR_REFUSED, ERR_SETTINGS, Machine, load, parseJson } from "../autoretry.js";
+import { AutoretryError, Budget, ERR_ARG, ERR_REFUSED, ERR_SETTINGS, Machine, load, parseJson } from "../autoretry.js";
 
 const wasms = process.env.AUTORETRY_WASM ? [process.env.AUTORETRY_WASM] : ["autoretry.wasm", "autoretry-rules.wasm"].map((f) => new URL(`../${f}`, import.meta.url).pathname);
 for (const wasm of wasms) {
@@ -17,7 +19,7 @@ for (const wasm of wasms) {
 }
 
 const root = new URL("../../tests/vectors/", import.meta.url);
-const files = [root, new URL("options/", root)].flatMap((dir) =>
+const files = [root, new URL("options/", root), new URL("beyond/", root)].flatMap((dir) =>
   readdirSync(dir)
     .filter((f) => f.endsWith(".jsonl"))
     .sort()
@@ -48,6 +50,7 @@ for (const wasm of wasms) {
     for (const { header, where, steps } of scenarios(file)) {
       test(`${name} ${where} ${header.scenario}`, () => {
         const machine = new Machine(module, { settings: header.settings, host: header.host });
+        const budget = header.budget === undefined ? undefined : new Budget(module, header.budget);
         try {
           const ids = []; // ids[n - 1]: the machine's id of the vectors' timer n
           for (const step of steps) {
@@ -60,10 +63,13 @@ for (const wasm of wasms) {
             let out = [];
             let refused = false;
             try {
-              out = machine.handle(input);
+              out = machine.handle(input, budget);
             } catch (e) {
               if (!(e instanceof AutoretryError)) throw e;
-              assert.equal(e.code, input.type === "settings" ? ERR_SETTINGS : ERR_REFUSED, `${step.where}: ${e.message}`);
+              // Section 11's vectors refuse fields of the wrong type too,
+              // which the wrapper's checks refuse (ERR_ARG).
+              const codes = input.type === "settings" ? [ERR_SETTINGS] : step.where.startsWith("beyond/") ? [ERR_REFUSED, ERR_ARG] : [ERR_REFUSED];
+              assert.ok(codes.includes(e.code), `${step.where}: ${e.message}`);
               refused = true;
             }
             const ordinals = out.map((o) => {
@@ -74,6 +80,7 @@ for (const wasm of wasms) {
             assert.equal(refused, step.refused === true, `${step.where}: refused`);
             assert.deepEqual(ordinals, step.out, `${step.where}: outputs`);
             assert.deepEqual(machine.state(), step.state, `${step.where}: state`);
+            assert.equal(budget?.tokens, step.budget, `${step.where}: budget`);
             // The key order of an event is part of the contract (spec §8).
             out.forEach((o, k) => {
               if (o.event) assert.deepEqual(Object.keys(o.event), Object.keys(step.out[k].event), `${step.where}: event key order`);
@@ -82,13 +89,14 @@ for (const wasm of wasms) {
           }
         } finally {
           machine.free();
+          budget?.free();
         }
       });
     }
   }
 
   test(`${name}: every vector step ran`, () => {
-    assert.ok(files.length >= 40, `${files.length} vector files`);
+    assert.ok(files.length >= 56, `${files.length} vector files`);
     assert.ok(stepsRun >= 200, `${stepsRun} steps`);
   });
 }

@@ -203,10 +203,10 @@ test("the codes are the Rust constants", () => {
   const rust = new Map();
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".rs"))) {
     const src = readFileSync(new URL(file, dir), "utf8");
-    for (const [, name, value] of src.matchAll(/pub const ((?:ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY)_[A-Z0-9_]+): [iu]32 = (-?\d+);/g)) rust.set(name, Number(value));
+    for (const [, name, value] of src.matchAll(/pub const ((?:ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY|PARTIAL)_[A-Z0-9_]+): [iu]32 = (-?\d+);/g)) rust.set(name, Number(value));
   }
   assert.ok(rust.size >= 20, `${rust.size} constants found`);
-  const js = new Map(Object.entries(autoretry).filter(([k, v]) => /^(ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY)_[A-Z0-9_]+$/.test(k) && typeof v === "number"));
+  const js = new Map(Object.entries(autoretry).filter(([k, v]) => /^(ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY|PARTIAL)_[A-Z0-9_]+$/.test(k) && typeof v === "number"));
   assert.deepEqual(new Map([...js].sort()), new Map([...rust].sort()));
   for (const [name, code] of rust) if (name.startsWith("ERR_")) assert.equal(autoretry.ERROR_NAMES[code], name);
 });
@@ -249,4 +249,47 @@ test("JSON keeps u64 exact", () => {
   assert.throws(() => parseJson('{"a":1,"a":2}'), /duplicate key "a"/);
   assert.throws(() => parseJson("[1,]"), SyntaxError);
   assert.equal(Object.getPrototypeOf(parseJson('{"__proto__":{"x":1}}')), Object.prototype);
+});
+
+test("a budget is shared by machines, checked, and refused once freed or of another module", async () => {
+  const budget = new autoretry.Budget(module, { maxTokens: 4, tokenRatio: 0.5 });
+  const [a, b] = [new Machine(module), new Machine(module)];
+  try {
+    // Each retry decision charges a token: 4 -> 3 -> 2.
+    assert.equal(a.handle(overloaded, budget)[0].type, "emit");
+    assert.equal(budget.tokens, 3);
+    assert.deepEqual(b.handle(overloaded, budget).slice(1), [{ type: "settled" }, { type: "check_compaction" }]);
+    assert.equal(budget.tokensMilli, 2000);
+    // A run that ends well refills 0.5.
+    b.handle({ type: "agent_end", message: { stopReason: "stop" } }, budget);
+    assert.equal(budget.tokens, 2.5);
+    // Wrong figures, a wrong budget, another module's: nothing changed.
+    for (const figures of [{ maxTokens: 0, tokenRatio: 1 }, { maxTokens: 4, tokenRatio: 0.0005 }, { maxTokens: 4, tokenRatio: 1, tokens: 5 }, { maxTokens: 4, tokenRatio: 1, extra: 1 }]) {
+      assert.equal(thrown(() => new autoretry.Budget(module, figures)).code, ERR_ARG, JSON.stringify(figures));
+    }
+    const state = a.state();
+    assert.equal(thrown(() => a.handle({ type: "abort" }, {})).code, ERR_ARG);
+    const other = new autoretry.Budget(await load(bytes), { maxTokens: 4, tokenRatio: 1 });
+    assert.equal(thrown(() => a.handle({ type: "abort" }, other)).code, autoretry.ERR_BUDGET);
+    other.free();
+    budget.free();
+    assert.equal(thrown(() => a.handle({ type: "abort" }, budget)).code, autoretry.ERR_BUDGET);
+    assert.equal(thrown(() => budget.tokens).code, autoretry.ERR_BUDGET);
+    assert.deepEqual(a.state(), state);
+  } finally {
+    a.free();
+    b.free();
+    budget.free();
+  }
+});
+
+test("model_switched passes back the decision's text; a bad partial is refused", () => {
+  withMachine({ settings: { maxRetries: 0, modelFallback: true } }, (m) => {
+    assert.equal(thrown(() => m.handle({ ...overloaded, message: { ...overloaded.message, partial: "video" } })).code, ERR_ARG);
+    assert.deepEqual(m.handle(overloaded), [{ type: "switch_model", reason: "exhausted" }]);
+    const refused = thrown(() => m.handle(overloaded));
+    assert.equal(refused.reason, "AwaitingModelSwitchAnswer");
+    const out = m.handle({ type: "model_switched", switched: false });
+    assert.equal(out[0].event.finalError, "529 overloaded_error");
+  });
 });

@@ -15,8 +15,8 @@ use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
 use autoretry::wire::json::{InputOwned, MessageOwned};
 use autoretry::{
-    HostOptions, Input, JitterPct, Machine, Output, Outputs, Profile, RetrySettings, StopReason,
-    TimerId, Usage,
+    HostOptions, Input, JitterPct, Machine, Output, Outputs, Partial, Profile, RetryBudget,
+    RetrySettings, StopReason, TimerId, Usage,
 };
 use autoretry_testkit::vector::VectorLine;
 use autoretry_testkit::VectorHost;
@@ -71,6 +71,73 @@ enum Api {
     Classic,
     /// The `_ex` forms: every option of §10.
     Ex,
+    /// `autoretry_new_c` and `autoretry_handle_json`: the input struct with
+    /// every field (spec §11's too), outputs as JSON, and a retry budget.
+    Struct,
+}
+
+/// The `PARTIAL_*` code of a message's `partial`.
+fn partial_code(partial: Partial) -> u32 {
+    match partial {
+        Partial::None => PARTIAL_NONE,
+        Partial::Text => PARTIAL_TEXT,
+        Partial::Tools => PARTIAL_TOOLS,
+    }
+}
+
+/// The whole `retry` group as the C form's struct.
+fn settings_struct(s: RetrySettings) -> AutoretrySettings {
+    AutoretrySettings {
+        profile: profile_code(s.profile),
+        enabled: u32::from(s.enabled),
+        max_retries: s.max_retries,
+        jitter_pct: u32::from(s.jitter_pct.get()),
+        base_delay_ms: s.base_delay_ms,
+        max_delay_ms: s.max_delay_ms,
+        backoff_cap_ms: s.backoff_cap_ms,
+        honor_hints: u32::from(s.honor_hints),
+        classifier: classifier_code(s.classifier),
+        model_fallback: u32::from(s.model_fallback),
+        max_usage_wait_ms: s.max_usage_wait_ms,
+        max_total_delay_ms: s.max_total_delay_ms,
+    }
+}
+
+/// The profile of settings the `_ex` entry points can give: the keys of
+/// spec §11.1 at their defaults.
+fn without_section_11(s: RetrySettings) -> Profile {
+    let off = RetrySettings::DEFAULT;
+    let keys = |s: RetrySettings| (s.model_fallback, s.max_usage_wait_ms, s.max_total_delay_ms);
+    assert_eq!(keys(s), keys(off), "beyond the _ex entry points");
+    s.profile
+}
+
+/// A retry budget in the module's table, freed on drop.
+struct Budget(i32);
+
+impl Budget {
+    fn new(budget: RetryBudget) -> Self {
+        let b = autoretry_budget_new(
+            budget.max_tokens(),
+            budget.ratio_milli(),
+            1,
+            budget.tokens_milli(),
+        );
+        assert!(b > 0, "autoretry_budget_new: {b}");
+        Budget(b)
+    }
+
+    /// Its tokens in thousandths.
+    fn tokens_milli(&self) -> u32 {
+        let milli = autoretry_budget_tokens(self.0);
+        u32::try_from(milli).unwrap_or_else(|_| panic!("autoretry_budget_tokens: {milli}"))
+    }
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        assert_eq!(autoretry_budget_free(self.0), 0);
+    }
 }
 
 /// The settings the §4 entry points give: the three keys, the rest classic.
@@ -81,8 +148,9 @@ fn classic_form(s: RetrySettings) -> RetrySettings {
         .with_base_delay_ms(s.base_delay_ms)
 }
 
-/// A machine in the pool, freed on drop.
-struct Handle(i32, Api);
+/// A machine in the pool, freed on drop, and the budget its inputs name
+/// (0: none).
+struct Handle(i32, Api, i32);
 
 impl Handle {
     fn new(api: Api, settings: RetrySettings, host: HostOptions) -> Self {
@@ -102,8 +170,17 @@ impl Handle {
                     u32::from(host.credential_store),
                 )
             }
+            // SAFETY: the struct is live.
+            Api::Struct => unsafe {
+                autoretry_new_c(
+                    &settings_struct(settings),
+                    host.context_window,
+                    u32::from(host.credential_store),
+                    host.seed,
+                )
+            },
             Api::Ex => autoretry_new_ex(
-                profile_code(settings.profile),
+                profile_code(without_section_11(settings)),
                 u32::from(settings.enabled),
                 settings.max_retries,
                 settings.base_delay_ms,
@@ -118,7 +195,60 @@ impl Handle {
             ),
         };
         assert!(h >= 0, "autoretry_new: {h}");
-        Handle(h, api)
+        Handle(h, api, 0)
+    }
+
+    /// The input in the C form's struct, naming this handle's budget.
+    fn struct_input(&self, input: &InputOwned) -> AutoretryInput {
+        let mut c = AutoretryInput {
+            budget: self.2,
+            ..AutoretryInput::default()
+        };
+        match input {
+            InputOwned::MessageEnd { message } | InputOwned::AgentEnd { message, .. } => {
+                c.kind = INPUT_MESSAGE_END;
+                c.stop_reason = stop_code(message.stop_reason);
+                (c.text, c.text_len) = match &message.error_message {
+                    Some(t) => (t.as_ptr(), t.len() as i32),
+                    None => (std::ptr::null(), -1),
+                };
+                if let Some(usage) = message.usage {
+                    c.has_usage = 1;
+                    (c.usage_input, c.usage_cache_read, c.usage_cache_write) =
+                        (usage.input, usage.cache_read, usage.cache_write);
+                }
+                c.should_retry = should_retry_code(message.should_retry);
+                if let Some(ms) = message.retry_after_ms {
+                    (c.has_retry_after, c.retry_after_ms) = (1, ms);
+                }
+                c.partial = partial_code(message.partial);
+                if let InputOwned::AgentEnd { now_ms, .. } = input {
+                    c.kind = INPUT_AGENT_END;
+                    if let Some(now) = now_ms {
+                        (c.has_now, c.now_ms) = (1, *now);
+                    }
+                }
+            }
+            InputOwned::TimerFired { timer } => {
+                (c.kind, c.timer) = (INPUT_TIMER_FIRED, self.host_timer(*timer));
+            }
+            InputOwned::UsageLimitMarked { switched } => {
+                (c.kind, c.flag) = (INPUT_USAGE_LIMIT_MARKED, u32::from(*switched));
+            }
+            InputOwned::ModelSwitched { switched } => {
+                (c.kind, c.flag) = (INPUT_MODEL_SWITCHED, u32::from(*switched));
+            }
+            InputOwned::AbortRetry => c.kind = INPUT_ABORT_RETRY,
+            InputOwned::Abort => c.kind = INPUT_ABORT,
+            InputOwned::SetAutoRetry { enabled } => {
+                (c.kind, c.flag) = (INPUT_SET_AUTO_RETRY, u32::from(*enabled));
+            }
+            InputOwned::Settings(s) => {
+                (c.kind, c.settings) = (INPUT_SETTINGS, settings_struct(*s));
+            }
+            InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
+        }
+        c
     }
 
     /// Feeds one input; `Ok(json)` or the error code.
@@ -126,6 +256,16 @@ impl Handle {
         let mut out = vec![0u8; OUT_BUFFER_LEN];
         let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
         let h = self.0;
+        if self.1 == Api::Struct {
+            let c = self.struct_input(input);
+            // SAFETY: the struct, its text and `out` are live, disjoint and
+            // of the given lengths.
+            let n = unsafe { autoretry_handle_json(h, &c, o, cap) };
+            if n < 0 {
+                return Err(n);
+            }
+            return Ok(String::from_utf8(out[..n as usize].to_vec()).expect("UTF-8"));
+        }
         // SAFETY: texts and `out` are live, disjoint and of the given lengths.
         let n = unsafe {
             match input {
@@ -155,9 +295,9 @@ impl Handle {
                             cap,
                         )
                     }
-                    Api::Ex => autoretry_settings_ex(
+                    Api::Ex | Api::Struct => autoretry_settings_ex(
                         h,
-                        profile_code(s.profile),
+                        profile_code(without_section_11(*s)),
                         u32::from(s.enabled),
                         s.max_retries,
                         s.base_delay_ms,
@@ -171,9 +311,9 @@ impl Handle {
                     ),
                 },
                 InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
-                // Spec §11 is not in the C ABI: its vectors (`beyond/`) are
-                // not fed to this host.
-                InputOwned::ModelSwitched { .. } => unreachable!("no model_switched in the C ABI"),
+                InputOwned::ModelSwitched { switched } => {
+                    autoretry_model_switched(h, u32::from(*switched), o, cap)
+                }
             }
         };
         if n < 0 {
@@ -244,7 +384,12 @@ impl Handle {
                         ),
                     }
                 }
-                Api::Ex => {
+                Api::Ex | Api::Struct => {
+                    assert_eq!(
+                        message.partial,
+                        Partial::None,
+                        "beyond the _ex entry points"
+                    );
                     let verdict = should_retry_code(message.should_retry);
                     let has_after = u32::from(message.retry_after_ms.is_some());
                     let after = message.retry_after_ms.unwrap_or(0);
@@ -347,6 +492,10 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
         ..FileRun::default()
     };
     let mut handle: Option<Handle> = None;
+    // The scenario's budget in the module (dropped after the machine) and
+    // natively.
+    let mut budget: Option<Budget> = None;
+    let mut native_budget: Option<RetryBudget> = None;
     // The same machine natively, whose outputs serde_json writes: the
     // module's bytes must be those, timer ids included. The vector host
     // maps its timers (the module's are the same) and keeps the
@@ -361,7 +510,15 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
             Some(VectorLine::Scenario(header)) => {
                 // The old machine is freed before the new one is made.
                 drop(handle.take());
-                handle = Some(Handle::new(api, header.settings, header.host));
+                drop(budget.take());
+                if header.budget.is_some() {
+                    assert_eq!(api, Api::Struct, "a budget beyond the JSON entry points");
+                }
+                budget = header.budget.map(Budget::new);
+                native_budget = header.budget;
+                let mut h = Handle::new(api, header.settings, header.host);
+                h.2 = budget.as_ref().map_or(0, |b| b.0);
+                handle = Some(h);
                 native = Machine::new(header.settings, header.host);
                 host.reset();
                 scenario = header.name;
@@ -396,7 +553,10 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
         };
         let marked = host.marked_text().to_owned();
         let native_input = input.as_input(&marked).ok();
-        let outputs = native_input.and_then(|i| native.handle(i).ok());
+        let outputs = native_input.and_then(|i| match native_budget.as_mut() {
+            Some(b) => native.handle_with_budget(i, b).ok(),
+            None => native.handle(i).ok(),
+        });
         let serde =
             (outputs.clone()).map(|o| serde_json::to_string(h.host_outputs(o).as_slice()).unwrap());
         assert_eq!(got.as_ref().ok(), serde.as_ref(), "{at}: bytes");
@@ -425,6 +585,21 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
         if state != want["state"] {
             problems.push(format!("state {state}, want {}", want["state"]));
         }
+        if let Some(b) = &budget {
+            let tokens = b.tokens_milli();
+            assert_eq!(
+                Some(tokens),
+                native_budget.map(|b| b.tokens_milli()),
+                "{at}: budget"
+            );
+            let got: Value = match native_budget.and_then(|n| n.with_tokens_milli(tokens).ok()) {
+                Some(n) => serde_json::from_str(&n.to_string()).unwrap(),
+                None => Value::Null,
+            };
+            if got != want["budget"] {
+                problems.push(format!("budget {got}, want {}", want["budget"]));
+            }
+        }
         if problems.is_empty() {
             run.passed += 1;
         } else {
@@ -438,7 +613,7 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
 fn every_vector_step_passes_through_the_c_abi() {
     let _turn = turn();
     let paths = common::vector_files();
-    for api in [Api::Classic, Api::Ex] {
+    for api in [Api::Classic, Api::Ex, Api::Struct] {
         let (mut scenarios, mut steps) = (0, 0);
         let mut failures = Vec::new();
         for path in &paths {
@@ -465,8 +640,8 @@ fn every_option_vector_step_passes_through_the_c_abi() {
     let paths = common::vector_files_in("tests/vectors/options");
     let (mut scenarios, mut steps, mut passed) = (0, 0, 0);
     let mut failures = Vec::new();
-    for path in &paths {
-        let run = replay_through_abi(path, Api::Ex);
+    for (path, api) in (paths.iter()).flat_map(|p| [(p, Api::Ex), (p, Api::Struct)]) {
+        let run = replay_through_abi(path, api);
         assert_eq!(run.passed + run.failures.len(), run.steps);
         scenarios += run.scenarios;
         steps += run.steps;
@@ -474,7 +649,7 @@ fn every_option_vector_step_passes_through_the_c_abi() {
         failures.extend(run.failures);
     }
     println!(
-        "C ABI (Ex entry points), tests/vectors/options: {} files, {scenarios} scenarios, \
+        "C ABI (Ex and Struct entry points), tests/vectors/options: {} files, {scenarios} scenarios, \
          {passed} of {steps} steps passed",
         paths.len()
     );
@@ -482,6 +657,32 @@ fn every_option_vector_step_passes_through_the_c_abi() {
     assert!(
         paths.len() >= 16 && scenarios >= 16 && steps >= 126,
         "too few option vectors ran"
+    );
+}
+
+#[test]
+fn every_beyond_vector_step_passes_through_the_c_abi() {
+    let _turn = turn();
+    let paths = common::vector_files_in("tests/vectors/beyond");
+    let (mut scenarios, mut steps, mut passed) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for path in &paths {
+        let run = replay_through_abi(path, Api::Struct);
+        assert_eq!(run.passed + run.failures.len(), run.steps);
+        scenarios += run.scenarios;
+        steps += run.steps;
+        passed += run.passed;
+        failures.extend(run.failures);
+    }
+    println!(
+        "C ABI (input struct, JSON outputs), tests/vectors/beyond: {} files, {scenarios} \
+         scenarios, {passed} of {steps} steps passed",
+        paths.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        paths.len() >= 14 && steps >= 50,
+        "too few beyond vectors ran"
     );
 }
 
@@ -548,6 +749,81 @@ fn usage_limit_answer_passes_back_the_kept_text() {
     let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
     assert_eq!(h.feed(&marked).unwrap(), want);
     assert!(want.contains(&text));
+}
+
+/// `model_switched` carries the text the module kept from the message that
+/// led to `switch_model`, as `usage_limit_marked` does after
+/// `mark_usage_limit`, through both the JSON entry point and the struct.
+#[test]
+fn model_switched_passes_back_the_kept_text() {
+    let _turn = turn();
+    let settings = RetrySettings::DEFAULT
+        .with_max_retries(0)
+        .with_model_fallback(true);
+    let text = "x".repeat(MAX_TEXT - 20) + " overloaded_error";
+    let end = InputOwned::AgentEnd {
+        message: autoretry::wire::json::MessageOwned::new(StopReason::Error, Some(text.clone())),
+        now_ms: None,
+    };
+    for api in [Api::Ex, Api::Struct] {
+        // Made from the settings struct (`modelFallback`), fed through
+        // `api`'s entry points.
+        let mut h = Handle::new(Api::Struct, settings, HostOptions::default());
+        h.1 = api;
+        let mut native = Machine::new(settings, HostOptions::default());
+        let outputs = native.handle(end.as_input("").unwrap()).unwrap();
+        assert!(matches!(outputs[..], [Output::SwitchModel { .. }]));
+        let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
+        assert_eq!(h.feed(&end).unwrap(), want, "{api:?}");
+        let outputs = native
+            .handle(Input::ModelSwitched {
+                switched: false,
+                error_message: &text,
+            })
+            .unwrap();
+        let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
+        assert!(want.contains(&text));
+        let answer = InputOwned::ModelSwitched { switched: false };
+        assert_eq!(h.feed(&answer).unwrap(), want, "{api:?}");
+        // No decision awaits an answer now: the module answers as the
+        // library does (a late answer is ignored).
+        let late = native.handle(Input::ModelSwitched {
+            switched: true,
+            error_message: &text,
+        });
+        let want = late.map(|o| serde_json::to_string(o.as_slice()).unwrap());
+        let answer = InputOwned::ModelSwitched { switched: true };
+        assert_eq!(h.feed(&answer).ok(), want.ok(), "{api:?}");
+    }
+}
+
+/// Every error code names one failure: no two share a value.
+#[test]
+fn error_codes_are_distinct() {
+    let mut codes = vec![
+        ERR_HANDLE,
+        ERR_REFUSED,
+        ERR_UTF8,
+        ERR_TEXT_LEN,
+        ERR_POOL_FULL,
+        ERR_ARG,
+        ERR_OUT_TOO_SMALL,
+        ERR_SETTINGS,
+        ERR_BUFFER,
+        ERR_BUDGET,
+    ];
+    #[cfg(feature = "rules")]
+    codes.extend([
+        ERR_RULES_FOREIGN,
+        ERR_RULES_LENGTH,
+        ERR_RULES_MISALIGNED,
+        ERR_RULES_CORRUPT,
+    ]);
+    let n = codes.len();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), n, "{codes:?}");
+    assert!(codes.iter().all(|&c| c < 0));
 }
 
 #[test]
@@ -1136,7 +1412,7 @@ fn same_as_the_library(
         return Ok(());
     };
     prop_assert!(h >= 0, "autoretry_new_ex: {}", h);
-    let handle = Handle(h, Api::Ex);
+    let handle = Handle(h, Api::Ex, 0);
     #[cfg(feature = "rules")]
     let rules = rules.map(|blob| {
         // SAFETY: a static: valid and never written.

@@ -113,6 +113,19 @@ pub(crate) unsafe fn every_output_call(h: i32, out: *mut u8, cap: u32) -> Vec<(&
                 "usage_limit_marked",
                 autoretry_usage_limit_marked(h, 1, out, cap),
             ),
+            ("model_switched", autoretry_model_switched(h, 1, out, cap)),
+            (
+                "handle_json",
+                autoretry_handle_json(
+                    h,
+                    &AutoretryInput {
+                        kind: INPUT_ABORT,
+                        ..AutoretryInput::default()
+                    },
+                    out,
+                    cap,
+                ),
+            ),
             ("state", autoretry_state(h, out, cap)),
             (
                 "message_end",
@@ -408,6 +421,8 @@ pub(crate) fn agent_end_input(text: &str, should_retry: i32) -> AutoretryInput {
         now_ms: 0,
         timer: 0,
         settings: AutoretrySettings::default(),
+        partial: PARTIAL_NONE,
+        budget: 0,
     }
 }
 
@@ -461,5 +476,108 @@ fn the_c_form_refuses_bad_arguments_and_changes_nothing() {
         assert_eq!(out[2].timer, autoretry_pending_timer(m.0));
         assert_eq!(autoretry_state_c(m.0, &mut state), 0);
         assert_eq!((state.is_retrying, state.retry_attempt), (1, 1));
+    }
+}
+
+/// The budgets' own arguments and handles: figures out of range, the table
+/// full, an input naming no budget (never made, freed, of another kind of
+/// handle), an unknown `partial` code. Every failed call changes neither the
+/// machine nor any budget; a freed budget's handle never names the next
+/// one in its place.
+#[test]
+fn bad_budgets_and_partial_codes_are_refused_and_change_nothing() {
+    let _turn = turn();
+    for (max, ratio, has, tokens) in [
+        (0, 1, 0, 0),
+        (1001, 1, 0, 0),
+        (4, 0, 0, 0),
+        (4, 1_000_001, 0, 0),
+        (4, 500, 1, 4001),
+    ] {
+        assert_eq!(
+            autoretry_budget_new(max, ratio, has, tokens),
+            ERR_ARG,
+            "{max} {ratio} {has} {tokens}"
+        );
+    }
+    let budgets: Vec<i32> = (0..BUDGET_POOL_SIZE)
+        .map(|_| autoretry_budget_new(4, 500, 1, 3000))
+        .collect();
+    assert!(budgets.iter().all(|&b| b > 0), "{budgets:?}");
+    assert_eq!(autoretry_budget_new(4, 500, 0, 0), ERR_POOL_FULL);
+    let stale = budgets[2];
+    assert_eq!(autoretry_budget_free(stale), 0);
+    let next = autoretry_budget_new(4, 500, 0, 0);
+    assert_eq!(
+        (next & 0xff, next == stale),
+        (stale & 0xff, false),
+        "the freed place, another handle"
+    );
+    let m = Machine::new();
+    let text = "529 overloaded_error";
+    let mut out = buffer();
+    let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
+    let before = snapshot(&[m.0]);
+    // 5: generation 0, which no budget has; 0x1ff: place 255, past the table.
+    for bad in [stale, -1, 5, 0x1ff, i32::MAX] {
+        assert_eq!(autoretry_budget_tokens(bad), ERR_BUDGET, "{bad}");
+        assert_eq!(autoretry_budget_free(bad), ERR_BUDGET, "{bad}");
+        let input = AutoretryInput {
+            budget: bad,
+            ..agent_end_input(text, SHOULD_RETRY_ABSENT)
+        };
+        let abort = AutoretryInput {
+            kind: INPUT_ABORT,
+            budget: bad,
+            ..AutoretryInput::default()
+        };
+        // SAFETY: the inputs, the text and `out` are live and disjoint.
+        unsafe {
+            assert_eq!(
+                autoretry_handle_json(m.0, &input, o, cap),
+                ERR_BUDGET,
+                "{bad}"
+            );
+            assert_eq!(
+                autoretry_handle_json(m.0, &abort, o, cap),
+                ERR_BUDGET,
+                "{bad}"
+            );
+        }
+    }
+    for partial in [3, u32::MAX] {
+        let input = AutoretryInput {
+            partial,
+            ..agent_end_input(text, SHOULD_RETRY_ABSENT)
+        };
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { autoretry_handle_json(m.0, &input, o, cap) },
+            ERR_ARG,
+            "partial {partial}"
+        );
+    }
+    assert_eq!(snapshot(&[m.0]), before);
+    // Too small an output buffer changes the budget no more than the machine.
+    let live = budgets[0];
+    let input = AutoretryInput {
+        budget: live,
+        ..agent_end_input(text, SHOULD_RETRY_ABSENT)
+    };
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { autoretry_handle_json(m.0, &input, o, 8) },
+        ERR_OUT_TOO_SMALL
+    );
+    assert_eq!(
+        (autoretry_budget_tokens(live), snapshot(&[m.0])),
+        (3000, before)
+    );
+    // Then it runs: the retry decision charges the budget one token.
+    // SAFETY: as above.
+    assert!(unsafe { autoretry_handle_json(m.0, &input, o, cap) } > 0);
+    assert_eq!(autoretry_budget_tokens(live), 2000);
+    for b in budgets.into_iter().filter(|&b| b != stale).chain([next]) {
+        assert_eq!(autoretry_budget_free(b), 0);
     }
 }

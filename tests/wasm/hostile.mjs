@@ -42,6 +42,7 @@ const ERR = {
   RULES_LENGTH: -11,
   RULES_MISALIGNED: -12,
   RULES_CORRUPT: -13,
+  BUDGET: -14,
 };
 const STOP_STOP = 1;
 const STOP_ERROR = 4;
@@ -217,6 +218,35 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
     expect(`handle_c: ${what}`, call(what, () => x.autoretry_handle_c(a, i, o, cap >>> 0)), want);
     expect(`handle_c: ${what}: nothing changed`, snapshot([a]), before);
   }
+  // autoretry_handle_json: the same input checks; outputs as bytes.
+  for (const [what, i, o, cap, want] of [...cases.slice(0, 4), ["outputs in the statics", input, heapBase - 64, 64, ERR.BUFFER], ["outputs wrapping", input, 0xffff_ff00, 512, ERR.BUFFER]]) {
+    expect(`handle_json: ${what}`, call(what, () => x.autoretry_handle_json(a, i, o, cap >>> 0)), want);
+    expect(`handle_json: ${what}: nothing changed`, snapshot([a]), before);
+  }
+  // Budgets: an input naming none (never made, freed, out of range) or a
+  // bad partial code is refused and changes nothing; the budget neither.
+  const budget = x.autoretry_budget_new(4, 500, 0, 0);
+  expect("budget_new", budget > 0, true);
+  expect("budget_new with 0 tokens max", x.autoretry_budget_new(0, 500, 0, 0), ERR.ARG);
+  const stale = x.autoretry_budget_new(4, 500, 0, 0);
+  expect("free a budget", x.autoretry_budget_free(stale), 0);
+  const view = new DataView(x.memory.buffer);
+  // 5: generation 0, which no budget has; 0x1ff: place 255, past the table.
+  for (const b of [stale, -1, 5, 0x1ff, 2147483647]) {
+    view.setInt32(input + 164, b, true);
+    expect(`handle_json with budget ${b}`, call("budget", () => x.autoretry_handle_json(a, input, outs, 512)), ERR.BUDGET);
+    expect(`budget ${b}: tokens`, x.autoretry_budget_tokens(b), ERR.BUDGET);
+    expect(`budget ${b}: free`, x.autoretry_budget_free(b), ERR.BUDGET);
+    expect(`budget ${b}: nothing changed`, snapshot([a]), before);
+  }
+  view.setInt32(input + 164, 0, true);
+  view.setUint32(input + 160, 3, true); // partial: no such code
+  expect("handle_json with partial 3", x.autoretry_handle_json(a, input, outs, 512), ERR.ARG);
+  view.setUint32(input + 160, 0, true);
+  expect("the budget is untouched", x.autoretry_budget_tokens(budget), 4000);
+  expect("free the budget", x.autoretry_budget_free(budget), 0);
+  expect("model_switched out in the statics", x.autoretry_model_switched(a, 1, heapBase - 64, 64), ERR.BUFFER);
+  expect("model_switched with nothing asked", json(x.autoretry_model_switched(a, 1, outBuf, outLen)), "[]");
   expect("handle_c: message_end", x.autoretry_handle_c(a, input, outs, 8), 0);
   expect("state_c in the statics", x.autoretry_state_c(a, heapBase - 16), ERR.BUFFER);
   expect("settings_defaults past the memory", x.autoretry_settings_defaults(0, memEnd() - 4), ERR.BUFFER);
@@ -228,6 +258,7 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
   for (const h of [-1, -2147483648, POOL_SIZE, 255, 256, 2147483647]) {
     expect(`handle ${h}: free`, x.autoretry_free(h), ERR.HANDLE);
     expect(`handle ${h}: abort`, x.autoretry_abort(h, outBuf, outLen), ERR.HANDLE);
+    expect(`handle ${h}: model_switched`, x.autoretry_model_switched(h, 1, outBuf, outLen), ERR.HANDLE);
     expect(`handle ${h}: state`, x.autoretry_state(h, outBuf, outLen), ERR.HANDLE);
     expect(`handle ${h}: pending timer`, x.autoretry_pending_timer(h), 0n);
   }

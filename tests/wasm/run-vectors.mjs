@@ -2,15 +2,20 @@
 // with `--features ffi` for wasm32-unknown-unknown), driving it by hand
 // through its C ABI, the way a host with no allocator would:
 //
-//     node tests/wasm/run-vectors.mjs [--api ex|old] autoretry.wasm VECTOR_FILE...
+//     node tests/wasm/run-vectors.mjs [--api ex|old|struct] autoretry.wasm VECTOR_FILE...
 //
-// e.g. `tests/vectors/*.jsonl` (sections 1-9) or
-// `tests/vectors/options/*.jsonl` (the policy options of section 10).
+// e.g. `tests/vectors/*.jsonl` (sections 1-9),
+// `tests/vectors/options/*.jsonl` (the policy options of section 10) or
+// `tests/vectors/beyond/*.jsonl` (section 11, `--api struct` only).
 // `--api ex` (the default) uses the entry points that take every option
 // (`autoretry_new_ex`, `autoretry_settings_ex`, `autoretry_message_end_ex`,
 // `autoretry_agent_end_ex`); `--api old` the ones of the first hosts, which
 // know only the section 4 settings and the section 2 message (a vector that
-// needs more is an error).
+// needs more is an error); `--api struct` every field of section 11 too:
+// the machine from a settings struct (`autoretry_new_c`), every input as an
+// `autoretry_input` struct (`autoretry_handle_json`), with the scenario's
+// retry budget (`autoretry_budget_new`), whose tokens are checked after
+// every step.
 //
 // Exits 0 only when every step's outputs, state and refusal match, and every
 // emitted event has the spec's key order. Before the vectors
@@ -180,10 +185,13 @@ const ERR_ARG = -6;
 const ERR_SETTINGS = -8;
 
 // The columns of spec 10.1: the defaults of the keys a group leaves out.
+const SECTION_11 = { modelFallback: false, maxUsageWaitMs: 0n, maxTotalDelayMs: 0n };
 const PROFILES = {
-  classic: { profile: "classic", enabled: true, maxRetries: 3n, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0n, honorHints: false, classifier: "classic" },
-  modern: { profile: "modern", enabled: true, maxRetries: 10n, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25n, honorHints: true, classifier: "extended" },
+  classic: { profile: "classic", enabled: true, maxRetries: 3n, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0n, honorHints: false, classifier: "classic", ...SECTION_11 },
+  modern: { profile: "modern", enabled: true, maxRetries: 10n, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25n, honorHints: true, classifier: "extended", ...SECTION_11 },
 };
+const PARTIAL = { none: 0, text: 1, tools: 2 };
+const INPUT = { message_end: 1, agent_end: 2, timer_fired: 3, usage_limit_marked: 4, abort_retry: 5, abort: 6, set_auto_retry: 7, settings: 8, model_switched: 9 };
 
 // The `retry` settings group, strictly (spec 4 and 10.1): missing keys take
 // the default of the group's profile (classic when absent); a wrong type, a
@@ -196,10 +204,10 @@ function decodeSettings(group) {
   const name = group.profile === undefined ? "classic" : group.profile;
   if (typeof name !== "string" || !Object.hasOwn(PROFILES, name)) return 'retry.profile: expected "classic" or "modern"';
   const s = { ...PROFILES[name] };
-  const ints = { maxRetries: U32_MAX, baseDelayMs: U64_MAX, maxDelayMs: U64_MAX, backoffCapMs: U64_MAX, jitterPct: 100n };
+  const ints = { maxRetries: U32_MAX, baseDelayMs: U64_MAX, maxDelayMs: U64_MAX, backoffCapMs: U64_MAX, jitterPct: 100n, maxUsageWaitMs: U64_MAX, maxTotalDelayMs: U64_MAX };
   for (const [key, v] of Object.entries(group)) {
     if (key === "profile") continue;
-    if (key === "enabled" || key === "honorHints") {
+    if (key === "enabled" || key === "honorHints" || key === "modelFallback") {
       if (typeof v !== "boolean") return `retry.${key}: expected a boolean`;
       s[key] = v;
     } else if (Object.hasOwn(ints, key)) {
@@ -216,6 +224,7 @@ function decodeSettings(group) {
 // The settings as the scalar arguments of `autoretry_new_ex` and
 // `autoretry_settings_ex`, in the spec's order.
 function settingsArgs(s) {
+  for (const key of Object.keys(SECTION_11)) if (s[key] !== SECTION_11[key]) throw new Error(`retry.${key} needs --api struct`);
   return [PROFILE[s.profile], s.enabled ? 1 : 0, Number(s.maxRetries), s.baseDelayMs, s.maxDelayMs, s.backoffCapMs, Number(s.jitterPct), s.honorHints ? 1 : 0, CLASSIFIER[s.classifier]];
 }
 
@@ -228,6 +237,34 @@ function oldSettingsArgs(s) {
     if (s[key] !== c[key]) throw new Error(`retry.${key} needs --api ex`);
   }
   return [s.enabled ? 1 : 0, Number(s.maxRetries), s.baseDelayMs];
+}
+
+// The settings as an `autoretry_retry_settings` at `at` (wasm32 layout, 72
+// bytes: nine 4- or 8-byte keys, then the three of section 11).
+function writeSettings(view, at, s) {
+  view.setUint32(at, PROFILE[s.profile], true);
+  view.setUint32(at + 4, s.enabled ? 1 : 0, true);
+  view.setUint32(at + 8, Number(s.maxRetries), true);
+  view.setUint32(at + 12, Number(s.jitterPct), true);
+  view.setBigUint64(at + 16, s.baseDelayMs, true);
+  view.setBigUint64(at + 24, s.maxDelayMs, true);
+  view.setBigUint64(at + 32, s.backoffCapMs, true);
+  view.setUint32(at + 40, s.honorHints ? 1 : 0, true);
+  view.setUint32(at + 44, CLASSIFIER[s.classifier], true);
+  view.setUint32(at + 48, s.modelFallback ? 1 : 0, true);
+  view.setBigUint64(at + 56, s.maxUsageWaitMs, true);
+  view.setBigUint64(at + 64, s.maxTotalDelayMs, true);
+}
+
+// The size of `autoretry_input` on wasm32.
+const INPUT_SIZE = 168;
+
+// A decimal number (at most three digits after the point) in thousandths,
+// as the budget's figures are given: 0.5 is 500n.
+function milli(v, what) {
+  const m = v instanceof Num ? /^(0|[1-9][0-9]*)(?:\.([0-9]{1,3}))?$/.exec(v.text) : null;
+  if (!m) throw new Error(`${what}: expected a number with at most three decimals`);
+  return BigInt(m[1]) * 1000n + BigInt((m[2] ?? "").padEnd(3, "0"));
 }
 
 function uint(v, what) {
@@ -259,15 +296,28 @@ class Host {
     this.outPtr = this.x.autoretry_out_buffer();
     this.outLen = this.x.autoretry_out_buffer_len();
     this.handle = -1;
+    this.budget = 0;
   }
 
   start(header) {
     if (this.handle >= 0) this.x.autoretry_free(this.handle);
+    if (this.budget > 0) this.x.autoretry_budget_free(this.budget);
+    this.budget = 0;
+    if (header.budget !== undefined) {
+      if (this.api !== "struct") throw new Error("a budget needs --api struct");
+      const b = header.budget;
+      const tokens = b.tokens === undefined ? [0, 0] : [1, Number(milli(b.tokens, "budget.tokens"))];
+      this.budget = this.x.autoretry_budget_new(Number(uint(b.maxTokens, "budget.maxTokens")), Number(milli(b.tokenRatio, "budget.tokenRatio")), ...tokens);
+      if (this.budget <= 0) throw new Error(`autoretry_budget_new: ${this.budget}`);
+    }
     const settings = decodeSettings(header.settings ?? {});
     if (typeof settings === "string") throw new Error(`scenario settings: ${settings}`);
     const host = decodeHost(header.host ?? {});
     const store = host.credentialStore ? 1 : 0;
-    if (this.api === "ex") {
+    if (this.api === "struct") {
+      writeSettings(new DataView(this.memory.buffer), this.outPtr, settings);
+      this.handle = this.x.autoretry_new_c(this.outPtr, host.contextWindow, store, host.seed);
+    } else if (this.api === "ex") {
       this.handle = this.x.autoretry_new_ex(...settingsArgs(settings), host.contextWindow, store, host.seed);
     } else {
       if (host.seed !== 0n) throw new Error("host.seed needs --api ex");
@@ -286,13 +336,88 @@ class Host {
     return bytes.length;
   }
 
+  // Writes one vector input as an `autoretry_input` at the start of the
+  // output buffer (the module reads it before it writes there); its text in
+  // the text buffer. Returns false when this host refuses the input (a
+  // value of the wrong type), as the vectors expect.
+  writeInput(input) {
+    const view = new DataView(this.memory.buffer);
+    const at = this.outPtr;
+    new Uint8Array(this.memory.buffer, at, INPUT_SIZE).fill(0);
+    const kind = INPUT[input.type];
+    if (kind === undefined) throw new Error(`unknown input ${input.type}`);
+    view.setUint32(at, kind, true);
+    view.setInt32(at + 164, this.budget, true);
+    const flag = (v) => view.setUint32(at + 32, v ? 1 : 0, true);
+    switch (input.type) {
+      case "message_end":
+      case "agent_end": {
+        const m = input.message;
+        const stop = STOP[m.stopReason];
+        if (stop === undefined) throw new Error(`stopReason ${m.stopReason}`);
+        view.setUint32(at + 4, stop, true);
+        view.setUint32(at + 8, this.textPtr, true);
+        view.setInt32(at + 12, this.text(m), true);
+        if (m.shouldRetry !== undefined && typeof m.shouldRetry !== "boolean") throw new Error("shouldRetry: expected a boolean");
+        view.setInt32(at + 16, SHOULD_RETRY[m.shouldRetry === undefined ? "absent" : String(m.shouldRetry)], true);
+        if (m.usage !== undefined) {
+          const count = (key) => (m.usage[key] === undefined ? 0n : uint(m.usage[key], `usage.${key}`));
+          view.setUint32(at + 20, 1, true);
+          view.setBigUint64(at + 40, count("input"), true);
+          view.setBigUint64(at + 48, count("cacheRead"), true);
+          view.setBigUint64(at + 56, count("cacheWrite"), true);
+        }
+        if (m.retryAfterMs !== undefined) {
+          view.setUint32(at + 24, 1, true);
+          view.setBigUint64(at + 64, uint(m.retryAfterMs, "retryAfterMs"), true);
+        }
+        if (input.nowMs !== undefined) {
+          view.setUint32(at + 28, 1, true);
+          view.setBigUint64(at + 72, uint(input.nowMs, "nowMs"), true);
+        }
+        const partial = m.partial ?? "none";
+        if (typeof partial !== "string" || !Object.hasOwn(PARTIAL, partial)) return false;
+        view.setUint32(at + 160, PARTIAL[partial], true);
+        return true;
+      }
+      case "timer_fired": {
+        const ordinal = uint(input.timer, "timer");
+        const id = ordinal >= 1n && ordinal <= BigInt(this.timers.length) ? this.timers[Number(ordinal) - 1] : 0n;
+        view.setBigUint64(at + 80, id, true);
+        return true;
+      }
+      case "usage_limit_marked":
+        flag(input.switched);
+        return true;
+      case "model_switched":
+      case "set_auto_retry": {
+        const v = input.type === "set_auto_retry" ? input.enabled : input.switched;
+        if (typeof v !== "boolean") return false;
+        flag(v);
+        return true;
+      }
+      case "settings": {
+        const s = decodeSettings(input.settings);
+        if (typeof s === "string") return false;
+        writeSettings(view, at + 88, s);
+        return true;
+      }
+      default:
+        return true;
+    }
+  }
+
   // Feeds one vector input; returns { out, refused } (out as parsed JSON).
   feed(input) {
     const x = this.x;
     const h = this.handle;
     const out = [this.outPtr, this.outLen];
     let n;
-    switch (input.type) {
+    if (this.api === "struct") {
+      // A timer never produced is 0, which the module ignores.
+      if (!this.writeInput(input)) return { out: [], refused: true };
+      n = x.autoretry_handle_json(h, this.outPtr, ...out);
+    } else switch (input.type) {
       case "message_end":
       case "agent_end": {
         const m = input.message;
@@ -414,8 +539,8 @@ if (args[0] === "--api") {
   args.splice(0, 2);
 }
 const [wasmFile, ...vectorFiles] = args;
-if (!["ex", "old"].includes(api) || !wasmFile || vectorFiles.length === 0) {
-  console.error("usage: node run-vectors.mjs [--api ex|old] WASM_FILE VECTOR_FILE...");
+if (!["ex", "old", "struct"].includes(api) || !wasmFile || vectorFiles.length === 0) {
+  console.error("usage: node run-vectors.mjs [--api ex|old|struct] WASM_FILE VECTOR_FILE...");
   process.exit(2);
 }
 const module = new WebAssembly.Module(readFileSync(wasmFile));
@@ -461,6 +586,11 @@ for (const file of vectorFiles) {
     if (got.refused !== (obj.refused === true)) problems.push(`refused: got ${got.refused}, want ${obj.refused === true}`);
     if (!equal(got.out, obj.out)) problems.push(`out: got ${show(got.out)}, want ${show(obj.out)}`);
     if (!equal(state, obj.state)) problems.push(`state: got ${show(state)}, want ${show(obj.state)}`);
+    if (host.budget > 0 || obj.budget !== undefined) {
+      const tokens = host.budget > 0 ? BigInt(host.x.autoretry_budget_tokens(host.budget)) : null;
+      const want = obj.budget === undefined ? null : milli(obj.budget, "budget");
+      if (tokens !== want) problems.push(`budget: got ${tokens} thousandths, want ${want}`);
+    }
     // The key order of events is part of the contract (spec §8).
     got.out.forEach((o, k) => {
       const want = obj.out[k];

@@ -16,15 +16,16 @@ use super::refusal;
 // `extended`; without it their codes are refused like any unknown one.
 use super::{
     out, CLASSIFIER_CLASSIC, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS,
-    ERR_UTF8, MAX_TEXT, OUT_BUFFER_LEN, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT, SHOULD_RETRY_NO,
-    SHOULD_RETRY_YES, STOP_ABORTED, STOP_ERROR, STOP_LENGTH, STOP_STOP, STOP_TOOL_USE,
+    ERR_UTF8, MAX_TEXT, OUT_BUFFER_LEN, PARTIAL_NONE, PARTIAL_TEXT, PARTIAL_TOOLS, PROFILE_CLASSIC,
+    SHOULD_RETRY_ABSENT, SHOULD_RETRY_NO, SHOULD_RETRY_YES, STOP_ABORTED, STOP_ERROR, STOP_LENGTH,
+    STOP_STOP, STOP_TOOL_USE,
 };
 #[cfg(feature = "extended")]
 use super::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use crate::classify::Classifier;
 use crate::{
-    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
-    RetryState, StopReason, TimerId, Usage,
+    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Partial, Profile,
+    RetrySettings, RetryState, StopReason, TimerId, Usage,
 };
 
 /// The address of an `AUTORETRY_MAX_TEXT`-byte buffer for a host with no
@@ -131,6 +132,7 @@ pub extern "C" fn autoretry_new_ex(
         jitter_pct,
         honor_hints,
         classifier,
+        SECTION_11_OFF,
     ) {
         Ok(settings) => settings,
         Err(code) => return code,
@@ -142,7 +144,7 @@ pub extern "C" fn autoretry_new_ex(
 }
 
 /// The host options from their scalar form.
-fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOptions {
+pub(super) fn host_options(context_window: u64, credential_store: u32, seed: u64) -> HostOptions {
     HostOptions::DEFAULT
         .with_context_window(context_window)
         .with_credential_store(credential_store != 0)
@@ -162,6 +164,7 @@ pub(super) fn retry_settings(
     jitter_pct: u32,
     honor_hints: u32,
     classifier: u32,
+    (model_fallback, max_usage_wait_ms, max_total_delay_ms): (u32, u64, u64),
 ) -> Result<RetrySettings, i32> {
     let profile = match profile {
         PROFILE_CLASSIC => Profile::Classic,
@@ -187,11 +190,19 @@ pub(super) fn retry_settings(
         .with_backoff_cap_ms(backoff_cap_ms)
         .with_jitter_pct(jitter_pct)
         .with_honor_hints(honor_hints != 0)
-        .with_classifier(classifier))
+        .with_classifier(classifier)
+        .with_model_fallback(model_fallback != 0)
+        .with_max_usage_wait_ms(max_usage_wait_ms)
+        .with_max_total_delay_ms(max_total_delay_ms))
 }
 
+/// The keys of spec §11.1 (`modelFallback`, `maxUsageWaitMs`,
+/// `maxTotalDelayMs`) at their defaults, for the `_ex` forms, which leave
+/// them out.
+const SECTION_11_OFF: (u32, u64, u64) = (0, 0, 0);
+
 /// Puts a new machine in a free slot: its handle, or [`ERR_POOL_FULL`].
-fn create(settings: RetrySettings, host: HostOptions) -> i32 {
+pub(super) fn create(settings: RetrySettings, host: HostOptions) -> i32 {
     let machine = Machine::new(settings, host);
     with_slots(|slots, _| slots.insert(machine).unwrap_or(ERR_POOL_FULL))
 }
@@ -308,6 +319,8 @@ pub unsafe extern "C" fn autoretry_message_end(
         usage: (has_usage != 0).then_some(Usage::new(usage_input, usage_cache_read)),
         should_retry: SHOULD_RETRY_ABSENT,
         retry_after_ms: None,
+        partial: PARTIAL_NONE,
+        budget: 0,
     };
     // SAFETY: the caller's contract, forwarded.
     unsafe {
@@ -371,6 +384,8 @@ pub unsafe extern "C" fn autoretry_message_end_ex(
         usage: (has_usage != 0).then_some(usage),
         should_retry,
         retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
+        partial: PARTIAL_NONE,
+        budget: 0,
     };
     // SAFETY: the caller's contract, forwarded.
     unsafe {
@@ -423,6 +438,8 @@ pub unsafe extern "C" fn autoretry_agent_end(
         usage: (has_usage != 0).then_some(Usage::new(usage_input, usage_cache_read)),
         should_retry: SHOULD_RETRY_ABSENT,
         retry_after_ms: None,
+        partial: PARTIAL_NONE,
+        budget: 0,
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
@@ -487,6 +504,8 @@ pub unsafe extern "C" fn autoretry_agent_end_ex(
         usage: (has_usage != 0).then_some(usage),
         should_retry,
         retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
+        partial: PARTIAL_NONE,
+        budget: 0,
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
@@ -525,19 +544,20 @@ pub unsafe extern "C" fn autoretry_timer_fired(
 ) -> i32 {
     // SAFETY: the caller's contract.
     match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => timer_fired(handle, timer, Sink::Json(out)),
+        Ok(out) => timer_fired(handle, (timer, 0), Sink::Json(out)),
         Err(code) => code,
     }
 }
 
-/// `timer_fired` with a timer id as the host sees it.
-pub(super) fn timer_fired(handle: i32, timer: u64, out: Sink<'_>) -> i32 {
+/// `timer_fired` with a timer id as the host sees it, and a budget handle
+/// (0: none).
+pub(super) fn timer_fired(handle: i32, (timer, budget): (u64, i32), out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| {
         match slots.timer_from_host(slot, timer) {
             Some(id) => run(
                 slots,
                 (handle, slot),
-                Input::TimerFired { timer: TimerId(id) },
+                (Input::TimerFired { timer: TimerId(id) }, budget),
                 out,
             )
             .map_or_else(|code| code, |(n, _)| n),
@@ -572,21 +592,81 @@ pub unsafe extern "C" fn autoretry_usage_limit_marked(
 ) -> i32 {
     // SAFETY: the caller's contract.
     match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => usage_limit_marked(handle, switched, Sink::Json(out)),
+        Ok(out) => answer(
+            handle,
+            (Answer::UsageLimitMarked, switched, 0),
+            Sink::Json(out),
+        ),
         Err(code) => code,
     }
 }
 
-/// `usage_limit_marked` with the slot's kept text.
-pub(super) fn usage_limit_marked(handle: i32, switched: u32, out: Sink<'_>) -> i32 {
+/// `model_switched`: the host's answer to `switch_model` (`switched` is 0
+/// or not: whether it now talks to another model); the error text is the
+/// one the slot kept from the message that led to the decision. Writes the
+/// outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (no fallback was asked,
+/// or not now), `AUTORETRY_ERR_ARG` (a null `out` with a length),
+/// `AUTORETRY_ERR_OUT_TOO_SMALL`.
+///
+/// # Safety
+///
+/// `out` must be valid for writes of `out_cap` bytes.
+///
+/// ```c
+/// /* after an agent_end whose outputs held switch_model: the host moved
+///  * the session to its fallback model */
+/// int32_t n = autoretry_model_switched(h, 1, out, sizeof out);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_model_switched(
+    handle: i32,
+    switched: u32,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    match unsafe { pool::host_out(out, out_cap) } {
+        Ok(out) => answer(
+            handle,
+            (Answer::ModelSwitched, switched, 0),
+            Sink::Json(out),
+        ),
+        Err(code) => code,
+    }
+}
+
+/// Which decision the host answers.
+#[derive(Clone, Copy)]
+pub(super) enum Answer {
+    /// `usage_limit_marked`, after `mark_usage_limit`.
+    UsageLimitMarked,
+    /// `model_switched`, after `switch_model`.
+    ModelSwitched,
+}
+
+/// The answer to a decision (`switched` is 0 or not) with the slot's kept
+/// text, and a budget handle (0: none).
+pub(super) fn answer(
+    handle: i32,
+    (answer, switched, budget): (Answer, u32, i32),
+    out: Sink<'_>,
+) -> i32 {
     with_live(handle, |slots, texts, slot| {
         // The copy was taken from a `&str`, so it is UTF-8.
-        let text = core::str::from_utf8(slots.kept(texts, slot)).unwrap_or("");
-        let input = Input::UsageLimitMarked {
-            switched: switched != 0,
-            error_message: text,
+        let error_message = core::str::from_utf8(slots.kept(texts, slot)).unwrap_or("");
+        let switched = switched != 0;
+        let input = match answer {
+            Answer::UsageLimitMarked => Input::UsageLimitMarked {
+                switched,
+                error_message,
+            },
+            Answer::ModelSwitched => Input::ModelSwitched {
+                switched,
+                error_message,
+            },
         };
-        run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
+        run(slots, (handle, slot), (input, budget), out).map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -728,6 +808,7 @@ pub unsafe extern "C" fn autoretry_settings_ex(
         jitter_pct,
         honor_hints,
         classifier,
+        SECTION_11_OFF,
     ) {
         Ok(settings) => settings,
         Err(code) => return code,
@@ -750,20 +831,30 @@ fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -
 /// (timer ids as the host sees them, see [`Slot::timer_to_host`]); the copy
 /// replaces the machine only once the outputs are written. So a failed
 /// call, [`ERR_REFUSED`] or [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL), changes nothing. Returns
-/// the JSON's length and whether the outputs mark a usage limit.
+/// the JSON's length and whether the outputs ask for the decision's text
+/// back (`mark_usage_limit`, `switch_model`). With a `budget` handle (not
+/// 0) the input is handled with a copy of that budget, which replaces it
+/// with the machine; [`ERR_BUDGET`](super::ERR_BUDGET) for a handle that names none.
 fn run(
     slots: &mut Slots,
     (handle, slot): (i32, Slot),
-    input: Input<'_>,
+    (input, budget): (Input<'_>, i32),
     out: Sink<'_>,
 ) -> Result<(i32, bool), i32> {
     let mut machine = slots.machine(slot).ok_or(ERR_HANDLE)?.clone();
+    let mut tokens = match budget {
+        0 => None,
+        budget => Some(slots.budgets.get(budget)?),
+    };
     #[cfg(feature = "rules")]
     let input = match slots.rules(slot) {
         Some(rules) => rules.apply_input(input),
         None => input,
     };
-    let outputs = machine.handle(input);
+    let outputs = match tokens.as_mut() {
+        Some(tokens) => machine.handle_with_budget(input, tokens),
+        None => machine.handle(input),
+    };
     refusal::record(handle, slot, outputs.as_ref().err().copied());
     let mut outputs = outputs.map_err(|_| ERR_REFUSED)?;
     let mut marks = false;
@@ -772,7 +863,7 @@ fn run(
             Output::Sleep { timer, .. } | Output::CancelTimer { timer } => {
                 *timer = TimerId(slot.timer_to_host(timer.get()));
             }
-            Output::MarkUsageLimit { .. } => marks = true,
+            Output::MarkUsageLimit { .. } | Output::SwitchModel { .. } => marks = true,
             _ => {}
         }
     }
@@ -781,6 +872,9 @@ fn run(
         return Err(n);
     }
     slots.commit(slot, machine);
+    if let Some(tokens) = tokens {
+        slots.budgets.set(budget, tokens);
+    }
     Ok((n, marks))
 }
 
@@ -810,13 +904,13 @@ impl Sink<'_> {
 unsafe fn feed_simple(handle: i32, input: Input<'static>, out: *mut u8, out_cap: u32) -> i32 {
     // SAFETY: the caller's contract.
     match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => handle_simple(handle, input, Sink::Json(out)),
+        Ok(out) => handle_simple(handle, (input, 0), Sink::Json(out)),
         Err(code) => code,
     }
 }
 
-/// Feeds an input that carries no text.
-pub(super) fn handle_simple(handle: i32, input: Input<'static>, out: Sink<'_>) -> i32 {
+/// Feeds an input that carries no text, with a budget handle (0: none).
+pub(super) fn handle_simple(handle: i32, input: (Input<'static>, i32), out: Sink<'_>) -> i32 {
     with_live(handle, |slots, _, slot| {
         run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
     })
@@ -830,6 +924,10 @@ pub(super) struct Fields {
     /// A `SHOULD_RETRY_*` code.
     pub(super) should_retry: i32,
     pub(super) retry_after_ms: Option<u64>,
+    /// A `PARTIAL_*` code.
+    pub(super) partial: u32,
+    /// A budget handle; 0: none.
+    pub(super) budget: i32,
 }
 
 /// Feeds a `message_end` (`now == None`) or an `agent_end`.
@@ -860,6 +958,12 @@ pub(super) unsafe fn feed_message<'a, T>(
         SHOULD_RETRY_YES => Some(true),
         _ => return ERR_ARG,
     };
+    let partial = match fields.partial {
+        PARTIAL_NONE => Partial::None,
+        PARTIAL_TEXT => Partial::Text,
+        PARTIAL_TOOLS => Partial::Tools,
+        _ => return ERR_ARG,
+    };
     // SAFETY: the caller's contract, forwarded.
     let (bytes, out) = match unsafe { pool::host_buffers(text, out) } {
         Ok(buffers) => buffers,
@@ -874,14 +978,14 @@ pub(super) unsafe fn feed_message<'a, T>(
         usage: fields.usage,
         should_retry,
         retry_after_ms: fields.retry_after_ms,
-        partial: crate::Partial::None,
+        partial,
     };
     let input = match now {
         None => Input::MessageEnd { message },
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
     with_live(handle, |slots, texts, slot| {
-        match run(slots, (handle, slot), input, sink(out)) {
+        match run(slots, (handle, slot), (input, fields.budget), sink(out)) {
             Ok((n, marks)) => {
                 if marks {
                     slots.keep(texts, slot, text.as_bytes());

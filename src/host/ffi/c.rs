@@ -9,7 +9,7 @@
 // `pool.rs`.
 #![allow(unsafe_code)]
 
-use super::abi::{self, Fields, Sink};
+use super::abi::{self, Answer, Fields, Sink};
 use super::pool;
 #[cfg(feature = "extended")]
 use super::{CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, PROFILE_MODERN};
@@ -33,6 +33,10 @@ pub const INPUT_ABORT: u32 = 6;
 pub const INPUT_SET_AUTO_RETRY: u32 = 7;
 /// `settings`: `settings`, the whole `retry` group.
 pub const INPUT_SETTINGS: u32 = 8;
+/// `model_switched` (spec §11.3): `flag` is `switched` (0 is false); the
+/// error text is the one the machine kept from the message that led to
+/// `switch_model`.
+pub const INPUT_MODEL_SWITCHED: u32 = 9;
 
 /// `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 /// event's `delayMs`) and `text` (its `errorMessage`).
@@ -89,8 +93,9 @@ pub const FINAL_ERROR_THROTTLED: u32 = 3;
 /// retry.maxTotalDelayMs ({max_delay_ms}ms). Original error: {text}`.
 pub const FINAL_ERROR_TOTAL_WAIT: u32 = 4;
 
-/// The whole `retry` group (spec §4 and §10.1) as scalars: the arguments
-/// of `autoretry_new_ex()`, with the same codes and ranges. Every key is
+/// The whole `retry` group (spec §4, §10.1 and §11.1) as scalars: the
+/// arguments of `autoretry_new_ex()`, with the same codes and ranges, and
+/// the three keys of §11.1. Every key is
 /// given (none is absent, and 0 is a value: `enabled = 0` turns retrying
 /// off), so start from a profile's column, `autoretry_settings_defaults()`,
 /// and change the keys you mean to:
@@ -122,6 +127,12 @@ pub struct AutoretrySettings {
     pub honor_hints: u32,
     /// `AUTORETRY_CLASSIFIER_*`.
     pub classifier: u32,
+    /// `modelFallback` (spec §11.3), 0 is false.
+    pub model_fallback: u32,
+    /// `maxUsageWaitMs` (spec §11.5), 0: never past `max_delay_ms`.
+    pub max_usage_wait_ms: u64,
+    /// `maxTotalDelayMs` (spec §11.6), 0: no limit.
+    pub max_total_delay_ms: u64,
 }
 
 impl AutoretrySettings {
@@ -137,11 +148,17 @@ impl AutoretrySettings {
             self.jitter_pct,
             self.honor_hints,
             self.classifier,
+            (
+                self.model_fallback,
+                self.max_usage_wait_ms,
+                self.max_total_delay_ms,
+            ),
         )
     }
 }
 
-/// One input (spec §2 and §10.2), for `autoretry_handle_c()`. `kind` is an
+/// One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
+/// `autoretry_handle_json()`. `kind` is an
 /// `AUTORETRY_INPUT_*` code and says which fields are read; the others are
 /// ignored.
 ///
@@ -198,7 +215,20 @@ pub struct AutoretryInput {
     /// `settings`: the whole group, every key given (see
     /// `autoretry_retry_settings`).
     pub settings: AutoretrySettings,
+    /// Messages: an `AUTORETRY_PARTIAL_*` code, what the failed turn left
+    /// (spec §11.2); 0 is none.
+    pub partial: u32,
+    /// Every kind: a budget handle from `autoretry_budget_new()`, shared by
+    /// any number of machines, to handle the input with (spec §11.4: a
+    /// retry decision charges it, a good `agent_end` refills it); 0: none,
+    /// no accounting. A handle that names no budget is refused with
+    /// `AUTORETRY_ERR_BUDGET`.
+    pub budget: i32,
 }
+
+// The layout a WebAssembly host writes by hand (`tests/wasm/run-vectors.mjs`).
+#[cfg(target_pointer_width = "32")]
+const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 168);
 
 /// One output, as `autoretry_handle_c()` writes it. `kind` is an
 /// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
@@ -404,6 +434,55 @@ pub unsafe extern "C" fn autoretry_handle_c(
     out: *mut AutoretryOutput,
     out_cap: u32,
 ) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { handle_input(handle, input, (out, out_cap), Sink::Structs) }
+}
+
+/// Feeds one input (`*input`, as for `autoretry_handle_c()`) and writes its
+/// outputs' JSON to `out`, as the JSON entry points do: the one JSON entry
+/// point for every input and every field (a message's `partial`, a
+/// `budget`, the settings keys of spec §11.1). Returns the JSON's length or
+/// an error code as `autoretry_handle_c()`. `*input` is read before
+/// anything is written, so it may lie in `out` (a WebAssembly host may
+/// write it at the start of `autoretry_out_buffer()`).
+///
+/// # Safety
+///
+/// As `autoretry_handle_c()`, with `out` valid for writes of `out_cap`
+/// bytes.
+///
+/// ```c
+/// int32_t b = autoretry_budget_new(4, 500, 0, 0);
+/// autoretry_input in = {.kind = AUTORETRY_INPUT_AGENT_END,
+///                       .stop_reason = AUTORETRY_STOP_ERROR,
+///                       .partial = AUTORETRY_PARTIAL_TEXT,
+///                       .budget = b};
+/// uint8_t out[512];
+/// int32_t n = autoretry_handle_json(h, &in, out, sizeof out);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_handle_json(
+    handle: i32,
+    input: *const AutoretryInput,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { handle_input(handle, input, (out, out_cap), Sink::Json) }
+}
+
+/// Feeds the host's input struct, outputs to `sink`.
+///
+/// # Safety
+///
+/// `input` as [`pool::host_value`]; its text and `out` as
+/// [`pool::host_buffers`].
+unsafe fn handle_input<'a, T>(
+    handle: i32,
+    input: *const AutoretryInput,
+    (out, out_cap): (*mut T, u32),
+    sink: fn(&'a mut [T]) -> Sink<'a>,
+) -> i32 {
     // SAFETY: the caller's contract.
     let input = match unsafe { pool::host_value(input) } {
         Ok(input) => input,
@@ -417,6 +496,8 @@ pub unsafe extern "C" fn autoretry_handle_c(
             usage: (input.has_usage != 0).then_some(usage),
             should_retry: input.should_retry,
             retry_after_ms: (input.has_retry_after != 0).then_some(input.retry_after_ms),
+            partial: input.partial,
+            budget: input.budget,
         };
         let now =
             (input.kind == INPUT_AGENT_END).then_some((input.has_now != 0).then_some(input.now_ms));
@@ -427,13 +508,10 @@ pub unsafe extern "C" fn autoretry_handle_c(
         };
         let text = (input.text, text_len);
         // SAFETY: the caller's contract, forwarded.
-        return unsafe {
-            abi::feed_message(handle, fields, text, now, (out, out_cap), Sink::Structs)
-        };
+        return unsafe { abi::feed_message(handle, fields, text, now, (out, out_cap), sink) };
     }
     let simple = match input.kind {
-        INPUT_TIMER_FIRED => None,
-        INPUT_USAGE_LIMIT_MARKED => None,
+        INPUT_TIMER_FIRED | INPUT_USAGE_LIMIT_MARKED | INPUT_MODEL_SWITCHED => None,
         INPUT_ABORT_RETRY => Some(Input::AbortRetry),
         INPUT_ABORT => Some(Input::Abort),
         INPUT_SET_AUTO_RETRY => Some(Input::SetAutoRetry {
@@ -447,14 +525,52 @@ pub unsafe extern "C" fn autoretry_handle_c(
     };
     // SAFETY: the caller's contract.
     let out = match unsafe { pool::host_out(out, out_cap) } {
-        Ok(out) => Sink::Structs(out),
+        Ok(out) => sink(out),
         Err(code) => return code,
     };
+    let budget = input.budget;
     match (simple, input.kind) {
-        (Some(simple), _) => abi::handle_simple(handle, simple, out),
-        (None, INPUT_TIMER_FIRED) => abi::timer_fired(handle, input.timer, out),
-        (None, _) => abi::usage_limit_marked(handle, input.flag, out),
+        (Some(simple), _) => abi::handle_simple(handle, (simple, budget), out),
+        (None, INPUT_TIMER_FIRED) => abi::timer_fired(handle, (input.timer, budget), out),
+        (None, INPUT_MODEL_SWITCHED) => {
+            abi::answer(handle, (Answer::ModelSwitched, input.flag, budget), out)
+        }
+        (None, _) => abi::answer(handle, (Answer::UsageLimitMarked, input.flag, budget), out),
     }
+}
+
+/// Creates a machine with the whole `retry` group as a struct (every key,
+/// spec §11.1's included) and the host options of `autoretry_new_ex()`.
+/// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a key out of
+/// range (no machine is made), `AUTORETRY_ERR_POOL_FULL`, or as
+/// `autoretry_state_c()` for `settings`.
+///
+/// # Safety
+///
+/// `settings` must point to one `autoretry_retry_settings`.
+///
+/// ```c
+/// autoretry_retry_settings s;
+/// autoretry_settings_defaults(AUTORETRY_PROFILE_CLASSIC, &s);
+/// s.model_fallback = 1;
+/// int32_t h = autoretry_new_c(&s, 0, 0, 0);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_new_c(
+    settings: *const AutoretrySettings,
+    context_window: u64,
+    credential_store: u32,
+    seed: u64,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let settings = match unsafe { pool::host_value(settings) }.map(|s| s.decode()) {
+        Ok(Ok(settings)) => settings,
+        Ok(Err(code)) | Err(code) => return code,
+    };
+    abi::create(
+        settings,
+        abi::host_options(context_window, credential_store, seed),
+    )
 }
 
 /// The machine's state into `*out`. Returns 0 or an error code:
@@ -538,6 +654,9 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
             backoff_cap_ms: settings.backoff_cap_ms,
             honor_hints: u32::from(settings.honor_hints),
             classifier,
+            model_fallback: u32::from(settings.model_fallback),
+            max_usage_wait_ms: settings.max_usage_wait_ms,
+            max_total_delay_ms: settings.max_total_delay_ms,
         };
     }
     0
@@ -565,6 +684,8 @@ impl Default for AutoretryInput {
             now_ms: 0,
             timer: 0,
             settings: AutoretrySettings::default(),
+            partial: super::PARTIAL_NONE,
+            budget: 0,
         }
     }
 }

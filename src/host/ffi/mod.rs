@@ -48,10 +48,20 @@
 //!   machine is untouched by any call on one. Every refusal is
 //!   [`ERR_REFUSED`], as for the first hosts; [`autoretry_last_refusal`]
 //!   then says which rule refused it (a `REFUSAL_*` code).
-//! - **Usage-limit answer**: when an `agent_end` produces
-//!   `mark_usage_limit`, the slot keeps a copy of the message's error text
-//!   (at most [`MAX_TEXT`] bytes, the limit for every text, so the copy
-//!   always fits), and [`autoretry_usage_limit_marked`] passes it back.
+//! - **Answers to a decision**: when an `agent_end` produces
+//!   `mark_usage_limit` or `switch_model` (spec §11.3), the slot keeps a
+//!   copy of the message's error text (at most [`MAX_TEXT`] bytes, the
+//!   limit for every text, so the copy always fits), and
+//!   [`autoretry_usage_limit_marked`] or [`autoretry_model_switched`]
+//!   passes it back.
+//! - **Retry budgets** (spec §11.4) live in a fixed table of
+//!   [`BUDGET_POOL_SIZE`] beside the pool: [`autoretry_budget_new`] makes
+//!   one (its handle is never 0), [`autoretry_budget_tokens`] reads its
+//!   tokens, [`autoretry_budget_free`] frees it. An input names one in
+//!   [`AutoretryInput::budget`] (0: none), and any number of machines may
+//!   name the same one; the input is handled with a copy of the budget
+//!   that replaces it only with the machine, so a failed call changes
+//!   neither. A handle that names no budget is [`ERR_BUDGET`].
 //! - **Settings** arrive as typed scalars, one argument per key of the
 //!   `retry` group (spec §4, §10.1), in the spec's order: `profile` and
 //!   `classifier` as `PROFILE_*` / `CLASSIFIER_*` codes, booleans as
@@ -69,7 +79,15 @@
 //! | `settings` | [`autoretry_settings_ex`] | [`autoretry_settings`] |
 //! | `message_end` | [`autoretry_message_end_ex`] | [`autoretry_message_end`] |
 //! | `agent_end` | [`autoretry_agent_end_ex`] | [`autoretry_agent_end`] |
-//! | `timer_fired`, `usage_limit_marked`, `abort_retry`, `abort`, `set_auto_retry` | [`autoretry_timer_fired`], [`autoretry_usage_limit_marked`], [`autoretry_abort_retry`], [`autoretry_abort`], [`autoretry_set_auto_retry`] | the same |
+//! | `timer_fired`, `usage_limit_marked`, `model_switched`, `abort_retry`, `abort`, `set_auto_retry` | [`autoretry_timer_fired`], [`autoretry_usage_limit_marked`], [`autoretry_model_switched`], [`autoretry_abort_retry`], [`autoretry_abort`], [`autoretry_set_auto_retry`] | the same |
+//!
+//! The `_ex` forms give every option of §10; the fields of spec §11 (a
+//! message's `partial`, a budget, the keys `modelFallback`,
+//! `maxUsageWaitMs` and `maxTotalDelayMs`, which they leave at their
+//! defaults) come with the input struct: [`autoretry_new_c`] makes a
+//! machine from an [`AutoretrySettings`], and [`autoretry_handle_json`]
+//! takes any input as an [`AutoretryInput`] and writes its outputs' JSON,
+//! as [`autoretry_handle_c`] writes their structs.
 //!
 //! The functions of the right column are those of the first hosts and
 //! keep their arguments and behaviour: the keys and fields they leave out
@@ -185,6 +203,7 @@
 //! assert_eq!(autoretry_free(h), 0);
 //! ```
 mod abi;
+mod budget;
 mod c;
 mod out;
 mod pool;
@@ -193,6 +212,7 @@ mod refusal;
 mod rules;
 
 pub use abi::*;
+pub use budget::*;
 pub use c::*;
 pub use refusal::*;
 #[cfg(feature = "rules")]
@@ -269,6 +289,17 @@ pub const SHOULD_RETRY_NO: i32 = 1;
 /// `shouldRetry: true`: the host's verdict is "retry" (rules 1–3 of spec §3
 /// still hold).
 pub const SHOULD_RETRY_YES: i32 = 2;
+
+/// `partial` `"none"` (or absent): the failed turn left nothing, or only
+/// thinking or white space (spec §11.2). It is 0, so a zero-initialised
+/// `autoretry_input` has no partial turn.
+pub const PARTIAL_NONE: u32 = 0;
+/// `partial` `"text"`: the failed turn left visible text and nothing else;
+/// a retry continues it (`AUTORETRY_OUTPUT_RESUME_AGENT`).
+pub const PARTIAL_TEXT: u32 = 1;
+/// `partial` `"tools"`: the failed turn left a tool call, an image or a
+/// server-side tool block; it is never retried.
+pub const PARTIAL_TOOLS: u32 = 2;
 
 /// `stopReason` `"stop"`. The codes start at 1: `stopReason` is required,
 /// and a stop reason left at 0 (a zero-initialised `autoretry_input`) is

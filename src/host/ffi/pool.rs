@@ -34,6 +34,7 @@ use core::sync::atomic::AtomicBool;
 ))]
 use core::sync::atomic::Ordering;
 
+use super::budget::Budgets;
 use super::{ERR_ARG, ERR_BUFFER, ERR_TEXT_LEN, MAX_TEXT, OUT_BUFFER_LEN, POOL_SIZE};
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
@@ -58,7 +59,7 @@ const _: () = assert!(POOL_SIZE <= 1 << SLOT_BITS);
 const _: () = assert!(64 - TIMER_BITS >= 32 - SLOT_BITS);
 
 /// The pool's machines, each slot's generation and the length of its kept
-/// text.
+/// text, and the retry budgets.
 pub(super) struct Slots {
     machines: [Option<Machine>; POOL_SIZE],
     /// Bumped when a slot's machine is freed, so that the handles and timer
@@ -71,6 +72,8 @@ pub(super) struct Slots {
     /// alive and unchanged until they are dropped here.
     #[cfg(feature = "rules")]
     rules: [Option<Rules<'static>>; POOL_SIZE],
+    /// The retry budgets inputs may name, under the same lock.
+    pub(super) budgets: Budgets,
 }
 
 /// A live machine's slot, found from its handle by [`Slots::live`].
@@ -103,6 +106,7 @@ impl Slots {
             marked_len: [0; POOL_SIZE],
             #[cfg(feature = "rules")]
             rules: [const { None }; POOL_SIZE],
+            budgets: Budgets::new(),
         }
     }
 
