@@ -19,13 +19,15 @@ if not blocks:
 source = ["#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>",
           "#include <string.h>", '#include "autoretry.h"', ""]
 # What the examples take from the text around them: a machine `h`, an
-# output buffer, the pending timer, an input, a rules blob read from a file.
+# output buffer, the pending timer, an input, a rules blob read from a file,
+# a budget `b`.
 CONTEXT = """    uint8_t out[512];
     uint64_t timer = 1;
     autoretry_input in = {0};
     uint8_t *blob = NULL;
     size_t blob_len = 0;
-    (void)h; (void)out; (void)timer; (void)in; (void)blob; (void)blob_len;
+    int32_t b = 1;
+    (void)h; (void)out; (void)timer; (void)in; (void)blob; (void)blob_len; (void)b;
 """
 for i, block in enumerate(blocks, 1):
     body = "".join(re.sub(r"^// ?", "    ", line) + "\n" for line in block.splitlines())
