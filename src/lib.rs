@@ -119,7 +119,7 @@ mod owned_output;
 pub use owned_output::{EventBuf, OutputBuf};
 
 mod snapshot;
-pub use snapshot::{Snapshot, SnapshotError};
+pub use snapshot::{Snapshot, SnapshotError, SnapshotV1};
 
 mod output;
 pub use output::{
@@ -193,5 +193,6 @@ const _: () = {
     formats::<FailureLine<'static>>();
     formats::<LoaderLine>();
     formats::<Snapshot>();
+    formats::<SnapshotV1>();
     formats::<SnapshotError>();
 };

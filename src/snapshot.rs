@@ -199,6 +199,94 @@ const USAGE_RESET: u8 = 4;
 const CONTINUATION: u8 = 8;
 const BEYOND: u8 = 16;
 
+/// A snapshot in format version 1 (before spec §11), as a build of that
+/// version wrote it, for formats that are not self-describing.
+///
+/// In JSON (and any format with field names) a version 1 snapshot decodes
+/// as a [`Snapshot`] directly: the fields version 2 added are absent and
+/// read as zero. Postcard and other positional formats write no field
+/// names, so bytes of version 1 end where version 2 goes on: decode them as
+/// a `SnapshotV1` and convert it, then restore as usual (its digest is
+/// checked as version 1's).
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use autoretry::{Machine, Snapshot, SnapshotV1};
+/// // A machine in its first backoff, saved by a version 1 build.
+/// let old: &[u8] = &[1, 178, 190, 132, 158, 13, 0, 1, 5, 208, 15, 0, 0, 0, 0, 0, 192, 154, 12, 0, 9, 1, 2, 1, 0, 0, 0, 0];
+/// let v1: SnapshotV1 = postcard::from_bytes(old).unwrap();
+/// let machine = Machine::restore(Snapshot::from(v1)).unwrap();
+/// assert_eq!((machine.retry_attempt(), machine.settings().max_retries), (1, 5));
+/// assert!(machine.pending_timer().is_some());
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SnapshotV1 {
+    version: u16,
+    check: u32,
+    profile: u8,
+    enabled: bool,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u8,
+    honor_hints: bool,
+    classifier: u8,
+    context_window: u64,
+    credential_store: bool,
+    jitter_state: u64,
+    timer: u64,
+    phase: u8,
+    attempt: u32,
+    marked_delay_ms: u64,
+    marked_ceiling_ms: u64,
+    marked_max_attempts: u32,
+    marked_text_digest: u32,
+}
+
+/// The same fields, with those of version 2 zero; the version and digest
+/// are kept as they were, so [`Machine::restore`] checks them as version
+/// 1's.
+impl From<SnapshotV1> for Snapshot {
+    fn from(v1: SnapshotV1) -> Self {
+        Snapshot {
+            version: v1.version,
+            check: v1.check,
+            profile: v1.profile,
+            enabled: v1.enabled,
+            max_retries: v1.max_retries,
+            base_delay_ms: v1.base_delay_ms,
+            max_delay_ms: v1.max_delay_ms,
+            backoff_cap_ms: v1.backoff_cap_ms,
+            jitter_pct: v1.jitter_pct,
+            honor_hints: v1.honor_hints,
+            classifier: v1.classifier,
+            context_window: v1.context_window,
+            credential_store: v1.credential_store,
+            jitter_state: v1.jitter_state,
+            timer: v1.timer,
+            phase: v1.phase,
+            attempt: v1.attempt,
+            marked_delay_ms: v1.marked_delay_ms,
+            marked_ceiling_ms: v1.marked_ceiling_ms,
+            marked_max_attempts: v1.marked_max_attempts,
+            marked_text_digest: v1.marked_text_digest,
+            model_fallback: false,
+            max_usage_wait_ms: 0,
+            max_total_delay_ms: 0,
+            total_ms: 0,
+            resume: false,
+            marked_total_limit_ms: 0,
+            marked_flags: 0,
+            marked_reason: 0,
+        }
+    }
+}
+
 impl Snapshot {
     /// The format version this build writes. It reads this one and
     /// version 1 (before spec §11), whose new fields are absent (zero).

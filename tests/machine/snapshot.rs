@@ -300,3 +300,46 @@ fn kept_model_question_figures_must_be_ones_a_decision_fixes() {
         );
     }
 }
+
+/// A snapshot that a build of format version 1 wrote (before spec §11),
+/// in postcard and in JSON, restores as the machine it saved.
+#[test]
+fn version_1_snapshots_of_an_earlier_build_restore() {
+    use autoretry::{AssistantMessage, Snapshot, SnapshotV1};
+    let mut saved = Machine::new(
+        RetrySettings::DEFAULT.with_max_retries(5),
+        HostOptions::DEFAULT
+            .with_seed(9)
+            .with_context_window(200_000),
+    );
+    let _ = saved
+        .handle(Input::agent_end(AssistantMessage::error(
+            "529 overloaded_error",
+        )))
+        .unwrap();
+    // Written by the build at 1e84999, which read and wrote version 1.
+    let postcard_bytes: &[u8] = &[
+        1, 178, 190, 132, 158, 13, 0, 1, 5, 208, 15, 0, 0, 0, 0, 0, 192, 154, 12, 0, 9, 1, 2, 1, 0,
+        0, 0, 0,
+    ];
+    let json = r#"{"version":1,"check":3552649010,"profile":0,"enabled":true,"max_retries":5,"base_delay_ms":2000,"max_delay_ms":0,"backoff_cap_ms":0,"jitter_pct":0,"honor_hints":false,"classifier":0,"context_window":200000,"credential_store":false,"jitter_state":9,"timer":1,"phase":2,"attempt":1,"marked_delay_ms":0,"marked_ceiling_ms":0,"marked_max_attempts":0,"marked_text_digest":0}"#;
+    // Version 1 kept no chain total (spec §11.6): it counts from 0, which
+    // matters only once a total limit is set.
+    let same_as_saved = |mut restored: Machine| {
+        assert_eq!(restored.state(), saved.state());
+        assert_eq!(restored.settings(), saved.settings());
+        assert_eq!(restored.host_options(), saved.host_options());
+        let mut live = saved.clone();
+        let timer = restored.pending_timer().unwrap();
+        assert_eq!(live.pending_timer(), Some(timer));
+        for input in [Input::timer_fired(timer), fail("529 overloaded_error")] {
+            assert_eq!(restored.handle(input), live.handle(input));
+        }
+    };
+    let v1: SnapshotV1 = postcard::from_bytes(postcard_bytes).unwrap();
+    same_as_saved(Machine::restore(Snapshot::from(v1)).unwrap());
+    let from_json: Snapshot = serde_json::from_str(json).unwrap();
+    same_as_saved(Machine::restore(from_json).unwrap());
+    // Positional bytes of version 1 are too short for version 2.
+    assert!(postcard::from_bytes::<Snapshot>(postcard_bytes).is_err());
+}
