@@ -1,6 +1,7 @@
-// The `js` blocks of docs/guide/javascript.md, each run as an ES module
-// against this wrapper (`from "autoretry"` resolved to ../autoretry.js),
-// from the repository's root, so that what the guide shows works as shown.
+// The `js` blocks of docs/guide/javascript.md and js/README.md, each run as
+// an ES module against this wrapper (`from "autoretry"` resolved to
+// ../autoretry.js), from the repository's root, so that what they show
+// works as shown.
 //
 // The modules: js/autoretry.wasm and js/autoretry-rules.wasm (`sh js/build.sh`).
 
@@ -12,24 +13,27 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const guide = "docs/guide/javascript.md";
 const wrapper = pathToFileURL(join(root, "js", "autoretry.js")).href;
-const blocks = [...readFileSync(join(root, guide), "utf8").matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+const blocksOf = (file) =>
+  [...readFileSync(join(root, file), "utf8").matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+const docs = ["docs/guide/javascript.md", "js/README.md"];
 
-test(`${guide} has js blocks`, () => {
-  assert.ok(blocks.length >= 2, `${blocks.length} js blocks`);
-});
+for (const doc of docs) {
+  test(`${doc} has js blocks`, () => {
+    assert.ok(blocksOf(doc).length >= 2, `${blocksOf(doc).length} js blocks`);
+  });
+}
 
 process.chdir(root);
 const dir = mkdtempSync(join(tmpdir(), "autoretry-guide-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-blocks.forEach((code, i) => {
-  test(`${guide}, js block ${i + 1}`, async () => {
+docs.forEach((doc, d) => blocksOf(doc).forEach((code, i) => {
+  test(`${doc}, js block ${i + 1}`, async () => {
     const source = code.replaceAll('from "autoretry"', `from ${JSON.stringify(wrapper)}`);
     assert.notEqual(source, code, "the block imports the package");
-    const file = join(dir, `block-${i + 1}.mjs`);
+    const file = join(dir, `doc-${d}-block-${i + 1}.mjs`);
     writeFileSync(file, source);
     await import(pathToFileURL(file).href);
   });
-});
+}));
