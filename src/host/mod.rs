@@ -1,6 +1,6 @@
 //! The hosts: loops that feed the machine its inputs and carry out its
 //! outputs, with no policy of their own (every decision stays in
-//! [`Machine`](crate::Machine)).
+//! [`Machine`]).
 //!
 //! | host | feature | what it is |
 //! |---|---|---|
