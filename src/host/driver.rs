@@ -78,9 +78,12 @@ use core::future::{poll_fn, Future};
 use core::pin::pin;
 use core::task::Poll;
 
+use core::cell::RefCell;
+
+use crate::host::budget_lock::BudgetLock;
 use crate::host::timer::BackoffTimer;
 use crate::host::Step;
-use crate::{Input, Machine, RetryState, TimerId};
+use crate::{Input, Machine, RetryBudget, RetryState, TimerId};
 
 /// A runtime's clock and timer: all the driver needs from a runtime.
 ///
@@ -319,8 +322,49 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
     /// ```
     pub fn handle(&mut self, input: I) -> Step<'_> {
+        self.feed(input, None::<&RefCell<RetryBudget>>)
+    }
+
+    /// [`Driver::handle`] with a retry budget that the drivers of several
+    /// sessions share (spec §11.4, [`Machine::handle_with_budget`]): the
+    /// budget is lent for this input only.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use core::cell::RefCell;
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, RetryBudget};
+    /// let shared = RefCell::new(RetryBudget::new(4, 500).unwrap());
+    /// let mut a = Driver::new(Machine::default(), Clock);
+    /// let mut b = Driver::new(Machine::default(), Clock);
+    /// let fail = Input::agent_end(AssistantMessage::error("429 rate limited"));
+    /// assert!(a.handle_with_budget(fail, &shared).state.is_retrying); // 4 → 3
+    /// assert!(!b.handle_with_budget(fail, &shared).state.is_retrying); // 3 → 2: throttled
+    /// ```
+    pub fn handle_with_budget(
+        &mut self,
+        input: I,
+        budget: &(impl BudgetLock + ?Sized),
+    ) -> Step<'_> {
+        self.feed(input, Some(budget))
+    }
+
+    /// Feeds an input of the host, with the budget when there is one, and
+    /// carries out the timer outputs.
+    fn feed<B: BudgetLock + ?Sized>(&mut self, input: I, budget: Option<&B>) -> Step<'_> {
         let input = self.input.insert(input).as_input();
-        let step = Step::of(&mut self.machine, input);
+        let machine = &mut self.machine;
+        let step = match budget {
+            Some(lock) => lock.with_budget(|b| Step::with_budget(machine, input, b)),
+            None => Step::of(machine, input),
+        };
         if let Ok(outputs) = &step.outputs {
             let sleeper = &self.sleeper;
             let pending = self.machine.pending_timer();
@@ -370,6 +414,51 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     where
         F: Future<Output = Option<I>>,
     {
+        self.next_fed(input, None::<&RefCell<RetryBudget>>).await
+    }
+
+    /// [`Driver::next`] with a retry budget that the drivers of several
+    /// sessions share (spec §11.4): every input is fed with it (only an
+    /// `agent_end` charges or refills it), lent for that input only, so a
+    /// session that waits holds no lock.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use core::cell::RefCell;
+    /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, RetryBudget};
+    /// use embassy_futures::block_on;
+    /// let shared = RefCell::new(RetryBudget::new(10, 100).unwrap());
+    /// let mut driver = Driver::new(Machine::default(), Clock);
+    /// let fail = Input::agent_end(AssistantMessage::error("503"));
+    /// let step = block_on(driver.next_with_budget(async { Some(fail) }, &shared)).unwrap();
+    /// assert!(step.state.is_retrying);
+    /// assert_eq!(shared.borrow().tokens_milli(), 9000);
+    /// ```
+    pub async fn next_with_budget<F>(
+        &mut self,
+        input: F,
+        budget: &(impl BudgetLock + ?Sized),
+    ) -> Option<Step<'_>>
+    where
+        F: Future<Output = Option<I>>,
+    {
+        self.next_fed(input, Some(budget)).await
+    }
+
+    /// [`Driver::next`], feeding the input with `budget` when there is one.
+    async fn next_fed<F, B>(&mut self, input: F, budget: Option<&B>) -> Option<Step<'_>>
+    where
+        F: Future<Output = Option<I>>,
+        B: BudgetLock + ?Sized,
+    {
         // A timer already due fires before any input is taken: the input
         // that is ready now may have come after the deadline.
         if let Some(timer) = self.timer.take_due(self.sleeper.now()) {
@@ -392,7 +481,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
             .await
         };
         match woke {
-            Woke::Input(input) => Some(self.handle(input)),
+            Woke::Input(input) => Some(self.feed(input, budget)),
             Woke::Fired(timer) => Some(self.fire(timer)),
             Woke::Closed => None,
         }

@@ -89,6 +89,33 @@
 //! assert!(matches!(step.outputs.as_deref(), Ok([Output::Emit(_), Output::DropTrailingError, Output::Sleep { .. }])));
 //! # });
 //! ```
+//!
+//! Sessions that talk to the same provider share one retry budget (spec
+//! §11.4) behind a blocking mutex, lent to each driver for one input
+//! ([`Driver::next_with_budget`](crate::host::driver::Driver::next_with_budget)):
+//!
+//! ```
+//! use core::cell::RefCell;
+//! use autoretry::host::embassy::{receive, EmbassyDriver, EmbassySleeper};
+//! use autoretry::{AssistantMessage, Input, Machine, RetryBudget};
+//! use embassy_sync::blocking_mutex::{raw::NoopRawMutex, Mutex};
+//! use embassy_sync::channel::Channel;
+//!
+//! # embassy_futures::block_on(async {
+//! let budget = Mutex::<NoopRawMutex, _>::new(RefCell::new(RetryBudget::new(4, 500).unwrap()));
+//! let fail = Input::agent_end(AssistantMessage::error("429 rate limited"));
+//! let mut retrying = [false; 2];
+//! for session in &mut retrying {
+//!     let inputs: Channel<NoopRawMutex, Input<'static>, 1> = Channel::new();
+//!     inputs.try_send(fail).unwrap();
+//!     let mut driver: EmbassyDriver = EmbassyDriver::new(Machine::default(), EmbassySleeper);
+//!     let rx = inputs.receiver();
+//!     *session = driver.next_with_budget(receive(&rx), &budget).await.unwrap().state.is_retrying;
+//! }
+//! // 4 → 3: the first retries; 3 → 2: the second is throttled.
+//! assert_eq!(retrying, [true, false]);
+//! # });
+//! ```
 
 use embassy_sync::blocking_mutex::raw::RawMutex;
 pub use embassy_sync::channel::Channel;

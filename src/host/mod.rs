@@ -23,13 +23,15 @@
 //! A host that drives the machine by hand (firmware, a test) needs none of
 //! them: [`Machine::handle`](crate::Machine::handle) is the whole protocol.
 
-use crate::{Input, Machine, Outputs, Refused, RetryState};
+use crate::{Input, Machine, Outputs, Refused, RetryBudget, RetryState};
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod thread;
 
 pub mod driver;
+
+pub mod budget_lock;
 pub mod timer;
 
 #[cfg(feature = "std")]
@@ -97,6 +99,24 @@ impl<'a> Step<'a> {
     /// ```
     pub fn of(machine: &mut Machine, input: Input<'a>) -> Self {
         let outputs = machine.handle(input);
+        Step {
+            input,
+            outputs,
+            state: machine.state(),
+        }
+    }
+
+    /// Feeds `input` to `machine` with a retry budget
+    /// ([`Machine::handle_with_budget`]) and keeps what it did.
+    ///
+    /// ```
+    /// use autoretry::{host::Step, AssistantMessage, Input, Machine, RetryBudget};
+    /// let mut budget = RetryBudget::new(4, 500).unwrap();
+    /// let step = Step::with_budget(&mut Machine::default(), Input::agent_end(AssistantMessage::error("503")), &mut budget);
+    /// assert_eq!((step.state.retry_attempt, budget.tokens_milli()), (1, 3000));
+    /// ```
+    pub fn with_budget(machine: &mut Machine, input: Input<'a>, budget: &mut RetryBudget) -> Self {
+        let outputs = machine.handle_with_budget(input, budget);
         Step {
             input,
             outputs,

@@ -284,3 +284,33 @@ async fn a_restored_backoff_fires_after_the_time_left() {
     let want = twin.handle(done.as_input()).unwrap();
     assert_eq!(driver.handle(done.clone()).outputs, Ok(want));
 }
+
+/// Sessions on tokio tasks share one retry budget (spec §11.4) through
+/// `next_with_budget`: the second session's retry is throttled by the
+/// first one's, and good runs refill the budget for both.
+#[tokio::test]
+async fn sessions_on_tasks_share_one_budget() {
+    use autoretry::RetryBudget;
+    use std::sync::{Arc, Mutex};
+
+    let budget = Arc::new(Mutex::new(RetryBudget::new(4, 500).unwrap()));
+    let session = |budget: Arc<Mutex<RetryBudget>>, first: InputBuf| async move {
+        let (tx, mut rx) = mpsc::channel::<InputBuf>(2);
+        tx.send(first).await.unwrap();
+        drop(tx);
+        let mut driver = TokioDriver::new(Machine::default(), TokioSleeper);
+        let step = driver.next_with_budget(rx.recv(), &budget).await.unwrap();
+        step.state.is_retrying
+    };
+    let fail = || InputBuf::agent_end(MessageBuf::error("429 rate limited"));
+    // 4 → 3: retries; 3 → 2: throttled.
+    assert!(tokio::spawn(session(budget.clone(), fail())).await.unwrap());
+    assert!(!tokio::spawn(session(budget.clone(), fail())).await.unwrap());
+    // Three good runs refill 1.5 (2 → 3.5); the next failure retries (2.5).
+    for _ in 0..3 {
+        let good = InputBuf::agent_end(MessageBuf::new(StopReason::Stop));
+        assert!(!tokio::spawn(session(budget.clone(), good)).await.unwrap());
+    }
+    assert!(tokio::spawn(session(budget.clone(), fail())).await.unwrap());
+    assert_eq!(budget.lock().unwrap().tokens_milli(), 2500);
+}
