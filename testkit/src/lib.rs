@@ -10,12 +10,16 @@
 //! - [`VectorHost`] (`no_std`, no allocation): the host of the conformance
 //!   vectors, timer ordinals to the machine's ids and back, and the kept
 //!   usage-limit text.
+//! - [`SplitMix64`]: the jitter generator of spec §10.6, the test side's
+//!   one deterministic source of pseudo-random numbers.
 //! - With feature `std`:
 //!   - [`Monitor`]: the invariant checker. [`Monitor::observe`] checks a
 //!     host's log (each input, the outputs or refusal, the state after)
 //!     against the crate's guarantees; [`Monitor::step`] drives a machine
 //!     of its own and checks its insides too (with a shared retry budget:
 //!     [`Monitor::observe_with_budget`], [`Monitor::step_with_budget`]);
+//!   - [`spec`]: the spec's arithmetic (delays, waits, jitter), computed
+//!     independently of the crate;
 //!   - [`vector`]: the line format of the vectors ([`vector::VectorLine`],
 //!     [`vector::ScenarioHeader`]);
 //!   - [`replay`]: the vectors replayed on the real machine
@@ -53,8 +57,16 @@
 mod host;
 pub use host::{VectorHost, RECENT_TIMERS};
 
+mod splitmix;
+pub use splitmix::SplitMix64;
+
 #[cfg(feature = "std")]
-pub use fuzzing::Monitor;
+pub mod spec;
+
+#[cfg(feature = "std")]
+mod monitor;
+#[cfg(feature = "std")]
+pub use monitor::Monitor;
 
 #[cfg(feature = "std")]
 pub mod vector;

@@ -5,6 +5,11 @@
 use autoretry::classify::retry_hint_ms;
 use proptest::prelude::*;
 
+use crate::common::proptest_cases;
+
+/// Where this file's failing cases are kept.
+const REGRESSIONS: &str = "proptest-regressions/tests/classify/hint_numbers.txt";
+
 /// The hint of `retry-after: <token>` (rule 2 alone: no other rule's name
 /// is in the text).
 fn hint(token: &str) -> Option<u64> {
@@ -85,7 +90,7 @@ fn numeral() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(5000))]
+    #![proptest_config(proptest_cases(5000, REGRESSIONS))]
 
     /// Against `str::parse::<f64>` (correctly rounded on these short
     /// numerals).

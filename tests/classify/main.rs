@@ -1,4 +1,8 @@
 //! The classifier (spec §3) on the labelled corpus.
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod corpus;
 mod hint_numbers;
+mod props;

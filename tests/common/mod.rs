@@ -7,7 +7,11 @@ pub mod vectors;
 #[cfg(feature = "json")]
 pub mod scenarios;
 
+pub mod texts;
+
 use std::path::PathBuf;
+
+use proptest::test_runner::{Config, FileFailurePersistence};
 
 use autoretry::{AssistantMessage, Event, FinalError, Input, Machine, Output, StopReason, TimerId};
 
@@ -85,4 +89,23 @@ pub fn vector_files_in(dir: &str) -> Vec<PathBuf> {
         .collect();
     paths.sort();
     paths
+}
+
+/// The settings of every property test here: proptest's own (the number of
+/// cases from `PROPTEST_CASES`, 256 unless set), with failing cases saved to
+/// and replayed from `file`, a path under the one `proptest-regressions/`
+/// folder at the root (tests run there) that mirrors the test's own path.
+pub fn proptest_config(file: &'static str) -> Config {
+    Config {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        ..Config::default()
+    }
+}
+
+/// [`proptest_config`] with a fixed number of cases.
+pub fn proptest_cases(cases: u32, file: &'static str) -> Config {
+    Config {
+        cases,
+        ..proptest_config(file)
+    }
 }

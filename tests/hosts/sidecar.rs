@@ -12,6 +12,11 @@ use autoretry::{HostOptions, Machine, RetrySettings};
 use autoretry_testkit::sidecar::{Entry, Log, Script};
 use proptest::prelude::*;
 
+use crate::common::proptest_cases;
+
+/// Where this file's failing cases are kept.
+const REGRESSIONS: &str = "proptest-regressions/tests/hosts/sidecar.txt";
+
 /// What an agent may send, in any order.
 const LINES: &[&str] = &[
     r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503 Service Unavailable"}}"#,
@@ -110,7 +115,7 @@ fn check(entries: &[Entry]) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(proptest_cases(2000, REGRESSIONS))]
 
     #[test]
     fn a_due_timer_is_never_starved_and_every_chain_ends(

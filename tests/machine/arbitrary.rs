@@ -8,18 +8,12 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use autoretry::{HostOptions, Input, RetryBudget, RetrySettings};
-use autoretry_testkit::Monitor;
+use autoretry_testkit::{Monitor, SplitMix64};
 
 /// `len` pseudo-random bytes (SplitMix64 from `seed`).
-fn bytes(mut seed: u64, len: usize) -> Vec<u8> {
-    let mut next = move || {
-        seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = seed;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    (0..len).map(|_| next() as u8).collect()
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = SplitMix64::new(seed);
+    (0..len).map(|_| rng.next_u64().to_le_bytes()[0]).collect()
 }
 
 #[test]

@@ -9,6 +9,11 @@ use autoretry::{
 };
 use proptest::prelude::*;
 
+use crate::common::{proptest_cases, proptest_config};
+
+/// Where this file's failing cases are kept.
+const REGRESSIONS: &str = "proptest-regressions/tests/machine/beyond_props.txt";
+
 /// The error texts the runs fail with: retryable, a usage limit with a
 /// known reset, one with none, and one never retried.
 const TEXTS: [&str; 4] = [
@@ -91,7 +96,7 @@ struct Session {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(10_000))]
+    #![proptest_config(proptest_cases(10_000, REGRESSIONS))]
 
     #[test]
     fn section_11_invariants(
@@ -261,6 +266,8 @@ fn run_shared(
 }
 
 proptest! {
+    #![proptest_config(proptest_config(REGRESSIONS))]
+
     /// Every guarantee the test kit's monitor checks, section 11's
     /// included (the budget's tokens against its own account), holds for
     /// sessions that share one budget.

@@ -14,9 +14,15 @@ use autoretry::{
     AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Profile,
     RetrySettings, StopReason, Usage,
 };
+use autoretry_testkit::SplitMix64;
 use common::vectors::replay_folder_passes;
 use common::*;
 use proptest::prelude::*;
+
+use crate::common::proptest_config;
+
+/// Where this file's failing cases are kept.
+const REGRESSIONS: &str = "proptest-regressions/tests/machine/options.txt";
 use serde_json::json;
 
 // ---------------------------------------------------------------------------
@@ -66,19 +72,10 @@ fn wait_too_long(requested_ms: u64, max_delay_ms: u64, error: &str) -> FinalErro
     }
 }
 
-/// SplitMix64 as spec 10.6 writes it: the draws `r` from `seed`.
+/// The draws `r` of spec 10.6 from `seed`.
 fn draws(seed: u64, n: usize) -> Vec<u32> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z >> 32) as u32
-        })
-        .collect()
+    let mut rng = SplitMix64::new(seed);
+    (0..n).map(|_| rng.draw()).collect()
 }
 
 /// Step 4 of 10.3 in plain 128-bit arithmetic.
@@ -341,6 +338,8 @@ fn settings_serialize_so_that_they_decode_back() {
 }
 
 proptest! {
+    #![proptest_config(proptest_config(REGRESSIONS))]
+
     #[test]
     fn every_settings_value_round_trips(
         modern in any::<bool>(),
@@ -815,6 +814,8 @@ fn jitter_comes_after_cap_and_ceiling_and_before_the_hint() {
 }
 
 proptest! {
+    #![proptest_config(proptest_config(REGRESSIONS))]
+
     /// Every jittered wait lies in `(backoff·(1 − p/100), backoff]`, and
     /// the same seed and inputs give the same outputs.
     #[test]

@@ -13,25 +13,17 @@
 //! ```
 #![cfg(feature = "json")]
 
-use autoretry_testkit::fuzzing::{fuzz_snapshot, jitter_draw};
+use crate::common::proptest_config;
+use autoretry_testkit::fuzzing::fuzz_snapshot;
+use autoretry_testkit::SplitMix64;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 
-/// `PROPTEST_CASES` (default 256).
-fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    Config {
-        cases,
-        ..Config::default()
-    }
-}
+/// Where this file's failing cases are kept.
+const REGRESSIONS: &str = "proptest-regressions/tests/machine/snapshot_fuzz.txt";
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(REGRESSIONS))]
 
     #[test]
     fn forged_snapshots_restore_only_states_a_machine_reaches(bytes in vec(any::<u8>(), 0..600)) {
@@ -50,11 +42,11 @@ struct Counts {
 /// `cases` inputs of 0 to 599 bytes from the jitter generator (a
 /// deterministic SplitMix64) seeded with `seed`.
 fn run(cases: u64, seed: u64) -> Counts {
-    let mut state = seed;
+    let mut rng = SplitMix64::new(seed);
     let mut counts = Counts::default();
     for _ in 0..cases {
-        let len = jitter_draw(&mut state) % 600;
-        let bytes: Vec<u8> = (0..len).map(|_| jitter_draw(&mut state) as u8).collect();
+        let len = rng.draw() % 600;
+        let bytes: Vec<u8> = (0..len).map(|_| rng.draw().to_le_bytes()[0]).collect();
         counts.forged += 1;
         if let Some(fed) = fuzz_snapshot(&bytes) {
             counts.restored += 1;

@@ -4,23 +4,15 @@
 //! (`autoretry_testkit::rules_fuzz`). `PROPTEST_CASES` sets the number of
 //! rule sets (256 by default).
 
+use crate::common::proptest_config;
 use autoretry_testkit::rules_fuzz::{check_against_reference, fuzz_rules_match, Pattern};
 use proptest::prelude::*;
-use proptest::test_runner::Config;
 
-fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256);
-    Config {
-        cases,
-        ..Config::default()
-    }
-}
+/// Where this file's failing cases are kept.
+const REGRESSIONS: &str = "proptest-regressions/tests/rules/differential.txt";
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(proptest_config(REGRESSIONS))]
 
     #[test]
     fn verdicts_equal_the_regex_crate(data in proptest::collection::vec(any::<u8>(), 0..160)) {

@@ -3,6 +3,9 @@
 //! and the verdict in the machine.
 #![cfg(feature = "rules-compile")]
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod blob;
 mod differential;
 mod files;

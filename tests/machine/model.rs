@@ -1,0 +1,484 @@
+//! The reference model of the property tests (spec §5, §6, §6a, §9 and
+//! §10), written from the spec: with the classic settings and none of the
+//! message fields of §10.2 it is the model of sections 1–9 alone (it
+//! asserts so on every input); with the policy options it adds the wait of
+//! §10.3 (the cap, the ceiling, the jitter draws of §10.6, the host's
+//! `retryAfterMs` and the text hints under `honorHints`, `delay = max(backoff,
+//! h)`) and the fail fast at the `agent_end` and at the usage-limit answer.
+//! `model_props.rs` drives it beside the machine.
+#![cfg(feature = "json")]
+
+use autoretry::classify::{classify_with, retry_hint_ms, wait_hint_ms, Classifier};
+use autoretry::{AssistantMessage, HostOptions, RetrySettings, StopReason, Usage};
+use autoretry_testkit::spec::expected_delay;
+use autoretry_testkit::SplitMix64;
+
+use crate::common::texts::*;
+
+/// Outputs as the model writes them: timers are ordinals (the n-th sleep).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Out {
+    Start {
+        attempt: u32,
+        max: u32,
+        delay: u64,
+        text: String,
+    },
+    End {
+        success: bool,
+        attempt: u32,
+        error: Option<String>,
+        /// The end of spec 10.3 step 8 (the error is its sentence).
+        fail_fast: bool,
+    },
+    Drop,
+    Sleep {
+        ms: u64,
+        ordinal: usize,
+    },
+    Cancel {
+        ordinal: usize,
+    },
+    Continue,
+    Mark {
+        hint: Option<u64>,
+    },
+    Check,
+    AbortAgent,
+    Settled,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// No timer and no answer pending.
+    Nothing,
+    /// The backoff timer with this ordinal.
+    Timer(usize),
+    /// The usage-limit answer for this text, with the figures fixed at the
+    /// decision (spec 5.1.4, 10.3 step 7).
+    Answer {
+        text: String,
+        attempt: u32,
+        max: u32,
+        delay: u64,
+        /// The `maxDelayMs` that `delay` exceeds (10.3 step 8), else 0.
+        ceiling: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub settings: RetrySettings,
+    /// Sections 1–9 only: every option at its `classic` value and no
+    /// message field of 10.2, on every input (asserted). The chain then
+    /// runs the code of sections 1–9 alone, without 10.3's steps 2–8.
+    pub classic: bool,
+    pub window: u64,
+    pub store: bool,
+    /// The jitter generator (10.6), from the host's seed.
+    pub jitter: SplitMix64,
+    pub attempt: u32,
+    pub open: bool,
+    pub wait: Wait,
+    pub sleeps: usize,
+}
+
+/// A message as the model sees it: its stop reason, its text (an index:
+/// see [`text_of`]), its usage and the host's fields of 10.2.
+#[derive(Clone, Debug)]
+pub struct Msg {
+    pub stop: StopReason,
+    pub text: Option<usize>,
+    pub usage: Option<Usage>,
+    pub should_retry: Option<bool>,
+    pub retry_after: Option<u64>,
+}
+
+impl Msg {
+    pub fn message(&self) -> AssistantMessage<'static> {
+        AssistantMessage {
+            stop_reason: self.stop,
+            error_message: self.text.map(text_of),
+            usage: self.usage,
+            should_retry: self.should_retry,
+            retry_after_ms: self.retry_after,
+            partial: autoretry::Partial::None,
+        }
+    }
+
+    /// Whether it carries none of the fields of 10.2.
+    pub fn is_classic(&self) -> bool {
+        self.should_retry.is_none()
+            && self.retry_after.is_none()
+            && self.usage.is_none_or(|u| u.cache_write == 0)
+    }
+}
+
+/// The option values of the `classic` column of 10.1.
+pub fn has_classic_options(s: &RetrySettings) -> bool {
+    let c = RetrySettings::CLASSIC;
+    (
+        s.max_delay_ms,
+        s.backoff_cap_ms,
+        s.jitter_pct,
+        s.honor_hints,
+        s.classifier,
+    ) == (
+        c.max_delay_ms,
+        c.backoff_cap_ms,
+        c.jitter_pct,
+        c.honor_hints,
+        c.classifier,
+    )
+}
+
+pub const CANCELLED: &str = "Retry cancelled";
+
+/// The text classes the model needs: the corpus labels for a labelled text
+/// under the classic classifier, else the crate's classifier (its pattern
+/// sets are checked against the labelled corpora by their own tests; this
+/// model is of the machine).
+#[derive(Clone, Copy, Debug)]
+pub struct Class {
+    /// The pattern test of rule 4 of section 3, and not a text overflow.
+    pub retryable: bool,
+    pub overflow: bool,
+    pub usage_limit: bool,
+    /// The hint of 3.5 without a clock.
+    pub hint_ms: Option<u64>,
+}
+
+pub fn class_of(i: usize, classifier: Classifier) -> Class {
+    match (classifier, corpus().get(i)) {
+        (Classifier::Classic, Some(l)) => Class {
+            retryable: l.retryable,
+            overflow: l.overflow,
+            usage_limit: l.usage_limit,
+            hint_ms: l.hint_ms,
+        },
+        (classifier, _) => {
+            let text = text_of(i);
+            let c = classify_with(text, classifier);
+            Class {
+                retryable: c.retryable,
+                overflow: c.overflow,
+                usage_limit: c.usage_limit,
+                hint_ms: retry_hint_ms(text, None),
+            }
+        }
+    }
+}
+
+/// The wait of a decision: the delay, the ceiling it exceeds (or 0) and
+/// the hint of the usage-limit hand-off.
+pub struct Decided {
+    pub delay: u64,
+    pub ceiling: u64,
+    pub mark: Option<u64>,
+}
+
+impl Model {
+    pub fn new(s: RetrySettings, host: HostOptions, classic: bool) -> Self {
+        assert!(
+            !classic || has_classic_options(&s),
+            "not the classic options: {s:?}"
+        );
+        Model {
+            settings: s,
+            classic,
+            window: host.context_window,
+            store: host.credential_store,
+            jitter: SplitMix64::new(host.seed),
+            attempt: 0,
+            open: false,
+            wait: Wait::Nothing,
+            sleeps: 0,
+        }
+    }
+
+    pub fn set(&mut self, s: RetrySettings) {
+        assert!(
+            !self.classic || has_classic_options(&s),
+            "not the classic options: {s:?}"
+        );
+        self.settings = s;
+    }
+
+    pub fn agent_may_run(&self) -> bool {
+        self.wait == Wait::Nothing
+    }
+
+    pub fn succeeds(&mut self, m: &Msg, out: &mut Vec<Out>) {
+        let success = !matches!(m.stop, StopReason::Error | StopReason::Aborted);
+        if success && self.attempt > 0 {
+            out.push(Out::End {
+                success: true,
+                attempt: self.attempt,
+                error: None,
+                fail_fast: false,
+            });
+            self.attempt = 0;
+        }
+    }
+
+    pub fn message_end(&mut self, m: &Msg) -> Option<Vec<Out>> {
+        if !self.agent_may_run() {
+            return None;
+        }
+        let mut out = Vec::new();
+        self.succeeds(m, &mut out);
+        Some(out)
+    }
+
+    pub fn agent_end(&mut self, m: &Msg, now: Option<u64>) -> Option<Vec<Out>> {
+        assert!(!self.classic || m.is_classic(), "a field of 10.2: {m:?}");
+        if !self.agent_may_run() {
+            return None;
+        }
+        let mut out = Vec::new();
+        self.succeeds(m, &mut out);
+        let classifier = self.settings.classifier;
+        let class = m.text.map(|i| class_of(i, classifier));
+        let text = m.text.map(text_of).filter(|t| !t.is_empty());
+        let is_error = m.stop == StopReason::Error;
+        let usage_overflow = m.usage.is_some_and(|u| {
+            let mut tokens = u128::from(u.input) + u128::from(u.cache_read);
+            // 10.5: the extended usage rule counts the cache writes too.
+            if classifier == Classifier::Extended {
+                tokens += u128::from(u.cache_write);
+            }
+            self.window != 0 && tokens > u128::from(self.window)
+        });
+        let text_overflow = is_error && text.is_some() && class.is_some_and(|c| c.overflow);
+        // 10.2: the host's verdict replaces the pattern test; rules 1–3 hold.
+        let pattern = class.is_some_and(|c| c.retryable);
+        let retryable = is_error
+            && text.is_some()
+            && m.should_retry.unwrap_or(pattern)
+            && !usage_overflow
+            && !text_overflow;
+        if !(self.settings.enabled && retryable) {
+            if self.attempt > 0 {
+                out.push(Out::End {
+                    success: false,
+                    attempt: self.attempt,
+                    error: Some(text.unwrap_or("Unknown error").to_owned()),
+                    fail_fast: false,
+                });
+                self.attempt = 0;
+            }
+            if self.open {
+                out.push(Out::Settled);
+                self.open = false;
+            }
+            out.push(Out::Check);
+            return Some(out);
+        }
+        let class = class.expect("retryable has a text");
+        let text = text.expect("retryable has a text").to_owned();
+        self.attempt += 1;
+        self.open = true;
+        let max = self.settings.max_retries;
+        if self.attempt > max {
+            out.push(Out::End {
+                success: false,
+                attempt: self.attempt - 1,
+                error: Some(text),
+                fail_fast: false,
+            });
+            self.attempt = 0;
+            self.open = false;
+            out.push(Out::Settled);
+            out.push(Out::Check);
+            return Some(out);
+        }
+        // The hint of 3.5: the corpus labels it without a clock; with one,
+        // the absolute forms may count too (checked by the classifier
+        // properties below).
+        let text_hint = match now {
+            None => class.hint_ms,
+            Some(now) => retry_hint_ms(&text, Some(now)),
+        };
+        let decided = if self.classic {
+            // Sections 1–9: 5.1.3 and the hint of 3.5.
+            Decided {
+                delay: expected_delay(self.settings.base_delay_ms, self.attempt),
+                ceiling: 0,
+                mark: text_hint,
+            }
+        } else {
+            self.wait_of(m, &text, now, text_hint)
+        };
+        if self.store && class.usage_limit {
+            out.push(Out::Mark { hint: decided.mark });
+            self.wait = Wait::Answer {
+                text,
+                attempt: self.attempt,
+                max,
+                delay: decided.delay,
+                ceiling: decided.ceiling,
+            };
+        } else if decided.ceiling > 0 {
+            self.fail_fast(text, decided.delay, decided.ceiling, &mut out);
+        } else {
+            self.start(text, max, decided.delay, &mut out);
+        }
+        Some(out)
+    }
+
+    /// Spec 10.3 steps 1–7 at attempt `self.attempt`.
+    pub fn wait_of(
+        &mut self,
+        m: &Msg,
+        text: &str,
+        now: Option<u64>,
+        text_hint: Option<u64>,
+    ) -> Decided {
+        let s = self.settings;
+        // 1–3: the exponential backoff, capped, under the ceiling.
+        let mut backoff = expected_delay(s.base_delay_ms, self.attempt);
+        if s.backoff_cap_ms > 0 {
+            backoff = backoff.min(s.backoff_cap_ms);
+        }
+        if s.max_delay_ms > 0 {
+            backoff = backoff.min(s.max_delay_ms);
+        }
+        // 4: one draw whenever jitter is on.
+        let pct = u128::from(s.jitter_pct.get());
+        if pct > 0 {
+            let r = u128::from(self.jitter.draw());
+            let share = u128::from(backoff) * pct * r / (100 * (1u128 << 32));
+            backoff -= u64::try_from(share).expect("at most the backoff");
+        }
+        // 5–6: the host's retryAfterMs ahead of the text's hint of 10.4.
+        let hint = if s.honor_hints {
+            m.retry_after.or_else(|| wait_hint_ms(text, now))
+        } else {
+            None
+        };
+        let delay = hint.map_or(backoff, |h| h.max(backoff));
+        let ceiling = if s.max_delay_ms > 0 && delay > s.max_delay_ms {
+            s.max_delay_ms
+        } else {
+            0
+        };
+        // 7: the hand-off's hint.
+        let mark = if s.honor_hints {
+            hint
+        } else {
+            m.retry_after.or(text_hint)
+        };
+        Decided {
+            delay,
+            ceiling,
+            mark,
+        }
+    }
+
+    /// Spec 10.3 step 8.
+    pub fn fail_fast(&mut self, text: String, delay: u64, ceiling: u64, out: &mut Vec<Out>) {
+        out.push(Out::End {
+            success: false,
+            attempt: self.attempt - 1,
+            error: Some(format!(
+                "Provider requested {delay}ms wait, exceeds retry.maxDelayMs ({ceiling}ms). \
+                 Original error: {text}"
+            )),
+            fail_fast: true,
+        });
+        self.attempt = 0;
+        self.open = false;
+        self.wait = Wait::Nothing;
+        out.push(Out::Settled);
+        out.push(Out::Check);
+    }
+
+    pub fn start(&mut self, text: String, max: u32, d: u64, out: &mut Vec<Out>) {
+        out.push(Out::Start {
+            attempt: self.attempt,
+            max,
+            delay: d,
+            text,
+        });
+        out.push(Out::Drop);
+        self.sleeps += 1;
+        out.push(Out::Sleep {
+            ms: d,
+            ordinal: self.sleeps,
+        });
+        self.wait = Wait::Timer(self.sleeps);
+    }
+
+    pub fn timer(&mut self, ordinal: usize) -> Vec<Out> {
+        if self.wait == Wait::Timer(ordinal) {
+            self.wait = Wait::Nothing;
+            vec![Out::Continue]
+        } else {
+            vec![]
+        }
+    }
+
+    pub fn answer(&mut self, switched: bool, text: &str) -> Option<Vec<Out>> {
+        let Wait::Answer {
+            text: marked,
+            attempt,
+            max,
+            delay,
+            ceiling,
+        } = self.wait.clone()
+        else {
+            return Some(vec![]);
+        };
+        if marked != text {
+            return None;
+        }
+        debug_assert_eq!(attempt, self.attempt);
+        let mut out = Vec::new();
+        if switched {
+            // A switch makes the wait 0 and skips the ceiling.
+            self.start(marked, max, 0, &mut out);
+        } else if ceiling > 0 {
+            self.fail_fast(marked, delay, ceiling, &mut out);
+        } else {
+            self.start(marked, max, delay, &mut out);
+        }
+        Some(out)
+    }
+
+    pub fn cancel(&mut self) -> Vec<Out> {
+        let mut out = Vec::new();
+        let cancelled = |attempt| Out::End {
+            success: false,
+            attempt,
+            error: Some(CANCELLED.into()),
+            fail_fast: false,
+        };
+        match self.wait.clone() {
+            Wait::Timer(ordinal) => {
+                out.push(Out::Cancel { ordinal });
+                out.push(cancelled(self.attempt));
+                out.push(Out::Settled);
+                out.push(Out::Check);
+            }
+            Wait::Answer { .. } => {
+                let started = self.attempt - 1;
+                if started > 0 {
+                    out.push(cancelled(started));
+                }
+                out.push(Out::Settled);
+                out.push(Out::Check);
+            }
+            Wait::Nothing if self.open => {
+                if self.attempt > 0 {
+                    out.push(cancelled(self.attempt));
+                }
+                out.push(Out::Settled);
+            }
+            Wait::Nothing => {}
+        }
+        self.attempt = 0;
+        self.open = false;
+        self.wait = Wait::Nothing;
+        out
+    }
+}
