@@ -1,0 +1,322 @@
+//! Where the sidecar's lines come from: a [`Source`] delivers them, each
+//! stamped with the time it arrived, and keeps the clock; [`Pipe`] is the
+//! real one, a reader thread with bounded lines and a bounded queue.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[cfg(doc)]
+use super::{serve, Sidecar};
+
+/// The longest input line [`Pipe::new`] accepts by default, in bytes
+/// (without its `\n`): 1 MiB. A longer line is answered with a
+/// `line_too_long` error and skipped; `autoretry rpc --max-line-bytes N`
+/// changes it.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// What a [`Source`] delivers: one item and the time it arrived, on the
+/// source's clock.
+#[derive(Debug)]
+pub struct Arrival {
+    /// When the item arrived (the reader had it).
+    pub at: Duration,
+    /// The item.
+    pub item: Item,
+}
+
+/// One item of input.
+#[derive(Debug)]
+pub enum Item {
+    /// A line, without its `\n`.
+    Line(Vec<u8>),
+    /// A line longer than `limit` bytes: `bytes` of them, skipped unread.
+    TooLong {
+        /// The line's length, without its `\n`.
+        bytes: u64,
+        /// The limit it broke.
+        limit: usize,
+    },
+    /// The end of input.
+    End,
+    /// Reading failed; no more input.
+    Failed(io::Error),
+}
+
+/// Where [`serve`] gets its lines and its time: [`Pipe`] in real life, a
+/// virtual clock in tests.
+///
+/// ```
+/// use std::time::Duration;
+/// use autoretry::{Machine, host::sidecar::{serve, Arrival, Item, Sidecar, Source}};
+///
+/// /// Lines that all arrived at once, on a clock that jumps to any
+/// /// deadline it is asked to wait for.
+/// struct AllAtOnce { lines: Vec<&'static str>, now: Duration }
+///
+/// impl Source for AllAtOnce {
+///     fn now(&self) -> Duration { self.now }
+///     fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+///         if self.lines.is_empty() {
+///             if let Some(until) = until {
+///                 self.now = self.now.max(until);
+///                 return None;
+///             }
+///             return Some(Arrival { at: self.now, item: Item::End });
+///         }
+///         let line = self.lines.remove(0);
+///         Some(Arrival { at: Duration::ZERO, item: Item::Line(line.into()) })
+///     }
+/// }
+///
+/// let mut source = AllAtOnce { lines: vec![
+///     r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#,
+/// ], now: Duration::ZERO };
+/// let mut sidecar = Sidecar::new(Machine::default(), Vec::new());
+/// serve(&mut sidecar, &mut source).unwrap();
+/// // The backoff ran out on the virtual clock: 2 s.
+/// assert_eq!(source.now(), Duration::from_secs(2));
+/// let out = String::from_utf8(sidecar.into_inner()).unwrap();
+/// assert_eq!(out.lines().nth(3), Some(r#"{"type":"action","action":"continue_agent"}"#));
+/// ```
+pub trait Source {
+    /// The time now, on this source's clock (since any fixed origin).
+    fn now(&self) -> Duration;
+
+    /// The next item, waiting for it at most until `until` (forever when
+    /// `None`); `None` when `until` passed first. After [`Item::End`] or
+    /// [`Item::Failed`] it is not called again.
+    fn next(&mut self, until: Option<Duration>) -> Option<Arrival>;
+}
+
+/// The real [`Source`]: a thread reads lines from `R`, stamped on a
+/// monotonic clock, into a bounded queue: at most [`READ_AHEAD_LINES`]
+/// lines are read ahead of the sidecar (passed on in batches of what the
+/// client has already written, so a fast client costs no thread switch per
+/// line). A line longer than the limit is skipped as it is read, never
+/// held, and reported as [`Item::TooLong`].
+///
+/// ```
+/// use autoretry::host::sidecar::{Item, Pipe, Source};
+/// let mut pipe = Pipe::new(&b"{}\nxxxxxxxx\n"[..], 4);
+/// assert!(matches!(pipe.next(None).unwrap().item, Item::Line(line) if line == b"{}"));
+/// assert!(matches!(pipe.next(None).unwrap().item, Item::TooLong { bytes: 8, limit: 4 }));
+/// assert!(matches!(pipe.next(None).unwrap().item, Item::End));
+/// ```
+#[derive(Debug)]
+pub struct Pipe {
+    rx: mpsc::Receiver<Vec<Arrival>>,
+    /// The batch being handed out, in order.
+    batch: std::collections::VecDeque<Arrival>,
+    origin: Instant,
+}
+
+/// The lines of one batch, at most.
+const BATCH_LINES: usize = 64;
+/// A batch is passed on once it holds this many bytes.
+const BATCH_BYTES: usize = 64 * 1024;
+/// Batches waiting in the channel, at most.
+const QUEUE_BATCHES: usize = 2;
+
+/// How many lines a [`Pipe`] reads ahead of the sidecar, at most (the
+/// batches in the queue, the one being handed out and the one being
+/// read). When they are all waiting the reader stops reading, and the pipe
+/// holds the client back. Their bytes are bounded too: a batch is passed
+/// on at 64 KiB, so the queue holds at most about four batches of 64 KiB
+/// or one line each.
+pub const READ_AHEAD_LINES: usize = (QUEUE_BATCHES + 2) * BATCH_LINES;
+
+impl Pipe {
+    /// Starts the reader thread on `input`, with lines of at most
+    /// `max_line_bytes` bytes (without the `\n`).
+    pub fn new<R: Read + Send + 'static>(input: R, max_line_bytes: usize) -> Pipe {
+        let origin = Instant::now();
+        let (tx, rx) = mpsc::sync_channel(QUEUE_BATCHES);
+        let input = BufReader::with_capacity(BATCH_BYTES, input);
+        // Detached: it ends at the end of input, or at its next line once
+        // the sidecar is gone.
+        thread::spawn(move || read_lines(input, &tx, max_line_bytes, origin));
+        Pipe {
+            rx,
+            batch: std::collections::VecDeque::new(),
+            origin,
+        }
+    }
+
+    /// The next batch, waiting at most until `until`; false when `until`
+    /// passed first.
+    fn refill(&mut self, until: Option<Duration>) -> bool {
+        let received = match until {
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(until) => match until.checked_sub(self.now()).filter(|w| !w.is_zero()) {
+                None => self.rx.try_recv().map_err(|e| match e {
+                    TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                }),
+                Some(wait) => self.rx.recv_timeout(wait),
+            },
+        };
+        match received {
+            Ok(batch) => self.batch.extend(batch),
+            Err(RecvTimeoutError::Timeout) => return false,
+            // The reader is gone without a word: the end.
+            Err(RecvTimeoutError::Disconnected) => self.batch.push_back(Arrival {
+                at: self.origin.elapsed(),
+                item: Item::End,
+            }),
+        }
+        true
+    }
+}
+
+impl Source for Pipe {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+        if self.batch.is_empty() && !self.refill(until) {
+            return None;
+        }
+        self.batch.pop_front()
+    }
+}
+
+/// Sends every line of `input` (without its `\n`; a line over `max` bytes
+/// as [`Item::TooLong`], dropped as it is read), then the end or the read
+/// error, in batches: a batch goes when it is full or when the next line
+/// is not all read yet. Stops when the receiver is gone.
+fn read_lines<R: Read>(
+    mut input: BufReader<R>,
+    tx: &SyncSender<Vec<Arrival>>,
+    max: usize,
+    origin: Instant,
+) {
+    let mut batch = Vec::new();
+    let mut batch_bytes = 0;
+    let mut line = Vec::new();
+    let mut bytes: u64 = 0;
+    loop {
+        // The next line is not all read: what is read goes first.
+        if !batch.is_empty() && !input.buffer().contains(&b'\n') {
+            batch_bytes = 0;
+            if tx.send(std::mem::take(&mut batch)).is_err() {
+                return;
+            }
+        }
+        let (complete, used) = match input.fill_buf() {
+            Ok([]) => {
+                // A last line without its `\n` counts.
+                if bytes > 0 {
+                    batch.push(Arrival {
+                        at: origin.elapsed(),
+                        item: take_line(&mut line, bytes, max),
+                    });
+                }
+                batch.push(Arrival {
+                    at: origin.elapsed(),
+                    item: Item::End,
+                });
+                let _ = tx.send(batch);
+                return;
+            }
+            Ok(buf) => {
+                let (piece, complete) = match buf.iter().position(|&b| b == b'\n') {
+                    Some(end) => (&buf[..end], true),
+                    None => (buf, false),
+                };
+                bytes = bytes.saturating_add(piece.len() as u64);
+                if bytes <= max as u64 {
+                    line.extend_from_slice(piece);
+                } else if !line.is_empty() {
+                    // Too long: what was kept goes, the rest is skipped.
+                    line = Vec::new();
+                }
+                (complete, piece.len() + usize::from(complete))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                batch.push(Arrival {
+                    at: origin.elapsed(),
+                    item: Item::Failed(e),
+                });
+                let _ = tx.send(batch);
+                return;
+            }
+        };
+        input.consume(used);
+        if complete {
+            batch_bytes += line.len();
+            batch.push(Arrival {
+                at: origin.elapsed(),
+                item: take_line(&mut line, bytes, max),
+            });
+            bytes = 0;
+            if batch.len() == BATCH_LINES || batch_bytes >= BATCH_BYTES {
+                batch_bytes = 0;
+                if tx.send(std::mem::take(&mut batch)).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The line read so far, as an item; `line` is left empty.
+fn take_line(line: &mut Vec<u8>, bytes: u64, max: usize) -> Item {
+    if bytes > max as u64 {
+        Item::TooLong { bytes, limit: max }
+    } else {
+        Item::Line(std::mem::take(line))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reader_bounds_long_lines() {
+        let mut input = b"ab\n".to_vec();
+        input.extend(vec![b'x'; 100_000]);
+        input.extend(b"\ncd\r\nlast");
+        // Three bytes per read: lines arrive in pieces.
+        struct Trickle(io::Cursor<Vec<u8>>);
+        impl Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(3);
+                self.0.read(&mut buf[..n])
+            }
+        }
+        let mut pipe = Pipe::new(Trickle(io::Cursor::new(input)), 10);
+        let mut items = Vec::new();
+        loop {
+            let item = pipe.next(None).unwrap().item;
+            let end = matches!(item, Item::End);
+            items.push(format!("{item:?}"));
+            if end {
+                break;
+            }
+        }
+        assert_eq!(
+            items,
+            [
+                format!("{:?}", Item::Line(b"ab".to_vec())),
+                format!(
+                    "{:?}",
+                    Item::TooLong {
+                        bytes: 100_000,
+                        limit: 10
+                    }
+                ),
+                format!("{:?}", Item::Line(b"cd\r".to_vec())),
+                format!("{:?}", Item::Line(b"last".to_vec())),
+                format!("{:?}", Item::End),
+            ]
+        );
+        // Exactly the limit is accepted.
+        let mut pipe = Pipe::new(&b"0123456789\n"[..], 10);
+        assert!(matches!(pipe.next(None).unwrap().item, Item::Line(l) if l.len() == 10));
+    }
+}
