@@ -67,6 +67,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::ser::{Error as _, SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -342,9 +343,19 @@ impl Id {
     /// The `id` as JSON text: a string quoted and escaped, a number as its
     /// text.
     pub fn to_json(&self) -> String {
+        to_json(self)
+    }
+}
+
+/// A string `id` as a JSON string; a numeric one as its text, unchanged
+/// (serde_json's raw value: with another serializer it fails).
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Id::String(id) => to_json(id),
-            Id::Number(text) => text.clone(),
+            Id::String(id) => serializer.serialize_str(id),
+            Id::Number(text) => RawValue::from_string(text.clone())
+                .map_err(S::Error::custom)?
+                .serialize(serializer),
         }
     }
 }
@@ -748,38 +759,40 @@ impl Response {
     /// assert_eq!(r.to_json_line(), r#"{"type":"response","command":"x","success":false,"error":"Unknown command: x","code":"unknown_command","line":2}"#);
     /// ```
     pub fn to_json_line(&self) -> String {
-        let mut line = String::from("{");
+        to_json(self)
+    }
+}
+
+/// The keys of spec §7 in order: `id` (when the request had one), `type`,
+/// `command`, `success`, then `data` (its JSON text as it is) or `error`,
+/// `code`, `line` (when known) and `didYouMean` (when close).
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
         if let Some(id) = &self.id {
-            line.push_str("\"id\":");
-            line.push_str(&id.to_json());
-            line.push(',');
+            map.serialize_entry("id", id)?;
         }
-        line.push_str("\"type\":\"response\",\"command\":");
-        line.push_str(&to_json(&self.command));
+        map.serialize_entry("type", "response")?;
+        map.serialize_entry("command", &self.command)?;
+        map.serialize_entry("success", &self.result.is_ok())?;
         match &self.result {
-            Ok(None) => line.push_str(",\"success\":true"),
+            Ok(None) => {}
             Ok(Some(data)) => {
-                line.push_str(",\"success\":true,\"data\":");
-                line.push_str(data);
+                let data = RawValue::from_string(data.clone()).map_err(S::Error::custom)?;
+                map.serialize_entry("data", &data)?;
             }
             Err(failure) => {
-                line.push_str(",\"success\":false,\"error\":");
-                line.push_str(&to_json(&failure.message));
-                line.push_str(",\"code\":\"");
-                line.push_str(failure.code.as_str());
-                line.push('"');
+                map.serialize_entry("error", &failure.message)?;
+                map.serialize_entry("code", failure.code.as_str())?;
                 if let Some(number) = failure.line {
-                    line.push_str(",\"line\":");
-                    line.push_str(&number.to_string());
+                    map.serialize_entry("line", &number)?;
                 }
-                if let Some(name) = &failure.did_you_mean {
-                    line.push_str(",\"didYouMean\":");
-                    line.push_str(&to_json(*name));
+                if let Some(name) = failure.did_you_mean {
+                    map.serialize_entry("didYouMean", name)?;
                 }
             }
         }
-        line.push('}');
-        line
+        map.end()
     }
 }
 
