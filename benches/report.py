@@ -6,7 +6,7 @@ one Markdown report (see report.sh).
 Every row gives ours and the alternatives measured in the same run, with
 the ratio alternative/ours; the goals table says, per goal, what was
 measured and whether it is met; the sizes table comes from
-tests/size-report.sh.
+examples/firmware/size-report.sh.
 """
 
 import json
@@ -221,7 +221,7 @@ size_rows = [
     (".wasm, features `ffi`, `extended`", grab(r"\.wasm: (\d+) bytes"), 64 * 1024),
 ]
 if size_report:
-    say("### Sizes (tests/size-report.sh, thumbv7m-none-eabi at opt-level z; wasm32-unknown-unknown)")
+    say("### Sizes (examples/firmware/size-report.sh, thumbv7m-none-eabi at opt-level z; wasm32-unknown-unknown)")
     say("")
     say(table(["feature set", "bytes", "budget"], [
         [what, "–" if n is None else f"{n:,} B ({n / 1024:.1f} KiB)", "–" if budget is None else (f"≤ {budget:,} B" if budget else "0 B")]

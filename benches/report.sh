@@ -33,8 +33,8 @@ log "JavaScript RegExp reference ($(node --version))"
 cargo run -q --bin patterns > "$out/patterns.json"
 node js/classify.mjs "$out/patterns.json" > "$out/js.json"
 
-log "tests/size-report.sh (log: benches/$out/size-report.txt)"
-(cd .. && bash tests/size-report.sh) > "$out/size-report.txt" 2>&1 || true
+log "examples/firmware/size-report.sh (log: benches/$out/size-report.txt)"
+(cd .. && bash examples/firmware/size-report.sh) > "$out/size-report.txt" 2>&1 || true
 
 log "tests/no_alloc.rs"
 if (cd .. && cargo test -q --test no_alloc) > "$out/no_alloc.log" 2>&1; then

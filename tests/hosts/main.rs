@@ -1,6 +1,7 @@
 //! The hosts of the library on every conformance vector: the tokio and
-//! embassy drivers in virtual time and the C ABI driven natively. The properties of the
-//! machine itself are in `tests/machine/` and `tests/props.rs`.
+//! embassy drivers in virtual time, the sidecar on a virtual clock, and the
+//! C ABI driven natively. The properties of the machine itself are in
+//! `tests/machine/`.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -15,7 +15,7 @@ use autoretry::{AssistantMessage, Event, Input, Machine, Output};
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 
-static BLOB: &[u8] = autoretry::include_rules!("../../../rules/example.bin");
+static BLOB: &[u8] = autoretry::include_rules!("../../../../tests/rules/example.bin");
 
 /// Texts and the verdict the example rules give them.
 const VERDICTS: &[(&str, Option<bool>)] = &[

@@ -1,6 +1,6 @@
 //! The flash cost of your own rules: the example blob, `Rules::from_bytes`
 //! and `Rules::verdict`, fed inputs the optimizer cannot see through, and
-//! nothing else. `tests/size-report.sh` subtracts `baseline`'s flash.
+//! nothing else. `examples/firmware/size-report.sh` subtracts `baseline`'s flash.
 #![no_std]
 #![no_main]
 
@@ -10,7 +10,7 @@ use core::panic::PanicInfo;
 use autoretry::rules::Rules;
 use cortex_m_rt::entry;
 
-static BLOB: &[u8] = autoretry::include_rules!("../../../rules/example.bin");
+static BLOB: &[u8] = autoretry::include_rules!("../../../../tests/rules/example.bin");
 
 #[entry]
 fn main() -> ! {

@@ -2,7 +2,7 @@
 //! through (`black_box`), every input kind and every classifier path, with
 //! the outputs consumed the same way; each input is handled either alone
 //! (`handle`) or with a shared retry budget (`handle_with_budget`, spec
-//! §11.4), whichever the opaque flag says, so both entry points link. `tests/size-report.sh` subtracts the
+//! §11.4), whichever the opaque flag says, so both entry points link. `examples/firmware/size-report.sh` subtracts the
 //! flash of `baseline` (the same runtime without the machine) from this
 //! binary's to get the footprint of the machine and its classifier.
 #![no_std]

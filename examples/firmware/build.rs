@@ -1,7 +1,7 @@
 //! Turns the vendored conformance vectors into Rust statics
-//! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`../vectors/*.jsonl`),
-//! those of the policy options of section 10 (`../vectors/options/*.jsonl`)
-//! and those of section 11 (`../vectors/beyond/*.jsonl`). Per scenario its
+//! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`tests/vectors/*.jsonl`),
+//! those of the policy options of section 10 (`tests/vectors/options/*.jsonl`)
+//! and those of section 11 (`tests/vectors/beyond/*.jsonl`). Per scenario its
 //! file, folder, settings and host options (the jitter seed included) and
 //! its retry budget, if any; per step the input (the message fields of
 //! §10.2 and §11.2 included), the expected outputs (in the vectors' form:

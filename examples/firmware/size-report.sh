@@ -16,15 +16,15 @@
 # <= 48 KiB of flash; .wasm <= 64 KiB. ELF and wasm headers are read with python3, so no
 # binutils are needed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 rustup target add thumbv7m-none-eabi >/dev/null 2>&1 || true
-elf=tests/firmware/target/thumbv7m-none-eabi/release
-(cd tests/firmware && cargo build --quiet --release --bin footprint --features extended)
+elf=examples/firmware/target/thumbv7m-none-eabi/release
+(cd examples/firmware && cargo build --quiet --release --bin footprint --features extended)
 cp "$elf/footprint" "$elf/footprint-extended"
-(cd tests/firmware && cargo build --quiet --release --bin footprint --features serde)
+(cd examples/firmware && cargo build --quiet --release --bin footprint --features serde)
 cp "$elf/footprint" "$elf/footprint-serde"
-(cd tests/firmware && cargo build --quiet --release --bin footprint --bin baseline)
+(cd examples/firmware && cargo build --quiet --release --bin footprint --bin baseline)
 wasm=$(tests/wasm/build.sh)
 rules_wasm=$(tests/wasm/build.sh rules)
 
@@ -129,7 +129,7 @@ PY
 
 # Your own rules (feature `rules`): the firmware's `rules_footprint` (the
 # example blob, `Rules::from_bytes`, `Rules::verdict`) minus `baseline`.
-(cd tests/firmware && cargo build --quiet --release --bin rules_footprint --features rules)
+(cd examples/firmware && cargo build --quiet --release --bin rules_footprint --features rules)
 python3 - "$elf/rules_footprint" "$elf/baseline" tests/rules/example.bin <<'PY'
 import os
 import struct
