@@ -4,7 +4,7 @@
 //!
 //! # Lines in
 //!
-//! - the commands of [`Command`]: `set_auto_retry {enabled}`, `abort_retry`,
+//! - the commands of [`Command`](crate::wire::rpc::Command): `set_auto_retry {enabled}`, `abort_retry`,
 //!   `abort`, `get_retry_state`, `set_retry_settings {settings}` (each with
 //!   an optional string or numeric `id`, echoed first in its response
 //!   exactly as given). **`set_retry_settings` replaces the whole `retry`
@@ -48,7 +48,7 @@
 //! - with a shared retry budget ([`Sidecar::with_budget`]) whose store
 //!   fails: `{"type":"budget_store_error","error":"..."}`, before the lines
 //!   of the `agent_end` it concerns, which was decided without the budget
-//!   (the sidecar fails open: see [`handle_shared`]) and keeps serving.
+//!   (the sidecar fails open: see [`handle_shared`](crate::host::shared_budget::handle_shared)) and keeps serving.
 //!
 //! # Time and fairness
 //!

@@ -232,7 +232,7 @@ impl<W: Write> Sidecar<W> {
     }
 
     /// The end of input: feeds `abort_retry` (see the [module
-    /// docs](self#time-and-fairness)) and writes its lines.
+    /// docs](super#time-and-fairness)) and writes its lines.
     ///
     /// ```
     /// use std::time::Duration;
