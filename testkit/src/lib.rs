@@ -20,6 +20,8 @@
 //!     [`Monitor::observe_with_budget`], [`Monitor::step_with_budget`]);
 //!   - [`spec`]: the spec's arithmetic (delays, waits, jitter), computed
 //!     independently of the crate;
+//!   - [`model`]: the reference model of the machine, which predicts
+//!     every output, over the texts of [`corpus`];
 //!   - [`vector`]: the line format of the vectors ([`vector::VectorLine`],
 //!     [`vector::ScenarioHeader`]);
 //!   - [`replay`]: the vectors replayed on the real machine
@@ -62,6 +64,12 @@ pub use splitmix::SplitMix64;
 
 #[cfg(feature = "std")]
 pub mod spec;
+
+#[cfg(feature = "std")]
+pub mod corpus;
+
+#[cfg(feature = "std")]
+pub mod model;
 
 #[cfg(feature = "std")]
 mod monitor;

@@ -1,7 +1,7 @@
 //! The arithmetic of the spec, computed independently of the crate: the
 //! delay of §5.1.3, the wait of §10.3 and its jitter. The
-//! [`Monitor`](crate::Monitor) predicts with these; the jitter draws come
-//! from [`SplitMix64`](crate::SplitMix64).
+//! [`Monitor`](crate::Monitor) and the [`model`](crate::model) predict
+//! with these; the jitter draws come from [`SplitMix64`](crate::SplitMix64).
 
 use autoretry::RetrySettings;
 

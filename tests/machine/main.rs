@@ -16,7 +16,6 @@ mod cancel;
 mod chain;
 mod counters;
 mod fuzz_regressions;
-mod model;
 mod model_props;
 mod no_retry;
 mod options;

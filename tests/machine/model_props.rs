@@ -1,6 +1,6 @@
-//! Property tests: the machine against the reference model of the spec
-//! (`model.rs`) and the invariants of the test kit's `Monitor`, step by
-//! step over long random input sequences.
+//! Property tests: the machine against the test kit's reference model of
+//! the spec (`autoretry_testkit::model`) and the invariants of its
+//! `Monitor`, step by step over long random input sequences.
 //!
 //! With the classic settings and none of the message fields of §10.2 the
 //! machine must equal the model of sections 1–9 on random input sequences.
@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 
 use crate::common::proptest_config;
 use crate::common::texts::*;
-use crate::model::*;
+use autoretry_testkit::model::{Model, Msg, Out};
 
 /// Where this file's failing cases are kept.
 const REGRESSIONS: &str = "proptest-regressions/tests/machine/model_props.txt";
@@ -508,7 +508,7 @@ fn run(
     let mut reached = Reached::default();
     for (step, op) in ops.iter().chain([Op::AbortRetry].iter()).enumerate() {
         let before = mon.machine().clone();
-        let settings_before = model.settings;
+        let settings_before = model.settings();
         let (result, expected) = match op {
             Op::AgentEnd(m, now) => {
                 let result = mon.step(Input::AgentEnd {
@@ -552,8 +552,8 @@ fn run(
                 )
             }
             Op::Answer { switched, wrong } => {
-                let right = match &model.wait {
-                    Wait::Answer { text, .. } => text.clone(),
+                let right = match model.awaited_text() {
+                    Some(text) => text.to_owned(),
                     _ => corpus()[0].text.clone(),
                 };
                 let text = match wrong {
@@ -576,7 +576,7 @@ fn run(
                 (conv(mon.step(Input::Abort), &mut timers), Some(out))
             }
             Op::SetAutoRetry(enabled) => {
-                model.settings.enabled = *enabled;
+                model.set_auto_retry(*enabled);
                 (
                     conv(
                         mon.step(Input::SetAutoRetry { enabled: *enabled }),
@@ -667,12 +667,12 @@ fn run(
                 state.is_retrying,
                 state.retry_attempt
             ),
-            (model.settings.enabled, model.open, model.attempt),
+            (model.settings().enabled, model.is_open(), model.attempt()),
             "state after step {} {:?}",
             step,
             op
         );
-        prop_assert_eq!(mon.machine().settings(), model.settings);
+        prop_assert_eq!(mon.machine().settings(), model.settings());
     }
     // The final abort_retry leaves everything idle.
     let state = mon.machine().state();

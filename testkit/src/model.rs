@@ -1,55 +1,82 @@
-//! The reference model of the property tests (spec §5, §6, §6a, §9 and
-//! §10), written from the spec: with the classic settings and none of the
-//! message fields of §10.2 it is the model of sections 1–9 alone (it
-//! asserts so on every input); with the policy options it adds the wait of
-//! §10.3 (the cap, the ceiling, the jitter draws of §10.6, the host's
-//! `retryAfterMs` and the text hints under `honorHints`, `delay = max(backoff,
-//! h)`) and the fail fast at the `agent_end` and at the usage-limit answer.
-//! `model_props.rs` drives it beside the machine.
-#![cfg(feature = "json")]
+//! The reference model of the machine (spec §5, §6, §6a, §9 and §10),
+//! written from the spec, for property tests that drive it beside the
+//! machine step by step and compare every output and refusal
+//! (`tests/machine/model_props.rs`). Where the [`Monitor`](crate::Monitor)
+//! checks a host's log against invariants, the model predicts the whole
+//! output sequence. Messages are [`Msg`]s whose text is an index into
+//! [`corpus`](crate::corpus).
+//!
+//! With the classic settings and none of the message fields of §10.2 it is
+//! the model of sections 1–9 alone (it asserts so on every input); with
+//! the policy options it adds the wait of §10.3 (the cap, the ceiling, the
+//! jitter draws of §10.6, the host's `retryAfterMs` and the text hints
+//! under `honorHints`, `delay = max(backoff, h)`) and the fail fast at the
+//! `agent_end` and at the usage-limit answer.
 
 use autoretry::classify::{classify_with, retry_hint_ms, wait_hint_ms, Classifier};
 use autoretry::{AssistantMessage, HostOptions, RetrySettings, StopReason, Usage};
-use autoretry_testkit::spec::expected_delay;
-use autoretry_testkit::SplitMix64;
 
-use crate::common::texts::*;
+use crate::corpus::{corpus, text_of};
+use crate::spec::expected_delay;
+use crate::SplitMix64;
 
 /// Outputs as the model writes them: timers are ordinals (the n-th sleep).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Out {
+    /// `auto_retry_start`.
     Start {
+        /// `attempt`.
         attempt: u32,
+        /// `maxAttempts`.
         max: u32,
+        /// `delayMs`.
         delay: u64,
+        /// `errorMessage`.
         text: String,
     },
+    /// `auto_retry_end`.
     End {
+        /// `success`.
         success: bool,
+        /// `attempt`.
         attempt: u32,
+        /// `finalError` as text; `None` on success.
         error: Option<String>,
         /// The end of spec 10.3 step 8 (the error is its sentence).
         fail_fast: bool,
     },
+    /// `drop_trailing_error`.
     Drop,
+    /// `sleep`, its timer as an ordinal.
     Sleep {
+        /// The wait.
         ms: u64,
+        /// The n-th sleep of the run, from 1.
         ordinal: usize,
     },
+    /// `cancel_timer`.
     Cancel {
+        /// The ordinal of the sleep it cancels.
         ordinal: usize,
     },
+    /// `continue_agent`.
     Continue,
+    /// `mark_usage_limit`.
     Mark {
+        /// `retryAfterMs`.
         hint: Option<u64>,
     },
+    /// `check_compaction`.
     Check,
+    /// `abort_agent`.
     AbortAgent,
+    /// `settled`.
     Settled,
 }
 
+/// What the chain waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Wait {
+enum Wait {
     /// No timer and no answer pending.
     Nothing,
     /// The backoff timer with this ordinal.
@@ -66,35 +93,54 @@ pub enum Wait {
     },
 }
 
+/// The reference model of the machine, written from the spec; see the
+/// [module docs](self).
+///
+/// ```
+/// use autoretry::{HostOptions, RetrySettings, StopReason};
+/// use autoretry_testkit::model::{Model, Msg, Out};
+/// let mut model = Model::new(RetrySettings::CLASSIC, HostOptions::default(), true);
+/// // Text 0 of the labelled corpus is retryable.
+/// let failed = Msg { stop: StopReason::Error, text: Some(0), usage: None, should_retry: None, retry_after: None };
+/// let out = model.agent_end(&failed, None).unwrap();
+/// assert_eq!(out[1..], [Out::Drop, Out::Sleep { ms: 2000, ordinal: 1 }]);
+/// assert_eq!(model.timer(1), [Out::Continue]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Model {
-    pub settings: RetrySettings,
+    settings: RetrySettings,
     /// Sections 1–9 only: every option at its `classic` value and no
     /// message field of 10.2, on every input (asserted). The chain then
     /// runs the code of sections 1–9 alone, without 10.3's steps 2–8.
-    pub classic: bool,
-    pub window: u64,
-    pub store: bool,
+    classic: bool,
+    window: u64,
+    store: bool,
     /// The jitter generator (10.6), from the host's seed.
-    pub jitter: SplitMix64,
-    pub attempt: u32,
-    pub open: bool,
-    pub wait: Wait,
-    pub sleeps: usize,
+    jitter: SplitMix64,
+    attempt: u32,
+    open: bool,
+    wait: Wait,
+    sleeps: usize,
 }
 
 /// A message as the model sees it: its stop reason, its text (an index:
 /// see [`text_of`]), its usage and the host's fields of 10.2.
 #[derive(Clone, Debug)]
 pub struct Msg {
+    /// `stopReason`.
     pub stop: StopReason,
+    /// `errorMessage`: text `i` of [`text_of`].
     pub text: Option<usize>,
+    /// `usage`.
     pub usage: Option<Usage>,
+    /// The host's `shouldRetry` (spec §10.2).
     pub should_retry: Option<bool>,
+    /// The host's `retryAfterMs` (spec §10.2).
     pub retry_after: Option<u64>,
 }
 
 impl Msg {
+    /// The message the machine is given.
     pub fn message(&self) -> AssistantMessage<'static> {
         AssistantMessage {
             stop_reason: self.stop,
@@ -107,7 +153,7 @@ impl Msg {
     }
 
     /// Whether it carries none of the fields of 10.2.
-    pub fn is_classic(&self) -> bool {
+    fn is_classic(&self) -> bool {
         self.should_retry.is_none()
             && self.retry_after.is_none()
             && self.usage.is_none_or(|u| u.cache_write == 0)
@@ -115,7 +161,7 @@ impl Msg {
 }
 
 /// The option values of the `classic` column of 10.1.
-pub fn has_classic_options(s: &RetrySettings) -> bool {
+fn has_classic_options(s: &RetrySettings) -> bool {
     let c = RetrySettings::CLASSIC;
     (
         s.max_delay_ms,
@@ -132,23 +178,23 @@ pub fn has_classic_options(s: &RetrySettings) -> bool {
     )
 }
 
-pub const CANCELLED: &str = "Retry cancelled";
+const CANCELLED: &str = "Retry cancelled";
 
 /// The text classes the model needs: the corpus labels for a labelled text
 /// under the classic classifier, else the crate's classifier (its pattern
 /// sets are checked against the labelled corpora by their own tests; this
 /// model is of the machine).
 #[derive(Clone, Copy, Debug)]
-pub struct Class {
+struct Class {
     /// The pattern test of rule 4 of section 3, and not a text overflow.
-    pub retryable: bool,
-    pub overflow: bool,
-    pub usage_limit: bool,
+    retryable: bool,
+    overflow: bool,
+    usage_limit: bool,
     /// The hint of 3.5 without a clock.
-    pub hint_ms: Option<u64>,
+    hint_ms: Option<u64>,
 }
 
-pub fn class_of(i: usize, classifier: Classifier) -> Class {
+fn class_of(i: usize, classifier: Classifier) -> Class {
     match (classifier, corpus().get(i)) {
         (Classifier::Classic, Some(l)) => Class {
             retryable: l.retryable,
@@ -171,13 +217,16 @@ pub fn class_of(i: usize, classifier: Classifier) -> Class {
 
 /// The wait of a decision: the delay, the ceiling it exceeds (or 0) and
 /// the hint of the usage-limit hand-off.
-pub struct Decided {
-    pub delay: u64,
-    pub ceiling: u64,
-    pub mark: Option<u64>,
+struct Decided {
+    delay: u64,
+    ceiling: u64,
+    mark: Option<u64>,
 }
 
 impl Model {
+    /// The model of a machine with these settings and host options;
+    /// `classic`: of sections 1–9 alone (it asserts that the settings and
+    /// every message keep to them).
     pub fn new(s: RetrySettings, host: HostOptions, classic: bool) -> Self {
         assert!(
             !classic || has_classic_options(&s),
@@ -196,6 +245,7 @@ impl Model {
         }
     }
 
+    /// New settings (`set_retry_settings`).
     pub fn set(&mut self, s: RetrySettings) {
         assert!(
             !self.classic || has_classic_options(&s),
@@ -204,11 +254,39 @@ impl Model {
         self.settings = s;
     }
 
-    pub fn agent_may_run(&self) -> bool {
+    /// The settings in force.
+    pub fn settings(&self) -> RetrySettings {
+        self.settings
+    }
+
+    /// `set_auto_retry`: the settings' `enabled`.
+    pub fn set_auto_retry(&mut self, enabled: bool) {
+        self.settings.enabled = enabled;
+    }
+
+    /// The attempt of the open chain (0 when none).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Whether a chain is open (until its `settled`).
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// The text the usage-limit answer must carry, while it is awaited.
+    pub fn awaited_text(&self) -> Option<&str> {
+        match &self.wait {
+            Wait::Answer { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    fn agent_may_run(&self) -> bool {
         self.wait == Wait::Nothing
     }
 
-    pub fn succeeds(&mut self, m: &Msg, out: &mut Vec<Out>) {
+    fn succeeds(&mut self, m: &Msg, out: &mut Vec<Out>) {
         let success = !matches!(m.stop, StopReason::Error | StopReason::Aborted);
         if success && self.attempt > 0 {
             out.push(Out::End {
@@ -221,6 +299,7 @@ impl Model {
         }
     }
 
+    /// `message_end`: its outputs, or `None` when the machine must refuse it.
     pub fn message_end(&mut self, m: &Msg) -> Option<Vec<Out>> {
         if !self.agent_may_run() {
             return None;
@@ -230,6 +309,8 @@ impl Model {
         Some(out)
     }
 
+    /// `agent_end` (with the host's clock, `nowMs`): its outputs, or `None`
+    /// when the machine must refuse it.
     pub fn agent_end(&mut self, m: &Msg, now: Option<u64>) -> Option<Vec<Out>> {
         assert!(!self.classic || m.is_classic(), "a field of 10.2: {m:?}");
         if !self.agent_may_run() {
@@ -327,7 +408,7 @@ impl Model {
     }
 
     /// Spec 10.3 steps 1–7 at attempt `self.attempt`.
-    pub fn wait_of(
+    fn wait_of(
         &mut self,
         m: &Msg,
         text: &str,
@@ -376,7 +457,7 @@ impl Model {
     }
 
     /// Spec 10.3 step 8.
-    pub fn fail_fast(&mut self, text: String, delay: u64, ceiling: u64, out: &mut Vec<Out>) {
+    fn fail_fast(&mut self, text: String, delay: u64, ceiling: u64, out: &mut Vec<Out>) {
         out.push(Out::End {
             success: false,
             attempt: self.attempt - 1,
@@ -393,7 +474,7 @@ impl Model {
         out.push(Out::Check);
     }
 
-    pub fn start(&mut self, text: String, max: u32, d: u64, out: &mut Vec<Out>) {
+    fn start(&mut self, text: String, max: u32, d: u64, out: &mut Vec<Out>) {
         out.push(Out::Start {
             attempt: self.attempt,
             max,
@@ -409,6 +490,7 @@ impl Model {
         self.wait = Wait::Timer(self.sleeps);
     }
 
+    /// `timer_fired` for the sleep of this ordinal.
     pub fn timer(&mut self, ordinal: usize) -> Vec<Out> {
         if self.wait == Wait::Timer(ordinal) {
             self.wait = Wait::Nothing;
@@ -418,6 +500,8 @@ impl Model {
         }
     }
 
+    /// `usage_limit_marked` for `text`: its outputs, or `None` when the
+    /// machine must refuse it (another text than the marked one).
     pub fn answer(&mut self, switched: bool, text: &str) -> Option<Vec<Out>> {
         let Wait::Answer {
             text: marked,
@@ -445,6 +529,7 @@ impl Model {
         Some(out)
     }
 
+    /// `abort_retry` (and the cancel of an `abort`).
     pub fn cancel(&mut self) -> Vec<Out> {
         let mut out = Vec::new();
         let cancelled = |attempt| Out::End {
