@@ -27,9 +27,7 @@
 use std::sync::OnceLock;
 
 use autoretry::classify::{
-    classify, classify_bytes, classify_with, matches_overflow, matches_overflow_bytes,
-    matches_retryable, matches_retryable_bytes, matches_usage_limit, matches_usage_limit_bytes,
-    retry_hint_ms, retry_hint_ms_bytes, wait_hint_ms, Classifier,
+    classify, classify_bytes, retry_hint_ms, retry_hint_ms_bytes, wait_hint_ms, Classifier,
 };
 use autoretry::wire::json::{parse_value, InputOwned};
 use autoretry::wire::SettingsGroup;
@@ -319,7 +317,7 @@ fn class_of(i: usize, classifier: Classifier) -> Class {
         },
         (classifier, _) => {
             let text = text_of(i);
-            let c = classify_with(text, classifier);
+            let c = classifier.classify(text);
             Class {
                 retryable: c.retryable,
                 overflow: c.overflow,
@@ -1683,9 +1681,9 @@ fn folding(c: char, variant: bool) -> char {
 /// The monotone predicates, in a fixed order.
 fn monotone(t: &str) -> [bool; 4] {
     [
-        matches_retryable(t),
-        matches_usage_limit(t),
-        matches_overflow(t),
+        Classifier::Classic.matches_retryable(t),
+        Classifier::Classic.matches_usage_limit(t),
+        Classifier::Classic.matches_overflow(t),
         matches_overflow_unanchored(t),
     ]
 }
@@ -1757,9 +1755,9 @@ proptest! {
     ) {
         let lossy = String::from_utf8_lossy(&bytes);
         prop_assert_eq!(classify_bytes(&bytes), classify(&lossy));
-        prop_assert_eq!(matches_retryable_bytes(&bytes), matches_retryable(&lossy));
-        prop_assert_eq!(matches_overflow_bytes(&bytes), matches_overflow(&lossy));
-        prop_assert_eq!(matches_usage_limit_bytes(&bytes), matches_usage_limit(&lossy));
+        prop_assert_eq!(Classifier::Classic.matches_retryable_bytes(&bytes), Classifier::Classic.matches_retryable(&lossy));
+        prop_assert_eq!(Classifier::Classic.matches_overflow_bytes(&bytes), Classifier::Classic.matches_overflow(&lossy));
+        prop_assert_eq!(Classifier::Classic.matches_usage_limit_bytes(&bytes), Classifier::Classic.matches_usage_limit(&lossy));
         prop_assert_eq!(retry_hint_ms_bytes(&bytes, now), retry_hint_ms(&lossy, now));
     }
 
@@ -1829,8 +1827,8 @@ proptest! {
 /// monotone: the anchored overflow pattern and the `retryable` label.
 #[test]
 fn anchored_overflow_and_the_retryable_label_are_not_monotone() {
-    assert!(matches_overflow("413 (no body)"));
-    assert!(!matches_overflow("x 413 (no body)"));
+    assert!(Classifier::Classic.matches_overflow("413 (no body)"));
+    assert!(!Classifier::Classic.matches_overflow("x 413 (no body)"));
     assert!(classify("503").retryable);
     assert!(!classify("503 prompt is too long").retryable);
 }

@@ -29,7 +29,7 @@ use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use autoretry::classify::{classify_with, Classification, Classifier};
+use autoretry::classify::{Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
 use autoretry::wire::json::{classify_line_text, parse_value, settings_from_json, DecodeError};
@@ -370,7 +370,7 @@ fn main() -> ExitCode {
                     }
                     let text = classify_line_text(line)?;
                     Ok(Some(match &rules {
-                        None => classification_json(&classify_with(&text, classifier)),
+                        None => classification_json(&classifier.classify(&text)),
                         Some(rules) => {
                             let c = rules.classify_with(&text, classifier);
                             with_verdict(&classification_json(&c.classification), c.verdict)

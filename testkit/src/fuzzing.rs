@@ -77,13 +77,13 @@ pub const OPTION_TEXTS: &[&str] = &[
 /// ```
 /// use autoretry::classify::matches_overflow;
 /// use autoretry_testkit::fuzzing::matches_overflow_unanchored;
-/// assert!(matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
+/// assert!(Classifier::Classic.matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
 /// assert!(matches_overflow_unanchored("error: too many tokens"));
 /// ```
 pub fn matches_overflow_unanchored(text: &str) -> bool {
     // A leading character that no pattern contains: the anchored rule
     // (`^4(00|13)...`) cannot match, and no unanchored match can use it.
-    classify::matches_overflow(&format!("\u{e9}{text}"))
+    Classifier::Classic.matches_overflow(&format!("\u{e9}{text}"))
 }
 
 /// The delay of spec §5.1.3, computed independently: `base × 2^(attempt − 1)`
@@ -865,8 +865,8 @@ impl Monitor {
             }
             host.context_window != 0 && tokens > u128::from(host.context_window)
         });
-        let overflow = by_usage
-            || (is_error && text.is_some_and(|t| classify::matches_overflow_with(t, classifier)));
+        let overflow =
+            by_usage || (is_error && text.is_some_and(|t| classifier.matches_overflow(t)));
         // §11.2: a turn that streamed a tool call is never replayed.
         let replayable = message.partial != Partial::Tools;
         let Some(text) = text.filter(|_| s.enabled && is_error && !overflow && replayable) else {
@@ -875,7 +875,7 @@ impl Monitor {
         // §10.2: the host's verdict replaces the pattern test.
         let retryable = message
             .should_retry
-            .unwrap_or_else(|| classify::matches_retryable_with(text, classifier));
+            .unwrap_or_else(|| classifier.matches_retryable(text));
         if !retryable {
             return Expect::NoRetry;
         }
@@ -932,7 +932,7 @@ impl Monitor {
             None
         };
         d.delay_ms = hint.map_or(backoff, |h| h.max(backoff));
-        let usage_limit = classify::matches_usage_limit_with(text, classifier);
+        let usage_limit = classifier.matches_usage_limit(text);
         if s.max_delay_ms > 0 && d.delay_ms > s.max_delay_ms {
             d.exceeded_ceiling_ms = s.max_delay_ms;
             // §11.5: the provider said when; wait for it if it is near.
@@ -1932,16 +1932,25 @@ pub fn fuzz_classify(bytes: &[u8]) {
     let c = classify::classify(&text);
     assert_eq!(classify::classify_bytes(bytes), c, "bytes vs lossy string");
     assert_eq!(
-        classify::matches_retryable_bytes(bytes),
-        classify::matches_retryable(&text)
+        Classifier::Classic.matches_retryable_bytes(bytes),
+        Classifier::Classic.matches_retryable(&text)
     );
-    assert_eq!(classify::matches_overflow_bytes(bytes), c.overflow);
-    assert_eq!(classify::matches_usage_limit_bytes(bytes), c.usage_limit);
-    assert_eq!(c.usage_limit, classify::matches_usage_limit(&text));
-    assert_eq!(c.overflow, classify::matches_overflow(&text));
+    assert_eq!(
+        Classifier::Classic.matches_overflow_bytes(bytes),
+        c.overflow
+    );
+    assert_eq!(
+        Classifier::Classic.matches_usage_limit_bytes(bytes),
+        c.usage_limit
+    );
+    assert_eq!(
+        c.usage_limit,
+        Classifier::Classic.matches_usage_limit(&text)
+    );
+    assert_eq!(c.overflow, Classifier::Classic.matches_overflow(&text));
     assert_eq!(
         c.retryable,
-        !text.is_empty() && !c.overflow && classify::matches_retryable(&text)
+        !text.is_empty() && !c.overflow && Classifier::Classic.matches_retryable(&text)
     );
     assert_eq!(c.hint_ms, classify::retry_hint_ms(&text, None));
 
@@ -1975,9 +1984,9 @@ pub fn fuzz_classify(bytes: &[u8]) {
     let head = &text[..cut];
     let monotone = |t: &str| {
         [
-            classify::matches_retryable(t),
-            classify::matches_usage_limit(t),
-            classify::matches_overflow(t),
+            Classifier::Classic.matches_retryable(t),
+            Classifier::Classic.matches_usage_limit(t),
+            Classifier::Classic.matches_overflow(t),
             matches_overflow_unanchored(t),
         ]
     };
@@ -1993,8 +2002,8 @@ pub fn fuzz_classify(bytes: &[u8]) {
     if matches_overflow_unanchored(tail) {
         assert!(matches_overflow_unanchored(&text));
     }
-    if classify::matches_retryable(tail) {
-        assert!(classify::matches_retryable(&text));
+    if Classifier::Classic.matches_retryable(tail) {
+        assert!(Classifier::Classic.matches_retryable(&text));
     }
 }
 
