@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 use autoretry::classify::{
     classify, classify_bytes, retry_hint_ms, retry_hint_ms_bytes, wait_hint_ms, Classifier,
 };
-use autoretry::wire::json::{parse_value, InputOwned};
+use autoretry::wire::json::{parse_value, InputLine};
 use autoretry::wire::SettingsGroup;
 use autoretry::{
     AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Output, Profile,
@@ -1209,7 +1209,7 @@ fn run(
                 // keys included (the line's parser refuses them).
                 let decoded = parse_value(&format!(r#"{{"type":"settings","settings":{text}}}"#))
                     .ok()
-                    .map(|line| InputOwned::from_json(&line).expect("a settings input"));
+                    .map(|line| InputLine::from_json(&line).expect("a settings input"));
                 prop_assert_eq!(
                     decoded.as_ref().and_then(|d| d.as_input("").ok()),
                     direct.map(Input::Settings),

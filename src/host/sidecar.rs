@@ -98,9 +98,10 @@ use crate::host::thread::scaled;
 use crate::host::timer::BackoffTimer;
 use crate::machine::{Input, Machine, Refused};
 use crate::output::{Output, Outputs};
+use crate::owned::InputBuf;
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
-use crate::wire::json::{to_json, InputOwned};
+use crate::wire::json::{to_json, InputLine};
 use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
 
 /// The agent's events the sidecar takes besides the commands.
@@ -475,9 +476,9 @@ impl<W: Write> Sidecar<W> {
     ) -> Option<Response> {
         let mut object = envelope.fields().clone();
         object.insert("type".into(), Value::String(envelope.type_name().into()));
-        let event = match InputOwned::from_json(&Value::Object(object)) {
+        let event = match InputLine::from_json(&Value::Object(object)) {
             Ok(event) => event,
-            Err(e) => return Some(envelope.error(ErrorCode::of(&e), e.message().to_owned())),
+            Err(e) => return Some(envelope.error(ErrorCode::of(&e), e.to_string())),
         };
         let awaited =
             self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
@@ -488,7 +489,9 @@ impl<W: Write> Sidecar<W> {
         };
         let input = match event.as_input(&marked) {
             Ok(input) => input,
-            Err(error) => return Some(envelope.error(ErrorCode::InvalidField, error.to_owned())),
+            Err(refused) => {
+                return Some(envelope.error(ErrorCode::InvalidField, refused.to_string()))
+            }
         };
         #[cfg(feature = "rules")]
         let input = match &self.rules {
@@ -504,7 +507,7 @@ impl<W: Write> Sidecar<W> {
         let awaits =
             self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
         match &event {
-            InputOwned::AgentEnd { message, .. } if awaits => {
+            InputLine::Input(InputBuf::AgentEnd { message, .. }) if awaits => {
                 self.marked_error = message.error_message.clone();
             }
             _ if !awaits => self.marked_error = None,

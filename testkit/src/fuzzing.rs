@@ -70,12 +70,12 @@ pub const OPTION_TEXTS: &[&str] = &[
 ];
 
 /// Whether one of the **unanchored** overflow patterns of spec 3.3 (all but
-/// `^4(00|13)...`) matches `text`. Unlike [`classify::matches_overflow`],
+/// `^4(00|13)...`) matches `text`. Unlike [`Classifier::matches_overflow`],
 /// this predicate is monotone both ways: text added before or after a match
 /// never removes it.
 ///
 /// ```
-/// use autoretry::classify::matches_overflow;
+/// use autoretry::classify::Classifier;
 /// use autoretry_testkit::fuzzing::matches_overflow_unanchored;
 /// assert!(Classifier::Classic.matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
 /// assert!(matches_overflow_unanchored("error: too many tokens"));

@@ -120,7 +120,7 @@ fn every_extended_row_matches_its_labels() {
         let by_bytes = Classifier::Extended.classify_bytes(row.text.as_bytes());
         if by_text != row.expected || by_bytes != row.expected {
             failures.push(format!(
-                "line {}: {:?}\n  expected {:?}\n  classify_with {:?}\n  bytes         {:?}",
+                "line {}: {:?}\n  expected {:?}\n  classify      {:?}\n  bytes         {:?}",
                 row.line, row.text, row.expected, by_text, by_bytes
             ));
         }

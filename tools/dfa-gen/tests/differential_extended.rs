@@ -81,7 +81,7 @@ impl Counts {
         assert_eq!(
             (c.retryable, c.overflow, c.usage_limit),
             (!text.is_empty() && !o && r, o, u),
-            "classify_with {text:?}"
+            "classify {text:?}"
         );
         assert_eq!(c.hint_ms, wait_hint_ms(text, None), "hint {text:?}");
         if let Some(want) = reference.hints.wait_hint(text) {
@@ -91,7 +91,7 @@ impl Counts {
         assert_eq!(
             EXTENDED.classify_bytes(text.as_bytes()),
             c,
-            "classify_bytes_with {text:?}"
+            "classify_bytes {text:?}"
         );
     }
 
@@ -103,7 +103,7 @@ impl Counts {
         assert_eq!(
             (c.retryable, c.overflow, c.usage_limit),
             (!bytes.is_empty() && !o && r, o, u),
-            "classify_bytes_with {bytes:?}"
+            "classify_bytes {bytes:?}"
         );
         assert_eq!(c.hint_ms, wait_hint_ms_bytes(bytes, None), "hint {bytes:?}");
         assert_eq!(c.hint_ms, wait_hint_ms(&lossy, None), "hint {bytes:?}");
