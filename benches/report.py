@@ -122,7 +122,7 @@ say(table(header, [
               goal="corpus, the three `matches_*`, at least as fast as every rival"),
     rival_row("`classify` (labels + hint; the others: labels)", classify_full, lab_alts,
               goal="corpus, `classify`, at least as fast as every rival"),
-    rival_row("`classify_with(.., Extended)` (spec 10.5 labels + 10.4 hint; the others: classic labels)",
+    rival_row("`Classifier::Extended.classify` (spec 10.5 labels + 10.4 hint; the others: classic labels)",
               classify_extended, lab_alts),
     rival_row("`matches_retryable` (retryable pattern alone)", retry["ours"], {k: v for k, v in retry.items() if k != "ours"},
               goal="corpus, retryable alone, at least as fast as every rival"),
@@ -147,7 +147,7 @@ for b in BODIES:
                           goal=f"body {b}, `classify`, at least as fast as every rival"))
 for b in BODIES:
     size = js["bytes"][b]
-    rows.append(rival_row(f"`classify_with(.., Extended)`, {b}", median_ns("body_labels", "ours_extended", b), body_alts("body_labels", b), size))
+    rows.append(rival_row(f"`Classifier::Extended.classify`, {b}", median_ns("body_labels", "ours_extended", b), body_alts("body_labels", b), size))
 for b in BODIES:
     size = js["bytes"][b]
     rows.append(rival_row(f"retryable alone, {b}", median_ns("body_retryable", "ours", b), body_alts("body_retryable", b), size,
@@ -156,7 +156,7 @@ say(table(["body"] + header[1:], rows))
 say("")
 say("The extended rows compare with the alternatives' classic labels, for scale: the alternatives implement the classic patterns only.")
 say("")
-for what, key in (("`classify`", "ours_classify"), ("`classify_with(.., Extended)`", "ours_extended")):
+for what, key in (("`classify`", "ours_classify"), ("`Classifier::Extended.classify`", "ours_extended")):
     ns = median_ns("body_labels", key, "1MB")
     if ns is not None:
         rate = js["bytes"]["1MB"] / ns

@@ -1,7 +1,7 @@
 //! The assistant message the host shows the machine (spec §2), and the
 //! message-level tests built on the text classifier (spec §3).
 
-use crate::classify::{self, Classifier};
+use crate::classify::Classifier;
 
 /// Why the provider stopped generating an assistant message (`stopReason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -336,7 +336,7 @@ impl<'a> AssistantMessage<'a> {
         self.stop_reason == StopReason::Error
             && self
                 .error_text()
-                .is_some_and(|text| classify::matches_overflow_with(text, classifier))
+                .is_some_and(|text| classifier.matches_overflow(text))
     }
 
     /// Retryable under the classic classifier (spec §3): an `error` with a
@@ -375,7 +375,7 @@ impl<'a> AssistantMessage<'a> {
             && self.partial != Partial::Tools
             && self
                 .should_retry
-                .unwrap_or_else(|| classify::matches_retryable_with(text, classifier))
+                .unwrap_or_else(|| classifier.matches_retryable(text))
             && !self.is_context_overflow_with(context_window, classifier)
     }
 
@@ -399,6 +399,6 @@ impl<'a> AssistantMessage<'a> {
     /// ```
     pub fn is_usage_limit_with(&self, classifier: Classifier) -> bool {
         self.error_text()
-            .is_some_and(|text| classify::matches_usage_limit_with(text, classifier))
+            .is_some_and(|text| classifier.matches_usage_limit(text))
     }
 }

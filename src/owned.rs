@@ -2,7 +2,8 @@
 //! so a host can send them across tasks and threads and keep them as long
 //! as it likes; each lends itself to the machine as the borrowed
 //! [`AssistantMessage`] or [`Input`] (`as_message`, `as_input`), which cost
-//! nothing to make.
+//! nothing to make. With feature `json`, `MessageBuf::from_json` and
+//! `wire::json::InputLine` decode them from the wire's lines.
 //!
 //! ```
 //! use autoretry::{InputBuf, Machine, MessageBuf, Output};

@@ -71,32 +71,44 @@ fn every_table_path() {
         if *classifier == Classic {
             assert_eq!(of(classify::classify(text)), *want, "{text}");
             assert_eq!(of(classify::classify_bytes(bytes)), *want, "{text}");
-            assert_eq!(classify::matches_retryable(text), retryable, "{text}");
             assert_eq!(
-                classify::matches_retryable_bytes(bytes),
+                Classifier::Classic.matches_retryable(text),
                 retryable,
                 "{text}"
             );
-            assert_eq!(classify::matches_overflow(text), overflow, "{text}");
-            assert_eq!(classify::matches_overflow_bytes(bytes), overflow, "{text}");
-            assert_eq!(classify::matches_usage_limit(text), usage_limit, "{text}");
             assert_eq!(
-                classify::matches_usage_limit_bytes(bytes),
+                Classifier::Classic.matches_retryable_bytes(bytes),
+                retryable,
+                "{text}"
+            );
+            assert_eq!(
+                Classifier::Classic.matches_overflow(text),
+                overflow,
+                "{text}"
+            );
+            assert_eq!(
+                Classifier::Classic.matches_overflow_bytes(bytes),
+                overflow,
+                "{text}"
+            );
+            assert_eq!(
+                Classifier::Classic.matches_usage_limit(text),
+                usage_limit,
+                "{text}"
+            );
+            assert_eq!(
+                Classifier::Classic.matches_usage_limit_bytes(bytes),
                 usage_limit,
                 "{text}"
             );
         }
         let c = *classifier;
-        assert_eq!(of(classify::classify_with(text, c)), *want, "{c:?}: {text}");
-        assert_eq!(
-            of(classify::classify_bytes_with(bytes, c)),
-            *want,
-            "{c:?}: {text}"
-        );
+        assert_eq!(of(c.classify(text)), *want, "{c:?}: {text}");
+        assert_eq!(of(c.classify_bytes(bytes)), *want, "{c:?}: {text}");
         let found = [
-            classify::matches_retryable_with(text, c),
-            classify::matches_overflow_with(text, c),
-            classify::matches_usage_limit_with(text, c),
+            c.matches_retryable(text),
+            c.matches_overflow(text),
+            c.matches_usage_limit(text),
         ];
         assert_eq!(found, *want, "{c:?}, matches_*_with: {text}");
     }

@@ -260,7 +260,7 @@ mod rules {
     //! Your own rules allocate nothing on the `no_std` path: loading a dense
     //! blob in place (`Rules::from_bytes`) and matching every corpus text
     //! against dense and sparse blobs (`verdict`, `apply`, `apply_input`,
-    //! `classify_with`) run under a counting global allocator with the count at
+    //! `Rules::classify_with`) run under a counting global allocator with the count at
     //! zero. (Building the blobs, which is test code, allocates outside the counted
     //! windows.)
     //!

@@ -3,7 +3,7 @@
 //! - `corpus_labels/{impl}/{NNN}`: the three labels (retryable, overflow,
 //!   usage limit) of corpus text NNN; `corpus_classify/ours/NNN`: the full
 //!   `classify` (labels and hint), `corpus_classify/extended/NNN` the same
-//!   text through `classify_with(.., Classifier::Extended)` (spec 10.5 and
+//!   text through `Classifier::Extended.classify(..)` (spec 10.5 and
 //!   the hints of 10.4); `corpus_retryable/{impl}/{NNN}`: the
 //!   retryable pattern alone (where `aho-corasick` can take part).
 //! - `body_labels/{impl}/{size}` and `body_retryable/{impl}/{size}`:
@@ -19,7 +19,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use autoretry::classify::{classify, classify_with, matches_retryable, Classifier};
+use autoretry::classify::{classify, Classifier};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 use alt::{naive_labels, naive_retryable, Literals, PerRule, Set, EDGE_CASES};
@@ -66,19 +66,23 @@ fn check(per_rule: &PerRule, set: &Set, literals: &Literals) {
         assert_eq!(per_rule.labels(text), want, "regex per rule: {short:?}");
         assert_eq!(
             per_rule.retryable(text),
-            matches_retryable(text),
+            Classifier::Classic.matches_retryable(text),
             "{short:?}"
         );
         assert_eq!(set.labels(text), want, "RegexSet: {short:?}");
         assert_eq!(naive_labels(text), want, "naive: {short:?}");
-        assert_eq!(naive_retryable(text), matches_retryable(text), "{short:?}");
-        if literals.retryable(text) != matches_retryable(text) {
+        assert_eq!(
+            naive_retryable(text),
+            Classifier::Classic.matches_retryable(text),
+            "{short:?}"
+        );
+        if literals.retryable(text) != Classifier::Classic.matches_retryable(text) {
             literal_misses += 1;
         }
     }
     let corpus_misses = entries
         .iter()
-        .filter(|e| literals.retryable(&e.text) != matches_retryable(&e.text))
+        .filter(|e| literals.retryable(&e.text) != Classifier::Classic.matches_retryable(&e.text))
         .count();
     eprintln!(
         "aho-corasick literals: differ from the retryable pattern on {corpus_misses} of {} corpus texts, {literal_misses} texts in all (edge cases included)",
@@ -118,7 +122,7 @@ fn corpus_benches(c: &mut Criterion) {
             b.iter(|| classify(black_box(t)))
         });
         g.bench_with_input(BenchmarkId::new("extended", &n), t, |b, t| {
-            b.iter(|| classify_with(black_box(t), Classifier::Extended))
+            b.iter(|| Classifier::Extended.classify(black_box(t)))
         });
     }
     g.finish();
@@ -127,7 +131,7 @@ fn corpus_benches(c: &mut Criterion) {
     for (i, e) in entries.iter().enumerate() {
         let (t, n) = (e.text.as_str(), format!("{i:03}"));
         g.bench_with_input(BenchmarkId::new("ours", &n), t, |b, t| {
-            b.iter(|| matches_retryable(black_box(t)))
+            b.iter(|| Classifier::Classic.matches_retryable(black_box(t)))
         });
         g.bench_with_input(BenchmarkId::new("regex", &n), t, |b, t| {
             b.iter(|| per_rule.retryable(black_box(t)))
@@ -160,7 +164,7 @@ fn body_benches(c: &mut Criterion) {
             b.iter(|| classify(black_box(t)))
         });
         g.bench_with_input(BenchmarkId::new("ours_extended", name), t, |b, t| {
-            b.iter(|| classify_with(black_box(t), Classifier::Extended))
+            b.iter(|| Classifier::Extended.classify(black_box(t)))
         });
         g.bench_with_input(BenchmarkId::new("regex", name), t, |b, t| {
             b.iter(|| per_rule.labels(black_box(t)))
@@ -180,7 +184,7 @@ fn body_benches(c: &mut Criterion) {
         let t = text.as_str();
         g.throughput(Throughput::Bytes(t.len() as u64));
         g.bench_with_input(BenchmarkId::new("ours", name), t, |b, t| {
-            b.iter(|| matches_retryable(black_box(t)))
+            b.iter(|| Classifier::Classic.matches_retryable(black_box(t)))
         });
         g.bench_with_input(BenchmarkId::new("regex", name), t, |b, t| {
             b.iter(|| per_rule.retryable(black_box(t)))

@@ -3,7 +3,7 @@
 //! by the `patterns` binary) and the long bodies, built the same way in
 //! both.
 
-use autoretry::classify::{matches_overflow, matches_retryable, matches_usage_limit, patterns};
+use autoretry::classify::{patterns, Classifier};
 use serde_json::Value;
 
 /// The error-text corpus (spec-labelled), one JSON object a line.
@@ -26,11 +26,11 @@ pub struct Labels {
 
 /// Ours, through the public API, with `classify`'s logic.
 pub fn ours(text: &str) -> Labels {
-    let overflow = matches_overflow(text);
+    let overflow = Classifier::Classic.matches_overflow(text);
     Labels {
-        retryable: !text.is_empty() && !overflow && matches_retryable(text),
+        retryable: !text.is_empty() && !overflow && Classifier::Classic.matches_retryable(text),
         overflow,
-        usage_limit: matches_usage_limit(text),
+        usage_limit: Classifier::Classic.matches_usage_limit(text),
     }
 }
 

@@ -29,10 +29,12 @@ use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use autoretry::classify::{classify_with, Classification, Classifier};
+use autoretry::classify::{Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
-use autoretry::wire::json::{classify_line_text, parse_value, settings_from_json, DecodeError};
+use autoretry::wire::json::{
+    parse_object, parse_value, settings_from_json, DecodeError, ErrorKind,
+};
 use autoretry::{HostOptions, JitterPct, Machine, Partial, Profile, RetryBudget, RetrySettings};
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
@@ -370,7 +372,7 @@ fn main() -> ExitCode {
                     }
                     let text = classify_line_text(line)?;
                     Ok(Some(match &rules {
-                        None => classification_json(&classify_with(&text, classifier)),
+                        None => classification_json(&classifier.classify(&text)),
                         Some(rules) => {
                             let c = rules.classify_with(&text, classifier);
                             with_verdict(&classification_json(&c.classification), c.verdict)
@@ -431,7 +433,9 @@ fn stream_lines(
         }
         let line = raw.strip_suffix(b"\n").unwrap_or(&raw);
         let result = std::str::from_utf8(line)
-            .map_err(|e| DecodeError::new(format!("invalid UTF-8: {e}")))
+            .map_err(|e| {
+                DecodeError::new("", ErrorKind::InvalidJson, format!("invalid UTF-8: {e}"))
+            })
             .and_then(&mut *handle);
         match result {
             Ok(None) => {}
@@ -583,6 +587,16 @@ fn parse_budget(text: &str) -> Result<RetryBudget, String> {
         ));
     };
     RetryBudget::parse(max, ratio, tokens).map_err(|e| e.to_string())
+}
+
+/// The text of a `classify` line, `{"text":"..."}` (other fields are
+/// ignored).
+fn classify_line_text(line: &str) -> Result<String, DecodeError> {
+    match parse_object(line)?.remove("text") {
+        Some(serde_json::Value::String(s)) => Ok(s),
+        Some(other) => Err(DecodeError::wrong_type("text", "a string", &other)),
+        None => Err(DecodeError::missing("text", "a string")),
+    }
 }
 
 fn parse_settings(text: &str) -> Result<RetrySettings, String> {

@@ -20,8 +20,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
-use autoretry::wire::json::{InputOwned, MessageOwned};
-use autoretry::{RetryBudget, RetrySettings};
+use autoretry::wire::json::InputLine;
+use autoretry::{InputBuf, MessageBuf, RetryBudget, RetrySettings};
 use autoretry_testkit::vector::VectorLine;
 use serde_json::Value;
 
@@ -217,7 +217,7 @@ fn step_tokens_milli(scenario: &Value, tokens: &Value) -> Result<u32, String> {
     Ok(parsed.tokens_milli())
 }
 
-fn message_code(m: &MessageOwned) -> String {
+fn message_code(m: &MessageBuf) -> String {
     let usage = match m.usage {
         Some(u) => format!(
             "Some(Usage {{ input: {}, cache_read: {}, cache_write: {} }})",
@@ -260,33 +260,37 @@ fn settings_code(s: &RetrySettings) -> String {
     )
 }
 
-fn input_code(input: &InputOwned) -> String {
+fn input_code(input: &InputLine) -> String {
+    let InputLine::Input(input) = input else {
+        return "In::Invalid".into();
+    };
     match input {
-        InputOwned::MessageEnd { message } => format!(
+        InputBuf::MessageEnd { message } => format!(
             "In::Machine(Input::MessageEnd {{ message: {} }})",
             message_code(message)
         ),
-        InputOwned::AgentEnd { message, now_ms } => format!(
+        InputBuf::AgentEnd { message, now_ms } => format!(
             "In::Machine(Input::AgentEnd {{ message: {}, now_ms: {} }})",
             message_code(message),
             opt_u64(*now_ms)
         ),
-        InputOwned::TimerFired { timer } => format!("In::TimerFired {{ ordinal: {timer} }}"),
-        InputOwned::UsageLimitMarked { switched } => {
+        InputBuf::TimerFired { timer } => {
+            format!("In::TimerFired {{ ordinal: {} }}", timer.get())
+        }
+        InputBuf::UsageLimitMarked { switched, .. } => {
             format!("In::UsageLimitMarked {{ switched: {switched} }}")
         }
-        InputOwned::ModelSwitched { switched } => {
+        InputBuf::ModelSwitched { switched, .. } => {
             format!("In::ModelSwitched {{ switched: {switched} }}")
         }
-        InputOwned::AbortRetry => "In::Machine(Input::AbortRetry)".into(),
-        InputOwned::Abort => "In::Machine(Input::Abort)".into(),
-        InputOwned::SetAutoRetry { enabled } => {
+        InputBuf::AbortRetry => "In::Machine(Input::AbortRetry)".into(),
+        InputBuf::Abort => "In::Machine(Input::Abort)".into(),
+        InputBuf::SetAutoRetry { enabled } => {
             format!("In::Machine(Input::SetAutoRetry {{ enabled: {enabled} }})")
         }
-        InputOwned::Settings(s) => {
+        InputBuf::Settings(s) => {
             format!("In::Settings({})", settings_code(s))
         }
-        InputOwned::Invalid { .. } => "In::Invalid".into(),
     }
 }
 

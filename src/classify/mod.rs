@@ -9,13 +9,17 @@
 //! letters fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
 //! and U+2029, `\d` is `[0-9]`, `\s` is ASCII white space (and `\b`, in the
 //! extended patterns, an ASCII word boundary). The `*_bytes`
-//! functions read raw bytes exactly as `String::from_utf8_lossy` would (one
+//! functions and methods read raw bytes exactly as `String::from_utf8_lossy` would (one
 //! U+FFFD per maximal invalid subpart), without allocating.
 //!
 //! Two pattern sets exist ([`Classifier`]): the classic one of sections
-//! 3.2 to 3.5 ([`classify`], [`matches_retryable`], ...) and, with feature
-//! `extended`, the extended one of section 10.5 ([`classify_with`] and the
-//! other `*_with` functions).
+//! 3.2 to 3.5 and, with feature `extended`, the extended one of section
+//! 10.5. Each classifies with its methods ([`Classifier::classify`],
+//! [`Classifier::matches_retryable`], ...); [`classify`] and
+//! [`classify_bytes`] are the classic set's shortcuts. The retry hints
+//! ([`retry_hint_ms`], spec 3.5, and [`wait_hint_ms`], spec 10.4) are
+//! functions of their own: the machine picks one by `honorHints`, not by
+//! the pattern set.
 //!
 //! ```
 //! use autoretry::classify::{classify, Classification};
@@ -116,6 +120,212 @@ impl Classifier {
             _ => None,
         }
     }
+
+    /// Classifies an error text (the `errorMessage` of a message whose
+    /// stop reason is `error`) with this pattern set.
+    ///
+    /// `Classic`: `retryable` is `!text.is_empty() && !overflow` and the
+    /// retryable pattern of 3.2; `hint_ms` is [`retry_hint_ms`] with no
+    /// clock. `Extended`: the labels of spec 10.5 (a usage-limit text is
+    /// retryable too) and `hint_ms` from [`wait_hint_ms`] (spec 10.4) with
+    /// no clock.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// let classic = Classifier::Classic.classify("exceeds 5000 tokens");
+    /// assert!(classic.retryable); // `500` as a bare substring
+    /// # #[cfg(feature = "extended")] {
+    /// let extended = Classifier::Extended.classify("exceeds 5000 tokens");
+    /// assert!(!extended.retryable); // `\b500\b` only
+    /// let c = Classifier::Extended.classify("Quota exceeded. Please retry in 41.820516331s.");
+    /// assert!(c.retryable && c.usage_limit && !c.overflow);
+    /// assert_eq!(c.hint_ms, Some(41_821));
+    /// assert!(Classifier::Extended.classify("413 Request Entity Too Large").overflow);
+    /// # }
+    /// ```
+    pub fn classify(self, text: &str) -> Classification {
+        match self {
+            Classifier::Classic => {
+                let found = scan_str(ALL | HINT, text);
+                // Every hint rule needs one of the names: without them, no hint.
+                let hint_ms = if found & HINT != 0 {
+                    retry_hint_ms(text, None)
+                } else {
+                    None
+                };
+                labels(found, text.is_empty(), hint_ms)
+            }
+            #[cfg(feature = "extended")]
+            Classifier::Extended => {
+                let found = extended::scan_str(ALL | HINT, text);
+                let hint_ms = if found & HINT != 0 {
+                    wait_hint_ms(text, None)
+                } else {
+                    None
+                };
+                extended::labels(found, text.is_empty(), hint_ms)
+            }
+        }
+    }
+
+    /// [`Classifier::classify`] on raw bytes, read as
+    /// `String::from_utf8_lossy` would read them, without allocating: one
+    /// pass drives every DFA.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// // The invalid byte reads as one U+FFFD, which `.` matches.
+    /// assert!(Classifier::Classic.classify_bytes(b"rate\xFFlimit").retryable);
+    /// # #[cfg(feature = "extended")]
+    /// assert!(Classifier::Extended.classify_bytes(b"socket hang up\xFF").retryable);
+    /// ```
+    pub fn classify_bytes(self, bytes: &[u8]) -> Classification {
+        match self {
+            Classifier::Classic => {
+                let found = scan_bytes(ALL | HINT, bytes);
+                // The names are ASCII, which the lossy reading keeps as it is.
+                let hint_ms = if found & HINT != 0 {
+                    retry_hint_ms_bytes(bytes, None)
+                } else {
+                    None
+                };
+                labels(found, bytes.is_empty(), hint_ms)
+            }
+            #[cfg(feature = "extended")]
+            Classifier::Extended => {
+                let found = extended::scan_bytes(ALL | HINT, bytes);
+                let hint_ms = if found & HINT != 0 {
+                    wait_hint_ms_bytes(bytes, None)
+                } else {
+                    None
+                };
+                extended::labels(found, bytes.is_empty(), hint_ms)
+            }
+        }
+    }
+
+    /// The pattern test of rule 4 of spec section 3, alone (no overflow or
+    /// emptiness check): `Classic`, the retryable pattern of 3.2;
+    /// `Extended`, the retryable pattern of 10.5 or its usage-limit pattern.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert!(Classifier::Classic.matches_retryable("Rate-Limit exceeded"));
+    /// assert!(Classifier::Classic.matches_retryable("exceeds 5000 tokens")); // bare status codes
+    /// assert!(!Classifier::Classic.matches_retryable("rate\nlimit"));
+    /// assert!(!Classifier::Classic.matches_retryable("ſervice unavailable")); // no Unicode folding
+    /// # #[cfg(feature = "extended")] {
+    /// assert!(Classifier::Extended.matches_retryable("socket hang up"));
+    /// assert!(Classifier::Extended.matches_retryable("quota exceeded"));
+    /// assert!(!Classifier::Extended.matches_retryable("req_5029"));
+    /// # }
+    /// ```
+    pub fn matches_retryable(self, text: &str) -> bool {
+        match self {
+            Classifier::Classic => matches_str(RETRYABLE, text),
+            #[cfg(feature = "extended")]
+            Classifier::Extended => extended::scan_str(RETRYABLE | USAGE_LIMIT, text) != 0,
+        }
+    }
+
+    /// [`Classifier::matches_retryable`] on raw bytes, read as
+    /// `String::from_utf8_lossy` would read them.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert!(Classifier::Classic.matches_retryable_bytes(b"\xC3 overloaded"));
+    /// assert!(!Classifier::Classic.matches_retryable_bytes(b"over\xFFloaded"));
+    /// ```
+    pub fn matches_retryable_bytes(self, bytes: &[u8]) -> bool {
+        match self {
+            Classifier::Classic => matches_bytes(RETRYABLE, bytes),
+            #[cfg(feature = "extended")]
+            Classifier::Extended => extended::scan_bytes(RETRYABLE | USAGE_LIMIT, bytes) != 0,
+        }
+    }
+
+    /// Whether the text matches one of the context-overflow text patterns
+    /// (no stop-reason or token-usage check): `Classic`, those of 3.3;
+    /// `Extended`, the unanchored ones of 3.3 and those that 10.5 adds.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert!(Classifier::Classic.matches_overflow("Your input exceeds the context window of this model."));
+    /// assert!(Classifier::Classic.matches_overflow("413 status code (no body)"));
+    /// // That one is anchored at the start of the text.
+    /// assert!(!Classifier::Classic.matches_overflow("proxy: 413 status code (no body)"));
+    /// # #[cfg(feature = "extended")]
+    /// assert!(Classifier::Extended.matches_overflow("proxy: 413 status code (no body)"));
+    /// ```
+    pub fn matches_overflow(self, text: &str) -> bool {
+        match self {
+            Classifier::Classic => matches_str(OVERFLOW, text),
+            #[cfg(feature = "extended")]
+            Classifier::Extended => extended::scan_str(OVERFLOW, text) != 0,
+        }
+    }
+
+    /// [`Classifier::matches_overflow`] on raw bytes, read as
+    /// `String::from_utf8_lossy` would read them.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert!(Classifier::Classic.matches_overflow_bytes(b"too many tokens\xFF"));
+    /// assert!(!Classifier::Classic.matches_overflow_bytes(b"\xFF413 (no body)"));
+    /// ```
+    pub fn matches_overflow_bytes(self, bytes: &[u8]) -> bool {
+        match self {
+            Classifier::Classic => matches_bytes(OVERFLOW, bytes),
+            #[cfg(feature = "extended")]
+            Classifier::Extended => extended::scan_bytes(OVERFLOW, bytes) != 0,
+        }
+    }
+
+    /// Whether the text matches the usage-limit pattern of this set (3.4,
+    /// or 10.5 for `Extended`), alone.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert!(Classifier::Classic.matches_usage_limit("You've hit your usage limit."));
+    /// assert!(Classifier::Classic.matches_usage_limit("limit_reached: weekly limit"));
+    /// assert!(!Classifier::Classic.matches_usage_limit("rate limit"));
+    /// # #[cfg(feature = "extended")] {
+    /// let text = "This request would exceed your account's rate limit.";
+    /// assert!(Classifier::Extended.matches_usage_limit(text));
+    /// assert!(!Classifier::Classic.matches_usage_limit(text));
+    /// # }
+    /// ```
+    pub fn matches_usage_limit(self, text: &str) -> bool {
+        match self {
+            Classifier::Classic => matches_str(USAGE_LIMIT, text),
+            #[cfg(feature = "extended")]
+            Classifier::Extended => extended::scan_str(USAGE_LIMIT, text) != 0,
+        }
+    }
+
+    /// [`Classifier::matches_usage_limit`] on raw bytes, read as
+    /// `String::from_utf8_lossy` would read them.
+    ///
+    /// ```
+    /// use autoretry::classify::Classifier;
+    ///
+    /// assert!(Classifier::Classic.matches_usage_limit_bytes(b"usage\xE2\x80limit"));
+    /// assert!(!Classifier::Classic.matches_usage_limit_bytes(b"usage\xE2\x80\xA8limit")); // U+2028
+    /// ```
+    pub fn matches_usage_limit_bytes(self, bytes: &[u8]) -> bool {
+        match self {
+            Classifier::Classic => matches_bytes(USAGE_LIMIT, bytes),
+            #[cfg(feature = "extended")]
+            Classifier::Extended => extended::scan_bytes(USAGE_LIMIT, bytes) != 0,
+        }
+    }
 }
 
 /// Labels of one error text, as the corpus README defines them.
@@ -144,10 +354,11 @@ pub struct Classification {
 }
 
 /// Classifies an error text (the `errorMessage` of a message whose stop
-/// reason is `error`).
+/// reason is `error`) with the classic set: [`Classifier::classify`] of
+/// [`Classifier::Classic`].
 ///
-/// `retryable` is `!text.is_empty() && !overflow && matches_retryable(text)`;
-/// `hint_ms` is [`retry_hint_ms`] with no clock.
+/// `retryable` is `!text.is_empty() && !overflow` and the retryable
+/// pattern; `hint_ms` is [`retry_hint_ms`] with no clock.
 ///
 /// ```
 /// use autoretry::classify::classify;
@@ -159,18 +370,11 @@ pub struct Classification {
 /// assert!(!classify("400 (no body)").retryable);
 /// ```
 pub fn classify(text: &str) -> Classification {
-    let found = scan_str(ALL | HINT, text);
-    // Every hint rule needs one of the names: without them, no hint.
-    let hint_ms = if found & HINT != 0 {
-        retry_hint_ms(text, None)
-    } else {
-        None
-    };
-    labels(found, text.is_empty(), hint_ms)
+    Classifier::Classic.classify(text)
 }
 
-/// [`classify`] on raw bytes, read as `String::from_utf8_lossy` would read
-/// them, without allocating: one pass drives every DFA.
+/// [`classify`] on raw bytes: [`Classifier::classify_bytes`] of
+/// [`Classifier::Classic`].
 ///
 /// ```
 /// use autoretry::classify::{classify, classify_bytes};
@@ -180,139 +384,7 @@ pub fn classify(text: &str) -> Classification {
 /// assert_eq!(classify_bytes(b"overloaded"), classify("overloaded"));
 /// ```
 pub fn classify_bytes(bytes: &[u8]) -> Classification {
-    let found = scan_bytes(ALL | HINT, bytes);
-    // The names are ASCII, which the lossy reading keeps as it is.
-    let hint_ms = if found & HINT != 0 {
-        retry_hint_ms_bytes(bytes, None)
-    } else {
-        None
-    };
-    labels(found, bytes.is_empty(), hint_ms)
-}
-
-/// Classifies an error text with the chosen pattern set: [`classify`] for
-/// `Classic`; for `Extended`, the labels of spec 10.5 (a usage-limit text is
-/// retryable too) and `hint_ms` from [`wait_hint_ms`] (spec 10.4) with no
-/// clock.
-///
-/// ```
-/// use autoretry::classify::{classify_with, Classifier};
-///
-/// let classic = classify_with("exceeds 5000 tokens", Classifier::Classic);
-/// assert!(classic.retryable); // `500` as a bare substring
-/// # #[cfg(feature = "extended")] {
-/// let extended = classify_with("exceeds 5000 tokens", Classifier::Extended);
-/// assert!(!extended.retryable); // `\b500\b` only
-/// let c = classify_with("Quota exceeded. Please retry in 41.820516331s.", Classifier::Extended);
-/// assert!(c.retryable && c.usage_limit && !c.overflow);
-/// assert_eq!(c.hint_ms, Some(41_821));
-/// assert!(classify_with("413 Request Entity Too Large", Classifier::Extended).overflow);
-/// # }
-/// ```
-pub fn classify_with(text: &str, classifier: Classifier) -> Classification {
-    match classifier {
-        Classifier::Classic => classify(text),
-        #[cfg(feature = "extended")]
-        Classifier::Extended => {
-            let found = extended::scan_str(ALL | HINT, text);
-            let hint_ms = if found & HINT != 0 {
-                wait_hint_ms(text, None)
-            } else {
-                None
-            };
-            extended::labels(found, text.is_empty(), hint_ms)
-        }
-    }
-}
-
-/// [`classify_with`] on raw bytes, read as `String::from_utf8_lossy` would
-/// read them, without allocating.
-///
-/// ```
-/// use autoretry::classify::{classify_bytes, classify_bytes_with, Classifier};
-///
-/// assert_eq!(classify_bytes_with(b"rate\xFFlimit", Classifier::Classic), classify_bytes(b"rate\xFFlimit"));
-/// # #[cfg(feature = "extended")]
-/// assert!(classify_bytes_with(b"socket hang up\xFF", Classifier::Extended).retryable);
-/// ```
-pub fn classify_bytes_with(bytes: &[u8], classifier: Classifier) -> Classification {
-    match classifier {
-        Classifier::Classic => classify_bytes(bytes),
-        #[cfg(feature = "extended")]
-        Classifier::Extended => {
-            let found = extended::scan_bytes(ALL | HINT, bytes);
-            let hint_ms = if found & HINT != 0 {
-                wait_hint_ms_bytes(bytes, None)
-            } else {
-                None
-            };
-            extended::labels(found, bytes.is_empty(), hint_ms)
-        }
-    }
-}
-
-/// The pattern test of rule 4 of spec section 3 with the chosen pattern
-/// set: [`matches_retryable`] for `Classic`; for `Extended`, the retryable
-/// pattern of 10.5 or its usage-limit pattern (alone: no overflow or
-/// emptiness check).
-///
-/// ```
-/// use autoretry::classify::{matches_retryable_with, Classifier};
-///
-/// assert!(matches_retryable_with("502 Bad Gateway", Classifier::Classic));
-/// # #[cfg(feature = "extended")] {
-/// assert!(matches_retryable_with("socket hang up", Classifier::Extended));
-/// assert!(matches_retryable_with("quota exceeded", Classifier::Extended));
-/// assert!(!matches_retryable_with("req_5029", Classifier::Extended));
-/// # }
-/// ```
-pub fn matches_retryable_with(text: &str, classifier: Classifier) -> bool {
-    match classifier {
-        Classifier::Classic => matches_retryable(text),
-        #[cfg(feature = "extended")]
-        Classifier::Extended => extended::scan_str(RETRYABLE | USAGE_LIMIT, text) != 0,
-    }
-}
-
-/// Whether the text matches one of the context-overflow text patterns of
-/// the chosen set: [`matches_overflow`] for `Classic`; for `Extended`, the
-/// unanchored patterns of 3.3 and those that 10.5 adds (no stop-reason or
-/// token-usage check).
-///
-/// ```
-/// use autoretry::classify::{matches_overflow_with, Classifier};
-///
-/// assert!(!matches_overflow_with("proxy: 413 status code (no body)", Classifier::Classic));
-/// # #[cfg(feature = "extended")]
-/// assert!(matches_overflow_with("proxy: 413 status code (no body)", Classifier::Extended));
-/// ```
-pub fn matches_overflow_with(text: &str, classifier: Classifier) -> bool {
-    match classifier {
-        Classifier::Classic => matches_overflow(text),
-        #[cfg(feature = "extended")]
-        Classifier::Extended => extended::scan_str(OVERFLOW, text) != 0,
-    }
-}
-
-/// Whether the text matches the usage-limit pattern of the chosen set
-/// (3.4, or 10.5 for `Extended`), alone.
-///
-/// ```
-/// use autoretry::classify::{matches_usage_limit_with, Classifier};
-///
-/// assert!(matches_usage_limit_with("usage limit reached", Classifier::Classic));
-/// # #[cfg(feature = "extended")] {
-/// let text = "This request would exceed your account's rate limit.";
-/// assert!(matches_usage_limit_with(text, Classifier::Extended));
-/// assert!(!matches_usage_limit_with(text, Classifier::Classic));
-/// # }
-/// ```
-pub fn matches_usage_limit_with(text: &str, classifier: Classifier) -> bool {
-    match classifier {
-        Classifier::Classic => matches_usage_limit(text),
-        #[cfg(feature = "extended")]
-        Classifier::Extended => extended::scan_str(USAGE_LIMIT, text) != 0,
-    }
+    Classifier::Classic.classify_bytes(bytes)
 }
 
 /// The [`Classification`] of a scan's findings.
@@ -324,88 +396,6 @@ fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
         usage_limit: found & USAGE_LIMIT != 0,
         hint_ms,
     }
-}
-
-/// Whether the text matches the retryable pattern of spec 3.2 (alone: no
-/// overflow or emptiness check).
-///
-/// ```
-/// use autoretry::classify::matches_retryable;
-///
-/// assert!(matches_retryable("Rate-Limit exceeded"));
-/// assert!(matches_retryable("exceeds 5000 tokens")); // bare status codes
-/// assert!(!matches_retryable("rate\nlimit"));
-/// assert!(!matches_retryable("ſervice unavailable")); // no Unicode folding
-/// ```
-pub fn matches_retryable(text: &str) -> bool {
-    matches_str(RETRYABLE, text)
-}
-
-/// [`matches_retryable`] on raw bytes, read as `String::from_utf8_lossy`
-/// would read them.
-///
-/// ```
-/// use autoretry::classify::matches_retryable_bytes;
-///
-/// assert!(matches_retryable_bytes(b"\xC3 overloaded"));
-/// assert!(!matches_retryable_bytes(b"over\xFFloaded"));
-/// ```
-pub fn matches_retryable_bytes(bytes: &[u8]) -> bool {
-    matches_bytes(RETRYABLE, bytes)
-}
-
-/// Whether the text matches one of the context-overflow text patterns of
-/// spec 3.3 (no stop-reason or token-usage check).
-///
-/// ```
-/// use autoretry::classify::matches_overflow;
-///
-/// assert!(matches_overflow("Your input exceeds the context window of this model."));
-/// assert!(matches_overflow("413 status code (no body)"));
-/// // That one is anchored at the start of the text.
-/// assert!(!matches_overflow("proxy: 413 status code (no body)"));
-/// ```
-pub fn matches_overflow(text: &str) -> bool {
-    matches_str(OVERFLOW, text)
-}
-
-/// [`matches_overflow`] on raw bytes, read as `String::from_utf8_lossy`
-/// would read them.
-///
-/// ```
-/// use autoretry::classify::matches_overflow_bytes;
-///
-/// assert!(matches_overflow_bytes(b"too many tokens\xFF"));
-/// assert!(!matches_overflow_bytes(b"\xFF413 (no body)"));
-/// ```
-pub fn matches_overflow_bytes(bytes: &[u8]) -> bool {
-    matches_bytes(OVERFLOW, bytes)
-}
-
-/// Whether the text matches the usage-limit pattern of spec 3.4 (alone).
-///
-/// ```
-/// use autoretry::classify::matches_usage_limit;
-///
-/// assert!(matches_usage_limit("You've hit your usage limit."));
-/// assert!(matches_usage_limit("limit_reached: weekly limit"));
-/// assert!(!matches_usage_limit("rate limit"));
-/// ```
-pub fn matches_usage_limit(text: &str) -> bool {
-    matches_str(USAGE_LIMIT, text)
-}
-
-/// [`matches_usage_limit`] on raw bytes, read as `String::from_utf8_lossy`
-/// would read them.
-///
-/// ```
-/// use autoretry::classify::matches_usage_limit_bytes;
-///
-/// assert!(matches_usage_limit_bytes(b"usage\xE2\x80limit"));
-/// assert!(!matches_usage_limit_bytes(b"usage\xE2\x80\xA8limit")); // U+2028
-/// ```
-pub fn matches_usage_limit_bytes(bytes: &[u8]) -> bool {
-    matches_bytes(USAGE_LIMIT, bytes)
 }
 
 /// Every label a scan can find.
@@ -793,14 +783,14 @@ mod tests {
             "overloadſd",
             "ſervice unavailable",
         ] {
-            assert!(!matches_retryable(text), "{text}");
+            assert!(!Classifier::Classic.matches_retryable(text), "{text}");
         }
-        assert!(!matches_retryable("rate lımit"));
-        assert!(!matches_retryable("rate \u{212A}imit"));
-        assert!(!matches_overflow("too many to\u{212A}ens"));
-        assert!(matches_retryable("InTeRnAl ErRoR"));
-        assert!(matches_overflow("TOO MANY TOKENS"));
-        assert!(matches_usage_limit("USAGE_LIMIT_REACHED"));
+        assert!(!Classifier::Classic.matches_retryable("rate lımit"));
+        assert!(!Classifier::Classic.matches_retryable("rate \u{212A}imit"));
+        assert!(!Classifier::Classic.matches_overflow("too many to\u{212A}ens"));
+        assert!(Classifier::Classic.matches_retryable("InTeRnAl ErRoR"));
+        assert!(Classifier::Classic.matches_overflow("TOO MANY TOKENS"));
+        assert!(Classifier::Classic.matches_usage_limit("USAGE_LIMIT_REACHED"));
     }
 
     #[test]
@@ -812,7 +802,7 @@ mod tests {
             "rate😀limit",
             "rate\tlimit",
         ] {
-            assert!(matches_retryable(ok), "{ok}");
+            assert!(Classifier::Classic.matches_retryable(ok), "{ok}");
         }
         for no in [
             "rate\nlimit",
@@ -822,27 +812,27 @@ mod tests {
             "rate  limit",
             "rate😀😀limit",
         ] {
-            assert!(!matches_retryable(no), "{no:?}");
+            assert!(!Classifier::Classic.matches_retryable(no), "{no:?}");
         }
-        assert!(matches_overflow(
-            "input token count 1 — 😀 exceeds the maximum"
-        ));
-        assert!(!matches_overflow(
-            "input token count\u{2028}exceeds the maximum"
-        ));
-        assert!(!matches_overflow(
-            "input token count\u{2029}exceeds the maximum"
-        ));
+        assert!(
+            Classifier::Classic.matches_overflow("input token count 1 — 😀 exceeds the maximum")
+        );
+        assert!(
+            !Classifier::Classic.matches_overflow("input token count\u{2028}exceeds the maximum")
+        );
+        assert!(
+            !Classifier::Classic.matches_overflow("input token count\u{2029}exceeds the maximum")
+        );
     }
 
     #[test]
     fn digits_and_white_space_are_ascii() {
-        assert!(matches_overflow("maximum prompt length is 5"));
-        assert!(!matches_overflow("maximum prompt length is ٥"));
-        assert!(matches_overflow("400\u{0B}\u{0C}\t\r\n (no body)"));
-        assert!(!matches_overflow("400\u{A0}(no body)"));
-        assert!(!matches_overflow("400\u{2003}(no body)"));
-        assert!(!matches_overflow(" 400 (no body)"));
+        assert!(Classifier::Classic.matches_overflow("maximum prompt length is 5"));
+        assert!(!Classifier::Classic.matches_overflow("maximum prompt length is ٥"));
+        assert!(Classifier::Classic.matches_overflow("400\u{0B}\u{0C}\t\r\n (no body)"));
+        assert!(!Classifier::Classic.matches_overflow("400\u{A0}(no body)"));
+        assert!(!Classifier::Classic.matches_overflow("400\u{2003}(no body)"));
+        assert!(!Classifier::Classic.matches_overflow(" 400 (no body)"));
     }
 
     #[test]
@@ -899,11 +889,17 @@ mod tests {
                 let lossy = String::from_utf8_lossy(&bytes);
                 let expected = classify(&lossy);
                 assert_eq!(classify_bytes(&bytes), expected, "{bytes:?}");
-                assert_eq!(matches_retryable_bytes(&bytes), matches_retryable(&lossy));
-                assert_eq!(matches_overflow_bytes(&bytes), matches_overflow(&lossy));
                 assert_eq!(
-                    matches_usage_limit_bytes(&bytes),
-                    matches_usage_limit(&lossy)
+                    Classifier::Classic.matches_retryable_bytes(&bytes),
+                    Classifier::Classic.matches_retryable(&lossy)
+                );
+                assert_eq!(
+                    Classifier::Classic.matches_overflow_bytes(&bytes),
+                    Classifier::Classic.matches_overflow(&lossy)
+                );
+                assert_eq!(
+                    Classifier::Classic.matches_usage_limit_bytes(&bytes),
+                    Classifier::Classic.matches_usage_limit(&lossy)
                 );
                 assert_eq!(
                     retry_hint_ms_bytes(&bytes, Some(1)),
@@ -916,10 +912,10 @@ mod tests {
     #[test]
     fn one_replacement_per_invalid_subpart() {
         // Two subparts are two U+FFFD, too many for `.?`; one is one.
-        assert!(matches_retryable_bytes(b"rate\xE2\x80limit"));
-        assert!(!matches_retryable_bytes(b"rate\xE2\x80\xE2\x80limit"));
-        assert!(!matches_retryable_bytes(b"rate\xC0\xAFlimit"));
-        assert!(matches_retryable_bytes(b"rate\xF0\x9F\x98limit"));
+        assert!(Classifier::Classic.matches_retryable_bytes(b"rate\xE2\x80limit"));
+        assert!(!Classifier::Classic.matches_retryable_bytes(b"rate\xE2\x80\xE2\x80limit"));
+        assert!(!Classifier::Classic.matches_retryable_bytes(b"rate\xC0\xAFlimit"));
+        assert!(Classifier::Classic.matches_retryable_bytes(b"rate\xF0\x9F\x98limit"));
     }
 
     #[test]
@@ -928,9 +924,9 @@ mod tests {
         for _ in 0..10_000 {
             text.push_str("input prompt requested tokens context ");
         }
-        assert!(!matches_overflow(&text));
+        assert!(!Classifier::Classic.matches_overflow(&text));
         text.push_str("window exceeded");
-        assert!(matches_overflow(&text));
-        assert!(matches_overflow_bytes(text.as_bytes()));
+        assert!(Classifier::Classic.matches_overflow(&text));
+        assert!(Classifier::Classic.matches_overflow_bytes(text.as_bytes()));
     }
 }

@@ -80,7 +80,7 @@ use core::fmt;
 
 use regex_automata::dfa::{dense, sparse, Automaton, OverlappingState, StartKind};
 
-use crate::classify::{classify_with, Classification, Classifier};
+use crate::classify::{Classification, Classifier};
 use crate::machine::Input;
 use crate::message::AssistantMessage;
 
@@ -645,7 +645,7 @@ impl<'a> Rules<'a> {
     /// ```
     pub fn classify_with(&self, text: &str, classifier: Classifier) -> Classified {
         let verdict = self.verdict(text);
-        let mut classification = classify_with(text, classifier);
+        let mut classification = classifier.classify(text);
         if let Some(verdict) = verdict {
             classification.retryable = verdict && !text.is_empty() && !classification.overflow;
         }

@@ -2,11 +2,14 @@
 //!
 //! Lines are parsed with serde_json into a `Value` by [`parse_value`] (which
 //! refuses an object that gives a key twice, naming the key), then read
-//! field by field so every error names its field. Integers are read exactly
-//! (`u64` up to `18446744073709551615`, never through `f64`). The field
-//! readers ([`uint`], [`boolean`], [`string`], [`object`], [`required`],
-//! [`require`]) are public for hosts that decode objects of their own the
-//! same way.
+//! field by field so every error names its field ([`DecodeError`]: where,
+//! what kind of fault, the detail). Integers are read exactly (`u64` up to
+//! `18446744073709551615`, never through `f64`). An input line decodes to
+//! an [`InputLine`]: the owned input ([`InputBuf`], its message a
+//! [`MessageBuf`]), or a [`RefusedLine`] the host must refuse. The field
+//! readers ([`uint`], [`boolean`], [`string`], [`object`], [`require`]) are
+//! public for hosts that decode objects of their own the same way (the test
+//! kit's vector lines).
 //!
 //! One rule for `null`: in an optional field it means absent (the readers
 //! return `Ok(None)`); a required field that is `null` is an error
@@ -21,108 +24,167 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::machine::Input;
-use crate::message::{AssistantMessage, Partial, StopReason, Usage};
+use crate::message::{Partial, StopReason, Usage};
 use crate::output::TimerId;
+use crate::owned::{InputBuf, MessageBuf};
 use crate::settings::RetrySettings;
 use crate::wire::SettingsGroup;
 
-/// A line or field that could not be decoded; the message names the field.
+/// A line or field that could not be decoded: where ([`path`](Self::path),
+/// `message.usage.input`; empty for the whole text), what kind of fault
+/// ([`kind`](Self::kind)) and the [`detail`](Self::detail). It displays as
+/// `path: detail`, or the detail alone when the path is empty.
 ///
 /// ```
-/// use autoretry::wire::json::InputOwned;
+/// use autoretry::wire::json::{ErrorKind, InputLine};
 /// let value = serde_json::json!({"type": "timer_fired", "timer": -1});
-/// let err = InputOwned::from_json(&value).unwrap_err();
+/// let err = InputLine::from_json(&value).unwrap_err();
+/// assert_eq!((err.path(), err.kind()), ("timer", ErrorKind::OutOfRange));
+/// assert_eq!(err.detail(), "expected a non-negative integer that fits u64, found -1");
 /// assert_eq!(err.to_string(), "timer: expected a non-negative integer that fits u64, found -1");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DecodeError {
-    message: String,
-    kind: Kind,
+    path: String,
+    kind: ErrorKind,
+    detail: String,
 }
 
-/// What kind of bad input a [`DecodeError`] reports.
+/// What kind of fault a [`DecodeError`] reports.
+///
+/// ```
+/// use autoretry::wire::json::{parse_value, ErrorKind};
+/// assert_eq!(parse_value("{").unwrap_err().kind(), ErrorKind::InvalidJson);
+/// assert_eq!(parse_value(r#"{"a":1,"a":2}"#).unwrap_err().kind(), ErrorKind::DuplicateKey);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Kind {
-    /// A field is missing, `null` where it is required, or ill-typed.
-    Field,
-    /// The text is not JSON.
-    Syntax,
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The text is not JSON (or not UTF-8).
+    InvalidJson,
     /// An object gives a key twice.
     DuplicateKey,
+    /// A required field is absent.
+    Missing,
+    /// A field has the wrong JSON type (`null` in a required field
+    /// included).
+    WrongType,
+    /// A number outside the field's range (a negative, fractional or too
+    /// large integer).
+    OutOfRange,
+    /// A string outside the field's set of names (`stopReason`, `type`,
+    /// ...).
+    UnknownValue,
+    /// An object has a key it may not have.
+    UnknownKey,
+    /// The `retry` settings group fails validation; the detail names the
+    /// key (`retry.maxRetries: ...`).
+    InvalidSettings,
 }
 
 impl DecodeError {
-    /// An error with this message.
+    /// An error at `path` (empty: the whole text).
     ///
     /// ```
-    /// use autoretry::wire::json::DecodeError;
-    /// assert_eq!(DecodeError::new("in: missing").to_string(), "in: missing");
+    /// use autoretry::wire::json::{DecodeError, ErrorKind};
+    /// let err = DecodeError::new("host", ErrorKind::UnknownKey, r#"unknown key "window""#);
+    /// assert_eq!(err.to_string(), r#"host: unknown key "window""#);
+    /// assert_eq!(DecodeError::new("", ErrorKind::InvalidJson, "invalid UTF-8").to_string(), "invalid UTF-8");
     /// ```
-    pub fn new(message: impl Into<String>) -> Self {
+    pub fn new(path: impl Into<String>, kind: ErrorKind, detail: impl Into<String>) -> Self {
         DecodeError {
-            message: message.into(),
-            kind: Kind::Field,
+            path: path.into(),
+            kind,
+            detail: detail.into(),
         }
     }
 
-    /// Whether the text was not JSON at all (see [`parse_value`]).
+    /// A required field that is absent: `field: missing (expected what)`.
     ///
     /// ```
-    /// use autoretry::wire::json::parse_value;
-    /// assert!(parse_value("{").unwrap_err().is_invalid_json());
-    /// assert!(!parse_value(r#"{"a":1,"a":2}"#).unwrap_err().is_invalid_json());
+    /// use autoretry::wire::json::{DecodeError, ErrorKind};
+    /// let err = DecodeError::missing("in", "an input object");
+    /// assert_eq!((err.kind(), err.to_string().as_str()), (ErrorKind::Missing, "in: missing (expected an input object)"));
     /// ```
-    pub fn is_invalid_json(&self) -> bool {
-        self.kind == Kind::Syntax
+    pub fn missing(field: &str, what: &str) -> Self {
+        DecodeError::new(
+            field,
+            ErrorKind::Missing,
+            format!("missing (expected {what})"),
+        )
     }
 
-    /// Whether an object gave a key twice (see [`parse_value`]).
+    /// A field of the wrong type: `field: expected what, found <found>`.
     ///
     /// ```
-    /// use autoretry::wire::json::parse_value;
-    /// assert!(parse_value(r#"{"a":1,"a":2}"#).unwrap_err().is_duplicate_key());
-    /// assert!(!parse_value("{").unwrap_err().is_duplicate_key());
+    /// use autoretry::wire::json::{DecodeError, ErrorKind};
+    /// let err = DecodeError::wrong_type("n", "a string", &serde_json::json!(5));
+    /// assert_eq!((err.kind(), err.to_string().as_str()), (ErrorKind::WrongType, "n: expected a string, found 5"));
     /// ```
-    pub fn is_duplicate_key(&self) -> bool {
-        self.kind == Kind::DuplicateKey
+    pub fn wrong_type(field: &str, what: &str, found: &Value) -> Self {
+        DecodeError::new(
+            field,
+            ErrorKind::WrongType,
+            format!("expected {what}, found {}", describe(found)),
+        )
     }
 
-    /// The message.
+    /// Where: the field's path (`message.usage.input`, `in.timer`); empty
+    /// when the fault is in the whole text.
     ///
     /// ```
-    /// use autoretry::wire::json::DecodeError;
-    /// assert_eq!(DecodeError::new("x").message(), "x");
+    /// use autoretry::wire::json::parse_object;
+    /// assert_eq!(parse_object("[1]").unwrap_err().path(), "");
     /// ```
-    pub fn message(&self) -> &str {
-        &self.message
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
-    /// The same error inside the field `prefix`: `prefix.field: ...` when
-    /// the message starts with a field name, else `prefix: ...`.
+    /// What kind of fault.
     ///
     /// ```
-    /// use autoretry::wire::json::DecodeError;
-    /// assert_eq!(DecodeError::new("input: missing").within("usage").to_string(), "usage.input: missing");
-    /// assert_eq!(DecodeError::new("expected an object").within("in").to_string(), "in: expected an object");
+    /// use autoretry::wire::json::{parse_object, ErrorKind};
+    /// assert_eq!(parse_object("[1]").unwrap_err().kind(), ErrorKind::WrongType);
     /// ```
-    pub fn within(self, prefix: &str) -> Self {
-        let names_field = self.message.split_once(": ").is_some_and(|(head, _)| {
-            !head.is_empty()
-                && head
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
-        });
-        let sep = if names_field { "." } else { ": " };
-        DecodeError {
-            message: format!("{prefix}{sep}{}", self.message),
-            kind: self.kind,
-        }
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The detail, without the path.
+    ///
+    /// ```
+    /// use autoretry::wire::json::parse_object;
+    /// assert_eq!(parse_object("[1]").unwrap_err().detail(), "expected a JSON object, found an array");
+    /// ```
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
+
+    /// The same error inside the field `prefix`: its path becomes
+    /// `prefix.path`, or `prefix` when it was empty.
+    ///
+    /// ```
+    /// use autoretry::wire::json::{DecodeError, ErrorKind};
+    /// assert_eq!(DecodeError::missing("input", "an integer").within("usage").to_string(), "usage.input: missing (expected an integer)");
+    /// assert_eq!(DecodeError::new("", ErrorKind::WrongType, "expected an object").within("in").to_string(), "in: expected an object");
+    /// ```
+    pub fn within(mut self, prefix: &str) -> Self {
+        self.path = if self.path.is_empty() {
+            prefix.to_owned()
+        } else {
+            format!("{prefix}.{}", self.path)
+        };
+        self
     }
 }
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        if self.path.is_empty() {
+            f.write_str(&self.detail)
+        } else {
+            write!(f, "{}: {}", self.path, self.detail)
+        }
     }
 }
 
@@ -130,13 +192,7 @@ impl core::error::Error for DecodeError {}
 
 /// Describes a JSON value for an error message: `null`, `a boolean true`,
 /// `-1`, `3.0`, `a string "x"`, `an array`, `an object`.
-///
-/// ```
-/// use autoretry::wire::json::describe;
-/// assert_eq!(describe(&serde_json::json!("3")), r#"a string "3""#);
-/// assert_eq!(describe(&serde_json::json!(null)), "null");
-/// ```
-pub fn describe(value: &Value) -> String {
+pub(crate) fn describe(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("a boolean {b}"),
@@ -169,14 +225,10 @@ pub fn parse_value(text: &str) -> Result<Value, DecodeError> {
         .and_then(|value| de.end().map(|()| value))
         .map_err(|e| match e.classify() {
             // The only data error a `Value` can meet is ours.
-            serde_json::error::Category::Data => DecodeError {
-                message: e.to_string(),
-                kind: Kind::DuplicateKey,
-            },
-            _ => DecodeError {
-                message: format!("invalid JSON: {e}"),
-                kind: Kind::Syntax,
-            },
+            serde_json::error::Category::Data => {
+                DecodeError::new("", ErrorKind::DuplicateKey, e.to_string())
+            }
+            _ => DecodeError::new("", ErrorKind::InvalidJson, format!("invalid JSON: {e}")),
         })
 }
 
@@ -291,10 +343,7 @@ impl<'de> Visitor<'de> for Strict<'_> {
 pub fn parse_object(line: &str) -> Result<Map<String, Value>, DecodeError> {
     match parse_value(line)? {
         Value::Object(map) => Ok(map),
-        other => Err(DecodeError::new(format!(
-            "expected a JSON object, found {}",
-            describe(&other)
-        ))),
+        other => Err(DecodeError::wrong_type("", "a JSON object", &other)),
     }
 }
 
@@ -318,10 +367,7 @@ pub fn object<'v>(
     match present(obj, field) {
         None => Ok(None),
         Some(Value::Object(map)) => Ok(Some(map)),
-        Some(other) => Err(DecodeError::new(format!(
-            "{field}: expected an object, found {}",
-            describe(other)
-        ))),
+        Some(other) => Err(DecodeError::wrong_type(field, "an object", other)),
     }
 }
 
@@ -339,10 +385,17 @@ pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, Decode
     match present(obj, field) {
         None => Ok(None),
         Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
-        Some(other) => Err(DecodeError::new(format!(
-            "{field}: expected a non-negative integer that fits u64, found {}",
-            describe(other)
-        ))),
+        Some(other) => {
+            let what = "a non-negative integer that fits u64";
+            let e = DecodeError::wrong_type(field, what, other);
+            Err(match other {
+                Value::Number(_) => DecodeError {
+                    kind: ErrorKind::OutOfRange,
+                    ..e
+                },
+                _ => e,
+            })
+        }
     }
 }
 
@@ -358,10 +411,7 @@ pub fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, De
     match present(obj, field) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(DecodeError::new(format!(
-            "{field}: expected a boolean, found {}",
-            describe(other)
-        ))),
+        Some(other) => Err(DecodeError::wrong_type(field, "a boolean", other)),
     }
 }
 
@@ -380,24 +430,14 @@ pub fn string<'v>(
     match present(obj, field) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(DecodeError::new(format!(
-            "{field}: expected a string, found {}",
-            describe(other)
-        ))),
+        Some(other) => Err(DecodeError::wrong_type(field, "a string", other)),
     }
 }
 
 /// A field that must be present: `value`, or the error `field: missing
 /// (expected what)`.
-///
-/// ```
-/// use autoretry::wire::json::{parse_object, required, string};
-/// let obj = parse_object("{}").unwrap();
-/// let err = required(string(&obj, "type").unwrap(), "type", "a string").unwrap_err();
-/// assert_eq!(err.to_string(), "type: missing (expected a string)");
-/// ```
-pub fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeError> {
-    value.ok_or_else(|| DecodeError::new(format!("{field}: missing (expected {what})")))
+fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeError> {
+    value.ok_or_else(|| DecodeError::missing(field, what))
 }
 
 /// A field of `obj` that must be present and not `null`, read with `read`
@@ -418,15 +458,14 @@ pub fn require<'v, T>(
     read: impl FnOnce(&'v Map<String, Value>, &str) -> Result<Option<T>, DecodeError>,
 ) -> Result<T, DecodeError> {
     if obj.get(field).is_some_and(Value::is_null) {
-        return Err(DecodeError::new(format!(
-            "{field}: expected {what}, found null"
-        )));
+        return Err(DecodeError::wrong_type(field, what, &Value::Null));
     }
     required(read(obj, field)?, field, what)
 }
 
 /// Decodes a `retry` settings group strictly (see [`SettingsGroup`]); the
-/// error names the key (`retry.maxRetries: ...`).
+/// error is [`ErrorKind::InvalidSettings`], its detail names the key
+/// (`retry.maxRetries: ...`).
 ///
 /// ```
 /// use autoretry::wire::json::settings_from_json;
@@ -436,135 +475,83 @@ pub fn require<'v, T>(
 pub fn settings_from_json(value: &Value) -> Result<RetrySettings, DecodeError> {
     SettingsGroup::deserialize(value)
         .map(|group| group.0)
-        .map_err(|e| DecodeError::new(e.to_string()))
+        .map_err(|e| DecodeError::new("", ErrorKind::InvalidSettings, e.to_string()))
 }
 
-/// An assistant message that owns its error text (spec §2, §10.2); borrow
-/// it as an [`AssistantMessage`] with [`MessageOwned::as_message`].
-///
-/// ```
-/// use autoretry::{StopReason, wire::json::MessageOwned};
-/// let value = serde_json::json!({"role": "assistant", "stopReason": "error", "errorMessage": "overloaded", "usage": {"input": 5}, "retryAfterMs": 1500});
-/// let msg = MessageOwned::from_json(&value).unwrap();
-/// assert_eq!(msg.as_message().stop_reason, StopReason::Error);
-/// assert_eq!(msg.usage.unwrap().cache_read, 0);
-/// assert_eq!((msg.should_retry, msg.retry_after_ms), (None, Some(1500)));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct MessageOwned {
-    /// `stopReason`.
-    pub stop_reason: StopReason,
-    /// `errorMessage`, when present.
-    pub error_message: Option<String>,
-    /// `usage`, when present (a missing count is 0).
-    pub usage: Option<Usage>,
-    /// `shouldRetry`, when present (spec §10.2).
-    pub should_retry: Option<bool>,
-    /// `retryAfterMs`, when present (spec §10.2).
-    pub retry_after_ms: Option<u64>,
-    /// `partial` (spec §11.2).
-    pub partial: Partial,
-}
-
-impl MessageOwned {
-    /// A message with this stop reason and error text, and none of the
-    /// optional fields.
-    ///
-    /// ```
-    /// use autoretry::{StopReason, wire::json::MessageOwned};
-    /// let msg = MessageOwned::new(StopReason::Error, Some("503".into()));
-    /// assert!(msg.as_message().is_retryable(0));
-    /// ```
-    pub fn new(stop_reason: StopReason, error_message: Option<String>) -> Self {
-        MessageOwned {
-            stop_reason,
-            error_message,
-            usage: None,
-            should_retry: None,
-            retry_after_ms: None,
-            partial: Partial::None,
-        }
-    }
-
+impl MessageBuf {
     /// Decodes
-    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n}`.
+    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n,"partial":..}`
+    /// (spec §2, §10.2, §11.2; feature `json`).
     /// `stopReason` is required and must be one of the five names;
     /// `role`, when present, must be `"assistant"`; other fields are ignored.
-    /// An optional field given as `null` is absent.
-    /// Errors name the field (`stopReason: ...`, `usage.input: ...`,
-    /// `shouldRetry: ...`).
+    /// An optional field given as `null` is absent; a missing count of
+    /// `usage` is 0. Errors name the field (`stopReason: ...`,
+    /// `usage.input: ...`, `shouldRetry: ...`).
     ///
     /// ```
-    /// use autoretry::wire::json::MessageOwned;
-    /// let err = MessageOwned::from_json(&serde_json::json!({"stopReason": "Error"})).unwrap_err();
+    /// use autoretry::{MessageBuf, StopReason};
+    /// let value = serde_json::json!({"role": "assistant", "stopReason": "error", "errorMessage": "overloaded", "usage": {"input": 5}, "retryAfterMs": 1500});
+    /// let msg = MessageBuf::from_json(&value).unwrap();
+    /// assert_eq!(msg.as_message().stop_reason, StopReason::Error);
+    /// assert_eq!(msg.usage.unwrap().cache_read, 0);
+    /// assert_eq!((msg.should_retry, msg.retry_after_ms), (None, Some(1500)));
+    /// let err = MessageBuf::from_json(&serde_json::json!({"stopReason": "Error"})).unwrap_err();
     /// assert!(err.to_string().starts_with(r#"stopReason: expected one of "stop", "length""#));
     /// ```
     pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
         let Value::Object(obj) = value else {
-            return Err(DecodeError::new(format!(
-                "expected an object, found {}",
-                describe(value)
-            )));
+            return Err(DecodeError::wrong_type("", "an object", value));
         };
         match string(obj, "role")? {
             None | Some("assistant") => {}
             Some(other) => {
-                return Err(DecodeError::new(format!(
-                    "role: expected \"assistant\", found {}",
-                    describe(&Value::String(other.into()))
-                )))
+                return Err(DecodeError::new(
+                    "role",
+                    ErrorKind::UnknownValue,
+                    format!(
+                        "expected \"assistant\", found {}",
+                        describe(&Value::String(other.into()))
+                    ),
+                ))
             }
         }
         let name = require(obj, "stopReason", "a string", string)?;
         let stop_reason = StopReason::from_wire(name).ok_or_else(|| {
-            DecodeError::new(format!(
-                "stopReason: expected one of \"stop\", \"length\", \"toolUse\", \"error\", \"aborted\", found {}",
-                describe(&Value::String(name.into()))
-            ))
+            DecodeError::new(
+                "stopReason",
+                ErrorKind::UnknownValue,
+                format!(
+                    "expected one of \"stop\", \"length\", \"toolUse\", \"error\", \"aborted\", found {}",
+                    describe(&Value::String(name.into()))
+                ),
+            )
         })?;
         let error_message = string(obj, "errorMessage")?.map(str::to_owned);
         let usage = match object(obj, "usage")? {
             None => None,
-            Some(usage) => Some(Usage {
-                input: uint(usage, "input")
-                    .map_err(|e| e.within("usage"))?
-                    .unwrap_or(0),
-                cache_read: uint(usage, "cacheRead")
-                    .map_err(|e| e.within("usage"))?
-                    .unwrap_or(0),
-                cache_write: uint(usage, "cacheWrite")
-                    .map_err(|e| e.within("usage"))?
-                    .unwrap_or(0),
-            }),
+            Some(usage) => {
+                let count = |field| {
+                    uint(usage, field)
+                        .map(Option::unwrap_or_default)
+                        .map_err(|e| e.within("usage"))
+                };
+                Some(Usage {
+                    input: count("input")?,
+                    cache_read: count("cacheRead")?,
+                    cache_write: count("cacheWrite")?,
+                })
+            }
         };
-        Ok(MessageOwned {
+        Ok(MessageBuf {
             stop_reason,
             error_message,
             usage,
             should_retry: boolean(obj, "shouldRetry")?,
             retry_after_ms: uint(obj, "retryAfterMs")?,
             // Last: a bad `partial` in an otherwise good message is an
-            // input to refuse (spec §11.2), which `InputOwned` tells apart.
+            // input to refuse (spec §11.2), which `InputLine` tells apart.
             partial: partial(obj)?,
         })
-    }
-
-    /// Borrows the message for the machine.
-    ///
-    /// ```
-    /// use autoretry::{StopReason, wire::json::MessageOwned};
-    /// let msg = MessageOwned { should_retry: Some(false), ..MessageOwned::new(StopReason::Error, Some("503".into())) };
-    /// assert!(!msg.as_message().is_retryable(0));
-    /// ```
-    pub fn as_message(&self) -> AssistantMessage<'_> {
-        AssistantMessage {
-            stop_reason: self.stop_reason,
-            error_message: self.error_message.as_deref(),
-            usage: self.usage,
-            should_retry: self.should_retry,
-            retry_after_ms: self.retry_after_ms,
-            partial: self.partial,
-        }
     }
 }
 
@@ -576,248 +563,194 @@ fn partial(obj: &Map<String, Value>) -> Result<Partial, DecodeError> {
         Some(Value::String(name)) if Partial::from_wire(name).is_some() => {
             Ok(Partial::from_wire(name).unwrap_or_default())
         }
-        Some(other) => Err(DecodeError::new(format!(
-            "partial: expected \"none\", \"text\" or \"tools\", found {}",
-            describe(other)
-        ))),
+        Some(other) => {
+            let e = DecodeError::wrong_type("partial", "\"none\", \"text\" or \"tools\"", other);
+            Err(match other {
+                Value::String(_) => DecodeError {
+                    kind: ErrorKind::UnknownValue,
+                    ..e
+                },
+                _ => e,
+            })
+        }
     }
 }
 
-/// One host input (`{"type":"agent_end","message":{...}}`, ...) that owns its texts; borrow it as
-/// an [`Input`] with [`InputOwned::as_input`].
+/// One host input line (`{"type":"agent_end","message":{...}}`, ...),
+/// decoded: an [`InputBuf`] for the machine, or a [`RefusedLine`].
 ///
-/// A `settings` input whose group fails validation, and a `set_auto_retry`
-/// whose `enabled` is not a boolean, decode to [`InputOwned::Invalid`]: they
-/// are inputs the host must refuse (spec §6a), not malformed lines.
+/// On the wire, `timer_fired`'s `timer` is the number as written (in the
+/// conformance vectors, an ordinal that the vector host maps to the
+/// machine's id), and the answers `usage_limit_marked` and `model_switched`
+/// carry no text: they decode with an empty `error_message`, and
+/// [`InputLine::as_input`] lends them the text the host kept.
 ///
 /// ```
-/// use autoretry::{Input, TimerId, wire::json::InputOwned};
+/// use autoretry::{Input, InputBuf, TimerId, wire::json::InputLine};
 /// let value = serde_json::json!({"type": "timer_fired", "timer": 18446744073709551615u64});
-/// let input = InputOwned::from_json(&value).unwrap();
-/// assert_eq!(input.as_input(""), Ok(Input::TimerFired { timer: TimerId(u64::MAX) }));
+/// let line = InputLine::from_json(&value).unwrap();
+/// assert_eq!(line, InputLine::Input(InputBuf::TimerFired { timer: TimerId(u64::MAX) }));
+/// assert_eq!(line.as_input(""), Ok(Input::TimerFired { timer: TimerId(u64::MAX) }));
 ///
 /// let bad = serde_json::json!({"type": "settings", "settings": {"maxRetries": -1}});
-/// let input = InputOwned::from_json(&bad).unwrap();
-/// assert!(matches!(input, InputOwned::Invalid { .. }));
-/// assert!(input.as_input("").unwrap_err().starts_with("retry.maxRetries"));
+/// let InputLine::Refused(refused) = InputLine::from_json(&bad).unwrap() else { panic!() };
+/// assert_eq!(refused.type_name, "settings");
+/// assert!(refused.reason.to_string().starts_with("retry.maxRetries"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum InputOwned {
-    /// `message_end`.
-    MessageEnd {
-        /// `message`.
-        message: MessageOwned,
-    },
-    /// `agent_end`.
-    AgentEnd {
-        /// `message`.
-        message: MessageOwned,
-        /// `nowMs`, when present.
-        now_ms: Option<u64>,
-    },
-    /// `timer_fired`: `timer` as written (in the conformance vectors, an
-    /// ordinal that the vector host maps to the machine's id).
-    TimerFired {
-        /// `timer`.
-        timer: u64,
-    },
-    /// `usage_limit_marked`. The wire form has no error text: the host passes
-    /// the text of the message it marked to [`InputOwned::as_input`].
-    UsageLimitMarked {
-        /// `switched`.
-        switched: bool,
-    },
-    /// `model_switched` (spec §11.3). The wire form has no error text: the
-    /// host passes the text of the decision's message to
-    /// [`InputOwned::as_input`].
-    ModelSwitched {
-        /// `switched`.
-        switched: bool,
-    },
-    /// `abort_retry`.
-    AbortRetry,
-    /// `abort`.
-    Abort,
-    /// `set_auto_retry` with a boolean `enabled`.
-    SetAutoRetry {
-        /// `enabled`.
-        enabled: bool,
-    },
-    /// `settings` with a valid group.
-    Settings(RetrySettings),
-    /// A `settings` or `set_auto_retry` input whose value fails validation;
-    /// the host refuses it (spec §6a).
-    Invalid {
-        /// The input's `type`.
-        type_name: &'static str,
-        /// Why, naming the key (`retry.maxRetries: ...`, `enabled: ...`).
-        error: String,
-    },
+pub enum InputLine {
+    /// An input for the machine.
+    Input(InputBuf),
+    /// An input whose value fails validation: the host refuses it (spec
+    /// §6a).
+    Refused(RefusedLine),
 }
 
-impl InputOwned {
+/// A well-formed input line the host must refuse (spec §6a): a `settings`
+/// whose group fails validation, a `set_auto_retry` or `model_switched`
+/// whose boolean is missing or not a boolean, a message that is good but for
+/// its `partial` (spec §11.2).
+///
+/// ```
+/// use autoretry::wire::json::{ErrorKind, InputLine};
+/// let line = serde_json::json!({"type": "set_auto_retry", "enabled": "yes"});
+/// let InputLine::Refused(refused) = InputLine::from_json(&line).unwrap() else { panic!() };
+/// assert_eq!((refused.type_name, refused.reason.kind()), ("set_auto_retry", ErrorKind::WrongType));
+/// assert_eq!(refused.to_string(), r#"enabled: expected a boolean, found a string "yes""#);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RefusedLine {
+    /// The input's `type`.
+    pub type_name: &'static str,
+    /// Why, naming the field (`retry.maxRetries: ...`, `enabled: ...`).
+    pub reason: DecodeError,
+}
+
+impl fmt::Display for RefusedLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.reason.fmt(f)
+    }
+}
+
+impl InputLine {
     /// Decodes an input object. Unknown fields are ignored; a missing or
-    /// ill-typed field is an error that names it. See the type's docs for
-    /// the inputs that decode to [`InputOwned::Invalid`].
+    /// ill-typed field is an error that names it. See [`RefusedLine`] for
+    /// the inputs that decode to [`InputLine::Refused`].
     ///
     /// ```
-    /// use autoretry::wire::json::InputOwned;
-    /// let err = InputOwned::from_json(&serde_json::json!({"type": "agent_end"})).unwrap_err();
+    /// use autoretry::wire::json::InputLine;
+    /// let err = InputLine::from_json(&serde_json::json!({"type": "agent_end"})).unwrap_err();
     /// assert_eq!(err.to_string(), "message: missing (expected an object)");
-    /// let err = InputOwned::from_json(&serde_json::json!({"type": "reboot"})).unwrap_err();
+    /// let err = InputLine::from_json(&serde_json::json!({"type": "reboot"})).unwrap_err();
     /// assert!(err.to_string().starts_with(r#"type: unknown input "reboot""#));
     /// ```
     pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
         let Value::Object(obj) = value else {
-            return Err(DecodeError::new(format!(
-                "expected an object, found {}",
-                describe(value)
-            )));
+            return Err(DecodeError::wrong_type("", "an object", value));
         };
         let ty = require(obj, "type", "a string", string)?;
         // A message that is good but for its `partial` makes an input to
         // refuse (spec §11.2), not a malformed line.
-        let message = || -> Result<Result<MessageOwned, String>, DecodeError> {
+        let message = || -> Result<Result<MessageBuf, DecodeError>, DecodeError> {
             let value = required(obj.get("message"), "message", "an object")?;
-            match MessageOwned::from_json(value) {
+            match MessageBuf::from_json(value) {
                 Ok(message) => Ok(Ok(message)),
                 Err(e) => {
-                    let bad_partial = value.as_object().and_then(|m| partial(m).err());
                     let e = e.within("message");
-                    if bad_partial.map(|p| p.within("message")) == Some(e.clone()) {
-                        Ok(Err(e.message))
+                    let bad_partial = value.as_object().and_then(|m| partial(m).err());
+                    if bad_partial.map(|p| p.within("message")).as_ref() == Some(&e) {
+                        Ok(Err(e))
                     } else {
                         Err(e)
                     }
                 }
             }
         };
-        let invalid = |type_name, error| InputOwned::Invalid { type_name, error };
+        let refused = |type_name, reason| InputLine::Refused(RefusedLine { type_name, reason });
         Ok(match ty {
             "message_end" => match message()? {
-                Ok(message) => InputOwned::MessageEnd { message },
-                Err(error) => invalid("message_end", error),
+                Ok(message) => InputLine::Input(InputBuf::MessageEnd { message }),
+                Err(reason) => refused("message_end", reason),
             },
             "agent_end" => {
                 let now_ms = uint(obj, "nowMs")?;
                 match message()? {
-                    Ok(message) => InputOwned::AgentEnd { message, now_ms },
-                    Err(error) => invalid("agent_end", error),
+                    Ok(message) => InputLine::Input(InputBuf::AgentEnd { message, now_ms }),
+                    Err(reason) => refused("agent_end", reason),
                 }
             }
-            "timer_fired" => InputOwned::TimerFired {
-                timer: require(obj, "timer", "a non-negative integer", uint)?,
-            },
-            "usage_limit_marked" => InputOwned::UsageLimitMarked {
+            "timer_fired" => InputLine::Input(InputBuf::TimerFired {
+                timer: TimerId(require(obj, "timer", "a non-negative integer", uint)?),
+            }),
+            "usage_limit_marked" => InputLine::Input(InputBuf::UsageLimitMarked {
                 switched: require(obj, "switched", "a boolean", boolean)?,
-            },
+                error_message: String::new(),
+            }),
             // Refused, whether the machine waits for an answer or not
             // (spec §11.3).
             "model_switched" => match require(obj, "switched", "a boolean", boolean) {
-                Ok(switched) => InputOwned::ModelSwitched { switched },
-                Err(e) => invalid("model_switched", e.message),
+                Ok(switched) => InputLine::Input(InputBuf::ModelSwitched {
+                    switched,
+                    error_message: String::new(),
+                }),
+                Err(reason) => refused("model_switched", reason),
             },
-            "abort_retry" => InputOwned::AbortRetry,
-            "abort" => InputOwned::Abort,
+            "abort_retry" => InputLine::Input(InputBuf::AbortRetry),
+            "abort" => InputLine::Input(InputBuf::Abort),
             "set_auto_retry" => match require(obj, "enabled", "a boolean", boolean) {
-                Ok(enabled) => InputOwned::SetAutoRetry { enabled },
-                Err(e) => InputOwned::Invalid {
-                    type_name: "set_auto_retry",
-                    error: e.message,
-                },
+                Ok(enabled) => InputLine::Input(InputBuf::SetAutoRetry { enabled }),
+                Err(reason) => refused("set_auto_retry", reason),
             },
             "settings" => {
                 let group = required(obj.get("settings"), "settings", "an object")?;
                 match settings_from_json(group) {
-                    Ok(settings) => InputOwned::Settings(settings),
-                    Err(e) => InputOwned::Invalid {
-                        type_name: "settings",
-                        error: e.message,
-                    },
+                    Ok(settings) => InputLine::Input(InputBuf::Settings(settings)),
+                    Err(reason) => refused("settings", reason),
                 }
             }
             other => {
-                return Err(DecodeError::new(format!(
-                    "type: unknown input {} (expected message_end, agent_end, timer_fired, \
-                     usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry or \
-                     settings)",
-                    Value::String(other.into())
-                )))
+                return Err(DecodeError::new(
+                    "type",
+                    ErrorKind::UnknownValue,
+                    format!(
+                        "unknown input {} (expected message_end, agent_end, timer_fired, \
+                         usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry \
+                         or settings)",
+                        Value::String(other.into())
+                    ),
+                ))
             }
         })
     }
 
-    /// Borrows the input for [`crate::Machine::handle`]. `marked_error` is
-    /// used only by `usage_limit_marked` and `model_switched`: the error
-    /// text of the `agent_end` whose decision asked for `mark_usage_limit`
-    /// or `switch_model` (the host remembers it).
-    /// Timer numbers are passed through as [`TimerId`]s. An
-    /// [`InputOwned::Invalid`] input gives its error text: refuse it.
+    /// Borrows the input for [`crate::Machine::handle`], or the
+    /// [`RefusedLine`] to refuse. The answers `usage_limit_marked` and
+    /// `model_switched` take `marked_error` as their text: the error text of
+    /// the `agent_end` whose decision asked for `mark_usage_limit` or
+    /// `switch_model` (the host keeps it); every other input ignores it.
     ///
     /// ```
-    /// use autoretry::{Input, wire::json::InputOwned};
-    /// let input = InputOwned::UsageLimitMarked { switched: true };
-    /// assert_eq!(input.as_input("usage limit"), Ok(Input::UsageLimitMarked { switched: true, error_message: "usage limit" }));
+    /// use autoretry::{Input, InputBuf, wire::json::InputLine};
+    /// let line = InputLine::Input(InputBuf::UsageLimitMarked { switched: true, error_message: String::new() });
+    /// assert_eq!(line.as_input("usage limit"), Ok(Input::UsageLimitMarked { switched: true, error_message: "usage limit" }));
     /// ```
-    pub fn as_input<'a>(&'a self, marked_error: &'a str) -> Result<Input<'a>, &'a str> {
-        Ok(match self {
-            InputOwned::MessageEnd { message } => Input::MessageEnd {
-                message: message.as_message(),
-            },
-            InputOwned::AgentEnd { message, now_ms } => Input::AgentEnd {
-                message: message.as_message(),
-                now_ms: *now_ms,
-            },
-            InputOwned::TimerFired { timer } => Input::TimerFired {
-                timer: TimerId(*timer),
-            },
-            InputOwned::UsageLimitMarked { switched } => Input::UsageLimitMarked {
-                switched: *switched,
+    pub fn as_input<'a>(&'a self, marked_error: &'a str) -> Result<Input<'a>, &'a RefusedLine> {
+        let input = match self {
+            InputLine::Input(input) => input,
+            InputLine::Refused(refused) => return Err(refused),
+        };
+        Ok(match input.as_input() {
+            Input::UsageLimitMarked { switched, .. } => Input::UsageLimitMarked {
+                switched,
                 error_message: marked_error,
             },
-            InputOwned::ModelSwitched { switched } => Input::ModelSwitched {
-                switched: *switched,
+            Input::ModelSwitched { switched, .. } => Input::ModelSwitched {
+                switched,
                 error_message: marked_error,
             },
-            InputOwned::AbortRetry => Input::AbortRetry,
-            InputOwned::Abort => Input::Abort,
-            InputOwned::SetAutoRetry { enabled } => Input::SetAutoRetry { enabled: *enabled },
-            InputOwned::Settings(settings) => Input::Settings(*settings),
-            InputOwned::Invalid { error, .. } => return Err(error),
+            other => other,
         })
     }
-}
-
-/// Reads the text of a `classify` line, `{"text":"..."}` (other fields are
-/// ignored).
-///
-/// ```
-/// use autoretry::wire::json::classify_line_text;
-/// assert_eq!(classify_line_text(r#"{"text":"503","retryable":true}"#).unwrap(), "503");
-/// assert_eq!(classify_line_text("{}").unwrap_err().to_string(), "text: missing (expected a string)");
-/// ```
-pub fn classify_line_text(line: &str) -> Result<String, DecodeError> {
-    let mut obj = parse_object(line)?;
-    match obj.remove("text") {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(DecodeError::new(format!(
-            "text: expected a string, found {}",
-            describe(&other)
-        ))),
-        None => Err(DecodeError::new("text: missing (expected a string)")),
-    }
-}
-
-/// Classifies `text` and writes the corpus form
-/// `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}`.
-///
-/// ```
-/// use autoretry::wire::json::classify_to_json;
-/// assert_eq!(classify_to_json("503 Service Unavailable"),
-///     r#"{"retryable":true,"overflow":false,"usageLimit":false,"hintMs":null}"#);
-/// ```
-pub fn classify_to_json(text: &str) -> String {
-    to_json(&crate::classify::classify(text))
 }
 
 /// Serializes a value that cannot fail to serialize (the wire's own types).
@@ -884,7 +817,7 @@ mod tests {
             ),
         ];
         for (value, want) in cases {
-            assert_eq!(InputOwned::from_json(&value).unwrap_err().to_string(), want);
+            assert_eq!(InputLine::from_json(&value).unwrap_err().to_string(), want);
         }
     }
 
@@ -892,15 +825,15 @@ mod tests {
     fn null_in_an_optional_field_is_absent() {
         let line = r#"{"type":"agent_end","nowMs":null,"message":{"role":null,"stopReason":"error","errorMessage":null,"usage":null,"shouldRetry":null,"retryAfterMs":null}}"#;
         assert_eq!(
-            InputOwned::from_json(&parse_value(line).unwrap()).unwrap(),
-            InputOwned::AgentEnd {
-                message: MessageOwned::new(StopReason::Error, None),
+            InputLine::from_json(&parse_value(line).unwrap()).unwrap(),
+            InputLine::Input(InputBuf::AgentEnd {
+                message: MessageBuf::new(StopReason::Error),
                 now_ms: None
-            }
+            })
         );
         let line = r#"{"type":"message_end","message":{"stopReason":"stop","usage":{"input":null,"cacheRead":3,"cacheWrite":null}}}"#;
-        let Ok(InputOwned::MessageEnd { message }) =
-            InputOwned::from_json(&parse_value(line).unwrap())
+        let Ok(InputLine::Input(InputBuf::MessageEnd { message })) =
+            InputLine::from_json(&parse_value(line).unwrap())
         else {
             panic!()
         };
@@ -941,16 +874,16 @@ mod tests {
     #[test]
     fn exact_integers() {
         let line = r#"{"type":"agent_end","nowMs":18446744073709551615,"message":{"stopReason":"error","usage":{"input":18446744073709551615,"cacheRead":18446744073709551615}}}"#;
-        let Ok(InputOwned::AgentEnd { message, now_ms }) =
-            InputOwned::from_json(&serde_json::from_str(line).unwrap())
+        let Ok(InputLine::Input(InputBuf::AgentEnd { message, now_ms })) =
+            InputLine::from_json(&serde_json::from_str(line).unwrap())
         else {
             panic!()
         };
         assert_eq!(now_ms, Some(u64::MAX));
         assert_eq!(message.usage, Some(Usage::new(u64::MAX, u64::MAX)));
         let line = r#"{"type":"agent_end","message":{"stopReason":"error","usage":{"cacheWrite":18446744073709551615},"shouldRetry":true,"retryAfterMs":18446744073709551615}}"#;
-        let Ok(InputOwned::AgentEnd { message, .. }) =
-            InputOwned::from_json(&serde_json::from_str(line).unwrap())
+        let Ok(InputLine::Input(InputBuf::AgentEnd { message, .. })) =
+            InputLine::from_json(&serde_json::from_str(line).unwrap())
         else {
             panic!()
         };
@@ -961,7 +894,7 @@ mod tests {
         assert_eq!(message.should_retry, Some(true));
         assert_eq!(message.retry_after_ms, Some(u64::MAX));
         let line = r#"{"type":"timer_fired","timer":18446744073709551616}"#;
-        let err = InputOwned::from_json(&serde_json::from_str(line).unwrap()).unwrap_err();
+        let err = InputLine::from_json(&serde_json::from_str(line).unwrap()).unwrap_err();
         assert!(err
             .to_string()
             .starts_with("timer: expected a non-negative integer"));
@@ -971,24 +904,109 @@ mod tests {
     fn refusable_inputs() {
         let v = json!({"type":"set_auto_retry","enabled":"yes"});
         assert_eq!(
-            InputOwned::from_json(&v).unwrap(),
-            InputOwned::Invalid {
+            InputLine::from_json(&v).unwrap(),
+            InputLine::Refused(RefusedLine {
                 type_name: "set_auto_retry",
-                error: "enabled: expected a boolean, found a string \"yes\"".into()
-            }
+                reason: DecodeError::wrong_type("enabled", "a boolean", &json!("yes")),
+            })
         );
         let v = json!({"type":"set_auto_retry"});
-        assert!(matches!(
-            InputOwned::from_json(&v).unwrap(),
-            InputOwned::Invalid { .. }
-        ));
+        let InputLine::Refused(refused) = InputLine::from_json(&v).unwrap() else {
+            panic!()
+        };
+        assert_eq!(refused.reason.kind(), ErrorKind::Missing);
         let v = json!({"type":"settings","settings":null});
+        let InputLine::Refused(refused) = InputLine::from_json(&v).unwrap() else {
+            panic!()
+        };
+        assert_eq!(refused.type_name, "settings");
+        assert_eq!(refused.reason.kind(), ErrorKind::InvalidSettings);
+        assert_eq!(refused.to_string(), "retry: expected an object, found null");
+        let v = json!({"type":"message_end","message":{"stopReason":"stop","partial":"all"}});
+        let InputLine::Refused(refused) = InputLine::from_json(&v).unwrap() else {
+            panic!()
+        };
         assert_eq!(
-            InputOwned::from_json(&v).unwrap(),
-            InputOwned::Invalid {
-                type_name: "settings",
-                error: "retry: expected an object, found null".into()
-            }
+            (refused.reason.path(), refused.reason.kind()),
+            ("message.partial", ErrorKind::UnknownValue)
         );
+        assert_eq!(
+            InputLine::Refused(refused)
+                .as_input("")
+                .unwrap_err()
+                .type_name,
+            "message_end"
+        );
+    }
+
+    #[test]
+    fn errors_say_where_and_what_kind() {
+        let cases = [
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","usage":{"input":-1}}}),
+                "message.usage.input",
+                ErrorKind::OutOfRange,
+            ),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"error","usage":{"input":"1"}}}),
+                "message.usage.input",
+                ErrorKind::WrongType,
+            ),
+            (json!({"type":"agent_end"}), "message", ErrorKind::Missing),
+            (
+                json!({"type":"agent_end","message":{"stopReason":"fine"}}),
+                "message.stopReason",
+                ErrorKind::UnknownValue,
+            ),
+            (
+                json!({"type":"agent_end","message":{"role":"user","stopReason":"stop"}}),
+                "message.role",
+                ErrorKind::UnknownValue,
+            ),
+            (json!({"type":"reboot"}), "type", ErrorKind::UnknownValue),
+            (
+                json!({"type":"usage_limit_marked","switched":null}),
+                "switched",
+                ErrorKind::WrongType,
+            ),
+            (json!([]), "", ErrorKind::WrongType),
+        ];
+        for (value, path, kind) in cases {
+            let err = InputLine::from_json(&value).unwrap_err();
+            assert_eq!((err.path(), err.kind()), (path, kind), "{value}");
+        }
+    }
+
+    #[test]
+    fn the_answers_take_the_kept_text() {
+        for (line, want) in [
+            (
+                json!({"type":"usage_limit_marked","switched":true}),
+                Input::UsageLimitMarked {
+                    switched: true,
+                    error_message: "kept",
+                },
+            ),
+            (
+                json!({"type":"model_switched","switched":false}),
+                Input::ModelSwitched {
+                    switched: false,
+                    error_message: "kept",
+                },
+            ),
+        ] {
+            assert_eq!(
+                InputLine::from_json(&line).unwrap().as_input("kept"),
+                Ok(want)
+            );
+        }
+        let end = InputLine::from_json(
+            &json!({"type":"agent_end","message":{"stopReason":"error","errorMessage":"own"}}),
+        )
+        .unwrap();
+        let Ok(Input::AgentEnd { message, .. }) = end.as_input("kept") else {
+            panic!()
+        };
+        assert_eq!(message.error_message, Some("own"));
     }
 }

@@ -23,7 +23,10 @@
 //!
 //! With feature `json` (std + serde_json):
 //!
-//! - [`json`]: host inputs, owned, with errors that name the field;
+//! - [`json`]: input lines decoded to the owned inputs
+//!   ([`InputBuf`](crate::InputBuf), [`MessageBuf`](crate::MessageBuf)) or
+//!   a line to refuse, with errors that say where and what
+//!   ([`json::DecodeError`]);
 //! - [`rpc`]: the RPC commands and responses of spec §7, byte for byte;
 //!
 //! The JSON-lines sidecar built on these is a host:

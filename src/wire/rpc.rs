@@ -76,7 +76,7 @@ use crate::machine::{Input, Machine, Refused};
 use crate::output::Outputs;
 use crate::settings::RetrySettings;
 use crate::wire::json::{
-    boolean, describe, parse_value, require, settings_from_json, to_json, DecodeError,
+    boolean, describe, parse_value, require, settings_from_json, to_json, DecodeError, ErrorKind,
 };
 use crate::wire::SettingsGroup;
 
@@ -118,7 +118,7 @@ impl Envelope {
                     format!("expected a JSON object, found {}", describe(&other)),
                 ))
             }
-            Err(e) => return Err(parse_error(None, ErrorCode::of(&e), e.message().to_owned())),
+            Err(e) => return Err(parse_error(None, ErrorCode::of(&e), e.to_string())),
         };
         let id = match fields.remove("id") {
             None => Ok(None),
@@ -207,7 +207,7 @@ impl Envelope {
     /// ```
     pub fn bool_field(&self, name: &str) -> Result<bool, Response> {
         require(&self.fields, name, "a boolean", boolean)
-            .map_err(|e| self.error(ErrorCode::InvalidField, e.message().to_owned()))
+            .map_err(|e| self.error(ErrorCode::InvalidField, e.to_string()))
     }
 
     /// A success response without data.
@@ -492,9 +492,7 @@ impl Command {
                 )),
                 Some(group) => settings_from_json(group)
                     .map(|settings| Command::SetRetrySettings { settings })
-                    .map_err(|e| {
-                        envelope.error(ErrorCode::InvalidSettings, e.message().to_owned())
-                    }),
+                    .map_err(|e| envelope.error(ErrorCode::InvalidSettings, e.to_string())),
             },
             _ => return None,
         })
@@ -652,12 +650,10 @@ impl ErrorCode {
     /// assert_eq!(ErrorCode::of(&parse_value("{").unwrap_err()), ErrorCode::InvalidJson);
     /// ```
     pub fn of(error: &DecodeError) -> ErrorCode {
-        if error.is_invalid_json() {
-            ErrorCode::InvalidJson
-        } else if error.is_duplicate_key() {
-            ErrorCode::DuplicateKey
-        } else {
-            ErrorCode::InvalidField
+        match error.kind() {
+            ErrorKind::InvalidJson => ErrorCode::InvalidJson,
+            ErrorKind::DuplicateKey => ErrorCode::DuplicateKey,
+            _ => ErrorCode::InvalidField,
         }
     }
 }

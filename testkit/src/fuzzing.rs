@@ -66,20 +66,20 @@ pub const OPTION_TEXTS: &[&str] = &[
 ];
 
 /// Whether one of the **unanchored** overflow patterns of spec 3.3 (all but
-/// `^4(00|13)...`) matches `text`. Unlike [`classify::matches_overflow`],
+/// `^4(00|13)...`) matches `text`. Unlike [`Classifier::matches_overflow`],
 /// this predicate is monotone both ways: text added before or after a match
 /// never removes it.
 ///
 /// ```
-/// use autoretry::classify::matches_overflow;
+/// use autoretry::classify::Classifier;
 /// use autoretry_testkit::fuzzing::matches_overflow_unanchored;
-/// assert!(matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
+/// assert!(Classifier::Classic.matches_overflow("413 (no body)") && !matches_overflow_unanchored("413 (no body)"));
 /// assert!(matches_overflow_unanchored("error: too many tokens"));
 /// ```
 pub fn matches_overflow_unanchored(text: &str) -> bool {
     // A leading character that no pattern contains: the anchored rule
     // (`^4(00|13)...`) cannot match, and no unanchored match can use it.
-    classify::matches_overflow(&format!("\u{e9}{text}"))
+    Classifier::Classic.matches_overflow(&format!("\u{e9}{text}"))
 }
 
 /// Reads fuzz bytes as a stream of small decisions; past the end it reads
@@ -549,16 +549,25 @@ pub fn fuzz_classify(bytes: &[u8]) {
     let c = classify::classify(&text);
     assert_eq!(classify::classify_bytes(bytes), c, "bytes vs lossy string");
     assert_eq!(
-        classify::matches_retryable_bytes(bytes),
-        classify::matches_retryable(&text)
+        Classifier::Classic.matches_retryable_bytes(bytes),
+        Classifier::Classic.matches_retryable(&text)
     );
-    assert_eq!(classify::matches_overflow_bytes(bytes), c.overflow);
-    assert_eq!(classify::matches_usage_limit_bytes(bytes), c.usage_limit);
-    assert_eq!(c.usage_limit, classify::matches_usage_limit(&text));
-    assert_eq!(c.overflow, classify::matches_overflow(&text));
+    assert_eq!(
+        Classifier::Classic.matches_overflow_bytes(bytes),
+        c.overflow
+    );
+    assert_eq!(
+        Classifier::Classic.matches_usage_limit_bytes(bytes),
+        c.usage_limit
+    );
+    assert_eq!(
+        c.usage_limit,
+        Classifier::Classic.matches_usage_limit(&text)
+    );
+    assert_eq!(c.overflow, Classifier::Classic.matches_overflow(&text));
     assert_eq!(
         c.retryable,
-        !text.is_empty() && !c.overflow && classify::matches_retryable(&text)
+        !text.is_empty() && !c.overflow && Classifier::Classic.matches_retryable(&text)
     );
     assert_eq!(c.hint_ms, classify::retry_hint_ms(&text, None));
 
@@ -592,9 +601,9 @@ pub fn fuzz_classify(bytes: &[u8]) {
     let head = &text[..cut];
     let monotone = |t: &str| {
         [
-            classify::matches_retryable(t),
-            classify::matches_usage_limit(t),
-            classify::matches_overflow(t),
+            Classifier::Classic.matches_retryable(t),
+            Classifier::Classic.matches_usage_limit(t),
+            Classifier::Classic.matches_overflow(t),
             matches_overflow_unanchored(t),
         ]
     };
@@ -610,8 +619,8 @@ pub fn fuzz_classify(bytes: &[u8]) {
     if matches_overflow_unanchored(tail) {
         assert!(matches_overflow_unanchored(&text));
     }
-    if classify::matches_retryable(tail) {
-        assert!(classify::matches_retryable(&text));
+    if Classifier::Classic.matches_retryable(tail) {
+        assert!(Classifier::Classic.matches_retryable(&text));
     }
 }
 

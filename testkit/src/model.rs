@@ -13,7 +13,7 @@
 //! under `honorHints`, `delay = max(backoff, h)`) and the fail fast at the
 //! `agent_end` and at the usage-limit answer.
 
-use autoretry::classify::{classify_with, retry_hint_ms, wait_hint_ms, Classifier};
+use autoretry::classify::{retry_hint_ms, wait_hint_ms, Classifier};
 use autoretry::{AssistantMessage, HostOptions, RetrySettings, StopReason, Usage};
 
 use crate::corpus::{corpus, text_of};
@@ -204,7 +204,7 @@ fn class_of(i: usize, classifier: Classifier) -> Class {
         },
         (classifier, _) => {
             let text = text_of(i);
-            let c = classify_with(text, classifier);
+            let c = classifier.classify(text);
             Class {
                 retryable: c.retryable,
                 overflow: c.overflow,

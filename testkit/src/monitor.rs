@@ -719,7 +719,7 @@ impl Monitor {
             host.context_window != 0 && tokens > u128::from(host.context_window)
         });
         let overflow = by_usage
-            || (is_error && text.is_some_and(|t| classify::matches_overflow_with(t, classifier)));
+            || (is_error && text.is_some_and(|t| classifier.matches_overflow(t)));
         // §11.2: a turn that streamed a tool call is never replayed.
         let replayable = message.partial != Partial::Tools;
         let Some(text) = text.filter(|_| s.enabled && is_error && !overflow && replayable) else {
@@ -728,7 +728,7 @@ impl Monitor {
         // §10.2: the host's verdict replaces the pattern test.
         let retryable = message
             .should_retry
-            .unwrap_or_else(|| classify::matches_retryable_with(text, classifier));
+            .unwrap_or_else(|| classifier.matches_retryable(text));
         if !retryable {
             return Expect::NoRetry;
         }
@@ -785,7 +785,7 @@ impl Monitor {
             None
         };
         d.delay_ms = hint.map_or(backoff, |h| h.max(backoff));
-        let usage_limit = classify::matches_usage_limit_with(text, classifier);
+        let usage_limit = classifier.matches_usage_limit(text);
         if s.max_delay_ms > 0 && d.delay_ms > s.max_delay_ms {
             d.exceeded_ceiling_ms = s.max_delay_ms;
             // §11.5: the provider said when; wait for it if it is near.

@@ -2,7 +2,7 @@
 //! conformance vectors' host on std, shared by the CLI's `replay` and the
 //! tests.
 
-use autoretry::wire::json::{DecodeError, InputOwned};
+use autoretry::wire::json::{DecodeError, InputLine};
 use autoretry::{Machine, Output, RetryBudget, RetryState};
 use serde_json::Value;
 
@@ -154,12 +154,12 @@ impl Replayer {
     /// Feeds one input and returns the step's result.
     ///
     /// ```
-    /// use autoretry::wire::json::InputOwned;
+    /// use autoretry::{wire::json::InputLine, InputBuf, TimerId};
     /// use autoretry_testkit::replay::Replayer;
-    /// let step = Replayer::new().step(&InputOwned::TimerFired { timer: 3 });
+    /// let step = Replayer::new().step(&InputLine::Input(InputBuf::TimerFired { timer: TimerId(3) }));
     /// assert!(step.out.is_empty() && !step.refused);
     /// ```
-    pub fn step(&mut self, input: &InputOwned) -> ReplayStep {
+    pub fn step(&mut self, input: &InputLine) -> ReplayStep {
         let marked = self.host.marked_text().to_owned();
         let vector_input = match input.as_input(&marked) {
             Ok(vector_input) => vector_input,

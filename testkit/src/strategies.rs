@@ -50,10 +50,10 @@
 //! ```
 
 use autoretry::classify::Classifier;
-use autoretry::wire::json::{InputOwned, MessageOwned};
+use autoretry::wire::json::InputLine;
 use autoretry::{
-    HostOptions, Input, JitterPct, Output, Partial, Profile, Refused, RetryBudget, RetrySettings,
-    StopReason, TimerId, Usage,
+    HostOptions, Input, InputBuf, JitterPct, MessageBuf, Output, Partial, Profile, Refused,
+    RetryBudget, RetrySettings, StopReason, TimerId, Usage,
 };
 use proptest::prelude::*;
 
@@ -378,7 +378,7 @@ pub fn budget() -> impl Strategy<Value = RetryBudget> {
 ///     let _ = m.as_message().is_retryable(200_000);
 /// });
 /// ```
-pub fn message() -> impl Strategy<Value = MessageOwned> {
+pub fn message() -> impl Strategy<Value = MessageBuf> {
     (
         stop_reason(),
         proptest::option::weighted(0.85, error_text()),
@@ -389,12 +389,13 @@ pub fn message() -> impl Strategy<Value = MessageOwned> {
     )
         .prop_map(
             |(stop_reason, error_message, usage, should_retry, retry_after_ms, partial)| {
-                MessageOwned {
+                MessageBuf {
+                    error_message,
                     usage,
                     should_retry,
                     retry_after_ms,
                     partial,
-                    ..MessageOwned::new(stop_reason, error_message)
+                    ..MessageBuf::new(stop_reason)
                 }
             },
         )
@@ -402,8 +403,8 @@ pub fn message() -> impl Strategy<Value = MessageOwned> {
 
 /// One input as it travels on the wire (`{"type":"agent_end",...}`),
 /// owned: every input type, timers as small numbers (a machine issues 1,
-/// 2, ...) or any `u64`, valid settings. Borrow it for the machine with
-/// `InputOwned::as_input(marked_text)`.
+/// 2, ...) or any `u64`, valid settings; never refused. Borrow it for the
+/// machine with `InputLine::as_input(marked_text)`.
 ///
 /// ```
 /// use autoretry::Machine;
@@ -418,19 +419,29 @@ pub fn message() -> impl Strategy<Value = MessageOwned> {
 ///     }
 /// });
 /// ```
-pub fn input() -> impl Strategy<Value = InputOwned> {
+pub fn input() -> impl Strategy<Value = InputLine> {
+    let answer = |switched| InputBuf::UsageLimitMarked {
+        switched,
+        error_message: String::new(),
+    };
+    let model_answer = |switched| InputBuf::ModelSwitched {
+        switched,
+        error_message: String::new(),
+    };
     prop_oneof![
         8 => (message(), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
-            .prop_map(|(message, now_ms)| InputOwned::AgentEnd { message, now_ms }),
-        3 => message().prop_map(|message| InputOwned::MessageEnd { message }),
-        6 => prop_oneof![4 => 1u64..8, 1 => any::<u64>()].prop_map(|timer| InputOwned::TimerFired { timer }),
-        3 => any::<bool>().prop_map(|switched| InputOwned::UsageLimitMarked { switched }),
-        2 => any::<bool>().prop_map(|switched| InputOwned::ModelSwitched { switched }),
-        1 => Just(InputOwned::AbortRetry),
-        1 => Just(InputOwned::Abort),
-        1 => any::<bool>().prop_map(|enabled| InputOwned::SetAutoRetry { enabled }),
-        1 => settings().prop_map(InputOwned::Settings),
+            .prop_map(|(message, now_ms)| InputBuf::AgentEnd { message, now_ms }),
+        3 => message().prop_map(|message| InputBuf::MessageEnd { message }),
+        6 => prop_oneof![4 => 1u64..8, 1 => any::<u64>()]
+            .prop_map(|timer| InputBuf::TimerFired { timer: TimerId(timer) }),
+        3 => any::<bool>().prop_map(answer),
+        2 => any::<bool>().prop_map(model_answer),
+        1 => Just(InputBuf::AbortRetry),
+        1 => Just(InputBuf::Abort),
+        1 => any::<bool>().prop_map(|enabled| InputBuf::SetAutoRetry { enabled }),
+        1 => settings().prop_map(InputBuf::Settings),
     ]
+    .prop_map(InputLine::Input)
 }
 
 /// One thing that happens to a host, owned: an input of the machine, with
@@ -439,10 +450,10 @@ pub fn input() -> impl Strategy<Value = InputOwned> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// A streamed message ended (`message_end`).
-    MessageEnd(MessageOwned),
+    MessageEnd(MessageBuf),
     /// A run of the agent ended with this message (`agent_end`), at this
     /// wall-clock time.
-    AgentEnd(MessageOwned, Option<u64>),
+    AgentEnd(MessageBuf, Option<u64>),
     /// The pending backoff timer fired (none pending: a timer the machine
     /// never issued).
     FirePending,
@@ -523,12 +534,12 @@ impl Step {
     ///
     /// ```
     /// use autoretry::{HostOptions, Machine, Output, RetrySettings, StopReason};
-    /// use autoretry::wire::json::MessageOwned;
+    /// use autoretry::MessageBuf;
     /// use autoretry_testkit::strategies::Step;
     ///
     /// // A host with a credential store asks for the usage-limit answer.
     /// let mut machine = Machine::new(RetrySettings::DEFAULT, HostOptions::DEFAULT.with_credential_store(true));
-    /// let limit = Step::AgentEnd(MessageOwned::new(StopReason::Error, Some("usage limit reached".into())), None);
+    /// let limit = Step::AgentEnd(MessageBuf::error("usage limit reached"), None);
     /// let result = machine.handle(limit.input(None, ""));
     /// assert!(matches!(result.as_deref(), Ok([Output::MarkUsageLimit { .. }])));
     /// assert_eq!(limit.marks(&result), Some("usage limit reached"));
@@ -556,10 +567,9 @@ impl Step {
     /// [`Step::marks`]).
     ///
     /// ```
-    /// use autoretry::StopReason;
-    /// use autoretry::wire::json::{InputOwned, MessageOwned};
+    /// use autoretry::MessageBuf;
     /// use autoretry_testkit::strategies::Step;
-    /// let step = Step::AgentEnd(MessageOwned::new(StopReason::Error, Some("usage limit".into())), None);
+    /// let step = Step::AgentEnd(MessageBuf::error("usage limit"), None);
     /// assert_eq!(step.error_text(), Some("usage limit"));
     /// assert_eq!(Step::Abort.error_text(), None);
     /// ```

@@ -1,10 +1,10 @@
 //! The line format of the conformance vectors (vectors README, "Format"):
 //! scenario lines and step lines, decoded strictly with the library's own
-//! input decoder ([`InputOwned`]), errors naming the field.
+//! input decoder ([`InputLine`]), errors naming the field.
 
 use autoretry::wire::json::{
-    boolean, describe, object, parse_object, require, required, settings_from_json, string, uint,
-    DecodeError, InputOwned,
+    boolean, object, parse_object, require, settings_from_json, string, uint, DecodeError,
+    ErrorKind, InputLine,
 };
 use autoretry::{HostOptions, RetryBudget, RetrySettings};
 use serde_json::Value;
@@ -45,10 +45,7 @@ impl ScenarioHeader {
     /// ```
     pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
         let Value::Object(obj) = value else {
-            return Err(DecodeError::new(format!(
-                "expected an object, found {}",
-                describe(value)
-            )));
+            return Err(DecodeError::wrong_type("", "an object", value));
         };
         let name = require(obj, "scenario", "a string", string)?.to_owned();
         let settings = match obj.get("settings") {
@@ -62,10 +59,11 @@ impl ScenarioHeader {
                 .keys()
                 .find(|k| !matches!(k.as_str(), "contextWindow" | "credentialStore" | "seed"))
             {
-                return Err(DecodeError::new(format!(
-                    "host: unknown key {}",
-                    Value::String(key.clone())
-                )));
+                return Err(DecodeError::new(
+                    "host",
+                    ErrorKind::UnknownKey,
+                    format!("unknown key {}", Value::String(key.clone())),
+                ));
             }
             host.context_window = uint(h, "contextWindow")
                 .map_err(|e| e.within("host"))?
@@ -105,10 +103,11 @@ pub fn budget_from_json(obj: &serde_json::Map<String, Value>) -> Result<RetryBud
         .keys()
         .find(|k| !matches!(k.as_str(), "maxTokens" | "tokenRatio" | "tokens"))
     {
-        return Err(DecodeError::new(format!(
-            "budget: unknown key {}",
-            Value::String(key.clone())
-        )));
+        return Err(DecodeError::new(
+            "budget",
+            ErrorKind::UnknownKey,
+            format!("unknown key {}", Value::String(key.clone())),
+        ));
     }
     // A JSON number's text as serde_json writes it back: the shortest
     // decimal of its value, which is exact for figures in thousandths.
@@ -116,20 +115,22 @@ pub fn budget_from_json(obj: &serde_json::Map<String, Value>) -> Result<RetryBud
         match obj.get(field) {
             None => Ok(None),
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(other) => Err(DecodeError::new(format!(
-                "budget.{field}: expected a number, found {}",
-                describe(other)
-            ))),
+            Some(other) => Err(DecodeError::wrong_type(field, "a number", other).within("budget")),
         }
     };
-    let max_tokens = number("maxTokens")?.ok_or_else(|| {
-        DecodeError::new("budget.maxTokens: missing (expected an integer from 1 to 1000)")
-    })?;
-    let token_ratio = number("tokenRatio")?
-        .ok_or_else(|| DecodeError::new("budget.tokenRatio: missing (expected a number)"))?;
+    let missing = |field, what| DecodeError::missing(field, what).within("budget");
+    let max_tokens =
+        number("maxTokens")?.ok_or_else(|| missing("maxTokens", "an integer from 1 to 1000"))?;
+    let token_ratio = number("tokenRatio")?.ok_or_else(|| missing("tokenRatio", "a number"))?;
     let tokens = number("tokens")?;
-    RetryBudget::parse(&max_tokens, &token_ratio, tokens.as_deref())
-        .map_err(|e| DecodeError::new(format!("budget.{e}")))
+    RetryBudget::parse(&max_tokens, &token_ratio, tokens.as_deref()).map_err(|e| {
+        DecodeError::new(
+            e.field,
+            ErrorKind::OutOfRange,
+            format!("expected {}", e.expected),
+        )
+        .within("budget")
+    })
 }
 
 /// One non-blank line of a vector file.
@@ -147,7 +148,7 @@ pub enum VectorLine {
     Scenario(ScenarioHeader),
     /// A step: its `in` (the expectations `out`, `state`, `refused` are
     /// ignored here).
-    Step(InputOwned),
+    Step(InputLine),
 }
 
 impl VectorLine {
@@ -163,8 +164,10 @@ impl VectorLine {
             return ScenarioHeader::from_json(&Value::Object(obj))
                 .map(|h| Some(VectorLine::Scenario(h)));
         }
-        let input = required(obj.get("in"), "in", "an input object")?;
-        InputOwned::from_json(input)
+        let input = obj
+            .get("in")
+            .ok_or_else(|| DecodeError::missing("in", "an input object"))?;
+        InputLine::from_json(input)
             .map(|i| Some(VectorLine::Step(i)))
             .map_err(|e| e.within("in"))
     }
@@ -173,12 +176,12 @@ impl VectorLine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use autoretry::{HostOptions, Usage};
+    use autoretry::{HostOptions, InputBuf, Usage};
 
     #[test]
     fn exact_integers() {
         let line = r#"{"in":{"type":"agent_end","nowMs":18446744073709551615,"message":{"stopReason":"error","usage":{"input":18446744073709551615,"cacheRead":18446744073709551615}}}}"#;
-        let Some(VectorLine::Step(InputOwned::AgentEnd { message, now_ms })) =
+        let Some(VectorLine::Step(InputLine::Input(InputBuf::AgentEnd { message, now_ms }))) =
             VectorLine::parse(line).unwrap()
         else {
             panic!()

@@ -1,12 +1,9 @@
 //! Every row of the labelled corpora (`tests/corpus/errors.jsonl` and
 //! `tests/corpus/extended/errors.jsonl`, copies of `shared/corpus/`) through
-//! `classify` and `classify_bytes` (classic) or `classify_with` and
-//! `classify_bytes_with` (extended): all four labels must agree.
+//! `Classifier::classify` and `Classifier::classify_bytes` of its pattern
+//! set (classic or extended): all four labels must agree.
 
-use autoretry::classify::{
-    classify, classify_bytes, classify_bytes_with, classify_with, matches_overflow_with,
-    matches_retryable_with, matches_usage_limit_with, retry_hint_ms, Classification, Classifier,
-};
+use autoretry::classify::{classify, classify_bytes, retry_hint_ms, Classification, Classifier};
 use serde_json::Value;
 
 struct Row {
@@ -104,9 +101,9 @@ fn hints_with_a_clock_equal_hints_without_for_the_corpus() {
 fn the_classic_with_forms_equal_the_classic_functions() {
     for row in rows() {
         let text = &row.text;
-        assert_eq!(classify_with(text, Classifier::Classic), classify(text));
+        assert_eq!(Classifier::Classic.classify(text), classify(text));
         assert_eq!(
-            classify_bytes_with(text.as_bytes(), Classifier::Classic),
+            Classifier::Classic.classify_bytes(text.as_bytes()),
             classify_bytes(text.as_bytes())
         );
     }
@@ -119,23 +116,20 @@ fn every_extended_row_matches_its_labels() {
     assert!(rows.len() >= 195, "extended corpus has {} rows", rows.len());
     let mut failures = Vec::new();
     for row in &rows {
-        let by_text = classify_with(&row.text, Classifier::Extended);
-        let by_bytes = classify_bytes_with(row.text.as_bytes(), Classifier::Extended);
+        let by_text = Classifier::Extended.classify(&row.text);
+        let by_bytes = Classifier::Extended.classify_bytes(row.text.as_bytes());
         if by_text != row.expected || by_bytes != row.expected {
             failures.push(format!(
-                "line {}: {:?}\n  expected {:?}\n  classify_with {:?}\n  bytes         {:?}",
+                "line {}: {:?}\n  expected {:?}\n  classify      {:?}\n  bytes         {:?}",
                 row.line, row.text, row.expected, by_text, by_bytes
             ));
         }
         // The single predicates agree with the classification.
         let e = Classifier::Extended;
-        assert_eq!(matches_overflow_with(&row.text, e), row.expected.overflow);
+        assert_eq!(e.matches_overflow(&row.text), row.expected.overflow);
+        assert_eq!(e.matches_usage_limit(&row.text), row.expected.usage_limit);
         assert_eq!(
-            matches_usage_limit_with(&row.text, e),
-            row.expected.usage_limit
-        );
-        assert_eq!(
-            !row.text.is_empty() && !row.expected.overflow && matches_retryable_with(&row.text, e),
+            !row.text.is_empty() && !row.expected.overflow && e.matches_retryable(&row.text),
             row.expected.retryable,
             "line {}",
             row.line
@@ -159,8 +153,8 @@ fn extended_rows_with_invalid_bytes_read_like_lossy() {
             bytes.extend_from_slice(row.text.as_bytes());
             let lossy = String::from_utf8_lossy(&bytes);
             assert_eq!(
-                classify_bytes_with(&bytes, Classifier::Extended),
-                classify_with(&lossy, Classifier::Extended),
+                Classifier::Extended.classify_bytes(&bytes),
+                Classifier::Extended.classify(&lossy),
                 "line {}",
                 row.line
             );

@@ -3,9 +3,7 @@
 //! hints of §10.4 against those of §3.5.
 
 use autoretry::classify::{
-    classify, classify_bytes, matches_overflow, matches_overflow_bytes, matches_retryable,
-    matches_retryable_bytes, matches_usage_limit, matches_usage_limit_bytes, retry_hint_ms,
-    retry_hint_ms_bytes, wait_hint_ms,
+    classify, classify_bytes, retry_hint_ms, retry_hint_ms_bytes, wait_hint_ms, Classifier,
 };
 use autoretry_testkit::fuzzing::matches_overflow_unanchored;
 use proptest::prelude::*;
@@ -96,9 +94,9 @@ fn folding(c: char, variant: bool) -> char {
 /// The monotone predicates, in a fixed order.
 fn monotone(t: &str) -> [bool; 4] {
     [
-        matches_retryable(t),
-        matches_usage_limit(t),
-        matches_overflow(t),
+        Classifier::Classic.matches_retryable(t),
+        Classifier::Classic.matches_usage_limit(t),
+        Classifier::Classic.matches_overflow(t),
         matches_overflow_unanchored(t),
     ]
 }
@@ -170,9 +168,9 @@ proptest! {
     ) {
         let lossy = String::from_utf8_lossy(&bytes);
         prop_assert_eq!(classify_bytes(&bytes), classify(&lossy));
-        prop_assert_eq!(matches_retryable_bytes(&bytes), matches_retryable(&lossy));
-        prop_assert_eq!(matches_overflow_bytes(&bytes), matches_overflow(&lossy));
-        prop_assert_eq!(matches_usage_limit_bytes(&bytes), matches_usage_limit(&lossy));
+        prop_assert_eq!(Classifier::Classic.matches_retryable_bytes(&bytes), Classifier::Classic.matches_retryable(&lossy));
+        prop_assert_eq!(Classifier::Classic.matches_overflow_bytes(&bytes), Classifier::Classic.matches_overflow(&lossy));
+        prop_assert_eq!(Classifier::Classic.matches_usage_limit_bytes(&bytes), Classifier::Classic.matches_usage_limit(&lossy));
         prop_assert_eq!(retry_hint_ms_bytes(&bytes, now), retry_hint_ms(&lossy, now));
     }
 
@@ -242,8 +240,8 @@ proptest! {
 /// monotone: the anchored overflow pattern and the `retryable` label.
 #[test]
 fn anchored_overflow_and_the_retryable_label_are_not_monotone() {
-    assert!(matches_overflow("413 (no body)"));
-    assert!(!matches_overflow("x 413 (no body)"));
+    assert!(Classifier::Classic.matches_overflow("413 (no body)"));
+    assert!(!Classifier::Classic.matches_overflow("x 413 (no body)"));
     assert!(classify("503").retryable);
     assert!(!classify("503 prompt is too long").retryable);
 }

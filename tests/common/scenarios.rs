@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use autoretry::wire::json::InputOwned;
+use autoretry::wire::json::InputLine;
 use autoretry_testkit::vector::{ScenarioHeader, VectorLine};
 use serde_json::Value;
 
@@ -15,7 +15,7 @@ pub const FOLDERS: [&str; 2] = ["tests/vectors", "tests/vectors/options"];
 /// whole expected line, place).
 pub struct Scenario {
     pub header: ScenarioHeader,
-    pub steps: Vec<(InputOwned, Value, String)>,
+    pub steps: Vec<(InputLine, Value, String)>,
 }
 
 /// Every scenario of the vector files in `folder`.

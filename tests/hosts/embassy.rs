@@ -16,8 +16,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use autoretry::host::embassy::{duration_from_ms, receive, Channel, EmbassyDriver, EmbassySleeper};
 use autoretry::host::Step;
-use autoretry::wire::json::InputOwned;
-use autoretry::{Input, Machine, Output, TimerId};
+use autoretry::wire::json::InputLine;
+use autoretry::{Input, InputBuf, Machine, Output, TimerId};
 use autoretry_testkit::VectorHost;
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_time::{Duration, Instant, MockDriver};
@@ -71,7 +71,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
         // What the host feeds through the channel; `None`: the driver's own
         // timer fires.
         let fed = match input {
-            InputOwned::Invalid { .. } => {
+            InputLine::Refused(_) => {
                 // The host refuses it without asking the machine.
                 check!(
                     want_refused,
@@ -85,13 +85,15 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
                 passed += 1;
                 continue;
             }
-            InputOwned::TimerFired { timer: ordinal } => match host.machine_timer(*ordinal) {
-                Some(id) if driver.machine().pending_timer() == Some(id) => None,
-                // A stale or never-produced timer: the host delivers it late.
-                other => Some(Input::TimerFired {
-                    timer: other.unwrap_or(TimerId(u64::MAX)),
-                }),
-            },
+            InputLine::Input(InputBuf::TimerFired { timer: ordinal }) => {
+                match host.machine_timer(ordinal.get()) {
+                    Some(id) if driver.machine().pending_timer() == Some(id) => None,
+                    // A stale or never-produced timer: the host delivers it late.
+                    other => Some(Input::TimerFired {
+                        timer: other.unwrap_or(TimerId(u64::MAX)),
+                    }),
+                }
+            }
             other => Some(
                 other
                     .as_input(host.marked().copied().unwrap_or(""))

@@ -13,10 +13,10 @@ use std::sync::Mutex;
 
 use autoretry::classify::Classifier;
 use autoretry::host::ffi::*;
-use autoretry::wire::json::{InputOwned, MessageOwned};
+use autoretry::wire::json::InputLine;
 use autoretry::{
-    HostOptions, Input, JitterPct, Machine, Output, Outputs, Partial, Profile, RetryBudget,
-    RetrySettings, StopReason, TimerId, Usage,
+    HostOptions, Input, InputBuf, JitterPct, Machine, MessageBuf, Output, Outputs, Partial,
+    Profile, RetryBudget, RetrySettings, StopReason, TimerId, Usage,
 };
 use autoretry_testkit::vector::VectorLine;
 use autoretry_testkit::VectorHost;
@@ -199,13 +199,13 @@ impl Handle {
     }
 
     /// The input in the C form's struct, naming this handle's budget.
-    fn struct_input(&self, input: &InputOwned) -> AutoretryInput {
+    fn struct_input(&self, input: &InputBuf) -> AutoretryInput {
         let mut c = AutoretryInput {
             budget: self.2,
             ..AutoretryInput::default()
         };
         match input {
-            InputOwned::MessageEnd { message } | InputOwned::AgentEnd { message, .. } => {
+            InputBuf::MessageEnd { message } | InputBuf::AgentEnd { message, .. } => {
                 c.kind = INPUT_MESSAGE_END;
                 c.stop_reason = stop_code(message.stop_reason);
                 (c.text, c.text_len) = match &message.error_message {
@@ -222,37 +222,36 @@ impl Handle {
                     (c.has_retry_after, c.retry_after_ms) = (1, ms);
                 }
                 c.partial = partial_code(message.partial);
-                if let InputOwned::AgentEnd { now_ms, .. } = input {
+                if let InputBuf::AgentEnd { now_ms, .. } = input {
                     c.kind = INPUT_AGENT_END;
                     if let Some(now) = now_ms {
                         (c.has_now, c.now_ms) = (1, *now);
                     }
                 }
             }
-            InputOwned::TimerFired { timer } => {
-                (c.kind, c.timer) = (INPUT_TIMER_FIRED, self.host_timer(*timer));
+            InputBuf::TimerFired { timer } => {
+                (c.kind, c.timer) = (INPUT_TIMER_FIRED, self.host_timer(timer.get()));
             }
-            InputOwned::UsageLimitMarked { switched } => {
+            InputBuf::UsageLimitMarked { switched, .. } => {
                 (c.kind, c.flag) = (INPUT_USAGE_LIMIT_MARKED, u32::from(*switched));
             }
-            InputOwned::ModelSwitched { switched } => {
+            InputBuf::ModelSwitched { switched, .. } => {
                 (c.kind, c.flag) = (INPUT_MODEL_SWITCHED, u32::from(*switched));
             }
-            InputOwned::AbortRetry => c.kind = INPUT_ABORT_RETRY,
-            InputOwned::Abort => c.kind = INPUT_ABORT,
-            InputOwned::SetAutoRetry { enabled } => {
+            InputBuf::AbortRetry => c.kind = INPUT_ABORT_RETRY,
+            InputBuf::Abort => c.kind = INPUT_ABORT,
+            InputBuf::SetAutoRetry { enabled } => {
                 (c.kind, c.flag) = (INPUT_SET_AUTO_RETRY, u32::from(*enabled));
             }
-            InputOwned::Settings(s) => {
+            InputBuf::Settings(s) => {
                 (c.kind, c.settings) = (INPUT_SETTINGS, settings_struct(*s));
             }
-            InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
         }
         c
     }
 
     /// Feeds one input; `Ok(json)` or the error code.
-    fn feed(&self, input: &InputOwned) -> Result<String, i32> {
+    fn feed(&self, input: &InputBuf) -> Result<String, i32> {
         let mut out = vec![0u8; OUT_BUFFER_LEN];
         let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
         let h = self.0;
@@ -269,21 +268,21 @@ impl Handle {
         // SAFETY: texts and `out` are live, disjoint and of the given lengths.
         let n = unsafe {
             match input {
-                InputOwned::MessageEnd { message } | InputOwned::AgentEnd { message, .. } => {
+                InputBuf::MessageEnd { message } | InputBuf::AgentEnd { message, .. } => {
                     self.feed_message(input, message, o, cap)
                 }
-                InputOwned::TimerFired { timer } => {
-                    autoretry_timer_fired(h, self.host_timer(*timer), o, cap)
+                InputBuf::TimerFired { timer } => {
+                    autoretry_timer_fired(h, self.host_timer(timer.get()), o, cap)
                 }
-                InputOwned::UsageLimitMarked { switched } => {
+                InputBuf::UsageLimitMarked { switched, .. } => {
                     autoretry_usage_limit_marked(h, u32::from(*switched), o, cap)
                 }
-                InputOwned::AbortRetry => autoretry_abort_retry(h, o, cap),
-                InputOwned::Abort => autoretry_abort(h, o, cap),
-                InputOwned::SetAutoRetry { enabled } => {
+                InputBuf::AbortRetry => autoretry_abort_retry(h, o, cap),
+                InputBuf::Abort => autoretry_abort(h, o, cap),
+                InputBuf::SetAutoRetry { enabled } => {
                     autoretry_set_auto_retry(h, u32::from(*enabled), o, cap)
                 }
-                InputOwned::Settings(s) => match self.1 {
+                InputBuf::Settings(s) => match self.1 {
                     Api::Classic => {
                         assert_eq!(*s, classic_form(*s), "beyond the §4 entry point");
                         autoretry_settings(
@@ -310,8 +309,7 @@ impl Handle {
                         cap,
                     ),
                 },
-                InputOwned::Invalid { .. } => unreachable!("the host refuses it"),
-                InputOwned::ModelSwitched { switched } => {
+                InputBuf::ModelSwitched { switched, .. } => {
                     autoretry_model_switched(h, u32::from(*switched), o, cap)
                 }
             }
@@ -329,8 +327,8 @@ impl Handle {
     /// `o` valid for writes of `cap` bytes.
     unsafe fn feed_message(
         &self,
-        input: &InputOwned,
-        message: &MessageOwned,
+        input: &InputBuf,
+        message: &MessageBuf,
         o: *mut u8,
         cap: u32,
     ) -> i32 {
@@ -343,7 +341,7 @@ impl Handle {
         let has_usage = u32::from(message.usage.is_some());
         let stop = stop_code(message.stop_reason);
         let now = match input {
-            InputOwned::AgentEnd { now_ms, .. } => Some(*now_ms),
+            InputBuf::AgentEnd { now_ms, .. } => Some(*now_ms),
             _ => None,
         };
         let has_now = |now: Option<u64>| u32::from(now.is_some());
@@ -533,23 +531,25 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
         let want_refused = want.get("refused") == Some(&Value::Bool(true));
         // Timer ordinals to the module's ids; one never produced is skipped.
         let input = match input {
-            InputOwned::TimerFired { timer } => match host.machine_timer(timer) {
-                Some(id) => InputOwned::TimerFired { timer: id.get() },
-                None => {
-                    if want["out"] == Value::Array(vec![]) && !want_refused {
-                        run.passed += 1;
-                    } else {
-                        run.failures
-                            .push(format!("{at}: timer {timer} was never produced"));
+            InputLine::Input(InputBuf::TimerFired { timer }) => {
+                match host.machine_timer(timer.get()) {
+                    Some(id) => InputLine::Input(InputBuf::TimerFired { timer: id }),
+                    None => {
+                        if want["out"] == Value::Array(vec![]) && !want_refused {
+                            run.passed += 1;
+                        } else {
+                            run.failures
+                                .push(format!("{at}: timer {} was never produced", timer.get()));
+                        }
+                        continue;
                     }
-                    continue;
                 }
-            },
+            }
             other => other,
         };
-        let got = match input {
-            InputOwned::Invalid { .. } => Err(ERR_REFUSED),
-            ref input => h.feed(input),
+        let got = match &input {
+            InputLine::Refused(_) => Err(ERR_REFUSED),
+            InputLine::Input(input) => h.feed(input),
         };
         let marked = host.marked_text().to_owned();
         let native_input = input.as_input(&marked).ok();
@@ -701,17 +701,11 @@ fn json_matches_serde_byte_for_byte() {
         let h = Handle::new(Api::Classic, settings, HostOptions::default());
         let mut native = Machine::new(settings, HostOptions::default());
         let inputs = [
-            InputOwned::AgentEnd {
-                message: autoretry::wire::json::MessageOwned::new(
-                    StopReason::Error,
-                    Some(text.into()),
-                ),
-                now_ms: None,
-            },
-            InputOwned::AbortRetry,
+            InputBuf::agent_end(MessageBuf::error(text)),
+            InputBuf::AbortRetry,
         ];
         for input in &inputs {
-            let outputs = native.handle(input.as_input("").unwrap()).unwrap();
+            let outputs = native.handle(input.as_input()).unwrap();
             let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
             assert_eq!(h.feed(input).unwrap(), want, "{text:?}");
         }
@@ -731,12 +725,13 @@ fn usage_limit_answer_passes_back_the_kept_text() {
         RetrySettings::DEFAULT,
         HostOptions::default().with_credential_store(true),
     );
-    let end = InputOwned::AgentEnd {
-        message: autoretry::wire::json::MessageOwned::new(StopReason::Error, Some(text.clone())),
-        now_ms: None,
+    let end = InputBuf::agent_end(MessageBuf::error(text.clone()));
+    // The C ABI passes back the text it kept, not this one.
+    let marked = InputBuf::UsageLimitMarked {
+        switched: false,
+        error_message: String::new(),
     };
-    let marked = InputOwned::UsageLimitMarked { switched: false };
-    let outputs = native.handle(end.as_input("").unwrap()).unwrap();
+    let outputs = native.handle(end.as_input()).unwrap();
     let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
     assert_eq!(h.feed(&end).unwrap(), want);
     // The machine keeps only a fingerprint; the slot's copy answers.
@@ -761,17 +756,14 @@ fn model_switched_passes_back_the_kept_text() {
         .with_max_retries(0)
         .with_model_fallback(true);
     let text = "x".repeat(MAX_TEXT - 20) + " overloaded_error";
-    let end = InputOwned::AgentEnd {
-        message: autoretry::wire::json::MessageOwned::new(StopReason::Error, Some(text.clone())),
-        now_ms: None,
-    };
+    let end = InputBuf::agent_end(MessageBuf::error(text.clone()));
     for api in [Api::Ex, Api::Struct] {
         // Made from the settings struct (`modelFallback`), fed through
         // `api`'s entry points.
         let mut h = Handle::new(Api::Struct, settings, HostOptions::default());
         h.1 = api;
         let mut native = Machine::new(settings, HostOptions::default());
-        let outputs = native.handle(end.as_input("").unwrap()).unwrap();
+        let outputs = native.handle(end.as_input()).unwrap();
         assert!(matches!(outputs[..], [Output::SwitchModel { .. }]));
         let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
         assert_eq!(h.feed(&end).unwrap(), want, "{api:?}");
@@ -783,7 +775,10 @@ fn model_switched_passes_back_the_kept_text() {
             .unwrap();
         let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
         assert!(want.contains(&text));
-        let answer = InputOwned::ModelSwitched { switched: false };
+        let answer = InputBuf::ModelSwitched {
+            switched: false,
+            error_message: String::new(),
+        };
         assert_eq!(h.feed(&answer).unwrap(), want, "{api:?}");
         // No decision awaits an answer now: the module answers as the
         // library does (a late answer is ignored).
@@ -792,7 +787,10 @@ fn model_switched_passes_back_the_kept_text() {
             error_message: &text,
         });
         let want = late.map(|o| serde_json::to_string(o.as_slice()).unwrap());
-        let answer = InputOwned::ModelSwitched { switched: true };
+        let answer = InputBuf::ModelSwitched {
+            switched: true,
+            error_message: String::new(),
+        };
         assert_eq!(h.feed(&answer).ok(), want.ok(), "{api:?}");
     }
 }
@@ -1441,7 +1439,7 @@ fn same_as_the_library(
                 retry_after_ms,
                 now_ms,
             } => {
-                let message = MessageOwned {
+                let message = MessageBuf {
                     stop_reason: *stop,
                     error_message: text.map(|t| TEXTS[t].to_owned()),
                     usage: *usage,
@@ -1450,23 +1448,24 @@ fn same_as_the_library(
                     partial: autoretry::Partial::None,
                 };
                 if *agent_end {
-                    InputOwned::AgentEnd {
+                    InputBuf::AgentEnd {
                         message,
                         now_ms: *now_ms,
                     }
                 } else {
-                    InputOwned::MessageEnd { message }
+                    InputBuf::MessageEnd { message }
                 }
             }
-            Step::FirePending => InputOwned::TimerFired {
-                timer: native.pending_timer().map_or(1, |t| t.get()),
+            Step::FirePending => InputBuf::TimerFired {
+                timer: native.pending_timer().unwrap_or(TimerId(1)),
             },
-            Step::Marked(switched) => InputOwned::UsageLimitMarked {
+            Step::Marked(switched) => InputBuf::UsageLimitMarked {
                 switched: *switched,
+                error_message: marked.clone(),
             },
-            Step::AbortRetry => InputOwned::AbortRetry,
-            Step::Abort => InputOwned::Abort,
-            Step::SetAutoRetry(enabled) => InputOwned::SetAutoRetry { enabled: *enabled },
+            Step::AbortRetry => InputBuf::AbortRetry,
+            Step::Abort => InputBuf::Abort,
+            Step::SetAutoRetry(enabled) => InputBuf::SetAutoRetry { enabled: *enabled },
             Step::Settings(args) => {
                 let Some(s) = args.settings() else {
                     let before = native.state();
@@ -1491,11 +1490,11 @@ fn same_as_the_library(
                     prop_assert_eq!(handle.state(), serde_json::to_value(before).unwrap());
                     continue;
                 };
-                InputOwned::Settings(s)
+                InputBuf::Settings(s)
             }
         };
         let got = handle.feed(&owned);
-        let input = owned.as_input(&marked).unwrap();
+        let input = owned.as_input();
         #[cfg(feature = "rules")]
         let input = rules
             .as_ref()

@@ -12,7 +12,7 @@ use crate::common::scenarios::{refused, scenarios, Scenario, FOLDERS};
 use std::time::Duration;
 
 use autoretry::host::tokio::{TokioDriver, TokioSleeper};
-use autoretry::wire::json::InputOwned;
+use autoretry::wire::json::InputLine;
 use autoretry::{Input, InputBuf, Machine, MessageBuf, Output, StopReason, TimerId};
 use autoretry_testkit::VectorHost;
 use serde_json::Value;
@@ -41,7 +41,7 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
     for (input, want, at) in &scenario.steps {
         let state = |driver: &TokioDriver| serde_json::to_value(driver.state()).unwrap();
         let input = match input {
-            InputOwned::Invalid { .. } => {
+            InputLine::Refused(_) => {
                 // The host refuses it without asking the machine.
                 check!(
                     refused(want),
@@ -51,13 +51,15 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
                 passed += 1;
                 continue;
             }
-            InputOwned::TimerFired { timer: ordinal } => match host.machine_timer(*ordinal) {
-                Some(id) if driver.machine().pending_timer() == Some(id) => None,
-                // A stale or never-produced timer: the host delivers it late.
-                other => Some(InputBuf::TimerFired {
-                    timer: other.unwrap_or(TimerId(u64::MAX)),
-                }),
-            },
+            InputLine::Input(InputBuf::TimerFired { timer: ordinal }) => {
+                match host.machine_timer(ordinal.get()) {
+                    Some(id) if driver.machine().pending_timer() == Some(id) => None,
+                    // A stale or never-produced timer: the host delivers it late.
+                    other => Some(InputBuf::TimerFired {
+                        timer: other.unwrap_or(TimerId(u64::MAX)),
+                    }),
+                }
+            }
             other => Some(InputBuf::from(
                 other.as_input(host.marked_text()).expect("valid"),
             )),

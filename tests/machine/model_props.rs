@@ -20,7 +20,7 @@
 //! on every later run; commit those files.
 #![cfg(feature = "json")]
 
-use autoretry::wire::json::{parse_value, InputOwned};
+use autoretry::wire::json::{parse_value, InputLine};
 use autoretry::wire::SettingsGroup;
 use autoretry::{
     Event, FinalError, HostOptions, Input, JitterPct, Output, Profile, RetrySettings, TimerId,
@@ -595,7 +595,7 @@ fn run(
                 // keys included (the line's parser refuses them).
                 let decoded = parse_value(&format!(r#"{{"type":"settings","settings":{text}}}"#))
                     .ok()
-                    .map(|line| InputOwned::from_json(&line).expect("a settings input"));
+                    .map(|line| InputLine::from_json(&line).expect("a settings input"));
                 prop_assert_eq!(
                     decoded.as_ref().and_then(|d| d.as_input("").ok()),
                     direct.map(Input::Settings),

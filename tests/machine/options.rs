@@ -8,7 +8,7 @@
 use crate::common;
 
 use autoretry::classify::Classifier;
-use autoretry::wire::json::{settings_from_json, InputOwned};
+use autoretry::wire::json::{settings_from_json, InputLine};
 use autoretry::wire::SettingsGroup;
 use autoretry::{
     AssistantMessage, Event, FinalError, HostOptions, Input, JitterPct, Machine, Output, Profile,
@@ -295,11 +295,11 @@ fn bad_option_values_are_refused_naming_the_key() {
 #[test]
 fn refused_settings_change_nothing() {
     let mut m = machine(RetrySettings::MODERN);
-    let input = InputOwned::from_json(&json!({"type": "settings", "settings": {"jitterPct": 101}}))
-        .unwrap();
+    let input =
+        InputLine::from_json(&json!({"type": "settings", "settings": {"jitterPct": 101}})).unwrap();
     assert!(input.as_input("").is_err(), "an invalid group is refused");
     assert_eq!(m.settings(), RetrySettings::MODERN);
-    let good = InputOwned::from_json(
+    let good = InputLine::from_json(
         &json!({"type": "settings", "settings": {"profile": "modern", "maxRetries": 2}}),
     )
     .unwrap();

@@ -8,7 +8,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::Value;
 
 use crate::output::Output;
-use crate::wire::json::{to_json, InputOwned};
+use crate::wire::json::{to_json, InputLine};
 use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
 
 /// The agent's events the sidecar takes besides the commands.
@@ -26,7 +26,7 @@ pub(super) enum Request {
     /// A command, with its envelope (the `id` its answer echoes).
     Command(Envelope, Command),
     /// An agent event, with its envelope (for a refusal).
-    Event(Envelope, InputOwned),
+    Event(Envelope, InputLine),
     /// A line answered at once: not UTF-8, not JSON, unknown or malformed.
     Answer(Response),
 }
@@ -53,9 +53,9 @@ pub(super) fn read_line(line: &[u8]) -> Request {
     if AGENT_EVENTS.contains(&envelope.type_name()) {
         let mut object = envelope.fields().clone();
         object.insert("type".into(), Value::String(envelope.type_name().into()));
-        return match InputOwned::from_json(&Value::Object(object)) {
+        return match InputLine::from_json(&Value::Object(object)) {
             Ok(event) => Request::Event(envelope, event),
-            Err(e) => Request::Answer(envelope.error(ErrorCode::of(&e), e.message().to_owned())),
+            Err(e) => Request::Answer(envelope.error(ErrorCode::of(&e), e.to_string())),
         };
     }
     match Command::from_envelope(&envelope) {

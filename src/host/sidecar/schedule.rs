@@ -14,7 +14,8 @@ use crate::machine::{Input, Machine, Refused};
 use crate::output::Outputs;
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
-use crate::wire::json::InputOwned;
+use crate::owned::InputBuf;
+use crate::wire::json::InputLine;
 use crate::wire::rpc::{Envelope, ErrorCode, Response};
 
 /// The sidecar: a [`Machine`], its backoff timer, and the lines it writes
@@ -297,7 +298,7 @@ impl<W: Write> Sidecar<W> {
     fn agent_event(
         &mut self,
         envelope: &Envelope,
-        event: &InputOwned,
+        event: &InputLine,
         now: Duration,
         held: &mut Vec<String>,
     ) -> Option<Response> {
@@ -310,7 +311,9 @@ impl<W: Write> Sidecar<W> {
         };
         let input = match event.as_input(&marked) {
             Ok(input) => input,
-            Err(error) => return Some(envelope.error(ErrorCode::InvalidField, error.to_owned())),
+            Err(refused) => {
+                return Some(envelope.error(ErrorCode::InvalidField, refused.to_string()))
+            }
         };
         #[cfg(feature = "rules")]
         let input = match &self.rules {
@@ -326,7 +329,7 @@ impl<W: Write> Sidecar<W> {
         let awaits =
             self.machine.awaits_usage_limit_answer() || self.machine.awaits_model_switch_answer();
         match event {
-            InputOwned::AgentEnd { message, .. } if awaits => {
+            InputLine::Input(InputBuf::AgentEnd { message, .. }) if awaits => {
                 self.marked_error = message.error_message.clone();
             }
             _ if !awaits => self.marked_error = None,

@@ -6,9 +6,7 @@
 //! entry points.
 
 use autoretry::classify::{
-    classify, classify_bytes, matches_overflow, matches_overflow_bytes, matches_retryable,
-    matches_retryable_bytes, matches_usage_limit, matches_usage_limit_bytes, retry_hint_ms,
-    retry_hint_ms_bytes,
+    classify, classify_bytes, retry_hint_ms, retry_hint_ms_bytes, Classifier,
 };
 use autoretry_gen::{literal_body, patterns, translate, Letters};
 use regex::Regex;
@@ -64,9 +62,21 @@ impl Counts {
         self.retryable += usize::from(r);
         self.overflow += usize::from(o);
         self.usage_limit += usize::from(u);
-        assert_eq!(matches_retryable(text), r, "retryable {text:?}");
-        assert_eq!(matches_overflow(text), o, "overflow {text:?}");
-        assert_eq!(matches_usage_limit(text), u, "usage limit {text:?}");
+        assert_eq!(
+            Classifier::Classic.matches_retryable(text),
+            r,
+            "retryable {text:?}"
+        );
+        assert_eq!(
+            Classifier::Classic.matches_overflow(text),
+            o,
+            "overflow {text:?}"
+        );
+        assert_eq!(
+            Classifier::Classic.matches_usage_limit(text),
+            u,
+            "usage limit {text:?}"
+        );
         let c = classify(text);
         assert_eq!(
             (c.retryable, c.overflow, c.usage_limit),
@@ -89,9 +99,21 @@ impl Counts {
         let lossy = String::from_utf8_lossy(bytes);
         let (r, o, u) = reference.labels(&lossy);
         self.byte_texts += 1;
-        assert_eq!(matches_retryable_bytes(bytes), r, "retryable {bytes:?}");
-        assert_eq!(matches_overflow_bytes(bytes), o, "overflow {bytes:?}");
-        assert_eq!(matches_usage_limit_bytes(bytes), u, "usage limit {bytes:?}");
+        assert_eq!(
+            Classifier::Classic.matches_retryable_bytes(bytes),
+            r,
+            "retryable {bytes:?}"
+        );
+        assert_eq!(
+            Classifier::Classic.matches_overflow_bytes(bytes),
+            o,
+            "overflow {bytes:?}"
+        );
+        assert_eq!(
+            Classifier::Classic.matches_usage_limit_bytes(bytes),
+            u,
+            "usage limit {bytes:?}"
+        );
         let c = classify_bytes(bytes);
         assert_eq!(
             (c.retryable, c.overflow, c.usage_limit),

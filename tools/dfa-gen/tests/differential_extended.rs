@@ -1,16 +1,13 @@
 //! The extended classifier (spec 10.5) against the `regex` crate: its
 //! retryable, usage-limit (window alternatives included) and overflow
 //! patterns, translated to the reference form with `\b` an ASCII word
-//! boundary, must give the same labels as `classify_with(.., Extended)` and
+//! boundary, must give the same labels as `Classifier::Extended.classify` and
 //! the `matches_*_with` functions; the hint must be that of the spec's own
 //! expressions (10.4). On both corpora, on texts around the 80-character
 //! window and the word boundaries, and on generated adversarial texts,
 //! through the `&str` and the lossy bytes entry points.
 
-use autoretry::classify::{
-    classify_bytes_with, classify_with, matches_overflow_with, matches_retryable_with,
-    matches_usage_limit_with, wait_hint_ms, wait_hint_ms_bytes, Classifier,
-};
+use autoretry::classify::{wait_hint_ms, wait_hint_ms_bytes, Classifier};
 use autoretry_gen::{literal_body, patterns};
 use regex::Regex;
 
@@ -73,26 +70,18 @@ impl Counts {
         self.retryable += usize::from(r);
         self.overflow += usize::from(o);
         self.usage_limit += usize::from(u);
+        assert_eq!(EXTENDED.matches_retryable(text), r, "retryable {text:?}");
+        assert_eq!(EXTENDED.matches_overflow(text), o, "overflow {text:?}");
         assert_eq!(
-            matches_retryable_with(text, EXTENDED),
-            r,
-            "retryable {text:?}"
-        );
-        assert_eq!(
-            matches_overflow_with(text, EXTENDED),
-            o,
-            "overflow {text:?}"
-        );
-        assert_eq!(
-            matches_usage_limit_with(text, EXTENDED),
+            EXTENDED.matches_usage_limit(text),
             u,
             "usage limit {text:?}"
         );
-        let c = classify_with(text, EXTENDED);
+        let c = EXTENDED.classify(text);
         assert_eq!(
             (c.retryable, c.overflow, c.usage_limit),
             (!text.is_empty() && !o && r, o, u),
-            "classify_with {text:?}"
+            "classify {text:?}"
         );
         assert_eq!(c.hint_ms, wait_hint_ms(text, None), "hint {text:?}");
         if let Some(want) = reference.hints.wait_hint(text) {
@@ -100,9 +89,9 @@ impl Counts {
         }
         self.hint += usize::from(c.hint_ms.is_some());
         assert_eq!(
-            classify_bytes_with(text.as_bytes(), EXTENDED),
+            EXTENDED.classify_bytes(text.as_bytes()),
             c,
-            "classify_bytes_with {text:?}"
+            "classify_bytes {text:?}"
         );
     }
 
@@ -110,11 +99,11 @@ impl Counts {
         let lossy = String::from_utf8_lossy(bytes);
         let (r, o, u) = reference.labels(&lossy);
         self.byte_texts += 1;
-        let c = classify_bytes_with(bytes, EXTENDED);
+        let c = EXTENDED.classify_bytes(bytes);
         assert_eq!(
             (c.retryable, c.overflow, c.usage_limit),
             (!bytes.is_empty() && !o && r, o, u),
-            "classify_bytes_with {bytes:?}"
+            "classify_bytes {bytes:?}"
         );
         assert_eq!(c.hint_ms, wait_hint_ms_bytes(bytes, None), "hint {bytes:?}");
         assert_eq!(c.hint_ms, wait_hint_ms(&lossy, None), "hint {bytes:?}");
