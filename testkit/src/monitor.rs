@@ -718,8 +718,8 @@ impl Monitor {
             }
             host.context_window != 0 && tokens > u128::from(host.context_window)
         });
-        let overflow = by_usage
-            || (is_error && text.is_some_and(|t| classifier.matches_overflow(t)));
+        let overflow =
+            by_usage || (is_error && text.is_some_and(|t| classifier.matches_overflow(t)));
         // §11.2: a turn that streamed a tool call is never replayed.
         let replayable = message.partial != Partial::Tools;
         let Some(text) = text.filter(|_| s.enabled && is_error && !overflow && replayable) else {

@@ -12,9 +12,9 @@ use crate::host::thread::scaled;
 use crate::host::timer::BackoffTimer;
 use crate::machine::{Input, Machine, Refused};
 use crate::output::Outputs;
+use crate::owned::InputBuf;
 #[cfg(feature = "rules")]
 use crate::rules::Rules;
-use crate::owned::InputBuf;
 use crate::wire::json::InputLine;
 use crate::wire::rpc::{Envelope, ErrorCode, Response};
 
