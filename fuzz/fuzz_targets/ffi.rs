@@ -1,5 +1,5 @@
 #![no_main]
-//! The C ABI (`autoretry::host::ffi`) under arbitrary call sequences: every
+//! The C ABI (`autoretry_ffi`) under arbitrary call sequences: every
 //! exported function with arbitrary handles (live, freed, out of range),
 //! settings codes, texts, timer ids, and buffers that are valid (a scratch
 //! buffer, the exchange buffers) or that the module must refuse before
@@ -22,12 +22,12 @@
 //! `rules_from_bytes` target's job.
 
 use autoretry::classify::Classifier;
-use autoretry::host::ffi::*;
 use autoretry::rules::Rules;
 use autoretry::{
     AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
     StopReason, TimerId, Usage,
 };
+use autoretry_ffi::*;
 
 const SCRATCH: usize = 8192;
 /// Loads per input; a load past them takes the rules back instead. Each

@@ -48,9 +48,9 @@
 //!   a truncated, damaged, foreign or misaligned blob is an error, never a
 //!   panic or undefined behaviour. [`include_rules!`](crate::include_rules)
 //!   includes a blob at a 4-byte aligned address.
-//! - Over the C ABI (features `ffi` and `rules`): a C or WebAssembly host
-//!   lends a machine a compiled blob with
-//!   `host::ffi::autoretry_rules_load`.
+//! - Over the C ABI (the package `autoretry-ffi`, its feature `rules`): a C
+//!   or WebAssembly host lends a machine a compiled blob with
+//!   `autoretry_rules_load`.
 //!
 //! ```
 //! # #[cfg(feature = "rules-compile")] {
