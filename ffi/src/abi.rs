@@ -74,10 +74,10 @@ pub extern "C" fn autoretry_new(
         enabled,
         max_retries,
         base_delay_ms,
-        C.max_delay_ms,
-        C.backoff_cap_ms,
-        C_JITTER,
-        C_HINTS,
+        CLASSIC.max_delay_ms,
+        CLASSIC.backoff_cap_ms,
+        CLASSIC_JITTER,
+        CLASSIC_HINTS,
         CLASSIFIER_CLASSIC,
         context_window,
         credential_store,
@@ -87,11 +87,11 @@ pub extern "C" fn autoretry_new(
 
 /// The keys of spec §10.1 that the first hosts' forms leave out take their
 /// `classic` defaults: these, in the scalar form of the `_ex` ones.
-const C: RetrySettings = RetrySettings::CLASSIC;
-/// `C.jitter_pct` as the `_ex` forms take it.
-const C_JITTER: u32 = C.jitter_pct.get() as u32;
-/// `C.honor_hints` as the `_ex` forms take it.
-const C_HINTS: u32 = C.honor_hints as u32;
+const CLASSIC: RetrySettings = RetrySettings::CLASSIC;
+/// `CLASSIC.jitter_pct` as the `_ex` forms take it.
+const CLASSIC_JITTER: u32 = CLASSIC.jitter_pct.get() as u32;
+/// `CLASSIC.honor_hints` as the `_ex` forms take it.
+const CLASSIC_HINTS: u32 = CLASSIC.honor_hints as u32;
 
 /// Creates a machine with every key of the `retry` group (spec §4 and
 /// §10.1, in the spec's order) and every host option (§2 and the jitter
@@ -646,10 +646,10 @@ pub unsafe extern "C" fn autoretry_settings(
             enabled,
             max_retries,
             base_delay_ms,
-            C.max_delay_ms,
-            C.backoff_cap_ms,
-            C_JITTER,
-            C_HINTS,
+            CLASSIC.max_delay_ms,
+            CLASSIC.backoff_cap_ms,
+            CLASSIC_JITTER,
+            CLASSIC_HINTS,
             CLASSIFIER_CLASSIC,
             out,
             out_cap,
