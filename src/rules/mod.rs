@@ -517,9 +517,9 @@ impl<'a> Rules<'a> {
     /// assert!(matches!(Rules::from_bytes(&BLOB[..BLOB.len() - 1]), Err(RulesError::Truncated { .. })));
     /// assert!(matches!(Rules::from_bytes(b"{}"), Err(RulesError::Foreign)));
     /// ```
-    // Inlined across the crate boundary too: the C ABI's loader (package
-    // `autoretry-ffi`) then keeps none of the error details it maps to a
-    // code, and its WebAssembly module with rules is 4.5 KB smaller.
+    // Inlined across the crate boundary too: a caller that maps the error
+    // to a code keeps none of its details. The C ABI's WebAssembly module
+    // with rules is 4.5 KB smaller for it, and the firmware's rules 2 KB.
     #[inline]
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Rules<'a>, RulesError> {
         let (header, dfa_bytes) = blob::split(bytes)?;
