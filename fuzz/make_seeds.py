@@ -176,8 +176,10 @@ for counts in (0x01, 0x04, 0x05, 0x0F, 0x0A):
 # ffi (fuzz_targets/ffi.rs): call sequences through the C ABI. Each step is
 # an op byte (0 new, 1 new_ex, 2 free, 3 pending_timer, 4-7 message_end /
 # agent_end and their _ex forms, 8-9 timer_fired, 10 usage_limit_marked,
-# 11 abort_retry, 12 abort, 13 set_auto_retry, 14 settings, 15 settings_ex),
-# a handle selector (2.. picks a live or freed handle) and its arguments.
+# 11 abort_retry, 12 abort, 13 set_auto_retry, 14 settings, 15 settings_ex,
+# 16-17 rules, 18 budget_new, 19 budget_tokens, 20 budget_free, 21-23
+# handle_json, 24 model_switched), a handle selector (2.. picks a live or
+# freed handle) and its arguments.
 def ffi_u64(v):
     return bytes([0, v]) if v < 256 else bytes([1]) + struct.pack("<H", v // 100)
 
@@ -188,14 +190,29 @@ def ffi_new(profile=0, retries=3, base=20, seed=0):
 
 
 def ffi_input(op, handle=2, out=(3, 1, 25600), stop=3, text=16, text_at=(8, 40, 100),
-              timer=2, flag=1):
+              timer=2, flag=1, retries=3):
     sel, a, b = out
     out_bytes = bytes([sel, a]) + struct.pack("<H", b) if sel == 3 else bytes([sel]) + struct.pack("<HH", a, b)
     tsel, tlen, tat = text_at
     text_bytes = bytes([tsel]) + struct.pack("<HH", tlen, tat)
     return (bytes([op, handle]) + out_bytes + bytes([stop, text]) + text_bytes
             + bytes([0, 0]) + ffi_u64(0) * 3 + bytes([0]) + ffi_u64(0) + bytes([0]) + ffi_u64(0)
-            + bytes([timer, flag]) + bytes([0, 1, 3]) + ffi_u64(20) + ffi_u64(0) + ffi_u64(0) + bytes([0, 0, 0]))
+            + bytes([timer, flag]) + bytes([0, 1, retries]) + ffi_u64(20) + ffi_u64(0) + ffi_u64(0) + bytes([0, 0, 0]))
+
+
+# The input struct through handle_json (op 21): the arguments of ffi_input,
+# then its kind (1 message_end, 2 agent_end, 3 timer_fired, 4
+# usage_limit_marked, 8 settings, 9 model_switched; 0 and 10 refused), its
+# partial code (3 refused), a budget selector (0 none, 3.. a live or freed
+# budget) and the settings keys of section 11.1.
+def ffi_json(kind, partial=0, budget=0, fallback=0, **args):
+    return ffi_input(21, **args) + bytes([kind, partial, budget, fallback]) + ffi_u64(0) + ffi_u64(0)
+
+
+# A budget (op 18): a budget selector, max tokens, the refill ratio in
+# thousandths, whether it starts with `tokens` thousandths.
+def ffi_budget_new(max_tokens=4, ratio=500, has=0, tokens=0):
+    return bytes([18, 2, 0]) + struct.pack("<HIBI", max_tokens, ratio, has, tokens)
 
 
 ffi_steps = {
@@ -207,6 +224,12 @@ ffi_steps = {
     "bad_out": ffi_new() + ffi_input(5, out=(0, 64, 0)) + ffi_input(11, out=(1, 64, 0)) + ffi_input(12, out=(2, 1, 16)),
     "overlap": ffi_new() + ffi_input(5, out=(8, 400, 0), text_at=(8, 40, 100)),
     "settings": ffi_new(profile=1) + ffi_input(15) + ffi_input(14) + ffi_input(13, flag=0) + ffi_input(5),
+    "budget": ffi_new() + ffi_budget_new() + ffi_json(2, stop=4, budget=3) + ffi_json(3, budget=3)
+    + bytes([19, 2, 3]) + ffi_json(2, stop=1, budget=3) + ffi_budget_new(0) + bytes([20, 2, 3]) + ffi_json(2, stop=4, budget=3),
+    "partial": ffi_new() + ffi_json(2, stop=4, partial=1) + ffi_json(3) + ffi_json(2, stop=4, partial=2) + ffi_json(1, stop=4, partial=3),
+    "model_switched": ffi_new() + ffi_json(8, fallback=1, retries=0) + ffi_json(2, stop=4) + ffi_input(24)
+    + ffi_json(2, stop=4) + ffi_json(9, flag=0),
+    "bad_kinds": ffi_new() + ffi_json(0) + ffi_json(10) + ffi_json(8, budget=2) + ffi_json(4),
 }
 for steps in ffi_steps.values():
     write("ffi", steps)

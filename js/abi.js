@@ -1,10 +1,10 @@
-// The WebAssembly module's C ABI (`autoretry::host::ffi`): the one file that
+// The WebAssembly module's C ABI (`autoretry_ffi`): the one file that
 // names its exports, their argument order and its codes. `machine.js` calls
 // these functions only with arguments it has checked; each returns the
 // export's result (a length or handle, or a negative `ERR_*` code).
 //
 // The codes are the Rust constants of the same names; a test reads them
-// from `src/host/ffi/` and compares.
+// from `ffi/src/` and compares.
 
 /** No machine with this handle (freed, or never created). */
 export const ERR_HANDLE = -1;

@@ -50,7 +50,7 @@ pub mod rules {}
 #[doc = include_str!("../docs/guide/sidecar.md")]
 pub mod sidecar {}
 
-// No Rust examples: its C examples are the files of `examples/c/`, which CI
+// No Rust examples: its C examples are the files of `ffi/examples/`, which CI
 // builds and runs.
 #[doc = include_str!("../docs/guide/c.md")]
 pub mod c {}

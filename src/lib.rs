@@ -89,11 +89,9 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 // docs.rs builds with `--cfg docsrs`: items show the feature they need.
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// Safety: the core has no unsafe code at all; the C ABI (`host::ffi`,
-// feature `ffi`) is the one exception: every unsafe operation is in its
-// `pool.rs`, argued block by block; its `abi.rs` declares the exports
-// (`#[no_mangle]`, `unsafe extern "C" fn`), which the lint also counts.
-#![deny(unsafe_code)]
+// Safety: no unsafe code at all. The C ABI, which needs some, is the
+// package `autoretry-ffi` (`ffi/`).
+#![forbid(unsafe_code)]
 // Every public item is documented.
 #![deny(missing_docs)]
 

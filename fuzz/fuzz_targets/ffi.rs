@@ -1,17 +1,24 @@
 #![no_main]
-//! The C ABI (`autoretry::host::ffi`) under arbitrary call sequences: every
+//! The C ABI (`autoretry_ffi`) under arbitrary call sequences: every
 //! exported function with arbitrary handles (live, freed, out of range),
 //! settings codes, texts, timer ids, and buffers that are valid (a scratch
 //! buffer, the exchange buffers) or that the module must refuse before
 //! touching them (null with a length, wrapping, running past an exchange
-//! buffer, text and output overlapping).
+//! buffer, text and output overlapping). Spec §11 too: every input as an
+//! `AutoretryInput` through `autoretry_handle_json` (a message's `partial`,
+//! the settings keys of §11.1, `model_switched`, a budget handle), the
+//! answer `autoretry_model_switched`, and the budget table's entry points
+//! (`autoretry_budget_new`, `_tokens`, `_free`), each budget shadowed by a
+//! `RetryBudget` that the shadow machines are handed as the module's are.
 //!
 //! Checked on every call: no panic; a failed call changes nothing (every
 //! machine's state and pending timer are as before); a call on one machine
-//! changes no other; and every answer is the library's own: a shadow
-//! `Machine` per handle is fed the same input, and the module's JSON must be
-//! serde_json's of the shadow's outputs (timer ids as the module shows them),
-//! its refusals the shadow's.
+//! changes no other, nor any budget; and every answer is the library's
+//! own: a shadow `Machine` per handle is fed the same input (with a copy of
+//! the shadow budget the input names, which replaces it only when the
+//! module's call succeeds), and the module's JSON must be serde_json's of
+//! the shadow's outputs (timer ids as the module shows them), its refusals
+//! the shadow's, every budget's tokens the shadow's.
 //!
 //! Rules too: a small blob (or a prefix of it, which the module must refuse
 //! by code) is lent to a machine or taken back, and its shadow applies the
@@ -22,12 +29,12 @@
 //! `rules_from_bytes` target's job.
 
 use autoretry::classify::Classifier;
-use autoretry::host::ffi::*;
 use autoretry::rules::Rules;
 use autoretry::{
-    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Profile, RetrySettings,
-    StopReason, TimerId, Usage,
+    AssistantMessage, HostOptions, Input, JitterPct, Machine, Output, Partial, Profile,
+    RetryBudget, RetrySettings, StopReason, TimerId, Usage,
 };
+use autoretry_ffi::*;
 
 const SCRATCH: usize = 8192;
 /// Loads per input; a load past them takes the rules back instead. Each
@@ -97,9 +104,23 @@ struct Live {
     rules: Option<Rules<'static>>,
 }
 
+/// A budget made through the ABI, with its shadow.
+struct Budget {
+    handle: i32,
+    shadow: RetryBudget,
+}
+
+/// Every machine's state and pending timer, and every budget's tokens.
+#[derive(Debug, PartialEq)]
+struct State {
+    machines: Vec<(i32, Vec<u8>, u64)>,
+    budgets: Vec<(i32, i32)>,
+}
+
 /// What a failed call must leave as it was.
-fn snapshot(live: &[Live]) -> Vec<(i32, Vec<u8>, u64)> {
-    live.iter()
+fn snapshot(live: &[Live], budgets: &[Budget]) -> State {
+    let machines = live
+        .iter()
         .map(|m| {
             let mut out = [0u8; 128];
             // SAFETY: `out` is live for its length.
@@ -111,7 +132,12 @@ fn snapshot(live: &[Live]) -> Vec<(i32, Vec<u8>, u64)> {
                 autoretry_pending_timer(m.handle),
             )
         })
-        .collect()
+        .collect();
+    let budgets = budgets
+        .iter()
+        .map(|b| (b.handle, autoretry_budget_tokens(b.handle)))
+        .collect();
+    State { machines, budgets }
 }
 
 /// The handle's generation, as the module puts it into timer ids.
@@ -228,6 +254,36 @@ fn settings(
     )
 }
 
+/// The timer id the module shows for a machine's own id `own`.
+fn host_timer(generation: u64, own: u64) -> u64 {
+    generation << TIMER_BITS | (own & ((1 << TIMER_BITS) - 1))
+}
+
+/// A budget handle to pass: none (0), a live or freed one, or any number.
+fn pick_budget(b: &mut Bytes<'_>, budgets: &[Budget], seen: &[i32]) -> i32 {
+    match b.u8() % 8 {
+        0 | 1 => 0,
+        2 => b.u32() as i32,
+        k => budgets
+            .iter()
+            .map(|x| x.handle)
+            .chain(seen.iter().copied())
+            .nth(usize::from(k) % (budgets.len() + seen.len()).max(1))
+            .unwrap_or(0),
+    }
+}
+
+/// The `partial` of a `PARTIAL_*` code, `None` for those the module must
+/// refuse.
+fn partial(code: u32) -> Option<Partial> {
+    Some(match code {
+        PARTIAL_NONE => Partial::None,
+        PARTIAL_TEXT => Partial::Text,
+        PARTIAL_TOOLS => Partial::Tools,
+        _ => return None,
+    })
+}
+
 const TEXTS: [&str; 8] = [
     "529 overloaded_error",
     "usage_limit_reached",
@@ -244,15 +300,20 @@ fn run(data: &[u8]) {
     let mut scratch = vec![0u8; SCRATCH];
     let sp = scratch.as_mut_ptr();
     let mut live: Vec<Live> = Vec::new();
-    // Handles seen, freed ones included, and the timer ids seen.
+    let mut budgets: Vec<Budget> = Vec::new();
+    // Handles seen, freed ones included (machines', budgets'), and the
+    // timer ids seen.
     let mut handles: Vec<i32> = Vec::new();
+    let mut budget_handles: Vec<i32> = Vec::new();
     let mut timers: Vec<u64> = Vec::new();
     let mut steps = 0;
     let mut loads = 0;
     let (blob_full, shadow_rules) = rules();
     while !b.is_empty() && steps < 64 {
         steps += 1;
-        let op = b.u8() % 18;
+        // 0-17: the entry points of sections 1-10 and the rules; 18-20 the
+        // budgets; 21-23 `autoretry_handle_json`; 24 `model_switched`.
+        let op = b.u8() % 25;
         let handle = match b.u8() % 8 {
             0 => b.u32() as i32,
             1 => -1,
@@ -267,7 +328,7 @@ fn run(data: &[u8]) {
                     .unwrap_or(0)
             }
         };
-        let before = snapshot(&live);
+        let before = snapshot(&live, &budgets);
         let target = live.iter().position(|m| m.handle == handle);
         if op < 2 {
             // new / new_ex
@@ -347,7 +408,7 @@ fn run(data: &[u8]) {
                 }
             }
             if h < 0 {
-                assert_eq!(snapshot(&live), before, "a failed new");
+                assert_eq!(snapshot(&live, &budgets), before, "a failed new");
             }
             continue;
         }
@@ -360,12 +421,81 @@ fn run(data: &[u8]) {
                 }
                 None => assert_eq!(got, ERR_HANDLE),
             }
-            let after = snapshot(&live);
-            let kept: Vec<_> = before.into_iter().filter(|s| s.0 != handle).collect();
-            assert_eq!(after, kept, "free changes no other machine");
+            let after = snapshot(&live, &budgets);
+            let kept: Vec<_> = before
+                .machines
+                .into_iter()
+                .filter(|s| s.0 != handle)
+                .collect();
+            assert_eq!(after.machines, kept, "free changes no other machine");
+            assert_eq!(after.budgets, before.budgets, "free changes no budget");
             continue;
         }
-        if op >= 16 {
+        if (18..=20).contains(&op) {
+            let bh = pick_budget(&mut b, &budgets, &budget_handles);
+            let at = budgets.iter().position(|x| x.handle == bh);
+            match op {
+                18 => {
+                    let max = u32::from(b.u16()) % 1100;
+                    let ratio = b.u32() % 1_100_000;
+                    let has = b.u8() % 2;
+                    let tokens = b.u32() % (max.min(1000) * 1000 + 1001);
+                    let got = autoretry_budget_new(max, ratio, u32::from(has), tokens);
+                    let want = RetryBudget::new(max, ratio).and_then(|x| match has {
+                        0 => Ok(x),
+                        _ => x.with_tokens_milli(tokens),
+                    });
+                    match want {
+                        Err(_) => {
+                            assert_eq!(got, ERR_ARG, "budget_new({max}, {ratio}, {has}, {tokens})")
+                        }
+                        Ok(_) if budgets.len() == BUDGET_POOL_SIZE => {
+                            assert_eq!(got, ERR_POOL_FULL)
+                        }
+                        Ok(shadow) => {
+                            assert!(got > 0, "budget_new: {got}");
+                            assert!(!budget_handles.contains(&got), "budget {got} given twice");
+                            budgets.push(Budget {
+                                handle: got,
+                                shadow,
+                            });
+                            budget_handles.push(got);
+                        }
+                    }
+                    if got < 0 {
+                        assert_eq!(snapshot(&live, &budgets), before, "a failed budget_new");
+                    }
+                }
+                19 => {
+                    let got = autoretry_budget_tokens(bh);
+                    let want = at.map_or(ERR_BUDGET, |i| budgets[i].shadow.tokens_milli() as i32);
+                    assert_eq!(got, want, "budget_tokens({bh})");
+                }
+                _ => {
+                    let got = autoretry_budget_free(bh);
+                    match at {
+                        Some(i) => {
+                            assert_eq!(got, 0);
+                            budgets.remove(i);
+                        }
+                        None => assert_eq!(got, ERR_BUDGET),
+                    }
+                }
+            }
+            // No machine changes, nor any other budget.
+            let after = snapshot(&live, &budgets);
+            assert_eq!(
+                after.machines, before.machines,
+                "a budget call changed a machine"
+            );
+            for (h, tokens) in &after.budgets {
+                if let Some(old) = before.budgets.iter().find(|x| x.0 == *h) {
+                    assert_eq!(tokens, &old.1, "a budget call changed budget {h}");
+                }
+            }
+            continue;
+        }
+        if op >= 16 && op < 18 {
             // Lend the blob, or a prefix of it, or take rules back.
             let (got, lent) = if op == 16 && loads < MAX_LOADS {
                 loads += 1;
@@ -394,7 +524,7 @@ fn run(data: &[u8]) {
                     live[i].rules = lent;
                 }
             }
-            assert_eq!(snapshot(&live), before, "rules change no state");
+            assert_eq!(snapshot(&live, &budgets), before, "rules change no state");
             continue;
         }
         if op == 3 {
@@ -445,6 +575,21 @@ fn run(data: &[u8]) {
             b.u8() % 2,
             b.u8() % 3,
         );
+        // The input struct's own fields (`autoretry_handle_json`), read for
+        // its ops alone, so the other ops' bytes mean what they did: a kind
+        // (0 and 10 refused), a `partial` code (3 refused), a budget handle
+        // and the settings keys of §11.1.
+        let json_op = (21..=23).contains(&op);
+        let (kind, partial_code, budget, s11) = if json_op {
+            (
+                u32::from(b.u8() % 11),
+                u32::from(b.u8() % 4),
+                pick_budget(&mut b, &budgets, &budget_handles),
+                (b.u8() % 2, b.u64(), b.u64()),
+            )
+        } else {
+            (0, PARTIAL_NONE, 0, (0, 0, 0))
+        };
         // The text: one of TEXTS, or raw bytes (maybe not UTF-8), written
         // where the buffer says when it is valid memory.
         let (tp, tlen, text_refused) = text_buffer.raw(sp);
@@ -477,7 +622,8 @@ fn run(data: &[u8]) {
             n => Some(unsafe { std::slice::from_raw_parts(tp, n as usize) }),
         };
         let owned_text: Option<Vec<u8>> = text_in.map(<[u8]>::to_vec);
-        let is_message = matches!(op, 4..=7);
+        let is_message =
+            matches!(op, 4..=7) || (json_op && matches!(kind, INPUT_MESSAGE_END | INPUT_AGENT_END));
         // What the module must answer before it looks at the machine.
         let text_len_bad = tlen < -1 || tlen as i64 > MAX_TEXT as i64;
         let text_overlaps = {
@@ -499,10 +645,15 @@ fn run(data: &[u8]) {
             u32::from(sargs.7),
             u32::from(sargs.8),
         );
+        let s_json = s_ex.map(|s| {
+            s.with_model_fallback(s11.0 != 0)
+                .with_max_usage_wait_ms(s11.1)
+                .with_max_total_delay_ms(s11.2)
+        });
         let early: Option<i32> = if is_message {
             let verdict_bad =
                 op >= 6 && !(SHOULD_RETRY_ABSENT..=SHOULD_RETRY_YES).contains(&verdict);
-            if stop(stop_code).is_none() || verdict_bad {
+            if stop(stop_code).is_none() || verdict_bad || partial(partial_code).is_none() {
                 Some(ERR_ARG)
             } else if text_len_bad {
                 Some(ERR_TEXT_LEN)
@@ -520,7 +671,9 @@ fn run(data: &[u8]) {
             } else {
                 None
             }
-        } else if op == 15 && s_ex.is_none() {
+        } else if json_op && !(INPUT_MESSAGE_END..=INPUT_MODEL_SWITCHED).contains(&kind) {
+            Some(ERR_ARG)
+        } else if (op == 15 || (json_op && kind == INPUT_SETTINGS)) && s_ex.is_none() {
             Some(ERR_SETTINGS)
         } else if out_refused && cap > 0 {
             Some(code(&out))
@@ -547,9 +700,8 @@ fn run(data: &[u8]) {
                 None
             },
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
-            // The entry points fuzzed here take no partial turn (the input
-            // struct of `autoretry_handle_json` does).
-            partial: autoretry::Partial::None,
+            // Only the input struct carries a partial turn.
+            partial: partial(partial_code).unwrap_or(Partial::None),
         };
         let (tp, o) = (tp.cast_const(), o);
         // SAFETY: every buffer is valid memory of its length, or one the
@@ -617,6 +769,43 @@ fn run(data: &[u8]) {
                 11 => autoretry_abort_retry(handle, o, cap),
                 12 => autoretry_abort(handle, o, cap),
                 13 => autoretry_set_auto_retry(handle, flag, o, cap),
+                21..=23 => {
+                    let input = AutoretryInput {
+                        kind,
+                        stop_reason: stop_code,
+                        text: tp,
+                        text_len: tlen,
+                        should_retry: verdict,
+                        has_usage: u32::from(has_usage),
+                        has_retry_after: u32::from(has_after),
+                        has_now: u32::from(has_now),
+                        flag,
+                        usage_input: usage.input,
+                        usage_cache_read: usage.cache_read,
+                        usage_cache_write: usage.cache_write,
+                        retry_after_ms: after,
+                        now_ms: now,
+                        timer,
+                        settings: AutoretrySettings {
+                            profile: u32::from(sargs.0),
+                            enabled: u32::from(sargs.1),
+                            max_retries: u32::from(sargs.2),
+                            jitter_pct: u32::from(sargs.6),
+                            base_delay_ms: sargs.3,
+                            max_delay_ms: sargs.4,
+                            backoff_cap_ms: sargs.5,
+                            honor_hints: u32::from(sargs.7),
+                            classifier: u32::from(sargs.8),
+                            model_fallback: u32::from(s11.0),
+                            max_usage_wait_ms: s11.1,
+                            max_total_delay_ms: s11.2,
+                        },
+                        partial: partial_code,
+                        budget,
+                    };
+                    autoretry_handle_json(handle, &input, o, cap)
+                }
+                24 => autoretry_model_switched(handle, flag, o, cap),
                 14 => autoretry_settings(
                     handle,
                     u32::from(sargs.1),
@@ -644,7 +833,7 @@ fn run(data: &[u8]) {
         if let Some(code) = early {
             assert_eq!(got, code, "op {op}: {out:?} {text_buffer:?} {tlen}");
             assert_eq!(
-                snapshot(&live),
+                snapshot(&live, &budgets),
                 before,
                 "a call refused early changed something"
             );
@@ -652,44 +841,96 @@ fn run(data: &[u8]) {
         }
         let Some(i) = target else {
             assert_eq!(got, ERR_HANDLE, "op {op} on handle {handle}");
-            assert_eq!(snapshot(&live), before);
+            assert_eq!(snapshot(&live, &budgets), before);
             continue;
         };
         // The shadow's answer.
         let m = &mut live[i];
         let gen = generation(handle);
         let kept = m.kept.clone();
+        // A timer reaches the machine only as its pending one; any other is
+        // answered `[]` before the budget is looked at.
+        let pending = m.shadow.pending_timer().map(|t| t.get());
+        let fired = pending
+            .filter(|&own| host_timer(gen, own) == timer)
+            .map(|own| Input::TimerFired {
+                timer: TimerId(own),
+            });
+        let json = |k: u32| json_op && kind == k;
         let input = match op {
-            4 => Some(Input::MessageEnd { message }),
+            4 | 6 => Some(Input::MessageEnd { message }),
             5 | 7 => Some(Input::AgentEnd {
                 message,
                 now_ms: (has_now != 0).then_some(now),
             }),
-            6 => Some(Input::MessageEnd { message }),
-            8 | 9 => (timer >> TIMER_BITS == gen).then_some(Input::TimerFired {
-                timer: TimerId(timer & ((1 << TIMER_BITS) - 1)),
+            _ if json(INPUT_MESSAGE_END) => Some(Input::MessageEnd { message }),
+            _ if json(INPUT_AGENT_END) => Some(Input::AgentEnd {
+                message,
+                now_ms: (has_now != 0).then_some(now),
             }),
+            8 | 9 => fired,
+            _ if json(INPUT_TIMER_FIRED) => fired,
             10 => Some(Input::UsageLimitMarked {
                 switched: flag != 0,
                 error_message: &kept,
             }),
+            _ if json(INPUT_USAGE_LIMIT_MARKED) => Some(Input::UsageLimitMarked {
+                switched: flag != 0,
+                error_message: &kept,
+            }),
             11 => Some(Input::AbortRetry),
+            _ if json(INPUT_ABORT_RETRY) => Some(Input::AbortRetry),
             12 => Some(Input::Abort),
+            _ if json(INPUT_ABORT) => Some(Input::Abort),
             13 => Some(Input::SetAutoRetry { enabled: flag != 0 }),
+            _ if json(INPUT_SET_AUTO_RETRY) => Some(Input::SetAutoRetry { enabled: flag != 0 }),
             14 => Some(Input::Settings(
                 RetrySettings::DEFAULT
                     .with_enabled(sargs.1 != 0)
                     .with_max_retries(u32::from(sargs.2))
                     .with_base_delay_ms(sargs.3),
             )),
-            _ => s_ex.map(Input::Settings),
+            15 => s_ex.map(Input::Settings),
+            _ if json(INPUT_SETTINGS) => s_json.map(Input::Settings),
+            24 => Some(Input::ModelSwitched {
+                switched: flag != 0,
+                error_message: &kept,
+            }),
+            _ if json(INPUT_MODEL_SWITCHED) => Some(Input::ModelSwitched {
+                switched: flag != 0,
+                error_message: &kept,
+            }),
+            _ => unreachable!("op {op}, kind {kind}: refused early"),
+        };
+        // The budget the input names: a copy, which replaces it only when
+        // the call succeeds. One that names none is refused once the input
+        // is to reach the machine.
+        let named = budgets.iter().position(|x| x.handle == budget);
+        let mut tokens = match (budget, named) {
+            (0, _) => None,
+            _ if input.is_none() => None,
+            (_, Some(j)) => Some(budgets[j].shadow),
+            (_, None) => {
+                assert_eq!(got, ERR_BUDGET, "op {op}, budget {budget}");
+                assert_eq!(
+                    snapshot(&live, &budgets),
+                    before,
+                    "an unknown budget changed something"
+                );
+                continue;
+            }
         };
         let mut shadow = m.shadow.clone();
         let want: Result<Vec<Output<'_>>, ()> = match input {
             None => Ok(Vec::new()),
             Some(input) => {
                 let input = m.rules.as_ref().map_or(input, |r| r.apply_input(input));
-                shadow.handle(input).map(|o| o.to_vec()).map_err(|_| ())
+                match tokens.as_mut() {
+                    Some(tokens) => shadow.handle_with_budget(input, tokens),
+                    None => shadow.handle(input),
+                }
+                .map(|o| o.to_vec())
+                .map_err(|_| ())
             }
         };
         let want = want.map(|mut outputs| {
@@ -703,14 +944,18 @@ fn run(data: &[u8]) {
         match want {
             Err(()) => {
                 assert_eq!(got, ERR_REFUSED, "op {op}: the library refused");
-                assert_eq!(snapshot(&live), before, "a refusal changed something");
+                assert_eq!(
+                    snapshot(&live, &budgets),
+                    before,
+                    "a refusal changed something"
+                );
             }
             Ok(outputs) => {
                 let json = serde_json::to_vec(&outputs).unwrap();
                 if json.len() > cap as usize {
                     assert_eq!(got, ERR_OUT_TOO_SMALL, "op {op}");
                     assert_eq!(
-                        snapshot(&live),
+                        snapshot(&live, &budgets),
                         before,
                         "too small a buffer changed something"
                     );
@@ -725,24 +970,41 @@ fn run(data: &[u8]) {
                         timers.push(timer.get());
                     }
                 }
-                let marks = outputs
-                    .iter()
-                    .any(|o| matches!(o, Output::MarkUsageLimit { .. }));
-                if marks {
+                // A message whose decision asks for an answer: the slot keeps
+                // its text for `usage_limit_marked` and `model_switched`.
+                let marks = outputs.iter().any(|o| {
+                    matches!(
+                        o,
+                        Output::MarkUsageLimit { .. } | Output::SwitchModel { .. }
+                    )
+                });
+                if marks && is_message {
                     m.kept = text_str.unwrap_or("").to_owned();
                 }
                 m.shadow = shadow;
-                let after = snapshot(&live);
-                for (x, y) in before.iter().zip(&after) {
+                if let (Some(j), Some(tokens)) = (named, tokens) {
+                    budgets[j].shadow = tokens;
+                }
+                let after = snapshot(&live, &budgets);
+                for (x, y) in before.machines.iter().zip(&after.machines) {
                     if x.0 != handle {
                         assert_eq!(x, y, "a call on {handle} changed {}", x.0);
                     }
                 }
+                let shadows: Vec<_> = budgets
+                    .iter()
+                    .map(|x| (x.handle, x.shadow.tokens_milli() as i32))
+                    .collect();
+                assert_eq!(after.budgets, shadows, "op {op}: the budgets' tokens");
             }
         }
     }
     for m in live {
         assert_eq!(autoretry_free(m.handle), 0);
+    }
+    // The tables are the process's: the next input starts with none.
+    for x in budgets {
+        assert_eq!(autoretry_budget_free(x.handle), 0);
     }
     drop(scratch);
 }

@@ -25,9 +25,9 @@ const plain = await load(readFileSync(plainWasm));
 
 const repo = new URL("../../", import.meta.url);
 const example = readFileSync(new URL("tests/rules/example.bin", repo));
-// Two rules as a dense DFA (`--kind dense`, tests/wasm/dense.json): "stream
+// Two rules as a dense DFA (`--kind dense`, ffi/wasm/dense.json): "stream
 // stalled" is retried, "billing" never.
-const dense = readFileSync(new URL("tests/wasm/dense.bin", repo));
+const dense = readFileSync(new URL("ffi/wasm/dense.bin", repo));
 
 const error = (text, extra = {}) => ({ type: "agent_end", message: { stopReason: "error", errorMessage: text, ...extra } });
 const success = { type: "agent_end", message: { stopReason: "stop" } };

@@ -199,7 +199,7 @@ test("a freed machine is an error; the pool frees its slot", () => {
 });
 
 test("the codes are the Rust constants", () => {
-  const dir = new URL("../../src/host/ffi/", import.meta.url);
+  const dir = new URL("../../ffi/src/", import.meta.url);
   const rust = new Map();
   for (const file of readdirSync(dir).filter((f) => f.endsWith(".rs"))) {
     const src = readFileSync(new URL(file, dir), "utf8");

@@ -9,7 +9,6 @@
 //! | `embassy` | `embassy` | [`driver`] on `embassy-time`: the backoff on a `Timer`, inputs from an `embassy-sync` channel |
 //! | `thread` | `std` | the machine on one thread, a real backoff deadline, inputs from an `mpsc` channel |
 //! | `sidecar` | `json` | the JSON-lines sidecar of `autoretry rpc`: the machine and its timer, lines in and out |
-//! | `ffi` | `ffi` | a C ABI over a fixed pool of machines, for WebAssembly and C hosts with no allocator |
 //!
 //! The thread driver, the async driver and the sidecar keep their backoff
 //! timer in one [`timer::BackoffTimer`], and follow one fairness rule: a
@@ -49,10 +48,6 @@ pub mod embassy;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub mod sidecar;
-
-#[cfg(feature = "ffi")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ffi")))]
-pub mod ffi;
 
 /// What one input fed by a driver did: the input (the host's, or
 /// `timer_fired` from the driver's own timer), the machine's answer, and

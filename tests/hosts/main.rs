@@ -1,16 +1,11 @@
 //! The hosts of the library on every conformance vector: the tokio and
-//! embassy drivers in virtual time, the sidecar on a virtual clock, and the
-//! C ABI driven natively. The properties of the machine itself are in
-//! `tests/machine/`.
+//! embassy drivers in virtual time and the sidecar on a virtual clock. The
+//! properties of the machine itself are in `tests/machine/`; the C ABI's
+//! tests are the `autoretry-ffi` package's (`ffi/tests/`).
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod embassy;
-mod ffi;
-mod ffi_hostile;
-mod ffi_refusal;
-mod ffi_rules;
-mod ffi_zeroed;
 mod sidecar;
 mod tokio;

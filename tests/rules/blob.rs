@@ -233,18 +233,3 @@ fn a_sparse_blob_does_not_turn_dense() {
         sparse
     );
 }
-
-#[test]
-fn the_committed_dense_wasm_fixture_is_current() {
-    // The WebAssembly tests lend it to a machine at a misaligned address.
-    let set = RuleSet::from_json(include_str!("../wasm/dense.json")).unwrap();
-    let blob = Rules::compile(&set)
-        .unwrap()
-        .to_bytes(Endian::Little, DfaKind::Dense)
-        .unwrap();
-    assert!(
-        include_bytes!("../wasm/dense.bin")[..] == blob[..],
-        "tests/wasm/dense.bin is stale: regenerate it with `cargo run -- rules compile \
-         --kind dense tests/wasm/dense.json -o tests/wasm/dense.bin`"
-    );
-}

@@ -1,0 +1,400 @@
+//! The C form of inputs and outputs: fixed `repr(C)` structs, for hosts
+//! that would rather not parse JSON, and their codes. The outputs are
+//! filled from the same [`Output`]s the JSON form writes ([`outputs`] is
+//! the struct form's only mapping). Safe code; `c.rs` has their exports.
+
+use super::codes::{ERR_OUT_TOO_SMALL, PARTIAL_NONE, SHOULD_RETRY_ABSENT};
+use autoretry::{Event, FallbackReason, FinalError, Output};
+
+/// `message_end`: the message fields of `autoretry_input`. The codes start
+/// at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.
+pub const INPUT_MESSAGE_END: u32 = 1;
+/// `agent_end`: the message fields and `has_now`/`now_ms`.
+pub const INPUT_AGENT_END: u32 = 2;
+/// `timer_fired`: `timer`.
+pub const INPUT_TIMER_FIRED: u32 = 3;
+/// `usage_limit_marked`: `flag` is `switched` (0 is false).
+pub const INPUT_USAGE_LIMIT_MARKED: u32 = 4;
+/// `abort_retry`.
+pub const INPUT_ABORT_RETRY: u32 = 5;
+/// `abort`, the global abort.
+pub const INPUT_ABORT: u32 = 6;
+/// `set_auto_retry`: `flag` is `enabled` (0 is false).
+pub const INPUT_SET_AUTO_RETRY: u32 = 7;
+/// `settings`: `settings`, the whole `retry` group.
+pub const INPUT_SETTINGS: u32 = 8;
+/// `model_switched` (spec §11.3): `flag` is `switched` (0 is false); the
+/// error text is the one the machine kept from the message that led to
+/// `switch_model`.
+pub const INPUT_MODEL_SWITCHED: u32 = 9;
+
+/// `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
+/// event's `delayMs`) and `text` (its `errorMessage`).
+pub const OUTPUT_START: u32 = 1;
+/// `emit` of `auto_retry_end`: `success`, `attempt` and `final_error`
+/// (with `text`, and for `AUTORETRY_FINAL_ERROR_WAIT_TOO_LONG` also
+/// `requested_ms` and `max_delay_ms`).
+pub const OUTPUT_END: u32 = 2;
+/// `drop_trailing_error`.
+pub const OUTPUT_DROP_TRAILING_ERROR: u32 = 3;
+/// `sleep`: `ms` and `timer`.
+pub const OUTPUT_SLEEP: u32 = 4;
+/// `cancel_timer`: `timer`.
+pub const OUTPUT_CANCEL_TIMER: u32 = 5;
+/// `continue_agent`.
+pub const OUTPUT_CONTINUE_AGENT: u32 = 6;
+/// `mark_usage_limit`: `has_retry_after` and `retry_after_ms`.
+pub const OUTPUT_MARK_USAGE_LIMIT: u32 = 7;
+/// `check_compaction`.
+pub const OUTPUT_CHECK_COMPACTION: u32 = 8;
+/// `abort_agent`.
+pub const OUTPUT_ABORT_AGENT: u32 = 9;
+/// `settled`.
+pub const OUTPUT_SETTLED: u32 = 10;
+/// `continue_agent` with `resume: true` (spec §11.2): the backoff of a
+/// continuation ended; ask the model to continue its partial turn.
+pub const OUTPUT_RESUME_AGENT: u32 = 11;
+/// `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
+/// `model_switched`.
+pub const OUTPUT_SWITCH_MODEL: u32 = 12;
+
+/// `switch_model`'s reason `"exhausted"`.
+pub const FALLBACK_EXHAUSTED: u32 = 1;
+/// `switch_model`'s reason `"throttled"`.
+pub const FALLBACK_THROTTLED: u32 = 2;
+/// `switch_model`'s reason `"wait_too_long"`.
+pub const FALLBACK_WAIT_TOO_LONG: u32 = 3;
+/// `switch_model`'s reason `"total_wait"`.
+pub const FALLBACK_TOTAL_WAIT: u32 = 4;
+
+/// An end event without `finalError` (a success).
+pub const FINAL_ERROR_NONE: u32 = 0;
+/// `finalError` is `text` as it is.
+pub const FINAL_ERROR_TEXT: u32 = 1;
+/// `finalError` is the fail-fast sentence of spec §10.3:
+/// `Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs
+/// ({max_delay_ms}ms). Original error: {text}`.
+pub const FINAL_ERROR_WAIT_TOO_LONG: u32 = 2;
+/// `finalError` is the throttled sentence of spec §11.4:
+/// `Retry throttled by the shared retry budget. Original error: {text}`.
+pub const FINAL_ERROR_THROTTLED: u32 = 3;
+/// `finalError` is the total-wait sentence of spec §11.6:
+/// `Retry waits would total {requested_ms}ms, exceeds
+/// retry.maxTotalDelayMs ({max_delay_ms}ms). Original error: {text}`.
+pub const FINAL_ERROR_TOTAL_WAIT: u32 = 4;
+
+/// The whole `retry` group (spec §4, §10.1 and §11.1) as scalars: the
+/// arguments of `autoretry_new_ex()`, with the same codes and ranges, and
+/// the three keys of §11.1. Every key is
+/// given (none is absent, and 0 is a value: `enabled = 0` turns retrying
+/// off), so start from a profile's column, `autoretry_settings_defaults()`,
+/// and change the keys you mean to:
+///
+/// ```c
+/// autoretry_retry_settings s;
+/// autoretry_settings_defaults(AUTORETRY_PROFILE_CLASSIC, &s);
+/// s.max_retries = 5;
+/// autoretry_input in = {.kind = AUTORETRY_INPUT_SETTINGS, .settings = s};
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoretrySettings {
+    /// `AUTORETRY_PROFILE_*`.
+    pub profile: u32,
+    /// 0 is false.
+    pub enabled: u32,
+    /// `maxRetries`.
+    pub max_retries: u32,
+    /// `jitterPct`, 0 to 100.
+    pub jitter_pct: u32,
+    /// `baseDelayMs`.
+    pub base_delay_ms: u64,
+    /// `maxDelayMs`, 0: none.
+    pub max_delay_ms: u64,
+    /// `backoffCapMs`, 0: none.
+    pub backoff_cap_ms: u64,
+    /// `honorHints`, 0 is false.
+    pub honor_hints: u32,
+    /// `AUTORETRY_CLASSIFIER_*`.
+    pub classifier: u32,
+    /// `modelFallback` (spec §11.3), 0 is false.
+    pub model_fallback: u32,
+    /// `maxUsageWaitMs` (spec §11.5), 0: never past `max_delay_ms`.
+    pub max_usage_wait_ms: u64,
+    /// `maxTotalDelayMs` (spec §11.6), 0: no limit.
+    pub max_total_delay_ms: u64,
+}
+
+/// One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
+/// `autoretry_handle_json()`. `kind` is an
+/// `AUTORETRY_INPUT_*` code and says which fields are read; the others are
+/// ignored.
+///
+/// Safe at zero: start from `{0}` and set what the input has. Every field
+/// left at 0 is absent (no text, no `usage`, no `shouldRetry`, no
+/// `retryAfterMs`, no `nowMs`), and a required one left at 0 (`kind`, a
+/// message's `stop_reason`) is refused with `AUTORETRY_ERR_ARG`:
+///
+/// ```c
+/// const char *text = "529 overloaded_error";
+/// autoretry_input in = {
+///     .kind = AUTORETRY_INPUT_AGENT_END,
+///     .stop_reason = AUTORETRY_STOP_ERROR,
+///     .text = (const uint8_t *)text,
+///     .text_len = (int32_t)strlen(text),
+/// };
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AutoretryInput {
+    /// `AUTORETRY_INPUT_*`; 0 is refused.
+    pub kind: u32,
+    /// Messages: an `AUTORETRY_STOP_*` code; 0 is refused.
+    pub stop_reason: u32,
+    /// Messages: the `errorMessage`, UTF-8, `text_len` bytes. Null with a
+    /// `text_len` of 0 (or any pointer with `-1`): no text.
+    pub text: *const u8,
+    /// Messages: the text's length; `-1`, or 0 with a null `text`: no text.
+    pub text_len: i32,
+    /// Messages: an `AUTORETRY_SHOULD_RETRY_*` code; 0 is absent.
+    pub should_retry: i32,
+    /// Messages: non-zero when the message has `usage`; 0: none.
+    pub has_usage: u32,
+    /// Messages: non-zero when the message has `retryAfterMs`; 0: none.
+    pub has_retry_after: u32,
+    /// `agent_end`: non-zero when the input has `nowMs`; 0: none.
+    pub has_now: u32,
+    /// `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`: 0 is
+    /// false, anything else true (both are required by their input).
+    pub flag: u32,
+    /// `usage.input`.
+    pub usage_input: u64,
+    /// `usage.cacheRead`.
+    pub usage_cache_read: u64,
+    /// `usage.cacheWrite`.
+    pub usage_cache_write: u64,
+    /// `retryAfterMs`.
+    pub retry_after_ms: u64,
+    /// `nowMs`, the host's wall clock in Unix ms.
+    pub now_ms: u64,
+    /// `timer_fired`: the timer id as the module gave it (it never gives 0,
+    /// so a timer left at 0 is ignored, as any unknown timer).
+    pub timer: u64,
+    /// `settings`: the whole group, every key given (see
+    /// `autoretry_retry_settings`).
+    pub settings: AutoretrySettings,
+    /// Messages: an `AUTORETRY_PARTIAL_*` code, what the failed turn left
+    /// (spec §11.2); 0 is none.
+    pub partial: u32,
+    /// Every kind: a budget handle from `autoretry_budget_new()`, shared by
+    /// any number of machines, to handle the input with (spec §11.4: a
+    /// retry decision charges it, a good `agent_end` refills it); 0: none,
+    /// no accounting. A handle that names no budget is refused with
+    /// `AUTORETRY_ERR_BUDGET`.
+    pub budget: i32,
+}
+
+// The layout a WebAssembly host writes by hand (`ffi/wasm/run-vectors.mjs`).
+#[cfg(target_pointer_width = "32")]
+const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 168);
+
+/// One output, as `autoretry_handle_c()` writes it. `kind` is an
+/// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
+/// are 0.
+///
+/// `text` points to `text_len` bytes of UTF-8 (not NUL-terminated): the
+/// input's own text, a constant of the module, or the machine's kept
+/// usage-limit text. It stays valid while the input's text does and until
+/// the next call on the same machine.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoretryOutput {
+    /// `AUTORETRY_OUTPUT_*`.
+    pub kind: u32,
+    /// Start and end: `attempt`.
+    pub attempt: u32,
+    /// Start: `maxAttempts`.
+    pub max_attempts: u32,
+    /// End: `success` (1 or 0).
+    pub success: u32,
+    /// End: `AUTORETRY_FINAL_ERROR_*`.
+    pub final_error: u32,
+    /// `mark_usage_limit`: 1 when `retry_after_ms` is set.
+    pub has_retry_after: u32,
+    /// Start: `errorMessage`; end: the final error's text (the original
+    /// error of a fail-fast end); else null.
+    pub text: *const u8,
+    /// The length of `text` in bytes.
+    pub text_len: u32,
+    /// Sleep: `ms`; start: `delayMs`.
+    pub ms: u64,
+    /// Sleep and cancel: the timer id.
+    pub timer: u64,
+    /// `mark_usage_limit`: `retryAfterMs`.
+    pub retry_after_ms: u64,
+    /// A fail-fast end: the wait the provider asked for, in ms.
+    pub requested_ms: u64,
+    /// A fail-fast end: `retry.maxDelayMs`; a total-wait end:
+    /// `retry.maxTotalDelayMs`.
+    pub max_delay_ms: u64,
+    /// `switch_model`: `AUTORETRY_FALLBACK_*`.
+    pub reason: u32,
+}
+
+impl AutoretryOutput {
+    const EMPTY: AutoretryOutput = AutoretryOutput {
+        kind: 0,
+        attempt: 0,
+        max_attempts: 0,
+        success: 0,
+        final_error: FINAL_ERROR_NONE,
+        has_retry_after: 0,
+        text: core::ptr::null(),
+        text_len: 0,
+        ms: 0,
+        timer: 0,
+        retry_after_ms: 0,
+        requested_ms: 0,
+        max_delay_ms: 0,
+        reason: 0,
+    };
+
+    /// The struct form of one output: the C form's only mapping.
+    fn of(output: &Output<'_>) -> Self {
+        let text = |text: &str| (text.as_ptr(), text.len() as u32);
+        let mut o = AutoretryOutput::EMPTY;
+        match *output {
+            Output::Emit(Event::Start {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            }) => {
+                (o.kind, o.attempt, o.max_attempts, o.ms) =
+                    (OUTPUT_START, attempt, max_attempts, delay_ms);
+                (o.text, o.text_len) = text(error_message);
+            }
+            Output::Emit(Event::End {
+                success,
+                attempt,
+                final_error,
+            }) => {
+                (o.kind, o.success, o.attempt) = (OUTPUT_END, u32::from(success), attempt);
+                match final_error {
+                    None => {}
+                    Some(FinalError::Text(error)) => {
+                        o.final_error = FINAL_ERROR_TEXT;
+                        (o.text, o.text_len) = text(error);
+                    }
+                    Some(FinalError::WaitTooLong {
+                        requested_ms,
+                        max_delay_ms,
+                        error,
+                    }) => {
+                        o.final_error = FINAL_ERROR_WAIT_TOO_LONG;
+                        (o.requested_ms, o.max_delay_ms) = (requested_ms, max_delay_ms);
+                        (o.text, o.text_len) = text(error);
+                    }
+                    Some(FinalError::Throttled { error }) => {
+                        o.final_error = FINAL_ERROR_THROTTLED;
+                        (o.text, o.text_len) = text(error);
+                    }
+                    Some(FinalError::TotalWait {
+                        total_ms,
+                        max_total_delay_ms,
+                        error,
+                    }) => {
+                        o.final_error = FINAL_ERROR_TOTAL_WAIT;
+                        (o.requested_ms, o.max_delay_ms) = (total_ms, max_total_delay_ms);
+                        (o.text, o.text_len) = text(error);
+                    }
+                }
+            }
+            Output::DropTrailingError => o.kind = OUTPUT_DROP_TRAILING_ERROR,
+            Output::Sleep { ms, timer } => {
+                (o.kind, o.ms, o.timer) = (OUTPUT_SLEEP, ms, timer.get());
+            }
+            Output::CancelTimer { timer } => (o.kind, o.timer) = (OUTPUT_CANCEL_TIMER, timer.get()),
+            Output::ContinueAgent => o.kind = OUTPUT_CONTINUE_AGENT,
+            Output::ResumeAgent => o.kind = OUTPUT_RESUME_AGENT,
+            Output::SwitchModel { reason } => {
+                o.kind = OUTPUT_SWITCH_MODEL;
+                o.reason = match reason {
+                    FallbackReason::Exhausted => FALLBACK_EXHAUSTED,
+                    FallbackReason::Throttled => FALLBACK_THROTTLED,
+                    FallbackReason::WaitTooLong => FALLBACK_WAIT_TOO_LONG,
+                    FallbackReason::TotalWait => FALLBACK_TOTAL_WAIT,
+                };
+            }
+            Output::MarkUsageLimit { retry_after_ms } => {
+                o.kind = OUTPUT_MARK_USAGE_LIMIT;
+                if let Some(ms) = retry_after_ms {
+                    (o.has_retry_after, o.retry_after_ms) = (1, ms);
+                }
+            }
+            Output::CheckCompaction => o.kind = OUTPUT_CHECK_COMPACTION,
+            Output::AbortAgent => o.kind = OUTPUT_ABORT_AGENT,
+            Output::Settled => o.kind = OUTPUT_SETTLED,
+        }
+        o
+    }
+}
+
+/// Writes the outputs' structs into `out`: their count, or
+/// [`ERR_OUT_TOO_SMALL`].
+pub(super) fn outputs(out: &mut [AutoretryOutput], outputs: &[Output<'_>]) -> i32 {
+    let Some(slots) = out.get_mut(..outputs.len()) else {
+        return ERR_OUT_TOO_SMALL;
+    };
+    for (slot, output) in slots.iter_mut().zip(outputs) {
+        *slot = AutoretryOutput::of(output);
+    }
+    outputs.len() as i32
+}
+
+/// The machine's state, as `autoretry_state_c()` writes it:
+/// `autoRetryEnabled`, `isRetrying` (1 or 0) and `retryAttempt`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoretryState {
+    /// `autoRetryEnabled`.
+    pub auto_retry_enabled: u32,
+    /// `isRetrying`.
+    pub is_retrying: u32,
+    /// `retryAttempt`.
+    pub retry_attempt: u32,
+}
+
+/// Every optional field absent, as a C `{0}`: no kind, no stop reason
+/// (both must be set), a null text of length 0 (no text), and every code
+/// and flag 0 (absent).
+impl Default for AutoretryInput {
+    fn default() -> Self {
+        AutoretryInput {
+            kind: 0,
+            stop_reason: 0,
+            text: core::ptr::null(),
+            text_len: 0,
+            should_retry: SHOULD_RETRY_ABSENT,
+            has_usage: 0,
+            has_retry_after: 0,
+            has_now: 0,
+            flag: 0,
+            usage_input: 0,
+            usage_cache_read: 0,
+            usage_cache_write: 0,
+            retry_after_ms: 0,
+            now_ms: 0,
+            timer: 0,
+            settings: AutoretrySettings::default(),
+            partial: PARTIAL_NONE,
+            budget: 0,
+        }
+    }
+}
+
+impl Default for AutoretryOutput {
+    fn default() -> Self {
+        AutoretryOutput::EMPTY
+    }
+}
