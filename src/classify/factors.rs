@@ -11,7 +11,8 @@
 //! aarch64). Where there is no Teddy, [`scan`] answers `None` and the
 //! caller keeps the skipping scan of `super::prefilter`.
 //!
-//! Around each hit it steps the same DFAs as the plain scan, exactly:
+//! The searcher reports every occurrence, overlapping ones included. Around
+//! each hit the scan steps the same DFAs as the plain scan, exactly:
 //!
 //! - A *segment* starts at a character boundary `s`, with every table in
 //!   its quiet state after the character before `s` (nothing under way, as
@@ -47,6 +48,7 @@ extern crate std;
 use std::sync::OnceLock;
 
 use aho_corasick::packed::{Config, MatchKind, Searcher};
+use aho_corasick::Span;
 
 use super::dfa::{FACTORS, FACTOR_MAX_LEN, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
 use super::prefilter::{decode, prefilter, Prefilter};
@@ -115,7 +117,12 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
             *l = b.to_ascii_lowercase();
         }
         let mut hits = 0;
-        for m in searcher.find_iter(&*lower) {
+        let mut from = 0;
+        // Every occurrence, overlapping ones too (the next search starts
+        // one byte after the last hit's start; no factor is a prefix of
+        // another, so one factor per start is all there is).
+        while let Some(m) = searcher.find_in(&*lower, Span::from(from..lower.len())) {
+            from = m.start() + 1;
             let h = at + m.start();
             if h >= end {
                 break;
@@ -383,6 +390,19 @@ mod tests {
                 check(&t);
             }
         }
+    }
+
+    #[test]
+    fn overlapping_occurrences() {
+        // `too long` starts inside `limit`: its line must still be stepped.
+        let text = format!(
+            "{}\nprompt {} limitoo long n_ctx {}",
+            "y".repeat(300),
+            "z".repeat(40),
+            "w".repeat(200)
+        );
+        check(&text);
+        assert!(scan(OVERFLOW, &text).is_none_or(|found| found == OVERFLOW));
     }
 
     #[test]

@@ -112,7 +112,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
     // 2
     &[
         ("usage", Some(0)),
-        ("limit_reached", Some(6)),
+        ("limit_reached", Some(0)),
     ],
     // 3
     &[
@@ -153,7 +153,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
         ("502", Some(0)),
         ("503", Some(0)),
         ("504", Some(0)),
-        ("limit", Some(23)),
+        ("limit", Some(12)),
         ("usage", Some(0)),
         ("context ", Some(22)),
         ("exceeded", Some(15)),
@@ -181,7 +181,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
         ("exceeded", Some(15)),
         ("too long", None),
         ("too large", None),
-        ("limit_reached", Some(6)),
+        ("limit_reached", Some(0)),
         ("requested token", Some(0)),
         ("too many tokens", Some(0)),
         ("request_too_large", Some(0)),
@@ -197,7 +197,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
         ("502", Some(0)),
         ("503", Some(0)),
         ("504", Some(0)),
-        ("limit", Some(23)),
+        ("limit", Some(12)),
         ("usage", Some(0)),
         ("context ", Some(22)),
         ("exceeded", Some(15)),
@@ -246,7 +246,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
     &[
         ("usage", Some(0)),
         ("retry-after", Some(0)),
-        ("limit_reached", Some(6)),
+        ("limit_reached", Some(0)),
         ("x-ratelimit-reset", Some(0)),
     ],
     // 11
@@ -291,7 +291,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
         ("502", Some(0)),
         ("503", Some(0)),
         ("504", Some(0)),
-        ("limit", Some(23)),
+        ("limit", Some(12)),
         ("usage", Some(0)),
         ("context ", Some(22)),
         ("exceeded", Some(15)),
@@ -321,7 +321,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
         ("too long", None),
         ("too large", None),
         ("retry-after", Some(0)),
-        ("limit_reached", Some(6)),
+        ("limit_reached", Some(0)),
         ("requested token", Some(0)),
         ("too many tokens", Some(0)),
         ("request_too_large", Some(0)),
@@ -338,7 +338,7 @@ pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
         ("502", Some(0)),
         ("503", Some(0)),
         ("504", Some(0)),
-        ("limit", Some(23)),
+        ("limit", Some(12)),
         ("usage", Some(0)),
         ("context ", Some(22)),
         ("exceeded", Some(15)),

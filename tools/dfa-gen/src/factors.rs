@@ -111,8 +111,9 @@ const TERMINATORS: [char; 4] = ['\n', '\r', '\u{2028}', '\u{2029}'];
 fn crosses_lines(hir: &Hir) -> bool {
     use regex_syntax::hir::Class;
     match hir.kind() {
-        HirKind::Literal(lit) => std::str::from_utf8(&lit.0)
-            .map_or(true, |t| t.contains(TERMINATORS)),
+        HirKind::Literal(lit) => {
+            std::str::from_utf8(&lit.0).map_or(true, |t| t.contains(TERMINATORS))
+        }
         HirKind::Class(Class::Unicode(c)) => c
             .ranges()
             .iter()
@@ -181,24 +182,40 @@ pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
 /// Every label of [`classic`].
 pub const ALL: u8 = BIT_RETRYABLE | BIT_USAGE_LIMIT | BIT_OVERFLOW | BIT_HINT;
 
-/// Merges duplicates and factors that contain another.
+/// Merges duplicates and factors that contain another: a factor that
+/// contains kept ones gives way to the one that bounds its matches best
+/// (any would do: its occurrences hold them all).
 pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
     all.sort_by(|a, b| (a.text.len(), &a.text).cmp(&(b.text.len(), &b.text)));
     let mut kept: Vec<Factor> = Vec::new();
     for f in all {
-        let mut absorbed = false;
-        for k in kept.iter_mut() {
+        // (kept factor, its bounds with `f`'s matches).
+        let mut best: Option<(usize, Option<usize>, Option<usize>)> = None;
+        for (i, k) in kept.iter().enumerate() {
             let n = k.text.len();
+            let mut bounds = None;
             for at in
                 (0..=f.text.len().saturating_sub(n)).filter(|&at| f.text[at..].starts_with(&k.text))
             {
-                k.before = max(k.before, add(f.before, Some(at)));
-                k.after = max(k.after, add(f.after, Some(f.text.len() - at - n)));
-                absorbed = true;
+                let (b, a) = bounds.unwrap_or((k.before, k.after));
+                bounds = Some((
+                    max(b, add(f.before, Some(at))),
+                    max(a, add(f.after, Some(f.text.len() - at - n))),
+                ));
+            }
+            if let Some((b, a)) = bounds {
+                let rank = |b: Option<usize>| b.map_or(usize::MAX, |b| b);
+                if best.is_none_or(|(_, bb, _)| rank(b) < rank(bb)) {
+                    best = Some((i, b, a));
+                }
             }
         }
-        if !absorbed {
-            kept.push(f);
+        match best {
+            Some((i, b, a)) => {
+                kept[i].before = b;
+                kept[i].after = a;
+            }
+            None => kept.push(f),
         }
     }
     kept
