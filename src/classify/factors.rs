@@ -61,7 +61,11 @@ pub(super) const MIN_LEN: usize = 128;
 /// Bytes lower-cased and searched at a time.
 const CHUNK: usize = 4096;
 
-/// Hits in one chunk above which the chunk is stepped whole.
+/// The first chunk's size; each next one is the length of the text before
+/// it plus this, up to [`CHUNK`].
+const FIRST_CHUNK: usize = 256;
+
+/// Hits in one chunk above which the rest of the chunk is stepped whole.
 const CROWDED: usize = CHUNK / 64;
 
 /// The searcher of the factors of the labels in `want` (see [`FACTORS`]),
@@ -109,7 +113,9 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
             seg.run(p, bytes, bytes.len(), false);
             break;
         };
-        let end = bytes.len().min(at + CHUNK);
+        // Chunks grow from 256 bytes: a match near the start is found
+        // without lower-casing 4 KB first.
+        let end = bytes.len().min(at + CHUNK.min(at + FIRST_CHUNK));
         let chunk = bytes.get(at..bytes.len().min(end + FACTOR_MAX_LEN - 1));
         let chunk = chunk.unwrap_or_default();
         let lower = lower.get_mut(..chunk.len()).unwrap_or_default();
@@ -377,7 +383,15 @@ mod tests {
             "x-ratelimit-reset",
         ];
         for needle in needles {
-            for at in (CHUNK - 40..CHUNK + 8).chain([40, 2 * CHUNK + 1]) {
+            // Around the first chunks' ends, and far from them.
+            let mut ends = Vec::new();
+            let mut end = 0;
+            while end < 3 * CHUNK {
+                end += CHUNK.min(end + FIRST_CHUNK);
+                ends.push(end);
+            }
+            let around = ends.into_iter().flat_map(|e| e - 40..e + 8);
+            for at in around.chain([40, 2 * CHUNK + 1]) {
                 let mut t: String = "y".repeat(at);
                 t.push_str(needle);
                 t.push_str(&"z".repeat(300));
