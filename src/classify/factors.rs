@@ -96,6 +96,7 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
         start: 0,
         pos: 0,
         line_done: 0,
+        line: (0, 0),
     };
     // The anchored pattern, and whatever starts at offset 0.
     if seg.run(p, bytes, 0, false) {
@@ -109,13 +110,19 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
         else {
             // Not reached (a target with Teddy has it for every set): step
             // the rest, from a line's start (no match crosses one).
-            seg.to(p, bytes, line_start(bytes, at));
+            let start = seg.line_start(bytes, at);
+            seg.to(p, bytes, start);
             seg.run(p, bytes, bytes.len(), false);
             break;
         };
         // Chunks grow from 256 bytes: a match near the start is found
         // without lower-casing 4 KB first.
         let end = bytes.len().min(at + CHUNK.min(at + FIRST_CHUNK));
+        if end <= seg.line_done {
+            // Stepped whole already, to the end of its line.
+            at = end;
+            continue;
+        }
         let chunk = bytes.get(at..bytes.len().min(end + FACTOR_MAX_LEN - 1));
         let chunk = chunk.unwrap_or_default();
         let lower = lower.get_mut(..chunk.len()).unwrap_or_default();
@@ -133,25 +140,31 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
             if h >= end {
                 break;
             }
+            if h < seg.line_done {
+                // Inside a line stepped whole: search on after it.
+                if seg.line_done >= end {
+                    break;
+                }
+                from = from.max(seg.line_done - at);
+                continue;
+            }
             hits += 1;
             if hits > CROWDED {
                 // Step the rest of the chunk whole, from the start of this
                 // hit's line to the end of the line the chunk ends in.
-                seg.to(p, bytes, line_start(bytes, h));
+                let start = seg.line_start(bytes, h);
+                seg.to(p, bytes, start);
                 if seg.run(p, bytes, end, true) {
                     return Some(seg.scan.found);
                 }
                 break;
-            }
-            if h < seg.line_done {
-                continue;
             }
             let (need, line) = match factors.get(m.pattern().as_usize()) {
                 Some(&(_, Some(before))) => (
                     char_start(bytes, h.saturating_sub(usize::from(before))),
                     false,
                 ),
-                _ => (line_start(bytes, h), true),
+                _ => (seg.line_start(bytes, h), true),
             };
             seg.to(p, bytes, need);
             if seg.run(p, bytes, at + m.end(), line) {
@@ -177,6 +190,8 @@ struct Segment {
     pos: usize,
     /// The end of the last line stepped whole from its start.
     line_done: usize,
+    /// The last [`Segment::line_start`] asked: (where, the answer).
+    line: (usize, usize),
 }
 
 impl Segment {
@@ -255,6 +270,29 @@ fn quiet(s: &Scan, p: &Prefilter, prev: u8) -> bool {
         && (s.want & OVERFLOW == 0 || s.words == p.words_idle(prev) && s.tails.active == 0)
 }
 
+impl Segment {
+    /// Where the line of the byte at `i` starts, or an earlier line's
+    /// start (after a line feed; starting before a `\r`, U+2028 or U+2029
+    /// is only more than needed). Asked at growing positions, it reads
+    /// each byte at most once: the text before the last answer's position
+    /// is not read again.
+    fn line_start(&mut self, bytes: &[u8], i: usize) -> usize {
+        let (asked, answer) = self.line;
+        let from = if asked <= i { asked } else { 0 };
+        let found = bytes
+            .get(from..i)
+            .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
+            .map(|k| from + k + 1);
+        let start = match found {
+            Some(start) => start,
+            None if asked <= i => answer,
+            None => 0,
+        };
+        self.line = (i, start);
+        start
+    }
+}
+
 /// The start of the character at `i` (or the end of the text).
 fn char_start(bytes: &[u8], mut i: usize) -> usize {
     i = i.min(bytes.len());
@@ -262,16 +300,6 @@ fn char_start(bytes: &[u8], mut i: usize) -> usize {
         i -= 1;
     }
     i
-}
-
-/// Where the line of the byte at `i` starts, or an earlier line's start
-/// (after a line feed; starting before a `\r`, U+2028 or U+2029 is only
-/// more than needed).
-fn line_start(bytes: &[u8], i: usize) -> usize {
-    bytes
-        .get(..i)
-        .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
-        .map_or(0, |k| k + 1)
 }
 
 #[cfg(test)]
@@ -403,6 +431,17 @@ mod tests {
                 t.push_str(needle);
                 check(&t);
             }
+        }
+    }
+
+    #[test]
+    fn long_lines_full_of_factors() {
+        // One line of 1 MB: stepped once, to its end, not once a chunk.
+        for unit in ["limit ", "usage of the quota ", "too long "] {
+            let mut t = unit.repeat(20 * CHUNK / unit.len());
+            check(&t);
+            t.push_str("usage limit reached");
+            check(&t);
         }
     }
 
