@@ -20,7 +20,7 @@ size_report = Path(sys.argv[5]).read_text() if len(sys.argv) > 5 and Path(sys.ar
 first_use = json.loads(Path(sys.argv[6]).read_text()) if len(sys.argv) > 6 and Path(sys.argv[6]).exists() else None
 js = json.loads(Path(js_path).read_text())
 sizes = json.loads(Path(sizes_path).read_text())
-BODIES = ["2KB", "64KB", "1MB", "1MB_match_at_end", "lorem_1MB", "dense_1MB"]
+BODIES = ["2KB", "64KB", "1MB", "1MB_match_at_end", "lorem_1MB", "dense_1MB", "limits_1MB"]
 
 
 def median_ns(*parts):
@@ -174,6 +174,8 @@ for what, ours_ns, theirs in (
     ("corpus median, `classify` faster than RegexSet", classify_full, labels.get("regexset")),
     ("body dense_1MB, `classify` not slower than RegexSet", median_ns("body_labels", "ours_classify", "dense_1MB"),
      median_ns("body_labels", "regexset", "dense_1MB")),
+    ("body limits_1MB, `classify` not slower than RegexSet", median_ns("body_labels", "ours_classify", "limits_1MB"),
+     median_ns("body_labels", "regexset", "limits_1MB")),
 ):
     if ours_ns is not None and theirs is not None:
         goals.append([what, f"ours {fmt_time(ours_ns)}, RegexSet {fmt_time(theirs)} (×{theirs / ours_ns:.2f})",

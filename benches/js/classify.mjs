@@ -90,6 +90,7 @@ const bodies = {
   "1MB_match_at_end": body((1 << 20) - Buffer.byteLength(TAIL)) + TAIL,
   "lorem_1MB": body(1 << 20, lorem),
   "dense_1MB": body(1 << 20, dense),
+  "limits_1MB": body(1 << 20, Buffer.from("limit ")),
 };
 for (const [name, text] of Object.entries(bodies)) {
   const expected = name.endsWith("match_at_end") || name.startsWith("dense") ? 1 : 0;

@@ -19,6 +19,10 @@ pub const LOREM: &str = include_str!("../data/lorem.html");
 /// `429`, `500`, `usage`); it matches the retryable pattern only.
 pub const DENSE: &str = include_str!("../data/dense.log");
 
+/// A factor and a space, repeated on one line: no label ever found, so the
+/// factor stays one to search for (the worst case of the factor search).
+pub const LIMITS: &str = "limit ";
+
 /// Appended to a body to put a retryable match at its very end.
 pub const TAIL: &str = "\n503 Service Unavailable";
 
