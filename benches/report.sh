@@ -29,6 +29,9 @@ fi
 log "size_of"
 cargo run -q --bin sizes > "$out/sizes.json"
 
+log "first use"
+cargo run -q --release --bin first_use > "$out/first_use.json"
+
 log "JavaScript RegExp reference ($(node --version))"
 cargo run -q --bin patterns > "$out/patterns.json"
 node js/classify.mjs "$out/patterns.json" > "$out/js.json"
@@ -51,7 +54,7 @@ elapsed=$(($(date +%s) - start))
     echo "Load average before/after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg);" \
         "the report took ${elapsed} s."
     echo
-    python3 report.py target/criterion "$out/js.json" "$out/sizes.json" "$no_alloc" "$out/size-report.txt"
+    python3 report.py target/criterion "$out/js.json" "$out/sizes.json" "$no_alloc" "$out/size-report.txt" "$out/first_use.json"
     echo
     echo "${aho:-aho-corasick literals: no comparison found in the log.}"
 } > "$out/report.md"

@@ -7,7 +7,10 @@
 //! may be the one that classifies first: building the tables must not need
 //! that stack. This file is its own test binary, so its process has built
 //! no table before the small thread classifies; it holds a single test so
-//! that no other thread of the harness classifies first.
+//! that no other thread of the harness classifies first. (The factor search
+//! of `prefilter` is `aho-corasick`'s, which the workspace optimizes in
+//! test builds too: unoptimized, its search alone takes more than 17 KB of
+//! stack.)
 
 use autoretry::classify::{self, Classification, Classifier};
 

@@ -26,6 +26,8 @@ const corpus = readFileSync(here("../../tests/corpus/errors.jsonl"), "utf8")
   .filter((l) => l.trim() !== "")
   .map((l) => JSON.parse(l));
 const paragraph = readFileSync(here("../data/body.html"));
+const lorem = readFileSync(here("../data/lorem.html"));
+const dense = readFileSync(here("../data/dense.log"));
 const TAIL = "\n503 Service Unavailable";
 
 const RETRYABLE = new RegExp(patterns.retryable, "i");
@@ -43,10 +45,10 @@ function retryable(text) {
   return RETRYABLE.test(text) ? 1 : 0;
 }
 
-// `paragraph` repeated to `len` UTF-8 bytes, cut back to a character
-// boundary (as benches/src/common.rs does).
-function body(len) {
-  const buf = Buffer.concat(Array(Math.floor(len / paragraph.length) + 1).fill(paragraph));
+// `text` (default: `paragraph`) repeated to `len` UTF-8 bytes, cut back to
+// a character boundary (as benches/src/common.rs does).
+function body(len, text = paragraph) {
+  const buf = Buffer.concat(Array(Math.floor(len / text.length) + 1).fill(text));
   let cut = len;
   while (cut > 0 && (buf[cut] & 0xc0) === 0x80) cut--;
   return buf.subarray(0, cut).toString("utf8");
@@ -86,9 +88,12 @@ const bodies = {
   "64KB": body(64 << 10),
   "1MB": body(1 << 20),
   "1MB_match_at_end": body((1 << 20) - Buffer.byteLength(TAIL)) + TAIL,
+  "lorem_1MB": body(1 << 20, lorem),
+  "dense_1MB": body(1 << 20, dense),
+  "limits_1MB": body(1 << 20, Buffer.from("limit ")),
 };
 for (const [name, text] of Object.entries(bodies)) {
-  const expected = name.endsWith("match_at_end") ? 1 : 0;
+  const expected = name.endsWith("match_at_end") || name.startsWith("dense") ? 1 : 0;
   if (labels(text) !== expected) throw new Error(`body ${name}: labels ${labels(text)}`);
 }
 

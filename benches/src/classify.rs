@@ -8,7 +8,10 @@
 //!   retryable pattern alone (where `aho-corasick` can take part).
 //! - `body_labels/{impl}/{size}` and `body_retryable/{impl}/{size}`:
 //!   throughput on long bodies that match nothing, and on 1 MB that matches
-//!   (retryable) only at its end.
+//!   (retryable) only at its end; `lorem_1MB` is lorem-ipsum HTML (no
+//!   required factor of the patterns at all), `dense_1MB` rate-limit log
+//!   lines full of them (retryable), `limits_1MB` one line of `limit `
+//!   (no label).
 //!
 //! Before measuring, every alternative that claims the spec's semantics is
 //! checked against ours on the corpus, the bodies and the edge cases.
@@ -23,7 +26,7 @@ use autoretry::classify::{classify, Classifier};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 use alt::{naive_labels, naive_retryable, Literals, PerRule, Set, EDGE_CASES};
-use common::{body, body_match_at_end, corpus, ours, Labels};
+use common::{body, body_match_at_end, corpus, ours, repeated, Labels, DENSE, LIMITS, LOREM};
 
 /// The bodies: name and text.
 fn bodies() -> Vec<(&'static str, String)> {
@@ -32,6 +35,9 @@ fn bodies() -> Vec<(&'static str, String)> {
         ("64KB", body(64 << 10)),
         ("1MB", body(1 << 20)),
         ("1MB_match_at_end", body_match_at_end(1 << 20)),
+        ("lorem_1MB", repeated(LOREM, 1 << 20)),
+        ("dense_1MB", repeated(DENSE, 1 << 20)),
+        ("limits_1MB", repeated(LIMITS, 1 << 20)),
     ]
 }
 
@@ -48,7 +54,7 @@ fn check(per_rule: &PerRule, set: &Set, literals: &Literals) {
     };
     for (name, text) in bodies() {
         let want = Labels {
-            retryable: name.ends_with("match_at_end"),
+            retryable: name.ends_with("match_at_end") || name.starts_with("dense"),
             ..none
         };
         assert_eq!(ours(&text), want, "body {name}");

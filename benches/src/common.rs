@@ -12,6 +12,17 @@ const CORPUS: &str = include_str!("../../tests/corpus/errors.jsonl");
 /// A proxy error page that matches no pattern; bodies repeat it.
 const PARAGRAPH: &str = include_str!("../data/body.html");
 
+/// Lorem-ipsum HTML that holds none of the patterns' required factors.
+pub const LOREM: &str = include_str!("../data/lorem.html");
+
+/// A rate-limit log line full of the patterns' required factors (`limit`,
+/// `429`, `500`, `usage`); it matches the retryable pattern only.
+pub const DENSE: &str = include_str!("../data/dense.log");
+
+/// A factor and a space, repeated on one line: no label ever found, so the
+/// factor stays one to search for (the worst case of the factor search).
+pub const LIMITS: &str = "limit ";
+
 /// Appended to a body to put a retryable match at its very end.
 pub const TAIL: &str = "\n503 Service Unavailable";
 
@@ -82,7 +93,12 @@ pub fn patterns() -> (String, Vec<String>, String) {
 
 /// `PARAGRAPH` repeated to `len` bytes, cut back to a character boundary.
 pub fn body(len: usize) -> String {
-    let mut s = PARAGRAPH.repeat(len / PARAGRAPH.len() + 1);
+    repeated(PARAGRAPH, len)
+}
+
+/// `text` repeated to `len` bytes, cut back to a character boundary.
+pub fn repeated(text: &str, len: usize) -> String {
+    let mut s = text.repeat(len / text.len() + 1);
     let mut cut = len;
     while !s.is_char_boundary(cut) {
         cut -= 1;

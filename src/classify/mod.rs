@@ -39,6 +39,8 @@ mod dense;
 #[cfg(feature = "extended")]
 mod extended;
 #[cfg(feature = "prefilter")]
+mod factors;
+#[cfg(feature = "prefilter")]
 mod heap;
 mod hint;
 pub mod patterns;
@@ -414,6 +416,12 @@ fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
 /// The labels among `want` that `text` has.
 fn scan_str(want: u8, text: &str) -> u8 {
     #[cfg(feature = "prefilter")]
+    if text.len() >= factors::MIN_LEN {
+        if let Some(found) = factors::scan(want, text) {
+            return found;
+        }
+    }
+    #[cfg(feature = "prefilter")]
     if text.len() >= prefilter::MIN_LEN {
         return prefilter::scan(Scan::new(want), text.as_bytes());
     }
@@ -422,6 +430,14 @@ fn scan_str(want: u8, text: &str) -> u8 {
 
 /// [`scan_str`] over the lossy reading of `bytes`.
 fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
+    // The factor search needs characters: valid UTF-8 takes it, the rest
+    // the skipping scan (the lossy reading of invalid bytes is its own).
+    #[cfg(feature = "prefilter")]
+    if bytes.len() >= factors::MIN_LEN {
+        if let Ok(text) = core::str::from_utf8(bytes) {
+            return scan_str(want, text);
+        }
+    }
     #[cfg(feature = "prefilter")]
     if bytes.len() >= prefilter::MIN_LEN {
         return prefilter::scan(Scan::new(want), bytes);

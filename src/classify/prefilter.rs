@@ -123,7 +123,7 @@ pub(super) fn scan<S: Skip>(mut s: S, bytes: &[u8]) -> u8 {
 /// `String::from_utf8_lossy` reads it (one U+FFFD per maximal invalid
 /// subpart).
 #[inline(always)]
-fn decode(bytes: &[u8], i: usize) -> (u8, usize) {
+pub(super) fn decode(bytes: &[u8], i: usize) -> (u8, usize) {
     let rest = bytes.get(i..).unwrap_or_default();
     match rest.first() {
         Some(&b) if b < 0x80 => (b, 1),
@@ -278,7 +278,7 @@ pub(super) const KEY_EXTENDED: usize = 32;
 /// heap: see [`super::heap`]).
 static COMBINED: [OnceLock<Box<Triples>>; KEYS] = [const { OnceLock::new() }; KEYS];
 
-fn prefilter() -> &'static Prefilter {
+pub(super) fn prefilter() -> &'static Prefilter {
     // Boxed: a kilobyte, which the initialization would copy through
     // several frames of the first caller's stack (in debug builds).
     static P: OnceLock<Box<Prefilter>> = OnceLock::new();
@@ -632,7 +632,7 @@ impl Harmful {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::table::lossy_symbols;
     use super::super::{patterns, scan as plain, Scan, ALL};
     use super::*;
@@ -641,7 +641,7 @@ mod tests {
     /// Pieces of texts: the patterns' literal runs (so that matches start,
     /// break off and complete), words of a body, and characters the skipping
     /// must not pass over.
-    fn pieces() -> Vec<Vec<u8>> {
+    pub(in super::super) fn pieces() -> Vec<Vec<u8>> {
         let mut all: Vec<&str> = [patterns::RETRYABLE, patterns::USAGE_LIMIT]
             .into_iter()
             .collect();

@@ -1,4 +1,5 @@
-//! The classifier's tables and the symbols they step on.
+//! The classifier's tables (with the extended classifier's window
+//! alternatives) and the symbols they step on.
 //!
 //! A table is a minimized DFA over the symbols of [`super::symbol`], one per
 //! character of the text.
@@ -115,6 +116,31 @@ impl Delayed {
             .and_then(|i| self.eoi.get(usize::from(i)))
             .map_or(0, |&o| o)
     }
+}
+
+/// A whole-word variant of a window word (spec 10.5, see `super::window`):
+/// `\bVARIANT\b` ends where the extended tables show `bit`.
+#[cfg(feature = "extended")]
+pub(super) struct WindowWord {
+    /// The output bit.
+    pub(super) bit: u8,
+    /// The word (an index shared by `Window::first` and
+    /// `Window::second`).
+    pub(super) word: u8,
+    /// The variant's length in characters.
+    pub(super) len: u8,
+}
+
+/// A window alternative (see `super::window`): `\bFIRST\b[^\n]{0,GAP}\bSECOND\b`.
+#[cfg(feature = "extended")]
+pub(super) struct Window {
+    /// The first word.
+    pub(super) first: u8,
+    /// The second word.
+    pub(super) second: u8,
+    /// The most characters between the end of the first word and the start
+    /// of the second.
+    pub(super) gap: u8,
 }
 
 /// The symbol of every character of `text`, in order.

@@ -17,29 +17,6 @@
 
 use super::dfa::{WINDOWS, WINDOWS_LEN, WINDOW_WORDS};
 
-/// A whole-word variant of a window word: `\bVARIANT\b` ends where the
-/// extended tables show `bit`.
-pub(super) struct WindowWord {
-    /// The output bit.
-    pub(super) bit: u8,
-    /// The word (an index shared by [`Window::first`] and
-    /// [`Window::second`]).
-    pub(super) word: u8,
-    /// The variant's length in characters.
-    pub(super) len: u8,
-}
-
-/// An alternative `\bFIRST\b[^\n]{0,GAP}\bSECOND\b`.
-pub(super) struct Window {
-    /// The first word.
-    pub(super) first: u8,
-    /// The second word.
-    pub(super) second: u8,
-    /// The most characters between the end of the first word and the start
-    /// of the second.
-    pub(super) gap: u8,
-}
-
 /// Per alternative, where its first word last ended on the current line.
 #[derive(Default)]
 pub(super) struct Windows {

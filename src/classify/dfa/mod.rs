@@ -13,9 +13,7 @@
 
 use super::table::Table;
 #[cfg(feature = "extended")]
-use super::table::Delayed;
-#[cfg(feature = "extended")]
-use super::window::{Window, WindowWord};
+use super::table::{Delayed, Window, WindowWord};
 
 /// Number of `words_*` tables.
 pub(super) const WORDS_LEN: usize = 2;
@@ -81,6 +79,292 @@ pub(super) static WINDOWS: [Window; WINDOWS_LEN] = [
     // `\brate.?limit\b[^\n]{0,80}\baccount\b`
     Window { first: 1, second: 2, gap: 80 },
 ];
+
+/// The required factors of the classic patterns, lower case, per set of labels
+/// looked for (`RETRYABLE | USAGE_LIMIT | OVERFLOW | HINT` bits as the index):
+/// every match of their patterns (spec 3.2 to 3.4, but the anchored overflow
+/// pattern) and every retry hint's name contains one, and none contains another.
+/// With each, how many bytes before it a match may start, or `None`: anywhere
+/// earlier on its line.
+#[cfg(feature = "prefilter")]
+pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = [
+    // 0
+    &[
+    ],
+    // 1
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(8)),
+        ("usage", Some(0)),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("too many requests", Some(0)),
+    ],
+    // 2
+    &[
+        ("usage", Some(0)),
+        ("limit_reached", Some(0)),
+    ],
+    // 3
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(8)),
+        ("usage", Some(0)),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("too many requests", Some(0)),
+    ],
+    // 4
+    &[
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("exceeds the maximum", None),
+        ("exceeds the limit of ", Some(0)),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 5
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(12)),
+        ("usage", Some(0)),
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("too many requests", Some(0)),
+        ("exceeds the maximum", None),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 6
+    &[
+        ("usage", Some(0)),
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("limit_reached", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("exceeds the maximum", None),
+        ("exceeds the limit of ", Some(0)),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 7
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(12)),
+        ("usage", Some(0)),
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("too many requests", Some(0)),
+        ("exceeds the maximum", None),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 8
+    &[
+        ("retry-after", Some(0)),
+        ("x-ratelimit-reset", Some(0)),
+    ],
+    // 9
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(8)),
+        ("usage", Some(0)),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("retry-after", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("too many requests", Some(0)),
+    ],
+    // 10
+    &[
+        ("usage", Some(0)),
+        ("retry-after", Some(0)),
+        ("limit_reached", Some(0)),
+        ("x-ratelimit-reset", Some(0)),
+    ],
+    // 11
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(8)),
+        ("usage", Some(0)),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("retry-after", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("too many requests", Some(0)),
+    ],
+    // 12
+    &[
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("retry-after", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("x-ratelimit-reset", Some(0)),
+        ("exceeds the maximum", None),
+        ("exceeds the limit of ", Some(0)),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 13
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(12)),
+        ("usage", Some(0)),
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("retry-after", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("too many requests", Some(0)),
+        ("exceeds the maximum", None),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 14
+    &[
+        ("usage", Some(0)),
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("retry-after", Some(0)),
+        ("limit_reached", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("x-ratelimit-reset", Some(0)),
+        ("exceeds the maximum", None),
+        ("exceeds the limit of ", Some(0)),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+    // 15
+    &[
+        ("429", Some(0)),
+        ("500", Some(0)),
+        ("502", Some(0)),
+        ("503", Some(0)),
+        ("504", Some(0)),
+        ("limit", Some(12)),
+        ("usage", Some(0)),
+        ("context ", Some(22)),
+        ("exceeded", Some(15)),
+        ("too long", None),
+        ("too large", None),
+        ("connection", Some(0)),
+        ("overloaded", Some(0)),
+        ("retry delay", Some(0)),
+        ("retry-after", Some(0)),
+        ("unavailable", Some(11)),
+        ("fetch failed", Some(0)),
+        ("server error", Some(0)),
+        ("internal error", Some(0)),
+        ("requested token", Some(0)),
+        ("too many tokens", Some(0)),
+        ("request_too_large", Some(0)),
+        ("too many requests", Some(0)),
+        ("exceeds the maximum", None),
+        ("maximum prompt length is ", Some(0)),
+        ("reduce the length of the messages", Some(0)),
+    ],
+];
+
+/// The longest of `FACTORS`, in bytes.
+#[cfg(feature = "prefilter")]
+pub(super) const FACTOR_MAX_LEN: usize = 33;
 
 /// 206 states, 32 classes, 6733 bytes:
 /// - bit 1: `overloaded|rate.?limit|usage.?limit|too many requests|429|500|502|503|504|service.?unavailable|server error|internal error|connection.?error|fetch failed|retry delay` as `overloaded|rate[^\n\r\x{2028}\x{2029}]?limit|usage[^\n\r\x{2028}\x{2029}]?limit|too many requests|429|500|502|503|504|service[^\n\r\x{2028}\x{2029}]?unavailable|server error|internal error|connection[^\n\r\x{2028}\x{2029}]?error|fetch failed|retry delay`

@@ -25,6 +25,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+pub mod factors;
 pub mod table;
 
 use table::{Compressed, Report, Table};
@@ -753,8 +754,9 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
          //! words are the extended classifier's (spec 10.5, feature `extended`).\n\n",
     );
     s.push_str("use super::table::Table;\n");
-    s.push_str("#[cfg(feature = \"extended\")]\nuse super::table::Delayed;\n");
-    s.push_str("#[cfg(feature = \"extended\")]\nuse super::window::{Window, WindowWord};\n\n");
+    s.push_str(
+        "#[cfg(feature = \"extended\")]\nuse super::table::{Delayed, Window, WindowWord};\n\n",
+    );
     let count = |prefix: &str| built.iter().filter(|b| b.name.starts_with(prefix)).count();
     let names = |prefix: &str| {
         built
@@ -846,10 +848,56 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
         );
     }
     s.push_str("];\n");
+    render_factors(&mut s)?;
     for b in built {
         render_table(&mut s, b);
     }
     Ok(s)
+}
+
+/// The required factors of the classic patterns ([`factors`]), per set
+/// of labels looked for.
+fn render_factors(s: &mut String) -> Result<(), String> {
+    let mut longest = 0;
+    let _ = writeln!(
+        s,
+        "\n/// The required factors of the classic patterns, lower case, per set of labels\n\
+         /// looked for (`RETRYABLE | USAGE_LIMIT | OVERFLOW | HINT` bits as the index):\n\
+         /// every match of their patterns (spec 3.2 to 3.4, but the anchored overflow\n\
+         /// pattern) and every retry hint's name contains one, and none contains another.\n\
+         /// With each, how many bytes before it a match may start, or `None`: anywhere\n\
+         /// earlier on its line.\n\
+         #[cfg(feature = \"prefilter\")]\n\
+         pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = ["
+    );
+    for want in 0..16u8 {
+        let fs = if want & factors::ALL == want && want != 0 {
+            factors::classic(want)?
+        } else {
+            Vec::new()
+        };
+        let _ = writeln!(s, "    // {want}\n    &[");
+        for f in &fs {
+            longest = longest.max(f.text.len());
+            let text = String::from_utf8(f.text.clone()).map_err(|e| e.to_string())?;
+            let before = match f.before {
+                Some(b) => format!(
+                    "Some({})",
+                    u8::try_from(b).map_err(|_| format!("{text}: {b} bytes before"))?
+                ),
+                None => "None".to_string(),
+            };
+            let _ = writeln!(s, "        ({text:?}, {before}),");
+        }
+        s.push_str("    ],\n");
+    }
+    s.push_str("];\n");
+    let _ = writeln!(
+        s,
+        "\n/// The longest of `FACTORS`, in bytes.\n#[cfg(feature = \"prefilter\")]\n\
+         pub(super) const FACTOR_MAX_LEN: usize = {longest};"
+    );
+    Ok(())
 }
 
 /// Every generated file: (file name, contents).

@@ -294,3 +294,74 @@ fn generated_texts_agree_with_regex() {
         );
     }
 }
+
+/// Filler of long bodies: the benches' proxy error page (no match).
+const PAGE: &str = include_str!("../../../benches/data/body.html");
+
+/// Long bodies (the factor search of feature `prefilter` and its 4 KB
+/// chunks): generated texts spread over up to ~13 KB of filler, so that
+/// matches straddle the chunks' boundaries; texts dense in factors (every
+/// chunk crowded); the corpus texts at the end of a long body.
+#[test]
+fn long_bodies_agree_with_regex() {
+    let reference = Reference::new();
+    let mut counts = Counts::default();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for _ in 0..3_000 {
+        let mut text = String::new();
+        let len = 128 + rng.below(13_000);
+        let filler = rng.below(3);
+        while text.len() < len {
+            match filler {
+                // Sparse: filler between the fragments, sometimes a line.
+                0 => {
+                    let n = rng.below(2 * PAGE.len());
+                    let page = PAGE.repeat(2);
+                    let mut cut = n.min(page.len());
+                    while !page.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.push_str(&page[..cut]);
+                }
+                // Dense: fragments next to each other.
+                1 => {}
+                // Runs of letters, so that chunks end anywhere in them.
+                _ => text.push_str(&"x".repeat(rng.below(4_200))),
+            }
+            text.push_str(&generated(&mut rng, FRAGMENTS));
+        }
+        counts.check(&reference, &text);
+        if rng.below(4) == 0 {
+            let mut bytes = text.into_bytes();
+            let at = rng.below(bytes.len() + 1);
+            let invalid = INVALID[rng.below(INVALID.len())];
+            bytes.splice(at..at, invalid.iter().copied());
+            counts.check_bytes(&reference, &bytes);
+        }
+    }
+    let body = PAGE.repeat(10);
+    for text in &corpus("tests/corpus/errors.jsonl") {
+        counts.check(&reference, &format!("{body}{text}"));
+        counts.check(&reference, &format!("{text}{body}"));
+    }
+    let mut dense = String::new();
+    while dense.len() < 20_000 {
+        dense.push_str("rate limit 429; limit 500, usage 480, limit limit context too long\n");
+    }
+    counts.check(&reference, &dense);
+    println!(
+        "long bodies: {} texts, {} byte texts; retryable {}, overflow {}, usage limit {}, hint {}",
+        counts.texts,
+        counts.byte_texts,
+        counts.retryable,
+        counts.overflow,
+        counts.usage_limit,
+        counts.hint
+    );
+    for n in [counts.retryable, counts.overflow, counts.usage_limit] {
+        assert!(
+            n > counts.texts / 50 && n < counts.texts - counts.texts / 50,
+            "{n}"
+        );
+    }
+}

@@ -518,3 +518,60 @@ fn generated_hints_agree_with_the_spec_s_expressions() {
         counts.hint
     );
 }
+
+/// Filler of long bodies: the benches' proxy error page (no match).
+const PAGE: &str = include_str!("../../../benches/data/body.html");
+
+/// Long bodies (with feature `prefilter`, the skipping scan of texts of
+/// 256 bytes or more): generated texts spread over filler, next to each
+/// other, or between runs of letters, up to ~13 KB; the corpus texts at
+/// either end of a long body.
+#[test]
+fn long_bodies_agree_with_regex() {
+    let reference = Reference::new();
+    let mut counts = Counts::default();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut fragments: Vec<&str> = FRAGMENTS.to_vec();
+    fragments.extend_from_slice(SEPARATORS);
+    let page = PAGE.repeat(2);
+    for _ in 0..2_000 {
+        let mut text = String::new();
+        let len = 256 + rng.below(13_000);
+        let filler = rng.below(3);
+        while text.len() < len {
+            match filler {
+                0 => {
+                    let mut cut = rng.below(page.len());
+                    while !page.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text.push_str(&page[..cut]);
+                }
+                1 => {}
+                _ => text.push_str(&"x".repeat(rng.below(4_200))),
+            }
+            text.push_str(&generated(&mut rng, &fragments));
+        }
+        counts.check(&reference, &text);
+    }
+    let body = PAGE.repeat(10);
+    for file in [
+        "tests/corpus/errors.jsonl",
+        "tests/corpus/extended/errors.jsonl",
+    ] {
+        for text in &corpus(file) {
+            counts.check(&reference, &format!("{body}{text}"));
+            counts.check(&reference, &format!("{text}{body}"));
+        }
+    }
+    println!(
+        "long bodies: {} texts; retryable {}, overflow {}, usage limit {}, hint {}",
+        counts.texts, counts.retryable, counts.overflow, counts.usage_limit, counts.hint
+    );
+    for n in [counts.retryable, counts.overflow, counts.usage_limit] {
+        assert!(
+            n > counts.texts / 50 && n < counts.texts - counts.texts / 50,
+            "{n}"
+        );
+    }
+}

@@ -1,0 +1,58 @@
+//! Prints, as one JSON object, what the first use of the classifier costs
+//! on std: the time and the heap of the first `classify` of a long text
+//! (feature `prefilter` builds its tables and the factor searcher then,
+//! once per process), against the same call once they are built.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use autoretry::classify::{classify, classify_with, Classifier};
+
+/// Counts the bytes allocated (never freed: the tables live on).
+struct Counting;
+
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's layout, handed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Nanoseconds and bytes kept by one call of `f`.
+fn cost(f: impl FnOnce()) -> (u128, usize) {
+    let heap = ALLOCATED.load(Ordering::Relaxed);
+    let t = Instant::now();
+    f();
+    let ns = t.elapsed().as_nanos();
+    (ns, ALLOCATED.load(Ordering::Relaxed).saturating_sub(heap))
+}
+
+fn main() {
+    let text = "lorem ipsum dolor sit amet, rate limit. ".repeat(100);
+    let (first_ns, first_heap) = cost(|| {
+        std::hint::black_box(classify(&text));
+    });
+    let (again_ns, _) = cost(|| {
+        std::hint::black_box(classify(&text));
+    });
+    let (ext_ns, ext_heap) = cost(|| {
+        std::hint::black_box(classify_with(&text, Classifier::Extended));
+    });
+    println!(
+        "{{\"text_bytes\":{},\"classic_first_ns\":{first_ns},\"classic_first_heap\":{first_heap},\"classic_again_ns\":{again_ns},\"extended_first_ns\":{ext_ns},\"extended_first_heap\":{ext_heap}}}",
+        text.len()
+    );
+}

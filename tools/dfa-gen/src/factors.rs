@@ -1,0 +1,300 @@
+//! The required factors of the classic patterns: literal strings (lower
+//! case) such that every match of every alternative contains one of them.
+//!
+//! On std the classifier searches long texts for these factors with a
+//! vectorized multi-literal searcher and steps its DFAs only around each
+//! hit (`src/classify/factors.rs`); that is exact only if no match can do
+//! without a factor, so the list is derived here from the patterns' syntax
+//! (the tables' form, where the input is lower-cased), never written by
+//! hand, and the generator fails on an alternative that has none.
+//!
+//! A factor comes with how far before it a match may start, in bytes:
+//! `Some(n)`, or `None` when the match may start anywhere earlier on the
+//! line (a `.*`, `\d+`, ... before or after it). The anchored overflow
+//! pattern needs no factor: the classifier always steps from offset 0
+//! until nothing is under way.
+
+use regex_syntax::hir::{Hir, HirKind};
+
+use crate::{
+    literal_body, patterns, translate, Letters, BIT_HINT, BIT_OVERFLOW, BIT_RETRYABLE,
+    BIT_USAGE_LIMIT, HINT_NAMES,
+};
+
+/// A required factor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Factor {
+    /// The literal, lower case.
+    pub text: Vec<u8>,
+    /// How many bytes before the factor a match may start (`None`: anywhere
+    /// on the line).
+    pub before: Option<usize>,
+    /// How many bytes after the factor a match may end (`None`: anywhere
+    /// on the line). The classifier needs no bound there: it steps on
+    /// until no match is under way.
+    pub after: Option<usize>,
+}
+
+fn add(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    a.zip(b).map(|(a, b)| a + b)
+}
+
+fn max(a: Option<usize>, b: Option<usize>) -> Option<usize> {
+    a.zip(b).map(|(a, b)| a.max(b))
+}
+
+/// Factors covering every match of `hir`, or `None` when some match needs
+/// no literal at all.
+fn cover(hir: &Hir) -> Option<Vec<Factor>> {
+    match hir.kind() {
+        HirKind::Literal(lit) => Some(vec![Factor {
+            text: lit.0.to_vec(),
+            before: Some(0),
+            after: Some(0),
+        }]),
+        HirKind::Capture(c) => cover(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => {
+            let once = r.max == Some(1);
+            cover(&r.sub).map(|fs| {
+                fs.into_iter()
+                    .map(|f| Factor {
+                        before: f.before.filter(|_| once),
+                        after: f.after.filter(|_| once),
+                        ..f
+                    })
+                    .collect()
+            })
+        }
+        HirKind::Alternation(alts) => {
+            let mut all = Vec::new();
+            for a in alts {
+                all.extend(cover(a)?);
+            }
+            Some(all)
+        }
+        HirKind::Concat(parts) => {
+            // The part whose shortest factor is longest (the rarest, as a
+            // rule), the first of equals.
+            let (at, best) = parts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| cover(p).map(|c| (i, c)))
+                .max_by_key(|(i, c)| {
+                    let shortest = c.iter().map(|f| f.text.len()).min().unwrap_or(0);
+                    (shortest, std::cmp::Reverse(*i))
+                })?;
+            let len = |ps: &[Hir]| {
+                ps.iter()
+                    .map(|p| p.properties().maximum_len())
+                    .try_fold(0usize, |a, m| m.map(|m| a + m))
+            };
+            let before = len(&parts[..at]);
+            let after = len(&parts[at + 1..]);
+            Some(
+                best.into_iter()
+                    .map(|f| Factor {
+                        before: add(f.before, before),
+                        after: add(f.after, after),
+                        ..f
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// The line terminators of `.` (spec 3.1).
+const TERMINATORS: [char; 4] = ['\n', '\r', '\u{2028}', '\u{2029}'];
+
+/// Whether some match of `hir` holds a line terminator.
+fn crosses_lines(hir: &Hir) -> bool {
+    use regex_syntax::hir::Class;
+    match hir.kind() {
+        HirKind::Literal(lit) => {
+            std::str::from_utf8(&lit.0).map_or(true, |t| t.contains(TERMINATORS))
+        }
+        HirKind::Class(Class::Unicode(c)) => c
+            .ranges()
+            .iter()
+            .any(|r| TERMINATORS.iter().any(|&t| r.start() <= t && t <= r.end())),
+        HirKind::Class(Class::Bytes(c)) => c
+            .ranges()
+            .iter()
+            .any(|r| r.start() <= b'\r' && b'\n' <= r.end()),
+        HirKind::Capture(c) => crosses_lines(&c.sub),
+        HirKind::Repetition(r) => crosses_lines(&r.sub),
+        HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(crosses_lines),
+        HirKind::Empty | HirKind::Look(_) => false,
+    }
+}
+
+/// The factors of one pattern (JavaScript syntax, without delimiters).
+/// The classifier steps a hit's line at most, so a pattern whose matches
+/// may hold a line terminator is refused.
+pub fn of_pattern(js: &str) -> Result<Vec<Factor>, String> {
+    let regex = translate(js, Letters::Lower)?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&regex)
+        .map_err(|e| format!("{js}: {e}"))?;
+    if crosses_lines(&hir) {
+        return Err(format!("`{js}` may match a line terminator"));
+    }
+    let factors = cover(&hir).ok_or_else(|| format!("an alternative of `{js}` has no literal"))?;
+    if let Some(f) = factors
+        .iter()
+        .find(|f| !f.text.is_ascii() || f.text.is_empty())
+    {
+        return Err(format!("`{js}`: factor {:?} is not ASCII", f.text));
+    }
+    Ok(factors)
+}
+
+/// The factors of the classic patterns of the labels in `want` (bits
+/// [`BIT_RETRYABLE`], [`BIT_USAGE_LIMIT`], [`BIT_OVERFLOW`], [`BIT_HINT`]:
+/// spec 3.2, 3.4, 3.3 and the retry hints' names), without duplicates: a
+/// factor that contains another gives way to it (with the bounds that
+/// makes), so none contains another. Once a label is found, the classifier
+/// searches only for the factors of the labels still looked for.
+pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
+    let mut all = Vec::new();
+    if want & BIT_RETRYABLE != 0 {
+        all.extend(of_pattern(patterns::RETRYABLE)?);
+    }
+    if want & BIT_USAGE_LIMIT != 0 {
+        all.extend(of_pattern(patterns::USAGE_LIMIT)?);
+    }
+    if want & BIT_HINT != 0 {
+        all.extend(of_pattern(HINT_NAMES)?);
+    }
+    if want & BIT_OVERFLOW != 0 {
+        for literal in patterns::OVERFLOW {
+            let body = literal_body(literal)?;
+            if !body.starts_with('^') {
+                all.extend(of_pattern(body)?);
+            }
+        }
+    }
+    Ok(reduce(all))
+}
+
+/// Every label of [`classic`].
+pub const ALL: u8 = BIT_RETRYABLE | BIT_USAGE_LIMIT | BIT_OVERFLOW | BIT_HINT;
+
+/// Merges duplicates and factors that contain another: a factor that
+/// contains kept ones gives way to the one that bounds its matches best
+/// (any would do: its occurrences hold them all).
+pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
+    all.sort_by(|a, b| (a.text.len(), &a.text).cmp(&(b.text.len(), &b.text)));
+    let mut kept: Vec<Factor> = Vec::new();
+    for f in all {
+        // (kept factor, its bounds with `f`'s matches).
+        let mut best: Option<(usize, Option<usize>, Option<usize>)> = None;
+        for (i, k) in kept.iter().enumerate() {
+            let n = k.text.len();
+            let mut bounds = None;
+            for at in
+                (0..=f.text.len().saturating_sub(n)).filter(|&at| f.text[at..].starts_with(&k.text))
+            {
+                let (b, a) = bounds.unwrap_or((k.before, k.after));
+                bounds = Some((
+                    max(b, add(f.before, Some(at))),
+                    max(a, add(f.after, Some(f.text.len() - at - n))),
+                ));
+            }
+            if let Some((b, a)) = bounds {
+                let rank = |b: Option<usize>| b.map_or(usize::MAX, |b| b);
+                if best.is_none_or(|(_, bb, _)| rank(b) < rank(bb)) {
+                    best = Some((i, b, a));
+                }
+            }
+        }
+        match best {
+            Some((i, b, a)) => {
+                kept[i].before = b;
+                kept[i].after = a;
+            }
+            None => kept.push(f),
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(fs: &[Factor]) -> Vec<String> {
+        fs.iter()
+            .map(|f| String::from_utf8(f.text.clone()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn picks_the_longest_literal_of_each_alternative() {
+        let fs = of_pattern("rate.?limit|too many requests|429").unwrap();
+        assert_eq!(texts(&fs), ["limit", "too many requests", "429"]);
+        // `rate` and at most one scalar value (four bytes) before `limit`.
+        assert_eq!(fs[0].before, Some(8));
+        assert_eq!(fs[0].after, Some(0));
+        let fs = of_pattern("(prompt|input).*(too long|too large).*(context|n_ctx)").unwrap();
+        assert_eq!(texts(&fs), ["too long", "too large"]);
+        assert!(fs.iter().all(|f| f.before.is_none() && f.after.is_none()));
+        let fs = of_pattern(r"maximum prompt length is \d+").unwrap();
+        assert_eq!((fs[0].before, fs[0].after), (Some(0), None));
+    }
+
+    #[test]
+    fn refuses_an_alternative_without_a_literal() {
+        assert!(of_pattern(r"rate|\d+").is_err());
+        assert!(of_pattern(r"a?b?").is_err());
+    }
+
+    #[test]
+    fn refuses_a_pattern_across_lines() {
+        assert!(of_pattern(r"rate\s*limit").is_err());
+        assert!(of_pattern(r"rate[^x]limit").is_err());
+        assert!(of_pattern(r"rate.limit").is_ok());
+        assert!(of_pattern(r"rate[ _]limit").is_ok());
+    }
+
+    #[test]
+    fn a_factor_inside_another_takes_its_place() {
+        let fs = reduce(vec![
+            Factor {
+                text: b"limit_reached".to_vec(),
+                before: Some(0),
+                after: Some(0),
+            },
+            Factor {
+                text: b"limit".to_vec(),
+                before: Some(8),
+                after: Some(0),
+            },
+        ]);
+        assert_eq!(texts(&fs), ["limit"]);
+        assert_eq!((fs[0].before, fs[0].after), (Some(8), Some(8)));
+    }
+
+    #[test]
+    fn the_classic_factors() {
+        let fs = classic(ALL).unwrap();
+        let t = texts(&fs);
+        for f in [
+            "limit",
+            "429",
+            "500",
+            "overloaded",
+            "too long",
+            "retry-after",
+        ] {
+            assert!(t.iter().any(|x| x == f), "{f} in {t:?}");
+        }
+        assert!(fs.len() <= 64, "{t:?}");
+        // Without the retryable pattern, `limit` alone is no factor.
+        let t = texts(&classic(ALL & !BIT_RETRYABLE).unwrap());
+        assert!(!t.iter().any(|x| x == "limit" || x == "429"), "{t:?}");
+        assert!(t.iter().any(|x| x == "usage"), "{t:?}");
+    }
+}
