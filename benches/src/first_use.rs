@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use autoretry::classify::{classify, classify_with, Classifier};
+use autoretry::classify::{classify, Classifier};
 
 /// Counts the bytes allocated (never freed: the tables live on).
 struct Counting;
@@ -49,7 +49,7 @@ fn main() {
         std::hint::black_box(classify(&text));
     });
     let (ext_ns, ext_heap) = cost(|| {
-        std::hint::black_box(classify_with(&text, Classifier::Extended));
+        std::hint::black_box(Classifier::Extended.classify(&text));
     });
     println!(
         "{{\"text_bytes\":{},\"classic_first_ns\":{first_ns},\"classic_first_heap\":{first_heap},\"classic_again_ns\":{again_ns},\"extended_first_ns\":{ext_ns},\"extended_first_heap\":{ext_heap}}}",
