@@ -237,6 +237,21 @@ impl Segment {
         let mut first = pos == 0;
         let mut all = false;
         while pos < bytes.len() {
+            if line {
+                let (to, found) = ascii_run(&mut scan, bytes, pos);
+                if found {
+                    all = true;
+                    pos = to;
+                    break;
+                }
+                if to > pos {
+                    first = false;
+                }
+                pos = to;
+                if pos >= bytes.len() {
+                    break;
+                }
+            }
             if pos >= until && !line && !first && quiet(&scan, p, prev) {
                 break;
             }
@@ -260,6 +275,28 @@ impl Segment {
         self.pos = pos;
         all
     }
+}
+
+/// Steps `scan` on the ASCII characters from `pos` on up to the first line
+/// terminator or other character; where it stopped, and whether every label
+/// looked for is found. Apart from the rest of the scan's loop, so that the
+/// tables' states stay in registers.
+#[inline(never)]
+fn ascii_run(scan: &mut Scan, bytes: &[u8], mut pos: usize) -> (usize, bool) {
+    let mut s = core::mem::replace(scan, Scan::new(0));
+    let mut all = false;
+    while let Some(&b) = bytes.get(pos) {
+        if b >= 0x80 || b == b'\n' || b == b'\r' {
+            break;
+        }
+        pos += 1;
+        if s.step(b) {
+            all = true;
+            break;
+        }
+    }
+    *scan = s;
+    (pos, all)
 }
 
 /// Whether every table the scan steps is in its quiet state after `prev`

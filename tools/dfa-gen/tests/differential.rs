@@ -365,3 +365,113 @@ fn long_bodies_agree_with_regex() {
         );
     }
 }
+
+/// Stretches crowded with factors, where the factor search steps whole
+/// lines instead of searching (feature `prefilter`): one long line or many
+/// short ones of a factor repeated, of lengths around the search's chunk
+/// boundaries, with a match after the stretch, inside it (at a random
+/// place, on the crowded line or on a line of its own) or nowhere, and
+/// sparse text after it.
+#[test]
+fn crowded_stretches_agree_with_regex() {
+    let reference = Reference::new();
+    let mut counts = Counts::default();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let units = [
+        "limit ",
+        "limit",
+        "usage of the quota ",
+        "too long ",
+        "context 500 ",
+        "rate-limit hit\n",
+        "limit limit 429\n",
+    ];
+    let needles = [
+        "usage limit reached",
+        "503 Service Unavailable",
+        "prompt is too long",
+        "too long: n_ctx",
+        "input token count 12 exceeds the maximum",
+        "maximum context length is 128000 tokens",
+        "retry-after: 7",
+        "x-ratelimit-reset: 3s",
+        "limit_reached",
+    ];
+    // The search's chunk boundaries (256 bytes, then growing to 4 KB).
+    let mut ends = Vec::new();
+    let mut end = 0;
+    while end < 20_000 {
+        end += 4096.min(end + 256);
+        ends.push(end);
+    }
+    for _ in 0..3_000 {
+        let unit = units[rng.below(units.len())];
+        let near = ends[rng.below(ends.len())];
+        let len = (near + rng.below(80)).saturating_sub(40);
+        let mut text = unit.repeat(len / unit.len() + 1);
+        let mut cut = len.min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        let needle = needles[rng.below(needles.len())];
+        match rng.below(5) {
+            // After the stretch, on its line.
+            0 => text.push_str(needle),
+            // After the stretch, on a line of its own.
+            1 => {
+                text.push('\n');
+                text.push_str(needle);
+            }
+            // Inside the stretch, at a random character boundary.
+            2 => {
+                let mut at = rng.below(text.len() + 1);
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let inside = if rng.below(2) == 0 {
+                    needle.to_string()
+                } else {
+                    format!("\n{needle}\n")
+                };
+                text.insert_str(at, &inside);
+            }
+            // Sparse text after the stretch, then the match.
+            3 => {
+                text.push('\n');
+                let mut cut = rng.below(PAGE.len() + 1);
+                while !PAGE.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.push_str(&PAGE[..cut]);
+                text.push_str(needle);
+            }
+            // No match added.
+            _ => {}
+        }
+        if rng.below(4) == 0 {
+            text = text.to_ascii_uppercase();
+        }
+        counts.check(&reference, &text);
+        if rng.below(4) == 0 {
+            let mut bytes = text.into_bytes();
+            let at = rng.below(bytes.len() + 1);
+            let invalid = INVALID[rng.below(INVALID.len())];
+            bytes.splice(at..at, invalid.iter().copied());
+            counts.check_bytes(&reference, &bytes);
+        }
+    }
+    println!(
+        "crowded stretches: {} texts, {} byte texts; retryable {}, overflow {}, usage limit {}, hint {}",
+        counts.texts,
+        counts.byte_texts,
+        counts.retryable,
+        counts.overflow,
+        counts.usage_limit,
+        counts.hint
+    );
+    // Matches and non-matches of every label both occur.
+    for n in [counts.retryable, counts.overflow, counts.usage_limit] {
+        assert!(n > 0 && n < counts.texts, "{n}");
+    }
+}
