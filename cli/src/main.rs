@@ -39,6 +39,7 @@ use autoretry::{HostOptions, JitterPct, Machine, Partial, Profile, RetryBudget, 
 use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
 
+mod clock;
 mod redis_budget;
 mod simulate;
 
@@ -481,8 +482,7 @@ fn rpc(
             return ExitCode::from(2);
         }
     };
-    let mut sidecar = sidecar::Sidecar::new(Machine::new(settings, host), io::stdout().lock())
-        .with_time_scale(time_scale);
+    let mut sidecar = sidecar::Sidecar::new(Machine::new(settings, host), io::stdout().lock());
     match rules.map(load_rules).transpose() {
         Ok(None) => {}
         Ok(Some(rules)) => sidecar = sidecar.with_rules(rules),
@@ -510,7 +510,8 @@ fn rpc(
             }
         },
     }
-    let mut input = sidecar::Pipe::new(io::stdin(), max_line_bytes);
+    let clock = clock::ScaledClock::new(time_scale);
+    let mut input = sidecar::Pipe::with_clock(io::stdin(), max_line_bytes, clock);
     match sidecar::serve(&mut sidecar, &mut input) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

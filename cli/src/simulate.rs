@@ -18,8 +18,10 @@
 use std::io::{self, IsTerminal, Write};
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::clock::ScaledClock;
+use autoretry::host::clock::Clock;
 use autoretry::host::thread::{ThreadDriver, Wake};
 use autoretry::host::Step;
 use autoretry::rules::Rules;
@@ -121,13 +123,15 @@ struct Sim {
     eol: &'static str,
     spinner: bool,
     loader: Option<LoaderLine>,
-    /// When the backoff the loader shows ends.
-    loader_until: Option<Instant>,
+    /// When the backoff the loader shows ends, on the clock.
+    loader_until: Option<Duration>,
+    /// The clock of `--time-scale`, which the driver runs on too.
+    clock: ScaledClock,
     time_scale: f64,
     frame: usize,
-    /// When the provider call in flight answers.
-    call_due: Option<Instant>,
-    /// How long a provider call takes (scaled).
+    /// When the provider call in flight answers, on the clock.
+    call_due: Option<Duration>,
+    /// How long a provider call takes, on the clock.
     latency: Duration,
     calls: u32,
     aborted: bool,
@@ -150,7 +154,7 @@ impl Sim {
         if let (true, Some(loader)) = (self.spinner, self.loader) {
             let left = self
                 .loader_until
-                .map(|until| until.saturating_duration_since(Instant::now()));
+                .and_then(|until| self.clock.real(until.saturating_sub(self.clock.now())));
             let text = loader_text(loader, left, self.time_scale);
             let _ = write!(
                 self.out,
@@ -164,7 +168,7 @@ impl Sim {
     /// Starts a provider call (the user's prompt, or `continue_agent`).
     fn start_call(&mut self) {
         self.calls += 1;
-        self.call_due = Some(Instant::now() + self.latency);
+        self.call_due = self.clock.now().checked_add(self.latency);
         let n = self.calls;
         self.line(&format!("agent: provider call {n}"));
     }
@@ -181,7 +185,7 @@ impl Sim {
     /// Carries out a step's outputs, in order (a refused step has none);
     /// `deadline` is the driver's after the step (when the loader's
     /// backoff ends).
-    fn carry_out(&mut self, step: &Step<'_>, deadline: Option<Instant>) {
+    fn carry_out(&mut self, step: &Step<'_>, deadline: Option<Duration>) {
         for output in step.outputs.iter().flatten() {
             self.output(output);
         }
@@ -213,7 +217,7 @@ impl Sim {
                         if self.spinner {
                             self.loader = Some(loader);
                         } else {
-                            let wait = scaled_ms(delay_ms, self.time_scale);
+                            let wait = self.clock.real(Duration::from_millis(delay_ms));
                             self.line(&loader_text(loader, wait, self.time_scale));
                         }
                     }
@@ -272,11 +276,8 @@ pub fn run(options: &Options) -> u8 {
     };
 
     let host = HostOptions::DEFAULT.with_seed(options.seed);
-    let mut driver =
-        ThreadDriver::new(Machine::new(options.settings, host)).with_time_scale(options.time_scale);
-    let latency = driver
-        .scaled(options.latency_ms)
-        .unwrap_or(Duration::from_secs(3600));
+    let clock = ScaledClock::new(options.time_scale);
+    let mut driver = ThreadDriver::with_clock(Machine::new(options.settings, host), clock.clone());
     let mut sim = Sim {
         out: io::stdout().lock(),
         // Raw mode turns off the terminal's own `\n` to `\r\n`.
@@ -288,10 +289,11 @@ pub fn run(options: &Options) -> u8 {
         spinner: io::stdout().is_terminal(),
         loader: None,
         loader_until: None,
+        clock,
         time_scale: options.time_scale,
         frame: 0,
         call_due: None,
-        latency,
+        latency: Duration::from_millis(options.latency_ms),
         calls: 0,
         aborted: false,
         models_used: 0,
@@ -318,7 +320,8 @@ pub fn run(options: &Options) -> u8 {
         let tick = sim
             .loader
             .filter(|_| sim.spinner)
-            .map(|_| Instant::now() + SPIN_EVERY);
+            .and_then(|_| sim.clock.span(SPIN_EVERY))
+            .and_then(|every| sim.clock.now().checked_add(every));
         let until = match (sim.call_due, tick) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -346,7 +349,7 @@ pub fn run(options: &Options) -> u8 {
             // `continue_agent` starts the next call.
             Wake::Fired(step) => sim.carry_out(&step, driver.deadline()),
             Wake::Until => {
-                if sim.call_due.is_some_and(|due| due <= Instant::now()) {
+                if sim.call_due.is_some_and(|due| due <= sim.clock.now()) {
                     sim.call_due = None;
                     answered = provider_answers(&mut sim, &mut driver, options);
                 } else {
@@ -395,7 +398,11 @@ pub fn run(options: &Options) -> u8 {
 
 /// The provider answers the call in flight; feeds the run's end to the
 /// machine. Returns whether the answer was good.
-fn provider_answers(sim: &mut Sim, driver: &mut ThreadDriver, options: &Options) -> bool {
+fn provider_answers(
+    sim: &mut Sim,
+    driver: &mut ThreadDriver<ScaledClock>,
+    options: &Options,
+) -> bool {
     let good = sim.calls > options.failures;
     let message = if good {
         sim.line("agent: the provider answered (stopReason stop)");
@@ -478,11 +485,6 @@ fn interrupt_line(n: u32, in_backoff: bool) -> &'static str {
     }
 }
 
-/// A wait of `ms` backoff milliseconds in wall-clock time at `scale`.
-fn scaled_ms(ms: u64, scale: f64) -> Option<Duration> {
-    Duration::try_from_secs_f64(ms as f64 / 1000.0 * scale).ok()
-}
-
 /// The loader line of spec §8 with the wall-clock seconds `left` (the
 /// backoff's own when unknown); under a time scale other than 1 it also
 /// says the backoff's length.
@@ -562,7 +564,7 @@ mod tests {
             ..loader
         };
         assert_eq!(
-            loader_text(loader, scaled_ms(60_000, 0.1), 0.1),
+            loader_text(loader, Some(Duration::from_secs(6)), 0.1),
             "Retrying (1/3) in 6s\u{2026} (esc to cancel) [a 60s backoff at time scale 0.1]"
         );
     }

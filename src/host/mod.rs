@@ -13,7 +13,10 @@
 //! The thread driver, the async driver and the sidecar keep their backoff
 //! timer in one [`timer::BackoffTimer`], and follow one fairness rule: a
 //! due timer fires before any input that arrived at or after its deadline
-//! (see [`timer`]).
+//! (see [`timer`]). The thread driver and the sidecar's pipe read their
+//! time from a `clock::Clock` (real time by default; a virtual clock in
+//! tests; the CLI's `--time-scale` is a clock of its own), so no host
+//! scales a backoff.
 //!
 //! The drivers deliver what they did in one shape, a [`Step`]: the input
 //! they fed and the machine's answer, with the timer outputs already
@@ -23,6 +26,10 @@
 //! them: [`Machine::handle`](crate::Machine::handle) is the whole protocol.
 
 use crate::{Input, Machine, Outputs, Refused, RetryBudget, RetryState};
+
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod clock;
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]

@@ -1,5 +1,6 @@
-//! A real-time host on std (feature `std`): [`ThreadDriver`] runs the machine on
-//! one thread, with a real backoff timer and inputs from a channel.
+//! A host on std (feature `std`): [`ThreadDriver`] runs the machine on
+//! one thread, with a backoff timer on a [`Clock`] (real time unless told
+//! otherwise) and inputs from a channel.
 //!
 //! The driver adds no policy: it carries out the two timer outputs itself
 //! ([`Output::Sleep`](crate::Output::Sleep) sets a deadline,
@@ -86,8 +87,9 @@
 
 use std::ops::ControlFlow;
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::host::clock::{Clock, SystemClock};
 use crate::host::timer::BackoffTimer;
 use crate::host::Step;
 use crate::machine::{Input, Machine, RetryState};
@@ -151,7 +153,10 @@ pub enum Turn<T> {
     Fired(Step<'static>),
 }
 
-/// A [`Machine`] with a real-time backoff timer.
+/// A [`Machine`] with a backoff timer on a [`Clock`]: [`SystemClock`]
+/// (real time) from [`ThreadDriver::new`], any other from
+/// [`ThreadDriver::with_clock`]. Instants are [`Duration`]s since the
+/// clock's origin ([`Clock::now`]).
 ///
 /// ```
 /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
@@ -166,78 +171,85 @@ pub enum Turn<T> {
 ///                      "cancel_timer", "emit", "settled", "check_compaction"]);
 /// ```
 #[derive(Clone, Debug)]
-pub struct ThreadDriver {
+pub struct ThreadDriver<C: Clock = SystemClock> {
     machine: Machine,
-    timer: BackoffTimer<Instant>,
-    time_scale: f64,
+    timer: BackoffTimer<Duration>,
+    clock: C,
 }
 
 impl ThreadDriver {
-    /// A driver for this machine, in real time (time scale 1). A machine in
-    /// a backoff (restored from a [`Snapshot`](crate::Snapshot), or moved)
-    /// has its timer due at once unless [`ThreadDriver::rearm`] gives the
-    /// time left.
+    /// A driver for this machine, in real time ([`SystemClock`]). A
+    /// machine in a backoff (restored from a [`Snapshot`](crate::Snapshot),
+    /// or moved) has its timer due at once unless [`ThreadDriver::rearm`]
+    /// gives the time left.
     ///
     /// ```
-    /// use std::time::Instant;
-    /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
+    /// use autoretry::{AssistantMessage, Input, Machine, host::{clock::Clock, thread::ThreadDriver}};
     /// let mut machine = Machine::default();
     /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
     /// let driver = ThreadDriver::new(Machine::restore(machine.snapshot()).unwrap());
-    /// assert!(driver.deadline().is_some_and(|at| at <= Instant::now()));
+    /// assert!(driver.deadline().is_some_and(|at| at <= driver.clock().now()));
     /// ```
     pub fn new(machine: Machine) -> Self {
+        ThreadDriver::with_clock(machine, SystemClock::new())
+    }
+}
+
+impl<C: Clock> ThreadDriver<C> {
+    /// A driver for this machine on `clock` (a
+    /// [`VirtualClock`](crate::host::clock::VirtualClock) in tests, a
+    /// scaled clock in `autoretry simulate --time-scale`). The machine's
+    /// outputs and events keep their own figures; only the clock says how
+    /// long a millisecond of backoff takes.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{AssistantMessage, Input, Machine};
+    /// use autoretry::host::{clock::{Clock, VirtualClock}, thread::ThreadDriver};
+    /// let clock = VirtualClock::new();
+    /// clock.advance(Duration::from_secs(60));
+    /// let mut driver = ThreadDriver::with_clock(Machine::default(), clock);
+    /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
+    /// assert_eq!(driver.deadline(), Some(Duration::from_secs(62)));
+    /// ```
+    pub fn with_clock(machine: Machine, clock: C) -> Self {
         let mut timer = BackoffTimer::new();
         if let Some(id) = machine.pending_timer() {
-            timer.arm(id, Some(Instant::now()));
+            timer.arm(id, Some(clock.now()));
         }
         ThreadDriver {
             machine,
             timer,
-            time_scale: 1.0,
+            clock,
         }
     }
 
-    /// Gives the machine's pending timer `ms` milliseconds from now (at
-    /// this time scale), for a machine restored in a backoff: the host kept
+    /// Gives the machine's pending timer `ms` milliseconds from now on the
+    /// driver's clock, for a machine restored in a backoff: the host kept
     /// its own deadline next to the snapshot and passes the time left (0
     /// when it has passed). Returns the timer's id; `None`, changing
     /// nothing, when no timer is pending.
     ///
     /// ```
-    /// use std::time::{Duration, Instant};
-    /// use autoretry::{AssistantMessage, Input, Machine, host::thread::ThreadDriver};
+    /// use std::time::Duration;
+    /// use autoretry::{AssistantMessage, Input, Machine, host::{clock::Clock, thread::ThreadDriver}};
     /// let mut machine = Machine::default();
     /// let _ = machine.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
     /// let mut driver = ThreadDriver::new(Machine::restore(machine.snapshot()).unwrap());
     /// assert_eq!(driver.rearm(1500), machine.pending_timer());
-    /// assert!(driver.deadline().unwrap() > Instant::now() + Duration::from_millis(1000));
+    /// assert!(driver.deadline().unwrap() > driver.clock().now() + Duration::from_millis(1000));
     /// assert_eq!(ThreadDriver::new(Machine::default()).rearm(1500), None);
     /// ```
     pub fn rearm(&mut self, ms: u64) -> Option<TimerId> {
         let timer = self.machine.pending_timer()?;
-        self.timer.arm(timer, after(ms, self.time_scale));
+        let now = self.clock.now();
+        self.timer.arm(timer, after(now, ms));
         Some(timer)
     }
 
-    /// The same driver with every backoff multiplied by `scale` (0.01 runs
-    /// a 2 s backoff in 20 ms). A negative or NaN scale counts as 0; an
-    /// infinite one (or any backoff beyond the clock's range) never fires.
-    /// The machine's outputs and events keep the unscaled figures.
-    ///
-    /// ```
-    /// use autoretry::{Machine, host::thread::ThreadDriver};
-    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(0.5).time_scale(), 0.5);
-    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(-1.0).time_scale(), 0.0);
-    /// ```
-    pub fn with_time_scale(mut self, scale: f64) -> Self {
-        self.time_scale = if scale > 0.0 { scale } else { 0.0 };
-        self
-    }
-
-    /// The time scale.
-    pub fn time_scale(&self) -> f64 {
-        self.time_scale
+    /// The driver's clock.
+    pub fn clock(&self) -> &C {
+        &self.clock
     }
 
     /// The machine (for its queries: [`Machine::state`], settings, ...).
@@ -250,24 +262,10 @@ impl ThreadDriver {
         self.machine.state()
     }
 
-    /// When the pending backoff timer fires; `None` when no timer is
-    /// pending (or it never fires).
-    pub fn deadline(&self) -> Option<Instant> {
+    /// When the pending backoff timer fires, on the driver's clock; `None`
+    /// when no timer is pending.
+    pub fn deadline(&self) -> Option<Duration> {
         self.timer.deadline()
-    }
-
-    /// The wall-clock duration of a backoff of `ms` milliseconds at this
-    /// time scale; `None` when it is beyond any clock.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use autoretry::{Machine, host::thread::ThreadDriver};
-    /// let d = ThreadDriver::new(Machine::default()).with_time_scale(0.01);
-    /// assert_eq!(d.scaled(2000), Some(Duration::from_millis(20)));
-    /// assert_eq!(ThreadDriver::new(Machine::default()).with_time_scale(f64::INFINITY).scaled(1), None);
-    /// ```
-    pub fn scaled(&self, ms: u64) -> Option<Duration> {
-        scaled(ms, self.time_scale)
     }
 
     /// Feeds one input to the machine and carries out its timer outputs,
@@ -288,29 +286,31 @@ impl ThreadDriver {
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
         let step = Step::of(&mut self.machine, input);
         if let Ok(outputs) = &step.outputs {
-            let scale = self.time_scale;
+            let now = self.clock.now();
             let pending = self.machine.pending_timer();
-            self.timer
-                .carry_out(outputs, pending, |ms| after(ms, scale));
+            self.timer.carry_out(outputs, pending, |ms| after(now, ms));
         }
         step
     }
 
-    /// Fires the pending timer if its deadline is at or before `now`:
-    /// clears it, feeds [`Input::TimerFired`] and returns the step (its
-    /// outputs are the caller's to carry out). `None` when nothing was due.
+    /// Fires the pending timer if its deadline is at or before `now` (on
+    /// the driver's clock): clears it, feeds [`Input::TimerFired`] and
+    /// returns the step (its outputs are the caller's to carry out). `None`
+    /// when nothing was due.
     ///
     /// ```
-    /// use std::time::Instant;
+    /// use std::time::Duration;
     /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::ThreadDriver};
-    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+    /// let mut driver = ThreadDriver::new(Machine::default());
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
-    /// let step = driver.fire_due(Instant::now()).unwrap();
+    /// let at = driver.deadline().unwrap();
+    /// assert_eq!(driver.fire_due(at - Duration::from_millis(1)), None);
+    /// let step = driver.fire_due(at).unwrap();
     /// assert!(matches!(step.input, Input::TimerFired { .. }));
     /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
-    /// assert_eq!(driver.fire_due(Instant::now()), None); // one-shot
+    /// assert_eq!(driver.fire_due(at), None); // one-shot
     /// ```
-    pub fn fire_due(&mut self, now: Instant) -> Option<Step<'static>> {
+    pub fn fire_due(&mut self, now: Duration) -> Option<Step<'static>> {
         let timer = self.timer.take_due(now)?;
         // The machine checks the id; `TimerFired` is never refused.
         Some(self.handle(Input::TimerFired { timer }))
@@ -331,28 +331,31 @@ impl ThreadDriver {
     }
 
     /// Blocks until a message arrives, the backoff deadline passes (then the
-    /// timer is fired, see [`ThreadDriver::fire_due`]), `until` passes, or the
-    /// channel closes. A timer already due when it is called fires before
-    /// any message is taken (the message may have come after the deadline);
-    /// while it blocks, whichever comes first goes first.
+    /// timer is fired, see [`ThreadDriver::fire_due`]), `until` passes (on
+    /// the driver's clock), or the channel closes. A timer already due when
+    /// it is called fires before any message is taken (the message may have
+    /// come after the deadline); while it blocks, whichever comes first goes
+    /// first.
     ///
     /// ```
     /// use std::sync::mpsc;
-    /// use std::time::{Duration, Instant};
-    /// use autoretry::{AssistantMessage, Input, Machine, Output, host::thread::{ThreadDriver, Wake}};
+    /// use std::time::Duration;
+    /// use autoretry::{AssistantMessage, Input, Machine, Output, RetrySettings, HostOptions};
+    /// use autoretry::host::{clock::Clock, thread::{ThreadDriver, Wake}};
     /// let (_tx, rx) = mpsc::channel::<()>();
-    /// let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.001); // 2 s -> 2 ms
+    /// let settings = RetrySettings::DEFAULT.with_base_delay_ms(2);
+    /// let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::DEFAULT));
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
     /// let Wake::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
     /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
-    /// let soon = Instant::now() + Duration::from_millis(1);
+    /// let soon = driver.clock().now() + Duration::from_millis(1);
     /// assert_eq!(driver.wait(&rx, Some(soon)), Wake::Until);
     /// ```
-    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Instant>) -> Wake<T> {
+    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Duration>) -> Wake<T> {
         loop {
             // A due timer first: a message queued now may have come after
             // the deadline.
-            let now = Instant::now();
+            let now = self.clock.now();
             if let Some(step) = self.fire_due(now) {
                 return Wake::Fired(step);
             }
@@ -368,11 +371,7 @@ impl ThreadDriver {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let received = match next {
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(next) => rx.recv_timeout(next.saturating_duration_since(now)),
-            };
-            match received {
+            match self.clock.recv_until(rx, next) {
                 Ok(message) => return Wake::Message(message),
                 Err(RecvTimeoutError::Disconnected) => return Wake::Closed,
                 Err(RecvTimeoutError::Timeout) => {}
@@ -390,7 +389,7 @@ impl ThreadDriver {
     pub fn run<T>(
         &mut self,
         rx: &mpsc::Receiver<T>,
-        mut on_turn: impl FnMut(&mut ThreadDriver, Turn<T>) -> ControlFlow<()>,
+        mut on_turn: impl FnMut(&mut ThreadDriver<C>, Turn<T>) -> ControlFlow<()>,
     ) {
         loop {
             let turn = match self.wait(rx, None) {
@@ -407,26 +406,21 @@ impl ThreadDriver {
     }
 }
 
-/// A wait of `ms` milliseconds at time scale `scale` (0 or more; 1 is real
-/// time); `None` when it is beyond any clock. The sidecar's waits too.
-pub(crate) fn scaled(ms: u64, scale: f64) -> Option<Duration> {
-    if scale == 1.0 {
-        return Some(Duration::from_millis(ms));
-    }
-    Duration::try_from_secs_f64(ms as f64 / 1000.0 * scale).ok()
-}
-
-/// The instant `ms` milliseconds from now at time scale `scale`; `None`
-/// when it is beyond the clock's range (that timer never fires).
-fn after(ms: u64, scale: f64) -> Option<Instant> {
-    scaled(ms, scale).and_then(|d| Instant::now().checked_add(d))
+/// The instant `ms` milliseconds after `now` on a host's clock (`None`,
+/// never due, only beyond `Duration`'s range, which no `u64` of
+/// milliseconds reaches from a clock's first 584 years). The sidecar's
+/// deadlines too.
+pub(crate) fn after(now: Duration, ms: u64) -> Option<Duration> {
+    now.checked_add(Duration::from_millis(ms))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::clock::VirtualClock;
     use crate::{AssistantMessage, Output, Refused, RetrySettings, StopReason};
     use std::thread;
+    use std::time::Instant;
 
     fn failed() -> Input<'static> {
         Input::AgentEnd {
@@ -468,9 +462,9 @@ mod tests {
     }
 
     /// A loop that feeds every input it receives and records the outputs.
-    fn record_turns<'l>(
+    fn record_turns<'l, C: Clock>(
         log: &'l mut Vec<String>,
-    ) -> impl FnMut(&mut ThreadDriver, Turn<Input<'static>>) -> ControlFlow<()> + 'l {
+    ) -> impl FnMut(&mut ThreadDriver<C>, Turn<Input<'static>>) -> ControlFlow<()> + 'l {
         move |driver, turn| {
             let step = match turn {
                 Turn::Message(input) => driver.handle(input),
@@ -497,13 +491,14 @@ mod tests {
 
     #[test]
     fn a_cancel_queued_after_the_deadline_comes_after_the_timer() {
-        // Time scale 0: the deadline has passed when the cancel is queued.
-        // The timer fires first; the cancel then ends the continued run's
-        // chain.
-        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        // The deadline has passed when the cancel is queued. The timer
+        // fires first; the cancel then ends the continued run's chain.
+        let clock = VirtualClock::new();
+        let mut driver = ThreadDriver::with_clock(Machine::default(), clock.clone());
         let mut log = Vec::new();
         let (tx, rx) = mpsc::channel();
         record(&mut log, &driver.handle(failed()));
+        clock.advance(Duration::from_secs(2));
         tx.send(Input::AbortRetry).unwrap();
         drop(tx);
         driver.run(&rx, record_turns(&mut log));
@@ -523,17 +518,18 @@ mod tests {
 
     #[test]
     fn a_cancel_just_after_the_fire_ends_the_running_chain() {
-        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut log = Vec::new();
         record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
-        let fired = driver.fire_due(Instant::now()).expect("due");
+        let at = driver.deadline().expect("armed");
+        let fired = driver.fire_due(at).expect("due");
         assert_eq!(fired.input, Input::TimerFired { timer });
         record(&mut log, &fired);
         record(&mut log, &driver.handle(Input::AbortRetry));
         // A late, duplicate fire of the same timer changes nothing.
         record(&mut log, &driver.handle(Input::TimerFired { timer }));
-        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(driver.fire_due(Duration::MAX), None);
         assert_eq!(
             log,
             [
@@ -549,7 +545,7 @@ mod tests {
 
     #[test]
     fn a_timer_the_host_fed_itself_is_disarmed() {
-        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut log = Vec::new();
         record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
@@ -557,20 +553,20 @@ mod tests {
         // The machine has no timer pending: neither has the driver, and no
         // empty `Fired` wakes the host later.
         assert_eq!(driver.deadline(), None);
-        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(driver.fire_due(Duration::MAX), None);
         assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
     }
 
     #[test]
     fn a_stale_timer_never_continues() {
-        let mut driver = ThreadDriver::new(Machine::default()).with_time_scale(0.0);
+        let mut driver = ThreadDriver::new(Machine::default());
         let mut log = Vec::new();
         record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
         record(&mut log, &driver.handle(Input::AbortRetry));
         assert_eq!(driver.deadline(), None);
         record(&mut log, &driver.handle(Input::TimerFired { timer }));
-        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(driver.fire_due(Duration::MAX), None);
         assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
     }
 
@@ -612,7 +608,7 @@ mod tests {
         assert_eq!(step.input, Input::TimerFired { timer });
         record(&mut log, &step);
         // Nothing is pending any more: a bounded wait ends by `until`.
-        let until = Some(Instant::now() + Duration::from_millis(5));
+        let until = Some(driver.clock().now() + Duration::from_millis(5));
         assert_eq!(driver.wait(&rx, until), Wake::Until);
         record(&mut log, &driver.handle(answered()));
         assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
@@ -685,12 +681,12 @@ mod tests {
         let restored = Machine::restore(machine.snapshot()).unwrap();
         // Untold, the driver fires the restored timer at once.
         let mut driver = ThreadDriver::new(restored.clone());
-        let fired = driver.fire_due(Instant::now()).expect("due at once");
+        let fired = driver.fire_due(driver.clock().now()).expect("due at once");
         assert_eq!(fired.outputs.unwrap()[..], [Output::ContinueAgent]);
         // Told the time left, it fires then.
         let mut driver = ThreadDriver::new(restored);
         driver.rearm(10);
-        assert_eq!(driver.fire_due(Instant::now()), None);
+        assert_eq!(driver.fire_due(driver.clock().now()), None);
         let (_tx, rx) = mpsc::channel::<()>();
         let Wake::Fired(step) = driver.wait(&rx, None) else {
             panic!("the timer fires")
@@ -721,7 +717,7 @@ mod tests {
             let mut fired = None;
             driver.run(&rx, |driver, turn| match turn {
                 Turn::Message(()) => {
-                    late += usize::from(Instant::now() >= deadline);
+                    late += usize::from(driver.clock().now() >= deadline);
                     let step = driver.handle(Input::SetAutoRetry { enabled: true });
                     assert_eq!(step.outputs.map(|o| o.len()), Ok(0));
                     // The host's work on a message: time for the sender to
@@ -730,14 +726,14 @@ mod tests {
                     ControlFlow::Continue(())
                 }
                 Turn::Fired(step) => {
-                    fired = Some((Instant::now(), step.outputs));
+                    fired = Some((driver.clock().now(), step.outputs));
                     ControlFlow::Break(())
                 }
             });
             drop(rx);
             sender.join().unwrap();
             let Some((at, outputs)) = fired else {
-                let after = Instant::now() - deadline;
+                let after = driver.clock().now() - deadline;
                 panic!("the timer never fired: the stream ended {after:?} after its deadline, {late} messages later");
             };
             assert_eq!(outputs.unwrap()[..], [Output::ContinueAgent]);
@@ -755,15 +751,17 @@ mod tests {
     }
 
     #[test]
-    fn huge_backoffs_never_fire() {
+    fn huge_backoffs_are_due_when_their_time_comes() {
         let settings = RetrySettings::DEFAULT.with_base_delay_ms(u64::MAX);
-        let mut driver = ThreadDriver::new(Machine::new(settings, Default::default()))
-            .with_time_scale(f64::INFINITY);
+        let clock = VirtualClock::new();
+        let mut driver =
+            ThreadDriver::with_clock(Machine::new(settings, Default::default()), clock);
         let mut log = Vec::new();
         record(&mut log, &driver.handle(failed()));
         assert!(driver.machine().pending_timer().is_some());
-        assert_eq!(driver.deadline(), None);
-        assert_eq!(driver.fire_due(Instant::now()), None);
+        let at = driver.deadline().expect("armed");
+        assert_eq!(at, Duration::from_millis(u64::MAX));
+        assert_eq!(driver.fire_due(at - Duration::from_nanos(1)), None);
         assert_eq!(driver.stop_timer(), driver.machine().pending_timer());
     }
 }

@@ -91,11 +91,12 @@
 //!
 //! - `protocol`: lines in to commands and inputs, responses and the lines
 //!   of outputs out ([`output_line`]);
-//! - `schedule`: the [`Sidecar`] (the machine, its backoff timer, the
-//!   time scale) and [`serve`], the fairness rule;
-//! - `pipe`: where lines come from ([`Source`], [`Arrival`], [`Item`]) and
-//!   the real source, [`Pipe`]: the reader thread and its bounds
-//!   ([`MAX_LINE_BYTES`], [`READ_AHEAD_LINES`]).
+//! - `schedule`: the [`Sidecar`] (the machine and its backoff timer) and
+//!   [`serve`], the fairness rule;
+//! - `pipe`: where lines and time come from ([`Source`], [`Arrival`],
+//!   [`Item`]) and the real source, [`Pipe`]: the reader thread and its
+//!   bounds ([`MAX_LINE_BYTES`], [`READ_AHEAD_LINES`]), on a
+//!   [`Clock`](crate::host::clock::Clock).
 
 mod pipe;
 mod protocol;

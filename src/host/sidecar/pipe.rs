@@ -1,11 +1,14 @@
 //! Where the sidecar's lines come from: a [`Source`] delivers them, each
 //! stamped with the time it arrived, and keeps the clock; [`Pipe`] is the
-//! real one, a reader thread with bounded lines and a bounded queue.
+//! real one, a reader thread with bounded lines and a bounded queue, on a
+//! [`Clock`].
 
 use std::io::{self, BufRead, BufReader, Read};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::host::clock::{Clock, SystemClock};
 
 #[cfg(doc)]
 use super::{serve, Sidecar};
@@ -90,8 +93,8 @@ pub trait Source {
     fn next(&mut self, until: Option<Duration>) -> Option<Arrival>;
 }
 
-/// The real [`Source`]: a thread reads lines from `R`, stamped on a
-/// monotonic clock, into a bounded queue: at most [`READ_AHEAD_LINES`]
+/// The real [`Source`]: a thread reads lines from `R`, stamped on the
+/// pipe's [`Clock`] (real time from [`Pipe::new`]), into a bounded queue: at most [`READ_AHEAD_LINES`]
 /// lines are read ahead of the sidecar (passed on in batches of what the
 /// client has already written, so a fast client costs no thread switch per
 /// line). A line longer than the limit is skipped as it is read, never
@@ -105,11 +108,11 @@ pub trait Source {
 /// assert!(matches!(pipe.next(None).unwrap().item, Item::End));
 /// ```
 #[derive(Debug)]
-pub struct Pipe {
+pub struct Pipe<C: Clock = SystemClock> {
     rx: mpsc::Receiver<Vec<Arrival>>,
     /// The batch being handed out, in order.
     batch: std::collections::VecDeque<Arrival>,
-    origin: Instant,
+    clock: C,
 }
 
 /// The lines of one batch, at most.
@@ -129,40 +132,56 @@ pub const READ_AHEAD_LINES: usize = (QUEUE_BATCHES + 2) * BATCH_LINES;
 
 impl Pipe {
     /// Starts the reader thread on `input`, with lines of at most
-    /// `max_line_bytes` bytes (without the `\n`).
+    /// `max_line_bytes` bytes (without the `\n`), in real time.
     pub fn new<R: Read + Send + 'static>(input: R, max_line_bytes: usize) -> Pipe {
-        let origin = Instant::now();
+        Pipe::with_clock(input, max_line_bytes, SystemClock::new())
+    }
+}
+
+impl<C: Clock> Pipe<C> {
+    /// Starts the reader thread on `input`, with lines of at most
+    /// `max_line_bytes` bytes (without the `\n`), on `clock`: lines are
+    /// stamped and deadlines awaited on it (`autoretry rpc --time-scale`
+    /// passes a scaled clock).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::host::{clock::VirtualClock, sidecar::{Item, Pipe, Source}};
+    /// let clock = VirtualClock::new();
+    /// clock.advance(Duration::from_secs(5));
+    /// let mut pipe = Pipe::with_clock(&b"{}\n"[..], 1024, clock.clone());
+    /// let arrival = pipe.next(None).unwrap();
+    /// assert!(matches!(arrival.item, Item::Line(line) if line == b"{}"));
+    /// assert_eq!(arrival.at, Duration::from_secs(5)); // stamped on the pipe's clock
+    /// assert_eq!(pipe.now(), Duration::from_secs(5));
+    /// ```
+    pub fn with_clock<R: Read + Send + 'static>(
+        input: R,
+        max_line_bytes: usize,
+        clock: C,
+    ) -> Pipe<C> {
         let (tx, rx) = mpsc::sync_channel(QUEUE_BATCHES);
         let input = BufReader::with_capacity(BATCH_BYTES, input);
+        let stamps = clock.clone();
         // Detached: it ends at the end of input, or at its next line once
         // the sidecar is gone.
-        thread::spawn(move || read_lines(input, &tx, max_line_bytes, origin));
+        thread::spawn(move || read_lines(input, &tx, max_line_bytes, &stamps));
         Pipe {
             rx,
             batch: std::collections::VecDeque::new(),
-            origin,
+            clock,
         }
     }
 
     /// The next batch, waiting at most until `until`; false when `until`
     /// passed first.
     fn refill(&mut self, until: Option<Duration>) -> bool {
-        let received = match until {
-            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(until) => match until.checked_sub(self.now()).filter(|w| !w.is_zero()) {
-                None => self.rx.try_recv().map_err(|e| match e {
-                    TryRecvError::Empty => RecvTimeoutError::Timeout,
-                    TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
-                }),
-                Some(wait) => self.rx.recv_timeout(wait),
-            },
-        };
-        match received {
+        match self.clock.recv_until(&self.rx, until) {
             Ok(batch) => self.batch.extend(batch),
             Err(RecvTimeoutError::Timeout) => return false,
             // The reader is gone without a word: the end.
             Err(RecvTimeoutError::Disconnected) => self.batch.push_back(Arrival {
-                at: self.origin.elapsed(),
+                at: self.clock.now(),
                 item: Item::End,
             }),
         }
@@ -170,9 +189,9 @@ impl Pipe {
     }
 }
 
-impl Source for Pipe {
+impl<C: Clock> Source for Pipe<C> {
     fn now(&self) -> Duration {
-        self.origin.elapsed()
+        self.clock.now()
     }
 
     fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
@@ -191,7 +210,7 @@ fn read_lines<R: Read>(
     mut input: BufReader<R>,
     tx: &SyncSender<Vec<Arrival>>,
     max: usize,
-    origin: Instant,
+    clock: &impl Clock,
 ) {
     let mut batch = Vec::new();
     let mut batch_bytes = 0;
@@ -210,12 +229,12 @@ fn read_lines<R: Read>(
                 // A last line without its `\n` counts.
                 if bytes > 0 {
                     batch.push(Arrival {
-                        at: origin.elapsed(),
+                        at: clock.now(),
                         item: take_line(&mut line, bytes, max),
                     });
                 }
                 batch.push(Arrival {
-                    at: origin.elapsed(),
+                    at: clock.now(),
                     item: Item::End,
                 });
                 let _ = tx.send(batch);
@@ -238,7 +257,7 @@ fn read_lines<R: Read>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 batch.push(Arrival {
-                    at: origin.elapsed(),
+                    at: clock.now(),
                     item: Item::Failed(e),
                 });
                 let _ = tx.send(batch);
@@ -249,7 +268,7 @@ fn read_lines<R: Read>(
         if complete {
             batch_bytes += line.len();
             batch.push(Arrival {
-                at: origin.elapsed(),
+                at: clock.now(),
                 item: take_line(&mut line, bytes, max),
             });
             bytes = 0;

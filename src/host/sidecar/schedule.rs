@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::pipe::{Item, Source};
 use super::protocol::{self, output_line, Request};
 use crate::host::shared_budget::{handle_shared, SharedBudget};
-use crate::host::thread::scaled;
+use crate::host::thread::after;
 use crate::host::timer::BackoffTimer;
 use crate::machine::{Input, Machine, Refused};
 use crate::output::Outputs;
@@ -41,7 +41,6 @@ pub struct Sidecar<W: Write> {
     machine: Machine,
     /// The backoff timer, on the caller's clock.
     timer: BackoffTimer<Duration>,
-    time_scale: f64,
     /// The number of the last line fed (1-based).
     line: u64,
     /// The error text of the `agent_end` whose decision asked for
@@ -57,13 +56,13 @@ pub struct Sidecar<W: Write> {
 
 impl<W: Write> Sidecar<W> {
     /// A sidecar for `machine`, writing to `out` (flushed after every line
-    /// fed and every timer fired), in real time (time scale 1).
+    /// fed and every timer fired). Its time is the caller's ([`serve`]
+    /// takes it from the [`Source`]'s clock).
     pub fn new(machine: Machine, out: W) -> Self {
         Sidecar {
             out,
             machine,
             timer: BackoffTimer::new(),
-            time_scale: 1.0,
             line: 0,
             marked_error: None,
             #[cfg(feature = "rules")]
@@ -89,24 +88,6 @@ impl<W: Write> Sidecar<W> {
     /// ```
     pub fn with_budget(mut self, budget: impl SharedBudget + Send + 'static) -> Self {
         self.budget = Some(Box::new(budget));
-        self
-    }
-
-    /// The same sidecar with every backoff wait multiplied by `scale`
-    /// (`autoretry rpc --time-scale`: 0.01 waits 20 ms for a 2 s backoff,
-    /// for hosts' integration tests). The lines keep the unscaled figures
-    /// (`"delayMs":2000`, `"ms":2000`). A negative or NaN scale counts as
-    /// 0; an infinite one (or a wait beyond the clock's range) never fires.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use autoretry::{Machine, host::sidecar::Sidecar};
-    /// let mut sidecar = Sidecar::new(Machine::default(), Vec::new()).with_time_scale(0.01);
-    /// sidecar.feed_line(br#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"503"}}"#, Duration::ZERO).unwrap();
-    /// assert_eq!(sidecar.deadline(), Some(Duration::from_millis(20)));
-    /// ```
-    pub fn with_time_scale(mut self, scale: f64) -> Self {
-        self.time_scale = if scale > 0.0 { scale } else { 0.0 };
         self
     }
 
@@ -258,7 +239,7 @@ impl<W: Write> Sidecar<W> {
     }
 
     /// Feeds one input to the machine and carries out its timer outputs,
-    /// in order: `sleep` arms the timer (at `now` plus the scaled wait),
+    /// in order: `sleep` arms the timer (at `now` plus its wait),
     /// `cancel_timer` disarms it.
     fn handle<'a>(&mut self, input: Input<'a>, now: Duration) -> Result<Outputs<'a>, Refused> {
         // Only an `agent_end` charges or refills a budget.
@@ -274,11 +255,8 @@ impl<W: Write> Sidecar<W> {
             }
             _ => self.machine.handle(input)?,
         };
-        let scale = self.time_scale;
         self.timer
-            .carry_out(&outputs, self.machine.pending_timer(), |ms| {
-                scaled(ms, scale).and_then(|wait| now.checked_add(wait))
-            });
+            .carry_out(&outputs, self.machine.pending_timer(), |ms| after(now, ms));
         Ok(outputs)
     }
 
