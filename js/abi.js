@@ -77,13 +77,15 @@ const INPUT_KINDS = Object.freeze({
 });
 
 // The reasons of `autoretry_last_refusal()` (the `AUTORETRY_REFUSAL_*`
-// codes), as the crate's `Refused` variants.
-const REFUSALS = Object.freeze({
+// codes), as the crate's `Refused` variants; `Other` for a refusal of a
+// newer crate that this ABI has no code of its own for.
+export const REFUSALS = Object.freeze({
   1: "AgentRunDuringBackoff",
   2: "AwaitingUsageLimitAnswer",
   3: "UsageLimitTextMismatch",
   4: "AwaitingModelSwitchAnswer",
   5: "ModelSwitchTextMismatch",
+  6: "Other",
 });
 
 // The wasm32 layout of `autoretry_retry_settings` (72 bytes) and of

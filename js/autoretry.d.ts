@@ -162,9 +162,10 @@ export class AutoretryError extends Error {
   readonly codeName: string;
   /**
    * Why the machine refused an input (ERR_REFUSED, spec §6a), as the
-   * crate's `Refused` variants; undefined for other errors.
+   * crate's `Refused` variants (`"Other"`: a refusal this ABI has no code
+   * of its own for); undefined for other errors.
    */
-  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer" | "UsageLimitTextMismatch" | "AwaitingModelSwitchAnswer" | "ModelSwitchTextMismatch";
+  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer" | "UsageLimitTextMismatch" | "AwaitingModelSwitchAnswer" | "ModelSwitchTextMismatch" | "Other";
 }
 
 /** Parses JSON; integers beyond 2^53 - 1 become BigInts; a repeated key is an error. */

@@ -11,6 +11,7 @@ import { pathToFileURL } from "node:url";
 import * as autoretry from "../autoretry.js";
 import { ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_TEXT_LEN, ERR_UTF8, Machine, load, parseJson, stringifyJson } from "../autoretry.js";
 import { thrown } from "./support.js";
+import { REFUSALS } from "../abi.js";
 
 const wasm = process.env.AUTORETRY_WASM ?? new URL("../autoretry.wasm", import.meta.url).pathname;
 if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
@@ -209,6 +210,17 @@ test("the codes are the Rust constants", () => {
   const js = new Map(Object.entries(autoretry).filter(([k, v]) => /^(ERR|STOP|PROFILE|CLASSIFIER|SHOULD_RETRY|PARTIAL)_[A-Z0-9_]+$/.test(k) && typeof v === "number"));
   assert.deepEqual(new Map([...js].sort()), new Map([...rust].sort()));
   for (const [name, code] of rust) if (name.startsWith("ERR_")) assert.equal(autoretry.ERROR_NAMES[code], name);
+});
+
+test("every refusal code has its reason", () => {
+  const src = readFileSync(new URL("../../ffi/src/refusal.rs", import.meta.url), "utf8");
+  const codes = [...src.matchAll(/pub const REFUSAL_([A-Z_]+): i32 = (\d+);/g)];
+  assert.ok(codes.length >= 7, `${codes.length} codes found`);
+  for (const [, name, value] of codes) {
+    // AGENT_RUN_DURING_BACKOFF -> AgentRunDuringBackoff
+    const reason = name.toLowerCase().replace(/(^|_)([a-z])/g, (_, __, c) => c.toUpperCase());
+    assert.equal(REFUSALS[value], name === "NONE" ? undefined : reason, name);
+  }
 });
 
 test("load takes bytes, a WebAssembly.Module and a file URL", async () => {
