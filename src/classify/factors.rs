@@ -68,12 +68,15 @@ const FIRST_CHUNK: usize = 256;
 /// Hits in one chunk above which the rest of the chunk is stepped whole.
 const CROWDED: usize = CHUNK / 64;
 
+/// Per set of labels (bits 0 to 3), the searcher of their factors.
+static SEARCHERS: [OnceLock<Option<Searcher>>; 16] = [const { OnceLock::new() }; 16];
+
 /// The searcher of the factors of the labels in `want` (see [`FACTORS`]),
 /// built at first use; `None` where the target has no Teddy.
 fn searcher(want: u8) -> Option<&'static Searcher> {
-    static S: [OnceLock<Option<Searcher>>; 16] = [const { OnceLock::new() }; 16];
     let at = usize::from(want & 15);
-    S.get(at)?
+    SEARCHERS
+        .get(at)?
         .get_or_init(|| {
             let factors = FACTORS.get(at)?;
             Config::new()
@@ -88,9 +91,11 @@ fn searcher(want: u8) -> Option<&'static Searcher> {
 /// The labels among `want` that `text` has, or `None` where the target has
 /// no Teddy.
 pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
+    // What a first use builds (the tables, a set's searcher) is built
+    // here, in a small frame: the scan's own holds a chunk (4 KB, more in
+    // debug builds), and a small host thread may be the first to classify.
     searcher(want)?;
     let p = prefilter();
-    let bytes = text.as_bytes();
     let mut seg = Segment {
         scan: Scan::new(want),
         start: 0,
@@ -98,15 +103,39 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
         line_done: 0,
         line: (0, 0),
     };
+    let mut at = None;
+    loop {
+        if let Some(found) = scan_from(p, text.as_bytes(), &mut seg, &mut at) {
+            return Some(found);
+        }
+        // A label found, and the searcher of those left is not built yet.
+        searcher(seg.scan.want);
+    }
+}
+
+/// The scan from `at` on (`None`: from the start), until every label is
+/// known (their bits) or the searcher of the labels left is not built
+/// yet (`None`; `resume` is where to go on).
+#[inline(never)]
+fn scan_from(
+    p: &Prefilter,
+    bytes: &[u8],
+    seg: &mut Segment,
+    resume: &mut Option<usize>,
+) -> Option<u8> {
     // The anchored pattern, and whatever starts at offset 0.
-    if seg.run(p, bytes, 0, false) {
+    if resume.is_none() && seg.run(p, bytes, 0, false) {
         return Some(seg.scan.found);
     }
     let mut lower = [0u8; CHUNK + FACTOR_MAX_LEN - 1];
-    let mut at = 0;
+    let mut at = resume.unwrap_or(0);
     'chunks: while at < bytes.len() {
         let want = seg.scan.want & 15;
-        let (Some(searcher), Some(factors)) = (searcher(want), FACTORS.get(usize::from(want)))
+        let Some(built) = SEARCHERS.get(usize::from(want)).and_then(OnceLock::get) else {
+            *resume = Some(at);
+            return None;
+        };
+        let (Some(searcher), Some(factors)) = (built.as_ref(), FACTORS.get(usize::from(want)))
         else {
             // Not reached (a target with Teddy has it for every set): step
             // the rest, from a line's start (no match crosses one).
