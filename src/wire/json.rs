@@ -19,7 +19,6 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
@@ -77,8 +76,8 @@ pub enum ErrorKind {
     UnknownValue,
     /// An object has a key it may not have.
     UnknownKey,
-    /// The `retry` settings group fails validation; the detail names the
-    /// key (`retry.maxRetries: ...`).
+    /// The `retry` settings group fails validation; the path names the
+    /// key (`retry.maxRetries`), or is `retry` for the group as a whole.
     InvalidSettings,
 }
 
@@ -464,18 +463,40 @@ pub fn require<'v, T>(
 }
 
 /// Decodes a `retry` settings group strictly (see [`SettingsGroup`]); the
-/// error is [`ErrorKind::InvalidSettings`], its detail names the key
-/// (`retry.maxRetries: ...`).
+/// error is [`ErrorKind::InvalidSettings`], its path the key
+/// (`retry.maxRetries`), or `retry` for the group as a whole (an unknown or
+/// repeated key, a group that is not an object).
 ///
 /// ```
 /// use autoretry::wire::json::settings_from_json;
-/// let err = settings_from_json(&serde_json::json!({"maxRetries": 1e3})).unwrap_err();
-/// assert!(err.to_string().starts_with("retry.maxRetries: expected a non-negative integer that fits u32"));
+/// let err = settings_from_json(&serde_json::json!({"maxRetries": -1})).unwrap_err();
+/// assert_eq!(err.path(), "retry.maxRetries");
+/// assert_eq!(err.detail(), "expected a non-negative integer that fits u32, found -1");
+/// let err = settings_from_json(&serde_json::json!({"retries": 3})).unwrap_err();
+/// assert_eq!((err.path(), err.detail()), ("retry", r#"unknown key "retries""#));
+/// assert_eq!(err.to_string(), r#"retry: unknown key "retries""#);
+/// let err = settings_from_json(&serde_json::json!([1])).unwrap_err();
+/// assert_eq!((err.path(), err.detail()), ("retry", "expected an object, found an array"));
+/// let err = settings_from_json(&serde_json::json!({"maxRetries": 2, "enabled": null})).unwrap_err();
+/// assert_eq!(err.to_string(), "retry.enabled: expected a boolean, found null");
 /// ```
 pub fn settings_from_json(value: &Value) -> Result<RetrySettings, DecodeError> {
-    SettingsGroup::deserialize(value)
-        .map(|group| group.0)
-        .map_err(|e| DecodeError::new("", ErrorKind::InvalidSettings, e.to_string()))
+    SettingsGroup::deserialize_keyed(value).map_err(|(key, e)| {
+        let path = match key {
+            Some(key) => format!("retry.{key}"),
+            None => "retry".to_owned(),
+        };
+        // The group's messages start with their path; one of serde's own
+        // (none is known to reach here) keeps its text whole.
+        let message = e.to_string();
+        match message
+            .strip_prefix(path.as_str())
+            .and_then(|m| m.strip_prefix(": "))
+        {
+            Some(detail) => DecodeError::new(path, ErrorKind::InvalidSettings, detail),
+            None => DecodeError::new("", ErrorKind::InvalidSettings, message),
+        }
+    })
 }
 
 impl MessageBuf {

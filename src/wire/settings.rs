@@ -1,6 +1,7 @@
 //! Strict decoding of the `retry` settings group (spec §4, §10.1), with no
 //! allocation.
 
+use core::cell::Cell;
 use core::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -128,9 +129,24 @@ impl Serialize for SettingsGroup {
 
 impl<'de> de::Deserialize<'de> for SettingsGroup {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let at = Cell::new(None);
         deserializer
-            .deserialize_any(GroupVisitor)
+            .deserialize_any(GroupVisitor { at: &at })
             .map(SettingsGroup)
+    }
+}
+
+impl SettingsGroup {
+    /// Decodes the group as [`Deserialize`](de::Deserialize) does; an
+    /// error comes with the name of the key whose value it is about
+    /// (`None`: the group as a whole, such as an unknown or repeated key).
+    pub(crate) fn deserialize_keyed<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<RetrySettings, (Option<&'static str>, D::Error)> {
+        let at = Cell::new(None);
+        deserializer
+            .deserialize_any(GroupVisitor { at: &at })
+            .map_err(|e| (at.get().map(Key::name), e))
     }
 }
 
@@ -273,15 +289,18 @@ impl Given {
     }
 }
 
-struct GroupVisitor;
+/// Decodes the group; `at` holds the key whose value is being read.
+struct GroupVisitor<'a> {
+    at: &'a Cell<Option<Key>>,
+}
 
-impl GroupVisitor {
+impl GroupVisitor<'_> {
     fn wrong<E: de::Error>(found: Found<'_>) -> E {
         E::custom(format_args!("retry: expected an object, found {found}"))
     }
 }
 
-impl<'de> Visitor<'de> for GroupVisitor {
+impl<'de> Visitor<'de> for GroupVisitor<'_> {
     type Value = RetrySettings;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -291,7 +310,10 @@ impl<'de> Visitor<'de> for GroupVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RetrySettings, A::Error> {
         let mut given = Given::default();
         let mut seen = [false; Key::ALL.len()];
-        while let Some(key) = map.next_key_seed(KeySeed)? {
+        while let Some(key) = {
+            self.at.set(None);
+            map.next_key_seed(KeySeed)?
+        } {
             let first = seen
                 .get_mut(key as usize)
                 .is_some_and(|slot| !core::mem::replace(slot, true));
@@ -301,6 +323,7 @@ impl<'de> Visitor<'de> for GroupVisitor {
                     key.name()
                 )));
             }
+            self.at.set(Some(key));
             match key {
                 Key::Profile => {
                     given.profile = Some(map.next_value_seed(ChoiceSeed {
@@ -357,6 +380,7 @@ impl<'de> Visitor<'de> for GroupVisitor {
                 }
             }
         }
+        self.at.set(None);
         Ok(given.settings())
     }
 

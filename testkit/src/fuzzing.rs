@@ -698,10 +698,15 @@ pub fn fuzz_settings_json(bytes: &[u8]) {
         assert_eq!(m.settings(), settings);
     }
     if let Err(e) = &via_value {
+        // The path names the key the error is about (a key of the group,
+        // or `retry` for the group as a whole), and the message is the
+        // path and the detail.
+        let key = e.path().strip_prefix("retry.");
         assert!(
-            e.to_string().starts_with("retry"),
+            e.path() == "retry" || key.is_some_and(|k| value.get(k).is_some()),
             "the error names the key: {e}"
         );
+        assert_eq!(e.to_string(), format!("{}: {}", e.path(), e.detail()));
     }
 }
 
