@@ -53,10 +53,10 @@ fn scan_loop<const LABELS: bool, const WORDS: bool>(mut want: u8, bytes: &[u8]) 
         tails: TAILS.map(|t| t.special),
     };
     let mut running = false;
-    let mut i = 0;
+    let mut rest = bytes.iter();
     loop {
         if running {
-            let stop = run_tails::<LABELS>(bytes, &mut i, &mut states);
+            let stop = run_tails::<LABELS>(&mut rest, &mut states);
             if stop & MATCHED != 0 {
                 found |= want & OVERFLOW;
                 want &= !OVERFLOW;
@@ -79,7 +79,7 @@ fn scan_loop<const LABELS: bool, const WORDS: bool>(mut want: u8, bytes: &[u8]) 
                 ..
             } = states;
             loop {
-                let Some(sym) = next_symbol(bytes, &mut i) else {
+                let Some(sym) = next_symbol(&mut rest) else {
                     return found;
                 };
                 let mut report = false;
@@ -154,20 +154,20 @@ const DEAD: u8 = 8;
 
 /// The scan while a tail runs: steps the tails (first: a tail reads the
 /// characters after its head), `dfa::LABELS` if `LABELS` and the overflow
-/// tables on the characters from `*i` on, up to the end of the text, a
+/// tables on the characters of `rest`, up to the end of the text, a
 /// tail's match, a report or the end of the tails' line; what stopped it
 /// (`END`, `MATCHED`, `REPORT`, `DEAD`, several at once). A function of its
 /// own, so that all the states stay in registers.
 #[inline(never)]
-fn run_tails<const LABELS: bool>(bytes: &[u8], i: &mut usize, states: &mut States) -> u8 {
+fn run_tails<const LABELS: bool>(rest: &mut core::slice::Iter<'_, u8>, states: &mut States) -> u8 {
     let States {
         mut labels,
         mut words,
         mut tails,
     } = *states;
-    let mut pos = *i;
+    let mut bytes = rest.clone();
     let mut stop = 0;
-    while let Some(sym) = next_symbol(bytes, &mut pos) {
+    while let Some(sym) = next_symbol(&mut bytes) {
         for (state, table) in tails.iter_mut().zip(TAILS) {
             *state = table.step(*state, sym);
             if *state > table.special {
@@ -207,26 +207,25 @@ fn run_tails<const LABELS: bool>(bytes: &[u8], i: &mut usize, states: &mut State
         words,
         tails,
     };
-    *i = pos;
+    *rest = bytes;
     stop
 }
 
-/// The symbol of the character at `*i` in the UTF-8 `bytes`, `*i` moved
-/// past it; `None` at the end. As `table::symbols` reads them.
+/// The symbol of the next character of the UTF-8 `bytes`, read past it;
+/// `None` at the end. As `table::symbols` reads them.
 #[inline(always)]
-fn next_symbol(bytes: &[u8], i: &mut usize) -> Option<u8> {
+fn next_symbol(bytes: &mut core::slice::Iter<'_, u8>) -> Option<u8> {
     loop {
-        let b = *bytes.get(*i)?;
-        *i += 1;
+        let b = *bytes.next()?;
         if b < 0x80 {
             return Some(b);
         }
         return Some(match b {
             // A continuation byte: its character's symbol is out.
             0x80..=0xBF => continue,
-            0xE2 => match bytes.get(*i..*i + 2) {
-                Some([0x80, 0xA8]) => symbol::LS,
-                Some([0x80, 0xA9]) => symbol::PS,
+            0xE2 => match bytes.as_slice() {
+                [0x80, 0xA8, ..] => symbol::LS,
+                [0x80, 0xA9, ..] => symbol::PS,
                 _ => symbol::OTHER,
             },
             _ => symbol::OTHER,
