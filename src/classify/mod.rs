@@ -466,8 +466,9 @@ const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize)
 /// first such point until it dies at the end of the line, when the next
 /// head can start it again.
 // With feature `prefilter`, texts of `prefilter::MIN_LEN` bytes or more
-// are scanned skipping (see `prefilter`), and this scan is the reference
-// of its tests.
+// are scanned skipping (see `prefilter`), classic valid UTF-8 by the factor
+// search (`factors`) or, shorter, by `short`; this scan is the reference
+// of their tests, and the scan of invalid UTF-8 and of firmware.
 #[inline(always)]
 fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut found = 0;
