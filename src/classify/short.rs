@@ -399,6 +399,28 @@ mod tests {
             .collect()
     }
 
+    /// Every transition of a padded copy is the generated table's.
+    fn same_steps<const S: usize>(padded: &Padded<S>, table: &Table) {
+        assert_eq!(padded.special, table.special);
+        for state in 0..table.states {
+            let state = u8::try_from(state).unwrap();
+            for sym in 0..SYMBOLS as u8 {
+                assert_eq!(padded.step(state, sym), table.next(state, sym));
+            }
+        }
+    }
+
+    #[test]
+    fn padded_tables_step_like_the_generated_ones() {
+        same_steps(&LABELS_TABLE, &dfa::LABELS);
+        for (padded, table) in WORDS_TABLES.iter().zip(dfa::WORDS) {
+            same_steps(padded, table);
+        }
+        for (padded, table) in TAILS.iter().zip(dfa::TAILS) {
+            same_steps(padded, table);
+        }
+    }
+
     #[test]
     fn same_as_the_plain_scan() {
         for t in texts(20_000, 0x9E37_79B9_7F4A_7C15) {
