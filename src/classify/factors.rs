@@ -55,7 +55,7 @@ use super::prefilter::{decode, prefilter, Prefilter};
 use super::symbol::{LS, PS};
 use super::{Scan, Tails};
 
-/// Texts shorter than this take the plain scan.
+/// Texts shorter than this take the short texts' scan (`super::short`).
 pub(super) const MIN_LEN: usize = 128;
 
 /// Bytes lower-cased and searched at a time.

@@ -46,6 +46,8 @@ mod hint;
 pub mod patterns;
 #[cfg(feature = "prefilter")]
 mod prefilter;
+#[cfg(feature = "prefilter")]
+mod short;
 mod symbol;
 mod table;
 mod wait_hint;
@@ -56,7 +58,9 @@ pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
 use dfa::{HINT, OVERFLOW, OVERFLOW_AT_START, RETRYABLE, USAGE_LIMIT};
-use table::{lossy_symbols, symbols};
+use table::lossy_symbols;
+#[cfg(any(test, not(feature = "prefilter")))]
+use table::symbols;
 
 /// Which pattern set classifies texts (spec §10.1 `classifier`, §10.5).
 ///
@@ -425,18 +429,20 @@ fn scan_str(want: u8, text: &str) -> u8 {
     if text.len() >= prefilter::MIN_LEN {
         return prefilter::scan(Scan::new(want), text.as_bytes());
     }
+    #[cfg(feature = "prefilter")]
+    return short::scan(want, text);
+    #[cfg(not(feature = "prefilter"))]
     scan(want, symbols(text))
 }
 
 /// [`scan_str`] over the lossy reading of `bytes`.
 fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
-    // The factor search needs characters: valid UTF-8 takes it, the rest
-    // the skipping scan (the lossy reading of invalid bytes is its own).
+    // Valid UTF-8 takes the paths of text (the factor search needs
+    // characters, and short texts have a scan of their own); the lossy
+    // reading of invalid bytes is the skipping scan's and the plain one's.
     #[cfg(feature = "prefilter")]
-    if bytes.len() >= factors::MIN_LEN {
-        if let Ok(text) = core::str::from_utf8(bytes) {
-            return scan_str(want, text);
-        }
+    if let Ok(text) = core::str::from_utf8(bytes) {
+        return scan_str(want, text);
     }
     #[cfg(feature = "prefilter")]
     if bytes.len() >= prefilter::MIN_LEN {
@@ -460,8 +466,9 @@ const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize)
 /// first such point until it dies at the end of the line, when the next
 /// head can start it again.
 // With feature `prefilter`, texts of `prefilter::MIN_LEN` bytes or more
-// are scanned skipping (see `prefilter`), and this scan is the reference
-// of its tests.
+// are scanned skipping (see `prefilter`), classic valid UTF-8 by the factor
+// search (`factors`) or, shorter, by `short`; this scan is the reference
+// of their tests, and the scan of invalid UTF-8 and of firmware.
 #[inline(always)]
 fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut found = 0;

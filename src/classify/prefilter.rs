@@ -28,7 +28,9 @@
 //! count lines) those that start with a line feed, are never skipped, so
 //! the skipped bytes are ASCII characters, one per symbol.
 //!
-//! Texts shorter than [`MIN_LEN`] take the plain scan.
+//! Texts shorter than [`MIN_LEN`] take the plain scan (classic valid UTF-8:
+//! the factor search from `factors::MIN_LEN` bytes on, `super::short`
+//! below).
 //! `tests::same_as_every_symbol` checks this path against the plain scan
 //! on texts built from the patterns' pieces, with every set of labels.
 
