@@ -51,6 +51,19 @@ impl Windows {
         matched
     }
 
+    /// Whether a first word that ended before `pos` (in characters) can
+    /// still complete its alternative with a second word that starts at
+    /// `pos` or later.
+    #[cfg(feature = "prefilter")]
+    #[inline(always)]
+    pub(super) fn pending(&self, pos: usize) -> bool {
+        let mut any = false;
+        for (end, window) in self.ends.iter().zip(&WINDOWS) {
+            any |= end.is_some_and(|end| pos.saturating_sub(end) <= usize::from(window.gap));
+        }
+        any
+    }
+
     /// A `\n`: no window reaches across it.
     pub(super) fn line_break(&mut self) {
         self.ends = [None; WINDOWS_LEN];
