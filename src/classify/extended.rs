@@ -232,6 +232,9 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
 impl super::factors::Stepper for Scan {
     const FACTORS: &'static [&'static [(&'static str, Option<u8>)]; 16] = &dfa::EXT_FACTORS;
     const MAX_LEN: usize = dfa::EXT_FACTOR_MAX_LEN;
+    /// A second word starts at most `gap` characters, of at most four
+    /// bytes each, after its first word.
+    const REACH: usize = 4 * (Windows::GAP_MAX + 1);
 
     fn searchers() -> &'static [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] {
         static S: [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] =
@@ -273,14 +276,19 @@ impl super::factors::Stepper for Scan {
         self.windows = Windows::default();
     }
 
-    /// Every table the scan steps in its quiet state after `prev`, no tail
-    /// running, and no window word that a second word could still follow.
+    /// Every table the scan steps in its quiet state after `prev`, and no
+    /// tail running (a window word may wait for its second word).
     #[inline(always)]
     fn quiet(&self, p: &super::prefilter::Prefilter, prev: u8) -> bool {
         p.extended_quiet(&self.states, self.want, prev)
             && (self.want & OVERFLOW == 0
                 || self.words == p.words_idle(prev) && self.tails.active == 0)
-            && (self.want & USAGE_LIMIT == 0 || !self.windows.pending(self.pos))
+    }
+
+    /// A window word that a second word could still follow.
+    #[inline(always)]
+    fn pending(&self) -> bool {
+        self.want & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
     }
 
     #[inline(never)]

@@ -82,6 +82,9 @@ pub(super) trait Stepper {
     const FACTORS: &'static Factors;
     /// The longest of them, in bytes.
     const MAX_LEN: usize;
+    /// How many bytes past the end of a segment a pending match may still
+    /// be completed on its line (see [`Stepper::pending`]).
+    const REACH: usize;
     /// The set's searchers, built at first use.
     fn searchers() -> &'static Searchers;
     /// A scan that looks for the labels of `want`, at the start of a text.
@@ -94,8 +97,15 @@ pub(super) trait Stepper {
     /// last of the character before; `None`: the start of the text), with
     /// nothing under way.
     fn restart(&mut self, p: &Prefilter, before: Option<u8>);
-    /// Whether nothing is under way after `prev` (the last byte read).
+    /// Whether nothing is under way after `prev` (the last byte read), but
+    /// maybe what [`Stepper::pending`] tells.
     fn quiet(&self, p: &Prefilter, prev: u8) -> bool;
+    /// Whether a match is under way that only a later part beginning at
+    /// most [`Stepper::REACH`] bytes on, on the same line, can complete
+    /// (the extended windows: a first word, waiting for its second). Such
+    /// a part holds a factor of its own: a segment that ends quiet but for
+    /// this is continued, not started again, by a hit that near.
+    fn pending(&self) -> bool;
     /// Steps on the ASCII characters from `pos` on up to the first line
     /// terminator or other character; where it stopped, and whether every
     /// label looked for is found.
@@ -254,6 +264,16 @@ impl<S: Stepper> Segment<S> {
         if (self.start..=self.pos).contains(&need) {
             return;
         }
+        if need > self.pos
+            && need - self.pos <= S::REACH
+            && self.scan.pending()
+            && !bytes
+                .get(self.pos..need)
+                .is_some_and(|gap| gap.contains(&b'\n'))
+        {
+            // Stepped on from where the segment ended, through the gap.
+            return;
+        }
         // The quiet states after the character before `need` (its last
         // byte: only whether it is a word character matters).
         let before = need.checked_sub(1).and_then(|i| bytes.get(i)).copied();
@@ -320,6 +340,7 @@ impl<S: Stepper> Segment<S> {
 impl Stepper for Scan {
     const FACTORS: &'static Factors = &FACTORS;
     const MAX_LEN: usize = FACTOR_MAX_LEN;
+    const REACH: usize = 0;
 
     fn searchers() -> &'static Searchers {
         static S: Searchers = [const { OnceLock::new() }; 16];
@@ -365,6 +386,11 @@ impl Stepper for Scan {
         (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || self.labels == p.labels_idle(prev))
             && (self.want & OVERFLOW == 0
                 || self.words == p.words_idle(prev) && self.tails.active == 0)
+    }
+
+    #[inline(always)]
+    fn pending(&self) -> bool {
+        false
     }
 
     /// Apart from the rest of the scan's loop, so that the tables' states
