@@ -445,6 +445,35 @@ pub fn of_pattern_extended(js: &str) -> Result<Vec<Factor>, String> {
     Ok(factors)
 }
 
+/// [`of_pattern_extended`], without the factors that hold a whole
+/// alternative of the same pattern made of literals alone (no `\b`): such
+/// a factor's matches hold a match of that alternative, and so one of its
+/// factors (`stream closed with error code nghttp2_internal_error` and
+/// `nghttp2_(?:internal_error|refused_stream)`), and would only widen the
+/// bound of a factor inside it.
+fn of_pattern_extended_lean(js: &str) -> Result<Vec<Factor>, String> {
+    let mut whole = Vec::new();
+    for alternative in crate::alternatives(js) {
+        let regex = translate(alternative, Letters::Lower)?;
+        let hir = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(&regex)
+            .map_err(|e| format!("{alternative}: {e}"))?;
+        if let Some(set) = exact(&hir) {
+            if set.iter().all(|t| !t.is_empty()) {
+                whole.extend(set);
+            }
+        }
+    }
+    let mut factors = of_pattern_extended(js)?;
+    factors.retain(|f| {
+        !whole
+            .iter()
+            .any(|w| w != &f.text && f.text.windows(w.len()).any(|x| x == w.as_slice()))
+    });
+    Ok(factors)
+}
+
 /// The factors of the extended patterns of the labels in `want` (as
 /// [`classic`]): spec 10.5's retryable and usage-limit patterns (window
 /// alternatives included), the unanchored overflow patterns of 3.3 and
@@ -452,13 +481,13 @@ pub fn of_pattern_extended(js: &str) -> Result<Vec<Factor>, String> {
 pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
     let mut all = Vec::new();
     if want & BIT_RETRYABLE != 0 {
-        all.extend(of_pattern_extended(patterns::RETRYABLE_EXTENDED)?);
+        all.extend(of_pattern_extended_lean(patterns::RETRYABLE_EXTENDED)?);
     }
     if want & BIT_USAGE_LIMIT != 0 {
-        all.extend(of_pattern_extended(patterns::USAGE_LIMIT_EXTENDED)?);
+        all.extend(of_pattern_extended_lean(patterns::USAGE_LIMIT_EXTENDED)?);
     }
     if want & BIT_HINT != 0 {
-        all.extend(of_pattern_extended(HINT_NAMES_EXTENDED)?);
+        all.extend(of_pattern_extended_lean(HINT_NAMES_EXTENDED)?);
     }
     if want & BIT_OVERFLOW != 0 {
         for literal in patterns::OVERFLOW.iter().chain(patterns::OVERFLOW_EXTENDED) {
@@ -507,6 +536,32 @@ mod tests {
         assert!(of_pattern(r"rate[^x]limit").is_err());
         assert!(of_pattern(r"rate.limit").is_ok());
         assert!(of_pattern(r"rate[ _]limit").is_ok());
+    }
+
+    #[test]
+    fn the_extended_factors() {
+        let fs = extended(ALL).unwrap();
+        let find = |t: &str| fs.iter().find(|f| f.text == t.as_bytes());
+        // `\s*` before `(no body)` or `is the computer...`: the factor is
+        // before it, with a bounded distance from the match's start.
+        assert_eq!(find("400").map(|f| f.before), Some(Some(0)));
+        assert_eq!(find("413").map(|f| f.before), Some(Some(0)));
+        assert_eq!(find("connect.").map(|f| f.before), Some(Some(16)));
+        assert!(find("(no body)").is_none());
+        // The window alternatives: `account` first, `limit` near the start.
+        assert_eq!(find("account").map(|f| f.before), Some(Some(0)));
+        let usage = extended(BIT_USAGE_LIMIT).unwrap();
+        let limit = usage.iter().find(|f| f.text == b"limit");
+        assert_eq!(limit.map(|f| f.before), Some(Some(8)));
+        // `internal` is not widened by the longer `nghttp2` alternative.
+        assert_eq!(find("internal").map(|f| f.before), Some(Some(8)));
+        // None contains another.
+        for (i, a) in fs.iter().enumerate() {
+            for b in &fs[i + 1..] {
+                let inside = |x: &[u8], y: &[u8]| x.windows(y.len()).any(|w| w == y);
+                assert!(!inside(&a.text, &b.text) && !inside(&b.text, &a.text));
+            }
+        }
     }
 
     #[test]
