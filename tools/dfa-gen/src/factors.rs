@@ -327,8 +327,8 @@ fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
             }
             for i in 0..parts.len() {
                 let mut set: Option<Vec<Vec<u8>>> = None;
-                for j in i..parts.len() {
-                    let Some(next) = exact(&parts[j]) else {
+                for (j, part) in parts.iter().enumerate().skip(i) {
+                    let Some(next) = exact(part) else {
                         break;
                     };
                     let joined: Vec<Vec<u8>> = match &set {
