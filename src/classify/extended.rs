@@ -4,6 +4,9 @@
 //! the window scanner, and the classic overflow tables without their
 //! anchored pattern.
 
+#[cfg(feature = "prefilter")]
+extern crate std;
+
 use super::dfa::{self, EXTENDED, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT, WINDOW_WORD_BITS};
 use super::window::Windows;
 use super::{overflow_step, Classification, Tails};
@@ -63,9 +66,17 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     found
 }
 
-/// [`scan`] over the characters of `text`.
+/// [`scan`] over the characters of `text`: on std with feature
+/// `prefilter`, long texts take the factor search of `super::factors`
+/// (or, without Teddy, the skipping scan of `super::prefilter`).
 #[inline(always)]
 pub(super) fn scan_str(want: u8, text: &str) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if text.len() >= super::factors::MIN_LEN {
+        if let Some(found) = super::factors::scan_with::<Scan>(want, text) {
+            return found;
+        }
+    }
     #[cfg(feature = "prefilter")]
     return if text.len() >= super::prefilter::MIN_LEN {
         super::prefilter::scan(Scan::new(want), text.as_bytes())
@@ -79,6 +90,14 @@ pub(super) fn scan_str(want: u8, text: &str) -> u8 {
 /// [`scan`] over the lossy reading of `bytes`.
 #[inline(always)]
 pub(super) fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
+    // The factor search needs characters: valid UTF-8 takes it, the rest
+    // the skipping scan (the lossy reading of invalid bytes is its own).
+    #[cfg(feature = "prefilter")]
+    if bytes.len() >= super::factors::MIN_LEN {
+        if let Ok(text) = core::str::from_utf8(bytes) {
+            return scan_str(want, text);
+        }
+    }
     #[cfg(feature = "prefilter")]
     return if bytes.len() >= super::prefilter::MIN_LEN {
         super::prefilter::scan(Scan::new(want), bytes)
@@ -206,6 +225,91 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
         overflow,
         usage_limit,
         hint_ms: hint_ms.filter(|_| found & HINT != 0),
+    }
+}
+
+#[cfg(feature = "prefilter")]
+impl super::factors::Stepper for Scan {
+    const FACTORS: &'static [&'static [(&'static str, Option<u8>)]; 16] = &dfa::EXT_FACTORS;
+    const MAX_LEN: usize = dfa::EXT_FACTOR_MAX_LEN;
+    /// A second word starts at most `gap` characters, of at most four
+    /// bytes each, after its first word.
+    const REACH: usize = 4 * (Windows::GAP_MAX + 1);
+
+    fn searchers() -> &'static [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] {
+        static S: [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] =
+            [const { std::sync::OnceLock::new() }; 16];
+        &S
+    }
+
+    #[inline(always)]
+    fn start(want: u8) -> Self {
+        Scan::new(want)
+    }
+
+    #[inline(always)]
+    fn want(&self) -> u8 {
+        self.want
+    }
+
+    #[inline(always)]
+    fn step(&mut self, sym: u8) -> bool {
+        Scan::step(self, sym)
+    }
+
+    #[inline(always)]
+    fn restart(&mut self, p: &super::prefilter::Prefilter, before: Option<u8>) {
+        match before {
+            // `\b` tells a word character before from another.
+            Some(before) => {
+                self.states = p.extended_idle(before);
+                self.words = p.words_idle(before);
+            }
+            None => {
+                self.states = [0; dfa::EXTENDED_LEN];
+                self.words = [0; dfa::WORDS_LEN];
+            }
+        }
+        self.tails = Tails::default();
+        // No window word pending: a segment starts where no match is
+        // under way, window alternatives included.
+        self.windows = Windows::default();
+    }
+
+    /// Every table the scan steps in its quiet state after `prev`, and no
+    /// tail running (a window word may wait for its second word).
+    #[inline(always)]
+    fn quiet(&self, p: &super::prefilter::Prefilter, prev: u8) -> bool {
+        p.extended_quiet(&self.states, self.want, prev)
+            && (self.want & OVERFLOW == 0
+                || self.words == p.words_idle(prev) && self.tails.active == 0)
+    }
+
+    /// A window word that a second word could still follow.
+    #[inline(always)]
+    fn pending(&self) -> bool {
+        self.want & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
+    }
+
+    #[inline(never)]
+    fn ascii_run(&mut self, bytes: &[u8], mut pos: usize) -> (usize, bool) {
+        let mut all = false;
+        while let Some(&b) = bytes.get(pos) {
+            if b >= 0x80 || b == b'\n' || b == b'\r' {
+                break;
+            }
+            pos += 1;
+            if Scan::step(self, b) {
+                all = true;
+                break;
+            }
+        }
+        (pos, all)
+    }
+
+    #[inline(always)]
+    fn finish(self) -> u8 {
+        Scan::finish(self)
     }
 }
 

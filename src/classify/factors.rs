@@ -50,7 +50,9 @@ use std::sync::OnceLock;
 use aho_corasick::packed::{Config, MatchKind, Searcher};
 use aho_corasick::Span;
 
-use super::dfa::{FACTORS, FACTOR_MAX_LEN, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use super::dfa::{
+    EXT_FACTOR_MAX_LEN, FACTORS, FACTOR_MAX_LEN, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT,
+};
 use super::prefilter::{decode, prefilter, Prefilter};
 use super::symbol::{LS, PS};
 use super::{Scan, Tails};
@@ -68,17 +70,59 @@ const FIRST_CHUNK: usize = 256;
 /// Hits in one chunk above which the rest of the chunk is stepped whole.
 const CROWDED: usize = CHUNK / 64;
 
-/// Per set of labels (bits 0 to 3), the searcher of their factors.
-static SEARCHERS: [OnceLock<Option<Searcher>>; 16] = [const { OnceLock::new() }; 16];
+/// The factors of a pattern set, per set of labels looked for.
+type Factors = [&'static [(&'static str, Option<u8>)]; 16];
+
+/// The searchers of a pattern set, per set of labels looked for.
+type Searchers = [OnceLock<Option<Searcher>>; 16];
+
+/// A scan of one pattern set that this search can step around its hits.
+pub(super) trait Stepper {
+    /// The set's factors (`FACTORS` or `EXT_FACTORS`).
+    const FACTORS: &'static Factors;
+    /// The longest of them, in bytes.
+    const MAX_LEN: usize;
+    /// How many bytes past the end of a segment a pending match may still
+    /// be completed on its line (see [`Stepper::pending`]).
+    const REACH: usize;
+    /// The set's searchers, built at first use.
+    fn searchers() -> &'static Searchers;
+    /// A scan that looks for the labels of `want`, at the start of a text.
+    fn start(want: u8) -> Self;
+    /// The labels still looked for.
+    fn want(&self) -> u8;
+    /// Steps on one symbol; whether every label looked for is found.
+    fn step(&mut self, sym: u8) -> bool;
+    /// Puts every table in its quiet state after the byte `before` (the
+    /// last of the character before; `None`: the start of the text), with
+    /// nothing under way.
+    fn restart(&mut self, p: &Prefilter, before: Option<u8>);
+    /// Whether nothing is under way after `prev` (the last byte read), but
+    /// maybe what [`Stepper::pending`] tells.
+    fn quiet(&self, p: &Prefilter, prev: u8) -> bool;
+    /// Whether a match is under way that only a later part beginning at
+    /// most [`Stepper::REACH`] bytes on, on the same line, can complete
+    /// (the extended windows: a first word, waiting for its second). Such
+    /// a part holds a factor of its own: a segment that ends quiet but for
+    /// this is continued, not started again, by a hit that near.
+    fn pending(&self) -> bool;
+    /// Steps on the ASCII characters from `pos` on up to the first line
+    /// terminator or other character; where it stopped, and whether every
+    /// label looked for is found.
+    fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool);
+    /// The labels found, with the matches that end with the text (where
+    /// the scan has read it to its end).
+    fn finish(self) -> u8;
+}
 
 /// The searcher of the factors of the labels in `want` (see [`FACTORS`]),
 /// built at first use; `None` where the target has no Teddy.
-fn searcher(want: u8) -> Option<&'static Searcher> {
+fn searcher<S: Stepper>(want: u8) -> Option<&'static Searcher> {
     let at = usize::from(want & 15);
-    SEARCHERS
+    S::searchers()
         .get(at)?
         .get_or_init(|| {
-            let factors = FACTORS.get(at)?;
+            let factors = S::FACTORS.get(at)?;
             Config::new()
                 .match_kind(MatchKind::LeftmostFirst)
                 .builder()
@@ -88,16 +132,29 @@ fn searcher(want: u8) -> Option<&'static Searcher> {
         .as_ref()
 }
 
+/// The longest factor of every set: the chunks' overlap.
+const MAX_LEN: usize = if FACTOR_MAX_LEN > EXT_FACTOR_MAX_LEN {
+    FACTOR_MAX_LEN
+} else {
+    EXT_FACTOR_MAX_LEN
+};
+
 /// The labels among `want` that `text` has, or `None` where the target has
 /// no Teddy.
 pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
+    scan_with::<Scan>(want, text)
+}
+
+/// [`scan`] with the scan `S` of a pattern set.
+#[inline(always)]
+pub(super) fn scan_with<S: Stepper>(want: u8, text: &str) -> Option<u8> {
     // What a first use builds (the tables, a set's searcher) is built
     // here, in a small frame: the scan's own holds a chunk (4 KB, more in
     // debug builds), and a small host thread may be the first to classify.
-    searcher(want)?;
+    searcher::<S>(want)?;
     let p = prefilter();
     let mut seg = Segment {
-        scan: Scan::new(want),
+        scan: S::start(want),
         start: 0,
         pos: 0,
         line_done: 0,
@@ -109,7 +166,7 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
             return Some(found);
         }
         // A label found, and the searcher of those left is not built yet.
-        searcher(seg.scan.want);
+        searcher::<S>(seg.scan.want());
     }
 }
 
@@ -117,25 +174,28 @@ pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
 /// known (their bits) or the searcher of the labels left is not built
 /// yet (`None`; `resume` is where to go on).
 #[inline(never)]
-fn scan_from(
+fn scan_from<S: Stepper>(
     p: &Prefilter,
     bytes: &[u8],
-    seg: &mut Segment,
+    seg: &mut Segment<S>,
     resume: &mut Option<usize>,
 ) -> Option<u8> {
     // The anchored pattern, and whatever starts at offset 0.
     if resume.is_none() && seg.run(p, bytes, 0, false) {
-        return Some(seg.scan.found);
+        return Some(seg.finish());
     }
-    let mut lower = [0u8; CHUNK + FACTOR_MAX_LEN - 1];
+    let mut lower = [0u8; CHUNK + MAX_LEN - 1];
     let mut at = resume.unwrap_or(0);
     'chunks: while at < bytes.len() {
-        let want = seg.scan.want & 15;
-        let Some(built) = SEARCHERS.get(usize::from(want)).and_then(OnceLock::get) else {
+        let want = seg.scan.want() & 15;
+        let Some(built) = S::searchers()
+            .get(usize::from(want))
+            .and_then(OnceLock::get)
+        else {
             *resume = Some(at);
             return None;
         };
-        let (Some(searcher), Some(factors)) = (built.as_ref(), FACTORS.get(usize::from(want)))
+        let (Some(searcher), Some(factors)) = (built.as_ref(), S::FACTORS.get(usize::from(want)))
         else {
             // Not reached (a target with Teddy has it for every set): step
             // the rest, from a line's start (no match crosses one).
@@ -152,7 +212,7 @@ fn scan_from(
             at = end;
             continue;
         }
-        let chunk = bytes.get(at..bytes.len().min(end + FACTOR_MAX_LEN - 1));
+        let chunk = bytes.get(at..bytes.len().min(end + S::MAX_LEN - 1));
         let chunk = chunk.unwrap_or_default();
         let lower = lower.get_mut(..chunk.len()).unwrap_or_default();
         for (l, &b) in lower.iter_mut().zip(chunk) {
@@ -184,7 +244,7 @@ fn scan_from(
                 let start = seg.line_start(bytes, h);
                 seg.to(p, bytes, start);
                 if seg.run(p, bytes, end, true) {
-                    return Some(seg.scan.found);
+                    return Some(seg.finish());
                 }
                 break;
             }
@@ -197,9 +257,9 @@ fn scan_from(
             };
             seg.to(p, bytes, need);
             if seg.run(p, bytes, at + m.end(), line) {
-                return Some(seg.scan.found);
+                return Some(seg.finish());
             }
-            if seg.scan.want & 15 != want {
+            if seg.scan.want() & 15 != want {
                 // A label found: search on from this hit for the factors
                 // of those still looked for (at most four times).
                 at = h;
@@ -208,13 +268,13 @@ fn scan_from(
         }
         at = end;
     }
-    Some(seg.scan.found)
+    Some(seg.finish())
 }
 
 /// The stepping around the hits: a scan that started at `start` (in its
 /// quiet state there) and has read the text up to `pos`.
-struct Segment {
-    scan: Scan,
+struct Segment<S> {
+    scan: S,
     start: usize,
     pos: usize,
     /// The end of the last line stepped whole from its start.
@@ -223,30 +283,37 @@ struct Segment {
     line: (usize, usize),
 }
 
-impl Segment {
+impl<S: Stepper> Segment<S> {
+    /// The labels found, with the matches that end with the text (see
+    /// [`Stepper::finish`]); the segment is done.
+    fn finish(&mut self) -> u8 {
+        core::mem::replace(&mut self.scan, S::start(0)).finish()
+    }
+
     /// Makes the segment start at `need` or earlier: it continues if it
     /// started there or before and has not passed it, and starts again at
     /// `need` otherwise.
-    #[inline(always)]
+    // Inlined where speed counts; a call of its own in debug builds, whose
+    // frame would otherwise hold each inlined copy's locals.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn to(&mut self, p: &Prefilter, bytes: &[u8], need: usize) {
         if (self.start..=self.pos).contains(&need) {
             return;
         }
-        let s = &mut self.scan;
-        match need.checked_sub(1).and_then(|i| bytes.get(i)) {
-            // The quiet states after the character before `need` (its last
-            // byte: the classic tables have no `\b`, so only whether it is
-            // a word character could matter).
-            Some(&before) => {
-                s.labels = p.labels_idle(before);
-                s.words = p.words_idle(before);
-            }
-            None => {
-                s.labels = 0;
-                s.words = Default::default();
-            }
+        if need > self.pos
+            && need - self.pos <= S::REACH
+            && self.scan.pending()
+            && !bytes
+                .get(self.pos..need)
+                .is_some_and(|gap| gap.contains(&b'\n'))
+        {
+            // Stepped on from where the segment ended, through the gap.
+            return;
         }
-        s.tails = Tails::default();
+        // The quiet states after the character before `need` (its last
+        // byte: only whether it is a word character matters).
+        let before = need.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+        self.scan.restart(p, before);
         self.start = need;
         self.pos = need;
     }
@@ -254,10 +321,12 @@ impl Segment {
     /// Steps until `pos` reaches `until` and nothing is under way (with
     /// `line`, past the end of the line too); whether every label looked
     /// for is found.
-    #[inline(always)]
+    // Inlined where speed counts; a call of its own in debug builds, whose
+    // frame would otherwise hold each inlined copy's locals.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn run(&mut self, p: &Prefilter, bytes: &[u8], until: usize, mut line: bool) -> bool {
         // On locals, which stay in registers.
-        let mut scan = core::mem::replace(&mut self.scan, Scan::new(0));
+        let mut scan = core::mem::replace(&mut self.scan, S::start(0));
         let mut pos = self.pos;
         let mut prev = pos
             .checked_sub(1)
@@ -267,7 +336,7 @@ impl Segment {
         let mut all = false;
         while pos < bytes.len() {
             if line {
-                let (to, found) = ascii_run(&mut scan, bytes, pos);
+                let (to, found) = scan.ascii_run(bytes, pos);
                 if found {
                     all = true;
                     pos = to;
@@ -281,7 +350,7 @@ impl Segment {
                     break;
                 }
             }
-            if pos >= until && !line && !first && quiet(&scan, p, prev) {
+            if pos >= until && !line && !first && scan.quiet(p, prev) {
                 break;
             }
             first = false;
@@ -306,37 +375,89 @@ impl Segment {
     }
 }
 
-/// Steps `scan` on the ASCII characters from `pos` on up to the first line
-/// terminator or other character; where it stopped, and whether every label
-/// looked for is found. Apart from the rest of the scan's loop, so that the
-/// tables' states stay in registers.
-#[inline(never)]
-fn ascii_run(scan: &mut Scan, bytes: &[u8], mut pos: usize) -> (usize, bool) {
-    let mut s = core::mem::replace(scan, Scan::new(0));
-    let mut all = false;
-    while let Some(&b) = bytes.get(pos) {
-        if b >= 0x80 || b == b'\n' || b == b'\r' {
-            break;
-        }
-        pos += 1;
-        if s.step(b) {
-            all = true;
-            break;
-        }
+impl Stepper for Scan {
+    const FACTORS: &'static Factors = &FACTORS;
+    const MAX_LEN: usize = FACTOR_MAX_LEN;
+    const REACH: usize = 0;
+
+    fn searchers() -> &'static Searchers {
+        static S: Searchers = [const { OnceLock::new() }; 16];
+        &S
     }
-    *scan = s;
-    (pos, all)
+
+    #[inline(always)]
+    fn start(want: u8) -> Self {
+        Scan::new(want)
+    }
+
+    #[inline(always)]
+    fn want(&self) -> u8 {
+        self.want
+    }
+
+    #[inline(always)]
+    fn step(&mut self, sym: u8) -> bool {
+        Scan::step(self, sym)
+    }
+
+    #[inline(always)]
+    fn restart(&mut self, p: &Prefilter, before: Option<u8>) {
+        // The classic tables have no `\b`, so only whether the character
+        // before is a word character could matter.
+        match before {
+            Some(before) => {
+                self.labels = p.labels_idle(before);
+                self.words = p.words_idle(before);
+            }
+            None => {
+                self.labels = 0;
+                self.words = Default::default();
+            }
+        }
+        self.tails = Tails::default();
+    }
+
+    /// Whether every table the scan steps is in its quiet state after
+    /// `prev` (the last byte read) and no tail runs.
+    #[inline(always)]
+    fn quiet(&self, p: &Prefilter, prev: u8) -> bool {
+        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || self.labels == p.labels_idle(prev))
+            && (self.want & OVERFLOW == 0
+                || self.words == p.words_idle(prev) && self.tails.active == 0)
+    }
+
+    #[inline(always)]
+    fn pending(&self) -> bool {
+        false
+    }
+
+    /// Apart from the rest of the scan's loop, so that the tables' states
+    /// stay in registers.
+    #[inline(never)]
+    fn ascii_run(&mut self, bytes: &[u8], mut pos: usize) -> (usize, bool) {
+        let mut s = core::mem::replace(self, Scan::new(0));
+        let mut all = false;
+        while let Some(&b) = bytes.get(pos) {
+            if b >= 0x80 || b == b'\n' || b == b'\r' {
+                break;
+            }
+            pos += 1;
+            if s.step(b) {
+                all = true;
+                break;
+            }
+        }
+        *self = s;
+        (pos, all)
+    }
+
+    #[inline(always)]
+    fn finish(self) -> u8 {
+        self.found
+    }
 }
 
-/// Whether every table the scan steps is in its quiet state after `prev`
-/// (the last byte read) and no tail runs.
-#[inline(always)]
-fn quiet(s: &Scan, p: &Prefilter, prev: u8) -> bool {
-    (s.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || s.labels == p.labels_idle(prev))
-        && (s.want & OVERFLOW == 0 || s.words == p.words_idle(prev) && s.tails.active == 0)
-}
-
-impl Segment {
+impl<S> Segment<S> {
     /// Where the line of the byte at `i` starts, or an earlier line's
     /// start (after a line feed; starting before a `\r`, U+2028 or U+2029
     /// is only more than needed). Asked at growing positions, it reads
@@ -390,6 +511,24 @@ mod tests {
                 return;
             };
             assert_eq!(found, plain(want, symbols(text)), "want {want}: {text:?}");
+        }
+    }
+
+    /// The extended scan around the hits against the extended plain scan.
+    fn check_extended(text: &str) {
+        use super::super::extended;
+        for want in [
+            ALL | HINT,
+            RETRYABLE,
+            USAGE_LIMIT,
+            OVERFLOW,
+            USAGE_LIMIT | HINT,
+        ] {
+            let Some(found) = scan_with::<extended::Scan>(want, text) else {
+                return;
+            };
+            let plain = extended::scan(want, symbols(text));
+            assert_eq!(found, plain, "extended, want {want}: {text:?}");
         }
     }
 
@@ -540,14 +679,220 @@ mod tests {
     }
 
     #[test]
+    fn extended_same_as_every_symbol() {
+        for t in texts(60, 60, 0x9E37_79B9_7F4A_7C15) {
+            check_extended(&t);
+        }
+        for t in texts(40, 2, 0x2545_F491_4F6C_DD1D) {
+            check_extended(&t);
+        }
+    }
+
+    #[test]
+    fn extended_matches_across_chunk_boundaries() {
+        for needle in [
+            "rate limit",
+            "usage_not_included",
+            "quota will reset",
+            "socket hang up",
+            "413 Request Entity Too Large",
+            "too long: n_ctx",
+            "please retry in 5s",
+            "nghttp2_refused_stream",
+        ] {
+            for t in around_chunk_ends("y", needle, " z") {
+                check_extended(&t);
+            }
+            // After a line with a head far before it.
+            for t in around_chunk_ends("y", needle, "") {
+                check_extended(&format!("{}\n lorem input {t}", "x".repeat(200)));
+            }
+        }
+    }
+
+    /// `text` at offsets around the first chunks' ends, and far from
+    /// them, after `fill` (repeated) and before `after`: every third byte
+    /// from 45 before an end to 5 after it, or (`sparse`, and in debug
+    /// builds) a few of them.
+    fn around_chunk_ends(fill: &str, text: &str, after: &str) -> Vec<String> {
+        placements(fill, text, after, false)
+    }
+
+    fn placements(fill: &str, text: &str, after: &str, sparse: bool) -> Vec<String> {
+        let mut ends = Vec::new();
+        let mut end = 0;
+        while end < 2 * CHUNK {
+            end += CHUNK.min(end + FIRST_CHUNK);
+            ends.push(end);
+        }
+        // Unoptimized (debug) builds step the extended tables slowly: a few
+        // offsets around each end there, every third byte in release.
+        let offsets: &[usize] = if sparse || cfg!(debug_assertions) {
+            &[0, 37, 44, 48]
+        } else {
+            &[
+                0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 42, 45, 48, 50,
+            ]
+        };
+        let around = ends
+            .into_iter()
+            .flat_map(|e| offsets.iter().map(move |&k| e + 5 - k));
+        around
+            .chain([0, 40, 2 * CHUNK + 1])
+            .map(|at| {
+                let mut t: String = fill.repeat(at.div_ceil(fill.len()).max(1));
+                let mut cut = at.min(t.len());
+                while !t.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                t.truncate(cut);
+                t.push_str(text);
+                t.push_str(after);
+                while t.len() < 300 {
+                    t.push_str(after);
+                    t.push('z');
+                }
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn extended_word_boundaries_at_segment_starts() {
+        // A status code is one only as a whole word: the quiet state a
+        // segment starts in must know the character before.
+        for code in ["429", "503", "413", "400"] {
+            for (head, tail) in [
+                (" ", " "),
+                ("x", " "),
+                (" ", "x"),
+                ("_", "."),
+                ("é", "é"),
+                ("\n", "\n"),
+                ("5", " "),
+            ] {
+                // Fewer in unoptimized (debug) builds.
+                let fills: &[&str] = if cfg!(debug_assertions) {
+                    &["yé ", "4"]
+                } else {
+                    &["y", " ", "yé ", "4"]
+                };
+                for fill in fills {
+                    for t in around_chunk_ends(fill, &format!("{head}{code}{tail}"), " zz") {
+                        check_extended(&t);
+                    }
+                }
+            }
+        }
+        for t in around_chunk_ends("q", "no_capacity-peak load", "") {
+            check_extended(&t);
+        }
+    }
+
+    #[test]
+    fn extended_white_space_runs_across_lines_and_chunks() {
+        for (text, blank) in [
+            (
+                "unable to connect.#is the computer able to access the url?",
+                true,
+            ),
+            (
+                "unable-to-connect.#is the computer able to access the URL?",
+                true,
+            ),
+            ("400#(no body)", true),
+            ("413#status code#(no body)", true),
+            ("x413#(no body)", false),
+            ("413#status code#(no body", false),
+        ] {
+            for space in ["", " ", "\n", "\r\n \t", &"\n".repeat(40), &" ".repeat(300)] {
+                let t = text.replace('#', space);
+                for t in around_chunk_ends("w ", &format!(" {t}"), " .") {
+                    check_extended(&t);
+                    if blank && t.len() < 2 * CHUNK {
+                        use super::super::extended;
+                        let want = if text.starts_with('u') {
+                            RETRYABLE
+                        } else {
+                            OVERFLOW
+                        };
+                        assert_eq!(scan_with::<extended::Scan>(want, &t), Some(want), "{t:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extended_windows_80_characters_apart() {
+        for (first, second) in [
+            ("account", "rate limit"),
+            ("account's", "ratelimit"),
+            ("rate-limit", "account"),
+            ("Rate_Limit", "ACCOUNT"),
+        ] {
+            for gap in [0usize, 1, 79, 80, 81, 200] {
+                let fillers: &[&str] = if cfg!(debug_assertions) {
+                    &["x", "é", "a\nb"]
+                } else {
+                    &["x", " ", "é", "\r", "a\nb"]
+                };
+                for &filler in fillers {
+                    let between: String = if filler == "a\nb" {
+                        format!(" {} ", "y".repeat(gap.saturating_sub(5)) + "\n" + "yy")
+                    } else {
+                        let mut b = String::from(" ");
+                        for _ in 0..gap.saturating_sub(2) {
+                            b.push_str(filler);
+                        }
+                        if gap >= 2 {
+                            b.push(' ');
+                        }
+                        b
+                    };
+                    let text = format!("{first}{between}{second}");
+                    for t in placements("z ", &text, " and more", true) {
+                        check_extended(&t);
+                    }
+                }
+            }
+        }
+        // Words glued to others are no window words.
+        for t in around_chunk_ends("z ", "accounts are under rate limits for the account", ".") {
+            check_extended(&t);
+        }
+    }
+
+    #[test]
+    fn extended_long_bodies_full_of_factors() {
+        let mut dense = String::new();
+        while dense.len() < 3 * CHUNK {
+            dense.push_str("usage limits per account; server internal upstream 4000 time 413x ");
+        }
+        check_extended(&dense);
+        for end in [
+            "account rate limit",
+            "rate limit for the account",
+            "400 (no body)",
+            "socket hang up",
+        ] {
+            check_extended(&format!("{dense}{end}"));
+            check_extended(&format!("{dense}\n{end}\n{dense}"));
+        }
+        let lines = "account: rate of calls limited\n".repeat(3 * CHUNK / 30);
+        check_extended(&lines);
+        check_extended(&format!("{lines}account, ratelimit"));
+    }
+
+    #[test]
     fn the_searcher_is_there_on_x86_64_and_aarch64() {
         // Not a timing: that the vectorized search is what runs here.
         #[cfg(target_arch = "x86_64")]
         assert_eq!(
-            searcher(ALL | HINT).is_some(),
+            searcher::<Scan>(ALL | HINT).is_some(),
             std::is_x86_feature_detected!("ssse3")
         );
         #[cfg(target_arch = "aarch64")]
-        assert!(searcher(ALL | HINT).is_some());
+        assert!(searcher::<Scan>(ALL | HINT).is_some());
     }
 }

@@ -522,6 +522,23 @@ impl Prefilter {
         true
     }
 
+    /// Whether the extended tables that `want` steps are in their quiet
+    /// states after the byte `prev`.
+    #[cfg(feature = "extended")]
+    #[inline(always)]
+    pub(super) fn extended_quiet(
+        &self,
+        states: &[u8; dfa::EXTENDED_LEN],
+        want: u8,
+        prev: u8,
+    ) -> bool {
+        let mut all = true;
+        for ((q, &s), t) in self.extended.iter().zip(states).zip(dfa::EXTENDED) {
+            all &= t.labels & want == 0 || q.idle.is_some_and(|i| i.after(prev) == s);
+        }
+        all
+    }
+
     /// The quiet states of the extended tables after `before`.
     #[cfg(feature = "extended")]
     #[inline(always)]

@@ -44,7 +44,9 @@ pub(super) fn scan(want: u8, text: &str) -> u8 {
 
 /// The scan: `LABELS` steps `dfa::LABELS`, `WORDS` the overflow tables and
 /// the tails. `bytes` are UTF-8.
-#[inline(always)]
+// Inlined where speed counts; a call of its own in debug builds, whose
+// frame would otherwise hold each inlined copy's locals.
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn scan_loop<const LABELS: bool, const WORDS: bool>(mut want: u8, bytes: &[u8]) -> u8 {
     let mut found = 0;
     let mut states = States {

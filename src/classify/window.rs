@@ -24,6 +24,20 @@ pub(super) struct Windows {
 }
 
 impl Windows {
+    /// The widest gap of the alternatives, in characters.
+    #[cfg(feature = "prefilter")]
+    pub(super) const GAP_MAX: usize = {
+        let mut max = 0;
+        let mut k = 0;
+        while k < WINDOWS_LEN {
+            if WINDOWS[k].gap as usize > max {
+                max = WINDOWS[k].gap as usize;
+            }
+            k += 1;
+        }
+        max
+    };
+
     /// The window words of `out` (output bits of the extended tables)
     /// ended at `pos` (in characters from the start of the text); whether
     /// one of them completes an alternative.
@@ -49,6 +63,19 @@ impl Windows {
             }
         }
         matched
+    }
+
+    /// Whether a first word that ended before `pos` (in characters) can
+    /// still complete its alternative with a second word that starts at
+    /// `pos` or later.
+    #[cfg(feature = "prefilter")]
+    #[inline(always)]
+    pub(super) fn pending(&self, pos: usize) -> bool {
+        let mut any = false;
+        for (end, window) in self.ends.iter().zip(&WINDOWS) {
+            any |= end.is_some_and(|end| pos.saturating_sub(end) <= usize::from(window.gap));
+        }
+        any
     }
 
     /// A `\n`: no window reaches across it.

@@ -18,7 +18,7 @@ use regex_syntax::hir::{Hir, HirKind};
 
 use crate::{
     literal_body, patterns, translate, Letters, BIT_HINT, BIT_OVERFLOW, BIT_RETRYABLE,
-    BIT_USAGE_LIMIT, HINT_NAMES,
+    BIT_USAGE_LIMIT, HINT_NAMES, HINT_NAMES_EXTENDED,
 };
 
 /// A required factor.
@@ -221,6 +221,285 @@ pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
     kept
 }
 
+/// A candidate factor of the extended patterns, with whether the part of
+/// a match before it may hold a line terminator.
+struct Candidate {
+    factor: Factor,
+    crosses_before: bool,
+}
+
+/// The strings `hir` matches when they are finitely many (at most
+/// [`EXACT_MAX`]), as the tables read them (lower case).
+fn exact(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    const EXACT_MAX: usize = 16;
+    let set = match hir.kind() {
+        HirKind::Literal(lit) => vec![lit.0.to_vec()],
+        HirKind::Capture(c) => exact(&c.sub)?,
+        HirKind::Alternation(alts) => {
+            let mut all = Vec::new();
+            for a in alts {
+                all.extend(exact(a)?);
+            }
+            all
+        }
+        HirKind::Repetition(r) if r.min == 0 && r.max == Some(1) => {
+            let mut all = exact(&r.sub)?;
+            all.push(Vec::new());
+            all
+        }
+        HirKind::Concat(parts) => {
+            let mut all = vec![Vec::new()];
+            for p in parts {
+                let next = exact(p)?;
+                all = all
+                    .iter()
+                    .flat_map(|a| {
+                        next.iter().map(move |n| {
+                            let mut s = a.clone();
+                            s.extend(n);
+                            s
+                        })
+                    })
+                    .collect();
+                if all.len() > EXACT_MAX {
+                    return None;
+                }
+            }
+            all
+        }
+        _ => return None,
+    };
+    (set.len() <= EXACT_MAX).then_some(set)
+}
+
+/// The extended patterns' choice (see [`of_pattern_extended`]): factors
+/// covering every match of `hir`, each with whether the text of a match
+/// before it may cross a line.
+fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
+    match hir.kind() {
+        HirKind::Literal(lit) => Some(vec![Candidate {
+            factor: Factor {
+                text: lit.0.to_vec(),
+                before: Some(0),
+                after: Some(0),
+            },
+            crosses_before: false,
+        }]),
+        HirKind::Capture(c) => cover_extended(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => {
+            let once = r.max == Some(1);
+            // A second copy may follow a first that crosses a line.
+            let crosses = !once && crosses_lines(&r.sub);
+            cover_extended(&r.sub).map(|cs| {
+                cs.into_iter()
+                    .map(|c| Candidate {
+                        factor: Factor {
+                            before: c.factor.before.filter(|_| once),
+                            after: c.factor.after.filter(|_| once),
+                            ..c.factor
+                        },
+                        crosses_before: c.crosses_before || crosses,
+                    })
+                    .collect()
+            })
+        }
+        HirKind::Alternation(alts) => {
+            let mut all = Vec::new();
+            for a in alts {
+                all.extend(cover_extended(a)?);
+            }
+            Some(all)
+        }
+        HirKind::Concat(parts) => {
+            let len = |ps: &[Hir]| {
+                ps.iter()
+                    .map(|p| p.properties().maximum_len())
+                    .try_fold(0usize, |a, m| m.map(|m| a + m))
+            };
+            // Candidates: each part's own factors, and each run of two or
+            // more parts with finitely many strings as one literal set
+            // (`4(00|13)`: `400`, `413`).
+            let mut options: Vec<(usize, usize, Vec<Candidate>)> = Vec::new();
+            for (i, p) in parts.iter().enumerate() {
+                if let Some(c) = cover_extended(p) {
+                    options.push((i, i + 1, c));
+                }
+            }
+            for i in 0..parts.len() {
+                let mut set: Option<Vec<Vec<u8>>> = None;
+                for (j, part) in parts.iter().enumerate().skip(i) {
+                    let Some(next) = exact(part) else {
+                        break;
+                    };
+                    let joined: Vec<Vec<u8>> = match &set {
+                        None => next,
+                        Some(s) => s
+                            .iter()
+                            .flat_map(|a| {
+                                next.iter().map(move |n| {
+                                    let mut t = a.clone();
+                                    t.extend(n);
+                                    t
+                                })
+                            })
+                            .collect(),
+                    };
+                    if joined.len() > 16 {
+                        break;
+                    }
+                    set = Some(joined);
+                    let set = set.as_ref().expect("just set");
+                    if j > i && set.iter().all(|t| !t.is_empty()) {
+                        let mut texts = set.clone();
+                        texts.sort();
+                        texts.dedup();
+                        let cs = texts
+                            .into_iter()
+                            .map(|text| Candidate {
+                                factor: Factor {
+                                    text,
+                                    before: Some(0),
+                                    after: Some(0),
+                                },
+                                crosses_before: false,
+                            })
+                            .collect();
+                        options.push((i, j + 1, cs));
+                    }
+                }
+            }
+            // Only a factor whose match starts on the factor's line; of
+            // those, the option whose shortest factor is longest, the
+            // first of equals (the earliest start, then the shortest run).
+            let (at, end, best) = options
+                .into_iter()
+                .map(|(i, j, cs)| {
+                    let crosses = crosses_before(&parts[..i]);
+                    let cs: Vec<Candidate> = cs
+                        .into_iter()
+                        .map(|c| Candidate {
+                            crosses_before: c.crosses_before || crosses,
+                            ..c
+                        })
+                        .collect();
+                    (i, j, cs)
+                })
+                .filter(|(_, _, cs)| cs.iter().all(|c| !c.crosses_before))
+                .max_by_key(|(i, j, cs)| {
+                    let shortest = cs.iter().map(|c| c.factor.text.len()).min().unwrap_or(0);
+                    (shortest, std::cmp::Reverse(*i), std::cmp::Reverse(*j))
+                })?;
+            let before = len(&parts[..at]);
+            let after = len(&parts[end..]);
+            Some(
+                best.into_iter()
+                    .map(|c| Candidate {
+                        factor: Factor {
+                            before: add(c.factor.before, before),
+                            after: add(c.factor.after, after),
+                            ..c.factor
+                        },
+                        ..c
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// Whether some match of the concatenation `parts` holds a line
+/// terminator.
+fn crosses_before(parts: &[Hir]) -> bool {
+    parts.iter().any(crosses_lines)
+}
+
+/// The factors of one extended pattern (JavaScript syntax, without
+/// delimiters): per alternative, of the literals whose match starts on
+/// their own line (no line terminator in the text of a match before
+/// them), the longest. The text after a factor may cross lines (`\s*`):
+/// the classifier steps on past a hit until no match is under way. A
+/// factor whose `before` is unbounded has its hit's line stepped from its
+/// start.
+pub fn of_pattern_extended(js: &str) -> Result<Vec<Factor>, String> {
+    let regex = translate(js, Letters::Lower)?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&regex)
+        .map_err(|e| format!("{js}: {e}"))?;
+    let candidates = cover_extended(&hir).ok_or_else(|| {
+        format!("an alternative of `{js}` has no literal that starts its match's line")
+    })?;
+    let factors: Vec<Factor> = candidates.into_iter().map(|c| c.factor).collect();
+    if let Some(f) = factors.iter().find(|f| {
+        !f.text.is_ascii()
+            || f.text.is_empty()
+            || f.text.contains(&b'\n')
+            || f.text.contains(&b'\r')
+    }) {
+        return Err(format!(
+            "`{js}`: factor {:?} is not ASCII on one line",
+            f.text
+        ));
+    }
+    Ok(factors)
+}
+
+/// [`of_pattern_extended`], without the factors that hold a whole
+/// alternative of the same pattern made of literals alone (no `\b`): such
+/// a factor's matches hold a match of that alternative, and so one of its
+/// factors (`stream closed with error code nghttp2_internal_error` and
+/// `nghttp2_(?:internal_error|refused_stream)`), and would only widen the
+/// bound of a factor inside it.
+fn of_pattern_extended_lean(js: &str) -> Result<Vec<Factor>, String> {
+    let mut whole = Vec::new();
+    for alternative in crate::alternatives(js) {
+        let regex = translate(alternative, Letters::Lower)?;
+        let hir = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(&regex)
+            .map_err(|e| format!("{alternative}: {e}"))?;
+        if let Some(set) = exact(&hir) {
+            if set.iter().all(|t| !t.is_empty()) {
+                whole.extend(set);
+            }
+        }
+    }
+    let mut factors = of_pattern_extended(js)?;
+    factors.retain(|f| {
+        !whole
+            .iter()
+            .any(|w| w != &f.text && f.text.windows(w.len()).any(|x| x == w.as_slice()))
+    });
+    Ok(factors)
+}
+
+/// The factors of the extended patterns of the labels in `want` (as
+/// [`classic`]): spec 10.5's retryable and usage-limit patterns (window
+/// alternatives included), the unanchored overflow patterns of 3.3 and
+/// those 10.5 adds, and the names of the hints of 10.4.
+pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
+    let mut all = Vec::new();
+    if want & BIT_RETRYABLE != 0 {
+        all.extend(of_pattern_extended_lean(patterns::RETRYABLE_EXTENDED)?);
+    }
+    if want & BIT_USAGE_LIMIT != 0 {
+        all.extend(of_pattern_extended_lean(patterns::USAGE_LIMIT_EXTENDED)?);
+    }
+    if want & BIT_HINT != 0 {
+        all.extend(of_pattern_extended_lean(HINT_NAMES_EXTENDED)?);
+    }
+    if want & BIT_OVERFLOW != 0 {
+        for literal in patterns::OVERFLOW.iter().chain(patterns::OVERFLOW_EXTENDED) {
+            let body = literal_body(literal)?;
+            if !body.starts_with('^') {
+                all.extend(of_pattern_extended(body)?);
+            }
+        }
+    }
+    Ok(reduce(all))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +536,32 @@ mod tests {
         assert!(of_pattern(r"rate[^x]limit").is_err());
         assert!(of_pattern(r"rate.limit").is_ok());
         assert!(of_pattern(r"rate[ _]limit").is_ok());
+    }
+
+    #[test]
+    fn the_extended_factors() {
+        let fs = extended(ALL).unwrap();
+        let find = |t: &str| fs.iter().find(|f| f.text == t.as_bytes());
+        // `\s*` before `(no body)` or `is the computer...`: the factor is
+        // before it, with a bounded distance from the match's start.
+        assert_eq!(find("400").map(|f| f.before), Some(Some(0)));
+        assert_eq!(find("413").map(|f| f.before), Some(Some(0)));
+        assert_eq!(find("connect.").map(|f| f.before), Some(Some(16)));
+        assert!(find("(no body)").is_none());
+        // The window alternatives: `account` first, `limit` near the start.
+        assert_eq!(find("account").map(|f| f.before), Some(Some(0)));
+        let usage = extended(BIT_USAGE_LIMIT).unwrap();
+        let limit = usage.iter().find(|f| f.text == b"limit");
+        assert_eq!(limit.map(|f| f.before), Some(Some(8)));
+        // `internal` is not widened by the longer `nghttp2` alternative.
+        assert_eq!(find("internal").map(|f| f.before), Some(Some(8)));
+        // None contains another.
+        for (i, a) in fs.iter().enumerate() {
+            for b in &fs[i + 1..] {
+                let inside = |x: &[u8], y: &[u8]| x.windows(y.len()).any(|w| w == y);
+                assert!(!inside(&a.text, &b.text) && !inside(&b.text, &a.text));
+            }
+        }
     }
 
     #[test]

@@ -856,23 +856,45 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
 }
 
 /// The required factors of the classic patterns ([`factors`]), per set
-/// of labels looked for.
+/// of labels looked for, and those of the extended patterns.
 fn render_factors(s: &mut String) -> Result<(), String> {
-    let mut longest = 0;
-    let _ = writeln!(
+    render_factor_table(
         s,
-        "\n/// The required factors of the classic patterns, lower case, per set of labels\n\
+        "FACTORS",
+        "/// The required factors of the classic patterns, lower case, per set of labels\n\
          /// looked for (`RETRYABLE | USAGE_LIMIT | OVERFLOW | HINT` bits as the index):\n\
          /// every match of their patterns (spec 3.2 to 3.4, but the anchored overflow\n\
          /// pattern) and every retry hint's name contains one, and none contains another.\n\
          /// With each, how many bytes before it a match may start, or `None`: anywhere\n\
          /// earlier on its line.\n\
-         #[cfg(feature = \"prefilter\")]\n\
-         pub(super) static FACTORS: [&[(&str, Option<u8>)]; 16] = ["
+         #[cfg(feature = \"prefilter\")]\n",
+        factors::classic,
+    )?;
+    render_factor_table(
+        s,
+        "EXT_FACTORS",
+        "/// The required factors of the extended patterns (spec 10.5, the unanchored\n\
+         /// overflow patterns of 3.3 and the hint names of 10.4), as [`FACTORS`]: every\n\
+         /// match contains one, and starts on its line (what follows it may cross lines).\n\
+         #[cfg(feature = \"prefilter\")]\n",
+        factors::extended,
+    )
+}
+
+fn render_factor_table(
+    s: &mut String,
+    name: &str,
+    doc: &str,
+    of: fn(u8) -> Result<Vec<factors::Factor>, String>,
+) -> Result<(), String> {
+    let mut longest = 0;
+    let _ = writeln!(
+        s,
+        "\n{doc}pub(super) static {name}: [&[(&str, Option<u8>)]; 16] = ["
     );
     for want in 0..16u8 {
         let fs = if want & factors::ALL == want && want != 0 {
-            factors::classic(want)?
+            of(want)?
         } else {
             Vec::new()
         };
@@ -892,10 +914,11 @@ fn render_factors(s: &mut String) -> Result<(), String> {
         s.push_str("    ],\n");
     }
     s.push_str("];\n");
+    let max = name.replace("FACTORS", "FACTOR_MAX_LEN");
     let _ = writeln!(
         s,
-        "\n/// The longest of `FACTORS`, in bytes.\n#[cfg(feature = \"prefilter\")]\n\
-         pub(super) const FACTOR_MAX_LEN: usize = {longest};"
+        "\n/// The longest of `{name}`, in bytes.\n#[cfg(feature = \"prefilter\")]\n\
+         pub(super) const {max}: usize = {longest};"
     );
     Ok(())
 }

@@ -12,7 +12,7 @@ use autoretry_gen::{literal_body, patterns};
 use regex::Regex;
 
 mod common;
-use common::{corpus, generated, re, Hints, Rng, INVALID};
+use common::{corpus, generated, mangle, re, Hints, Rng, INVALID};
 
 const EXTENDED: Classifier = Classifier::Extended;
 
@@ -567,6 +567,157 @@ fn long_bodies_agree_with_regex() {
     println!(
         "long bodies: {} texts; retryable {}, overflow {}, usage limit {}, hint {}",
         counts.texts, counts.retryable, counts.overflow, counts.usage_limit, counts.hint
+    );
+    for n in [counts.retryable, counts.overflow, counts.usage_limit] {
+        assert!(
+            n > counts.texts / 50 && n < counts.texts - counts.texts / 50,
+            "{n}"
+        );
+    }
+}
+
+/// The factor search's chunk ends (256 bytes, then growing to 4 KB) up to
+/// `max`.
+fn chunk_ends(max: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut end = 0;
+    while end < max {
+        end += 4096.min(end + 256);
+        ends.push(end);
+    }
+    ends
+}
+
+/// `needle` at `at` bytes (or a few less, on a character boundary) into
+/// `unit` repeated, and `unit` after it.
+fn placed(unit: &str, at: usize, needle: &str) -> String {
+    let mut text = unit.repeat(at / unit.len().max(1) + 1);
+    let mut cut = at.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(needle);
+    text.push_str(&unit.repeat(200 / unit.len().max(1) + 1));
+    text
+}
+
+/// Long bodies (with feature `prefilter`, the factor search of texts of
+/// 128 bytes or more): the extended patterns' matches and near misses
+/// across the search's chunk boundaries, in filler crowded with factors;
+/// status codes whose word boundary falls at a segment's start; `\s*` runs
+/// across lines and chunk edges; window words 79 to 81 characters apart.
+#[test]
+fn matches_across_chunks_agree_with_regex() {
+    let reference = Reference::new();
+    let mut counts = Counts::default();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    let units = [
+        "y",
+        " ",
+        "\n",
+        "lorem ipsum dolor ",
+        "usage limits per account; ",
+        "server internal upstream 4000 time ",
+        "account ",
+        "limit ",
+        "413x ",
+        "rate of calls\n",
+        PAGE,
+    ];
+    let spaces = ["", " ", "\n", "\r\n\t ", "\n\n\n\n", "    "];
+    let mut needles: Vec<String> = [
+        "429",
+        "x429",
+        "_503 ",
+        " 503_",
+        "5000",
+        "peak load",
+        "xpeak load",
+        "no capacity",
+        "socket hang up",
+        "timed out",
+        "time-out",
+        "rate limit",
+        "usage_not_included",
+        "quota will reset",
+        "413 Request Entity Too Large",
+        "prompt filled the context window",
+        "input token count 12 exceeds the maximum",
+        "nghttp2_refused_stream",
+        "retry-after: 7",
+        "please retry in 5s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for space in spaces {
+        let long = space.repeat(1 + 300 / space.len().max(1));
+        for s in [space, long.as_str()] {
+            needles.push(format!(
+                "unable to connect.{s}is the computer able to access the url?"
+            ));
+            needles.push(format!("unable.to.connect.{s}is the computer able"));
+            needles.push(format!("400{s}(no body)"));
+            needles.push(format!("413{s}status code{s}(no body)"));
+            needles.push(format!("x413{s}(no body)"));
+        }
+    }
+    for (first, second) in [
+        ("account", "rate limit"),
+        ("account's", "ratelimit"),
+        ("rate-limit", "account"),
+        ("accounts", "rate limit"),
+    ] {
+        for gap in [0usize, 1, 78, 79, 80, 81] {
+            for filler in ["x", " ", "é", "\r"] {
+                let inner = filler.repeat(gap.saturating_sub(2));
+                let between = if gap >= 2 {
+                    format!(" {inner} ")
+                } else {
+                    " ".repeat(gap)
+                };
+                needles.push(format!("{first}{between}{second}"));
+            }
+        }
+        needles.push(format!("{first} {}\n{second}", "y".repeat(20)));
+    }
+    let ends = chunk_ends(13_000);
+    for needle in &needles {
+        for _ in 0..12 {
+            let unit = units[rng.below(units.len())];
+            let near = ends[rng.below(ends.len())];
+            let at = (near + rng.below(80)).saturating_sub(40 + rng.below(needle.len() + 1));
+            let text = placed(unit, at, &mangle(&mut rng, needle));
+            counts.check(&reference, &text);
+            if rng.below(4) == 0 {
+                let mut bytes = text.into_bytes();
+                let at = rng.below(bytes.len() + 1);
+                let invalid = INVALID[rng.below(INVALID.len())];
+                bytes.splice(at..at, invalid.iter().copied());
+                counts.check_bytes(&reference, &bytes);
+            }
+        }
+    }
+    // Two needles in one body, near each other or a chunk apart.
+    for _ in 0..3_000 {
+        let unit = units[rng.below(units.len())];
+        let a = &needles[rng.below(needles.len())];
+        let b = &needles[rng.below(needles.len())];
+        let near = ends[rng.below(ends.len())];
+        let at = (near + rng.below(80)).saturating_sub(40);
+        let gap = unit.repeat(1 + rng.below(3));
+        let text = placed(unit, at, &format!("{a}{gap}{b}"));
+        counts.check(&reference, &text);
+    }
+    println!(
+        "across chunks: {} texts, {} byte texts; retryable {}, overflow {}, usage limit {}, hint {}",
+        counts.texts,
+        counts.byte_texts,
+        counts.retryable,
+        counts.overflow,
+        counts.usage_limit,
+        counts.hint
     );
     for n in [counts.retryable, counts.overflow, counts.usage_limit] {
         assert!(
