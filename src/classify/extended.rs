@@ -236,9 +236,8 @@ impl super::factors::Stepper for Scan {
     /// bytes each, after its first word.
     const REACH: usize = 4 * (Windows::GAP_MAX + 1);
 
-    fn searchers() -> &'static [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] {
-        static S: [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] =
-            [const { std::sync::OnceLock::new() }; 16];
+    fn searches() -> &'static super::factors::Searches {
+        static S: super::factors::Searches = [const { std::sync::OnceLock::new() }; 16];
         &S
     }
 

@@ -4,15 +4,18 @@
 //! Every match of a classic pattern but the anchored overflow pattern
 //! contains one of [`FACTORS`] (lower case), which the generator derives
 //! from the patterns' syntax, per set of labels looked for: once a label
-//! is found, the scan searches on for the factors of the others only. This scan lower-cases the text in chunks on
-//! the stack (overlapping by the longest factor minus one byte, so that
-//! every occurrence lies whole in one chunk) and finds the factors with
-//! `aho-corasick`'s packed Teddy searcher (SSSE3 or AVX2 on x86_64, NEON on
-//! aarch64). Where there is no Teddy, [`scan`] answers `None` and the
+//! is found, the scan searches on for the factors of the others only.
+//! This scan lower-cases the text in chunks on the stack (overlapping by
+//! the longest factor minus one byte, so that every occurrence lies whole
+//! in one chunk) and finds the factors with `aho-corasick`'s packed Teddy
+//! searchers (SSSE3 or AVX2 on x86_64, NEON on aarch64), one for the
+//! factors that start with a letter and one for the others (see
+//! [`Search`]). Where there is no Teddy, [`scan`] answers `None` and the
 //! caller keeps the skipping scan of `super::prefilter`.
 //!
-//! The searcher reports every occurrence, overlapping ones included. Around
-//! each hit the scan steps the same DFAs as the plain scan, exactly:
+//! The search reports every occurrence, overlapping ones included, in the
+//! order of their starts. Around each hit the scan steps the same DFAs as
+//! the plain scan, exactly:
 //!
 //! - A *segment* starts at a character boundary `s`, with every table in
 //!   its quiet state after the character before `s` (nothing under way, as
@@ -40,12 +43,13 @@
 //! line the chunk ends in: the searcher's cost per hit would exceed the
 //! DFAs'.
 //!
-//! A set's searcher is built once per process, at its first use (on the
+//! A set's search is built once per process, at its first use (on the
 //! heap: a few kilobytes; `benches/README.md` gives the time).
 
 extern crate std;
 
 use std::sync::OnceLock;
+use std::vec::Vec;
 
 use aho_corasick::packed::{Config, MatchKind, Searcher};
 use aho_corasick::Span;
@@ -73,8 +77,8 @@ const CROWDED: usize = CHUNK / 64;
 /// The factors of a pattern set, per set of labels looked for.
 type Factors = [&'static [(&'static str, Option<u8>)]; 16];
 
-/// The searchers of a pattern set, per set of labels looked for.
-type Searchers = [OnceLock<Option<Searcher>>; 16];
+/// The searches of a pattern set, per set of labels looked for.
+pub(super) type Searches = [OnceLock<Option<Search>>; 16];
 
 /// A scan of one pattern set that this search can step around its hits.
 pub(super) trait Stepper {
@@ -85,8 +89,8 @@ pub(super) trait Stepper {
     /// How many bytes past the end of a segment a pending match may still
     /// be completed on its line (see [`Stepper::pending`]).
     const REACH: usize;
-    /// The set's searchers, built at first use.
-    fn searchers() -> &'static Searchers;
+    /// The set's searches, built at first use.
+    fn searches() -> &'static Searches;
     /// A scan that looks for the labels of `want`, at the start of a text.
     fn start(want: u8) -> Self;
     /// The labels still looked for.
@@ -115,21 +119,134 @@ pub(super) trait Stepper {
     fn finish(self) -> u8;
 }
 
-/// The searcher of the factors of the labels in `want` (see [`FACTORS`]),
+/// The search for the factors of the labels in `want` (see [`FACTORS`]),
 /// built at first use; `None` where the target has no Teddy.
-fn searcher<S: Stepper>(want: u8) -> Option<&'static Searcher> {
+fn search<S: Stepper>(want: u8) -> Option<&'static Search> {
     let at = usize::from(want & 15);
-    S::searchers()
+    S::searches()
         .get(at)?
-        .get_or_init(|| {
-            let factors = S::FACTORS.get(at)?;
-            Config::new()
+        .get_or_init(|| Search::new(S::FACTORS.get(at)?))
+        .as_ref()
+}
+
+/// The search for one list of factors: one Teddy searcher for those that
+/// start with a letter, one for the others (digits, punctuation).
+///
+/// Teddy finds candidates by the low and high halves of the first bytes
+/// of each factor, eight or sixteen factors sharing a bucket; in one
+/// searcher, `429` and `limit` in one bucket let through every byte whose
+/// halves are in either. Apart, each searcher's buckets stay narrow: on
+/// the classic factors and `benches/data/body.html` repeated to 1 MB, one
+/// searcher for all found every occurrence at 1.2 GB/s, the two together
+/// at 1.8 GB/s.
+pub(super) struct Search {
+    groups: Vec<Group>,
+}
+
+/// One searcher of a [`Search`].
+struct Group {
+    searcher: Searcher,
+    /// Per pattern of the searcher, its factor's index in the list.
+    factors: Vec<usize>,
+}
+
+impl Search {
+    /// The search for `factors`; `None` where the target has no Teddy.
+    fn new(factors: &[(&str, Option<u8>)]) -> Option<Search> {
+        let mut groups = Vec::new();
+        for letters in [true, false] {
+            let ids: Vec<usize> = factors
+                .iter()
+                .enumerate()
+                .filter(|(_, (f, _))| {
+                    f.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) == letters
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let searcher = Config::new()
                 .match_kind(MatchKind::LeftmostFirst)
                 .builder()
-                .extend(factors.iter().map(|(f, _)| f))
-                .build()
-        })
-        .as_ref()
+                .extend(ids.iter().filter_map(|&i| factors.get(i)).map(|(f, _)| f))
+                .build()?;
+            groups.push(Group {
+                searcher,
+                factors: ids,
+            });
+        }
+        Some(Search { groups })
+    }
+}
+
+/// A hit: where a factor occurs (start, end) and which (its index).
+type Hit = (usize, usize, usize);
+
+/// Every occurrence of a [`Search`]'s factors in a text, overlapping ones
+/// too, in the order of their starts.
+struct Hits<'a> {
+    search: &'a Search,
+    text: &'a [u8],
+    /// Per group, its next occurrence.
+    next: [Option<Hit>; 2],
+}
+
+impl<'a> Hits<'a> {
+    fn new(search: &'a Search, text: &'a [u8]) -> Self {
+        let mut hits = Hits {
+            search,
+            text,
+            next: [None; 2],
+        };
+        for k in 0..hits.next.len() {
+            hits.refill(k, 0);
+        }
+        hits
+    }
+
+    /// Group `k`'s first occurrence that starts at `from` or later.
+    fn refill(&mut self, k: usize, from: usize) {
+        let found = self.search.groups.get(k).and_then(|g| {
+            let span = Span::from(from.min(self.text.len())..self.text.len());
+            let m = g.searcher.find_in(self.text, span)?;
+            let factor = g.factors.get(m.pattern().as_usize())?;
+            Some((m.start(), m.end(), *factor))
+        });
+        if let Some(slot) = self.next.get_mut(k) {
+            *slot = found;
+        }
+    }
+
+    /// The next occurrence. Its group searches on one byte after its
+    /// start: no factor is a prefix of another, so one factor per start is
+    /// all there is.
+    fn next(&mut self) -> Option<Hit> {
+        let k = match self.next {
+            [Some(a), Some(b)] => usize::from(b.0 < a.0),
+            [Some(_), None] => 0,
+            [None, Some(_)] => 1,
+            [None, None] => return None,
+        };
+        let hit = self.next.get(k).copied().flatten()?;
+        self.refill(k, hit.0 + 1);
+        Some(hit)
+    }
+
+    /// Leaves out the occurrences that start before `from`.
+    fn skip_to(&mut self, from: usize) {
+        for k in 0..self.next.len() {
+            if self
+                .next
+                .get(k)
+                .copied()
+                .flatten()
+                .is_some_and(|h| h.0 < from)
+            {
+                self.refill(k, from);
+            }
+        }
+    }
 }
 
 /// The longest factor of every set: the chunks' overlap.
@@ -151,7 +268,7 @@ pub(super) fn scan_with<S: Stepper>(want: u8, text: &str) -> Option<u8> {
     // What a first use builds (the tables, a set's searcher) is built
     // here, in a small frame: the scan's own holds a chunk (4 KB, more in
     // debug builds), and a small host thread may be the first to classify.
-    searcher::<S>(want)?;
+    search::<S>(want)?;
     let p = prefilter();
     let mut seg = Segment {
         scan: S::start(want),
@@ -165,13 +282,13 @@ pub(super) fn scan_with<S: Stepper>(want: u8, text: &str) -> Option<u8> {
         if let Some(found) = scan_from(p, text.as_bytes(), &mut seg, &mut at) {
             return Some(found);
         }
-        // A label found, and the searcher of those left is not built yet.
-        searcher::<S>(seg.scan.want());
+        // A label found, and the search for those left is not built yet.
+        search::<S>(seg.scan.want());
     }
 }
 
 /// The scan from `at` on (`None`: from the start), until every label is
-/// known (their bits) or the searcher of the labels left is not built
+/// known (their bits) or the search for the labels left is not built
 /// yet (`None`; `resume` is where to go on).
 #[inline(never)]
 fn scan_from<S: Stepper>(
@@ -188,14 +305,11 @@ fn scan_from<S: Stepper>(
     let mut at = resume.unwrap_or(0);
     'chunks: while at < bytes.len() {
         let want = seg.scan.want() & 15;
-        let Some(built) = S::searchers()
-            .get(usize::from(want))
-            .and_then(OnceLock::get)
-        else {
+        let Some(built) = S::searches().get(usize::from(want)).and_then(OnceLock::get) else {
             *resume = Some(at);
             return None;
         };
-        let (Some(searcher), Some(factors)) = (built.as_ref(), S::FACTORS.get(usize::from(want)))
+        let (Some(search), Some(factors)) = (built.as_ref(), S::FACTORS.get(usize::from(want)))
         else {
             // Not reached (a target with Teddy has it for every set): step
             // the rest, from a line's start (no match crosses one).
@@ -219,13 +333,9 @@ fn scan_from<S: Stepper>(
             *l = b.to_ascii_lowercase();
         }
         let mut hits = 0;
-        let mut from = 0;
-        // Every occurrence, overlapping ones too (the next search starts
-        // one byte after the last hit's start; no factor is a prefix of
-        // another, so one factor per start is all there is).
-        while let Some(m) = searcher.find_in(&*lower, Span::from(from..lower.len())) {
-            from = m.start() + 1;
-            let h = at + m.start();
+        let mut found = Hits::new(search, lower);
+        while let Some((start, stop, factor)) = found.next() {
+            let h = at + start;
             if h >= end {
                 break;
             }
@@ -234,7 +344,7 @@ fn scan_from<S: Stepper>(
                 if seg.line_done >= end {
                     break;
                 }
-                from = from.max(seg.line_done - at);
+                found.skip_to(seg.line_done - at);
                 continue;
             }
             hits += 1;
@@ -248,7 +358,7 @@ fn scan_from<S: Stepper>(
                 }
                 break;
             }
-            let (need, line) = match factors.get(m.pattern().as_usize()) {
+            let (need, line) = match factors.get(factor) {
                 Some(&(_, Some(before))) => (
                     char_start(bytes, h.saturating_sub(usize::from(before))),
                     false,
@@ -256,7 +366,7 @@ fn scan_from<S: Stepper>(
                 _ => (seg.line_start(bytes, h), true),
             };
             seg.to(p, bytes, need);
-            if seg.run(p, bytes, at + m.end(), line) {
+            if seg.run(p, bytes, at + stop, line) {
                 return Some(seg.finish());
             }
             if seg.scan.want() & 15 != want {
@@ -380,8 +490,8 @@ impl Stepper for Scan {
     const MAX_LEN: usize = FACTOR_MAX_LEN;
     const REACH: usize = 0;
 
-    fn searchers() -> &'static Searchers {
-        static S: Searchers = [const { OnceLock::new() }; 16];
+    fn searches() -> &'static Searches {
+        static S: Searches = [const { OnceLock::new() }; 16];
         &S
     }
 
@@ -889,10 +999,10 @@ mod tests {
         // Not a timing: that the vectorized search is what runs here.
         #[cfg(target_arch = "x86_64")]
         assert_eq!(
-            searcher::<Scan>(ALL | HINT).is_some(),
+            search::<Scan>(ALL | HINT).is_some(),
             std::is_x86_feature_detected!("ssse3")
         );
         #[cfg(target_arch = "aarch64")]
-        assert!(searcher::<Scan>(ALL | HINT).is_some());
+        assert!(search::<Scan>(ALL | HINT).is_some());
     }
 }
