@@ -541,24 +541,11 @@ impl Stepper for Scan {
         false
     }
 
-    /// Apart from the rest of the scan's loop, so that the tables' states
-    /// stay in registers.
-    #[inline(never)]
-    fn ascii_run(&mut self, bytes: &[u8], mut pos: usize) -> (usize, bool) {
-        let mut s = core::mem::replace(self, Scan::new(0));
-        let mut all = false;
-        while let Some(&b) = bytes.get(pos) {
-            if b >= 0x80 || b == b'\n' || b == b'\r' {
-                break;
-            }
-            pos += 1;
-            if s.step(b) {
-                all = true;
-                break;
-            }
-        }
-        *self = s;
-        (pos, all)
+    /// On the padded tables, their states in registers (see
+    /// `super::short::ascii_run`).
+    #[inline(always)]
+    fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool) {
+        super::short::ascii_run(self, bytes, pos)
     }
 
     #[inline(always)]

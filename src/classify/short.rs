@@ -136,6 +136,65 @@ fn scan_loop<const LABELS: bool, const WORDS: bool>(mut want: u8, bytes: &[u8]) 
     }
 }
 
+/// The factor search's steps on a line's ASCII characters (its
+/// `Stepper::ascii_run` for the classic scan): `scan` steps on the
+/// characters from `pos` on up to the first line terminator or other
+/// character, as `Scan::step` would; where it stopped, and whether every
+/// label looked for is found.
+///
+/// While no tail runs, the tables `scan` needs step on the padded copies
+/// with their states in registers until one of them reports something;
+/// that character, and every character while a tail runs, takes
+/// `Scan::step`. Text crowded with factors (a log of rate-limit lines) is
+/// stepped whole this way.
+#[inline(never)]
+pub(super) fn ascii_run(scan: &mut super::Scan, bytes: &[u8], mut pos: usize) -> (usize, bool) {
+    let labels_wanted = scan.want & (RETRYABLE | USAGE_LIMIT | HINT) != 0;
+    let words_wanted = scan.want & OVERFLOW != 0;
+    loop {
+        if scan.tails.active == 0 || !words_wanted {
+            let mut labels = scan.labels;
+            let mut words = scan.words;
+            while let Some(&b) = bytes.get(pos) {
+                if b >= 0x80 || b == b'\n' || b == b'\r' {
+                    break;
+                }
+                let mut report = false;
+                let mut next_labels = labels;
+                if labels_wanted {
+                    next_labels = LABELS_TABLE.step(labels, b);
+                    report |= next_labels >= LABELS_TABLE.special;
+                }
+                let mut next_words = words;
+                if words_wanted {
+                    for (state, table) in next_words.iter_mut().zip(WORDS_TABLES) {
+                        *state = table.step(*state, b);
+                        report |= *state >= table.special;
+                    }
+                }
+                if report {
+                    break;
+                }
+                labels = next_labels;
+                words = next_words;
+                pos += 1;
+            }
+            scan.labels = labels;
+            scan.words = words;
+        }
+        // A report or a running tail: this character the general way.
+        match bytes.get(pos) {
+            Some(&b) if b < 0x80 && b != b'\n' && b != b'\r' => {
+                pos += 1;
+                if scan.step(b) {
+                    return (pos, true);
+                }
+            }
+            _ => return (pos, false),
+        }
+    }
+}
+
 /// The states of the tables.
 #[derive(Clone, Copy)]
 struct States {
