@@ -143,44 +143,104 @@ fn scan_loop<const LABELS: bool, const WORDS: bool>(mut want: u8, bytes: &[u8]) 
 /// label looked for is found.
 ///
 /// While no tail runs, the tables `scan` needs step on the padded copies
-/// with their states in registers until one of them reports something;
-/// that character, and every character while a tail runs, takes
-/// `Scan::step`. Text crowded with factors (a log of rate-limit lines) is
-/// stepped whole this way.
+/// with their states in registers, eight characters at a time once one
+/// load has told that the eight are ASCII on one line, until one of them
+/// reports something; that character, and every character while a tail
+/// runs, takes `Scan::step`. Text crowded with factors (a log of
+/// rate-limit lines) is stepped whole this way.
 #[inline(never)]
-pub(super) fn ascii_run(scan: &mut super::Scan, bytes: &[u8], mut pos: usize) -> (usize, bool) {
-    let labels_wanted = scan.want & (RETRYABLE | USAGE_LIMIT | HINT) != 0;
-    let words_wanted = scan.want & OVERFLOW != 0;
+pub(super) fn ascii_run(scan: &mut super::Scan, bytes: &[u8], pos: usize) -> (usize, bool) {
+    let labels = scan.want & (RETRYABLE | USAGE_LIMIT | HINT) != 0;
+    match (labels, scan.want & OVERFLOW != 0) {
+        (true, true) => ascii_run_with::<true, true>(scan, bytes, pos),
+        (true, false) => ascii_run_with::<true, false>(scan, bytes, pos),
+        (false, true) => ascii_run_with::<false, true>(scan, bytes, pos),
+        (false, false) => ascii_run_with::<false, false>(scan, bytes, pos),
+    }
+}
+
+/// [`ascii_run`] for a scan that steps `dfa::LABELS` if `LABELS` and the
+/// overflow tables if `WORDS`.
+#[inline(always)]
+fn ascii_run_with<const LABELS: bool, const WORDS: bool>(
+    scan: &mut super::Scan,
+    bytes: &[u8],
+    mut pos: usize,
+) -> (usize, bool) {
+    /// A step of the tables on `b`: their states after it, and whether one
+    /// of them reports something.
+    #[inline(always)]
+    fn step<const LABELS: bool, const WORDS: bool>(
+        (labels, words): (u8, [u8; dfa::WORDS_LEN]),
+        b: u8,
+    ) -> ((u8, [u8; dfa::WORDS_LEN]), bool) {
+        let mut report = false;
+        let mut next_labels = labels;
+        if LABELS {
+            next_labels = LABELS_TABLE.step(labels, b);
+            report |= next_labels >= LABELS_TABLE.special;
+        }
+        let mut next_words = words;
+        if WORDS {
+            for (state, table) in next_words.iter_mut().zip(WORDS_TABLES) {
+                *state = table.step(*state, b);
+                report |= *state >= table.special;
+            }
+        }
+        ((next_labels, next_words), report)
+    }
     loop {
-        if scan.tails.active == 0 || !words_wanted {
-            let mut labels = scan.labels;
-            let mut words = scan.words;
-            while let Some(&b) = bytes.get(pos) {
-                if b >= 0x80 || b == b'\n' || b == b'\r' {
-                    break;
+        if !WORDS || scan.tails.active == 0 {
+            let mut states = (scan.labels, scan.words);
+            loop {
+                // Eight characters at a time while they are ASCII on one
+                // line and no table reports.
+                while let Some(block) = bytes
+                    .get(pos..pos + 8)
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                {
+                    if !ascii_on_one_line(u64::from_le_bytes(block)) {
+                        break;
+                    }
+                    let mut next = states;
+                    let mut report = false;
+                    for b in block {
+                        let (after, r) = step::<LABELS, WORDS>(next, b);
+                        next = after;
+                        report |= r;
+                    }
+                    if report {
+                        break;
+                    }
+                    states = next;
+                    pos += 8;
                 }
-                let mut report = false;
-                let mut next_labels = labels;
-                if labels_wanted {
-                    next_labels = LABELS_TABLE.step(labels, b);
-                    report |= next_labels >= LABELS_TABLE.special;
-                }
-                let mut next_words = words;
-                if words_wanted {
-                    for (state, table) in next_words.iter_mut().zip(WORDS_TABLES) {
-                        *state = table.step(*state, b);
-                        report |= *state >= table.special;
+                // Then one by one, up to a report, a line terminator or
+                // other character, or the next eight.
+                let stop = bytes.len().min(pos + 8);
+                let mut more = true;
+                while pos < stop {
+                    match bytes.get(pos) {
+                        Some(&b) if b < 0x80 && b != b'\n' && b != b'\r' => {
+                            let (after, report) = step::<LABELS, WORDS>(states, b);
+                            if report {
+                                more = false;
+                                break;
+                            }
+                            states = after;
+                            pos += 1;
+                        }
+                        _ => {
+                            more = false;
+                            break;
+                        }
                     }
                 }
-                if report {
+                if !more || pos >= bytes.len() {
                     break;
                 }
-                labels = next_labels;
-                words = next_words;
-                pos += 1;
             }
-            scan.labels = labels;
-            scan.words = words;
+            (scan.labels, scan.words) = states;
         }
         // A report or a running tail: this character the general way.
         match bytes.get(pos) {
@@ -193,6 +253,17 @@ pub(super) fn ascii_run(scan: &mut super::Scan, bytes: &[u8], mut pos: usize) ->
             _ => return (pos, false),
         }
     }
+}
+
+/// Whether the eight bytes of `x` are ASCII and none is `\n` or `\r`.
+#[inline(always)]
+fn ascii_on_one_line(x: u64) -> bool {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    // With no high bit set, a byte of `v` is zero exactly where this sets
+    // its high bit.
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    x & HIGH == 0 && zero(x ^ (ONES * u64::from(b'\n'))) | zero(x ^ (ONES * u64::from(b'\r'))) == 0
 }
 
 /// The states of the tables.
@@ -467,6 +538,20 @@ mod tests {
             let state = u8::try_from(state).unwrap();
             for sym in 0..SYMBOLS as u8 {
                 assert_eq!(padded.step(state, sym), table.next(state, sym));
+            }
+        }
+    }
+
+    #[test]
+    fn eight_bytes_ascii_on_one_line() {
+        let at = |bytes: [u8; 8]| ascii_on_one_line(u64::from_le_bytes(bytes));
+        assert!(at(*b"limit li"));
+        assert!(at([0x7F, 1, 0, 9, 11, 12, 14, b' ']));
+        for bad in [b'\n', b'\r', 0x80, 0xC3, 0xFF] {
+            for i in 0..8 {
+                let mut bytes = *b"\0\x01abc 12";
+                bytes[i] = bad;
+                assert!(!at(bytes), "{bad:#x} at {i}");
             }
         }
     }
