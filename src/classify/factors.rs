@@ -460,6 +460,22 @@ impl<S: Stepper> Segment<S> {
                     break;
                 }
             }
+            if !line && pos < until {
+                // Up to the hit's end, nothing to check but the labels.
+                let (to, found) = scan.ascii_run(bytes.get(..until).unwrap_or(bytes), pos);
+                if to > pos {
+                    first = false;
+                    prev = bytes.get(to - 1).map_or(0, |&b| b);
+                    pos = to;
+                }
+                if found {
+                    all = true;
+                    break;
+                }
+                if pos >= until {
+                    continue;
+                }
+            }
             if pos >= until && !line && !first && scan.quiet(p, prev) {
                 break;
             }
