@@ -286,9 +286,11 @@ impl<C: Clock> ThreadDriver<C> {
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
         let step = Step::of(&mut self.machine, input);
         if let Ok(outputs) = &step.outputs {
-            let now = self.clock.now();
             let pending = self.machine.pending_timer();
-            self.timer.carry_out(outputs, pending, |ms| after(now, ms));
+            // The clock is read only where an output arms the timer.
+            let clock = &self.clock;
+            self.timer
+                .carry_out(outputs, pending, |ms| after(clock.now(), ms));
         }
         step
     }
