@@ -8,6 +8,8 @@
 extern crate std;
 
 use super::dfa::{self, EXTENDED, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT, WINDOW_WORD_BITS};
+#[cfg(feature = "prefilter")]
+use super::dense::{self, Unpacked, FAST, SPECIAL};
 use super::window::Windows;
 use super::{overflow_step, Classification, Tails};
 
@@ -126,8 +128,8 @@ pub(super) struct Scan {
     windows: Windows,
     /// Characters read so far: where a match reported now ends.
     pub(super) pos: usize,
-    /// `EXTENDED`, unpacked.
-    dense: &'static [super::dense::Dense; dfa::EXTENDED_LEN],
+    /// `EXTENDED` and `dfa::WORDS`, unpacked.
+    tables: &'static Unpacked,
 }
 
 #[cfg(feature = "prefilter")]
@@ -142,7 +144,7 @@ impl Scan {
             tails: Tails::default(),
             windows: Windows::default(),
             pos: 0,
-            dense: super::dense::extended(),
+            tables: super::dense::unpacked(),
         }
     }
 
@@ -152,9 +154,9 @@ impl Scan {
     pub(super) fn step(&mut self, sym: u8) -> bool {
         let want = self.want;
         let mut out = 0;
-        for ((state, table), dense) in self.states.iter_mut().zip(EXTENDED).zip(self.dense) {
+        for (k, (state, table)) in self.states.iter_mut().zip(EXTENDED).enumerate() {
             if table.labels & want != 0 {
-                *state = dense.next(*state, sym);
+                *state = self.tables.step(k, *state, sym);
                 if *state >= table.special {
                     out |= table.output(*state);
                 }
@@ -170,9 +172,82 @@ impl Scan {
         if sym == b'\n' {
             self.windows.line_break();
         }
-        // The twenty unanchored overflow patterns of spec 3.3.
-        if want & OVERFLOW != 0 && overflow_step(&mut self.words, &mut self.tails, sym, OVERFLOW) {
-            self.found |= OVERFLOW;
+        // The twenty unanchored overflow patterns of spec 3.3 (as
+        // `overflow_step` steps them, on the unpacked tables).
+        if want & OVERFLOW != 0 {
+            // Tails first: a tail reads the characters after its head.
+            let mut overflow = self.tails.active != 0 && self.tails.step(sym);
+            let mut heads = 0;
+            for (j, (state, table)) in self.words.iter_mut().zip(dfa::WORDS).enumerate() {
+                *state = self.tables.step(dfa::EXTENDED_LEN + j, *state, sym);
+                if *state >= table.special {
+                    heads |= table.output(*state);
+                }
+            }
+            if heads != 0 {
+                overflow |= heads & OVERFLOW != 0;
+                self.tails.start(heads / dfa::HEAD);
+            }
+            if overflow {
+                self.found |= OVERFLOW;
+            }
+        }
+        self.want &= !self.found;
+        self.pos = self.pos.saturating_add(1);
+        self.want == 0
+    }
+
+    /// The tables of [`Unpacked`] that the labels of `want` step (bit `k`:
+    /// table `k`).
+    #[inline(always)]
+    fn stepped(want: u8) -> u8 {
+        let mut mask = 0;
+        for (k, table) in EXTENDED.iter().enumerate() {
+            if table.labels & want != 0 {
+                mask |= 1 << k;
+            }
+        }
+        if want & OVERFLOW != 0 {
+            mask |= ((1 << dfa::WORDS_LEN) - 1) << dfa::EXTENDED_LEN;
+        }
+        mask
+    }
+
+    /// The rest of [`Scan::step`] on `sym`, once the tables it steps have
+    /// stepped on it (by [`run_ascii`]), where no tail ran before `sym`:
+    /// the outputs, the window words, the heads and the labels.
+    #[inline(never)]
+    fn settle(&mut self, sym: u8) -> bool {
+        let want = self.want;
+        let mut out = 0;
+        for (&state, table) in self.states.iter().zip(EXTENDED) {
+            if table.labels & want != 0 && state >= table.special {
+                out |= table.output(state);
+            }
+        }
+        self.found |= out & want & !WINDOW_WORD_BITS;
+        if out & WINDOW_WORD_BITS != 0
+            && want & USAGE_LIMIT != 0
+            && self.windows.words(out, self.pos)
+        {
+            self.found |= USAGE_LIMIT;
+        }
+        if sym == b'\n' {
+            self.windows.line_break();
+        }
+        if want & OVERFLOW != 0 {
+            let mut heads = 0;
+            for (&state, table) in self.words.iter().zip(dfa::WORDS) {
+                if state >= table.special {
+                    heads |= table.output(state);
+                }
+            }
+            if heads != 0 {
+                if heads & OVERFLOW != 0 {
+                    self.found |= OVERFLOW;
+                }
+                self.tails.start(heads / dfa::HEAD);
+            }
         }
         self.want &= !self.found;
         self.pos = self.pos.saturating_add(1);
@@ -213,6 +288,45 @@ impl Scan {
         }
         self.found
     }
+}
+
+/// Steps the tables of `mask` (bit `k`: table `k` of [`Unpacked`]; all
+/// eight with `ALL`) on the ASCII characters of `bytes` from `pos` on, up
+/// to a line terminator or another character, or up to and with a
+/// character after which one of them is in a special state (`true`), their
+/// states in registers; where it stopped.
+#[cfg(feature = "prefilter")]
+#[inline(always)]
+fn run_ascii<const ALL: bool>(
+    tables: &Unpacked,
+    states: &mut [u8; FAST],
+    mask: u8,
+    bytes: &[u8],
+    pos: usize,
+) -> (usize, bool) {
+    let rows = tables.rows();
+    let mut s = *states;
+    let mut report = false;
+    let mut rest = bytes.get(pos..).unwrap_or_default().iter();
+    // 1 where the loop stops before the last byte it looked at.
+    let mut back = 0;
+    while let Some(&b) = rest.next() {
+        if b >= 0x80 || b == b'\n' || b == b'\r' {
+            back = 1;
+            break;
+        }
+        for (k, (state, &special)) in s.iter_mut().zip(&SPECIAL).enumerate() {
+            if ALL || mask & (1 << k) != 0 {
+                *state = dense::next(rows, k, *state, dense::class(rows, k, b));
+                report |= *state >= special;
+            }
+        }
+        if report {
+            break;
+        }
+    }
+    *states = s;
+    (bytes.len() - rest.len() - back, report)
 }
 
 /// The [`Classification`] of an extended scan's findings (spec 10.5: a
@@ -291,20 +405,58 @@ impl super::factors::Stepper for Scan {
         self.want & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
     }
 
+    /// Between reports, the tables step in [`run_ascii`], their states in
+    /// registers; a step that leaves one in a special state is settled
+    /// here, and while a tail runs the scan steps a character at a time.
     #[inline(never)]
     fn ascii_run(&mut self, bytes: &[u8], mut pos: usize) -> (usize, bool) {
-        let mut all = false;
-        while let Some(&b) = bytes.get(pos) {
-            if b >= 0x80 || b == b'\n' || b == b'\r' {
+        loop {
+            if self.want & OVERFLOW != 0 && self.tails.active != 0 {
+                // A tail runs (to the end of its line).
+                let Some(&b) = bytes.get(pos) else {
+                    break;
+                };
+                if b >= 0x80 || b == b'\n' || b == b'\r' {
+                    break;
+                }
+                pos += 1;
+                if Scan::step(self, b) {
+                    return (pos, true);
+                }
+                continue;
+            }
+            let mut states = [0; FAST];
+            let (ext, words) = states.split_at_mut(dfa::EXTENDED_LEN);
+            ext.copy_from_slice(&self.states);
+            words.copy_from_slice(&self.words);
+            let from = pos;
+            let (to, report) = if self.want == RETRYABLE | USAGE_LIMIT | OVERFLOW | HINT {
+                run_ascii::<true>(self.tables, &mut states, u8::MAX, bytes, pos)
+            } else {
+                run_ascii::<false>(self.tables, &mut states, Scan::stepped(self.want), bytes, pos)
+            };
+            let (ext, words) = states.split_at(dfa::EXTENDED_LEN);
+            self.states.copy_from_slice(ext);
+            self.words.copy_from_slice(words);
+            pos = to;
+            // Every character but a reported one is done.
+            let done = to.saturating_sub(from) - usize::from(report);
+            self.pos = self.pos.saturating_add(done);
+            if !report {
                 break;
             }
-            pos += 1;
-            if Scan::step(self, b) {
-                all = true;
-                break;
+            let sym = bytes.get(to - 1).map_or(0, |&b| b);
+            if self.settle(sym) {
+                return (pos, true);
             }
         }
-        (pos, all)
+        (pos, false)
+    }
+
+    #[inline(always)]
+    fn ascii_run_to(&mut self, bytes: &[u8], pos: usize, until: usize) -> (usize, bool) {
+        let bytes = bytes.get(..until).unwrap_or(bytes);
+        super::factors::Stepper::ascii_run(self, bytes, pos)
     }
 
     #[inline(always)]

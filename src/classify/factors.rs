@@ -110,6 +110,14 @@ pub(super) trait Stepper {
     /// terminator or other character; where it stopped, and whether every
     /// label looked for is found.
     fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool);
+    /// [`Stepper::ascii_run`] up to `until` at most, where a segment steps
+    /// without asking whether it is quiet; by default none (the segment
+    /// steps a character at a time).
+    #[inline(always)]
+    fn ascii_run_to(&mut self, bytes: &[u8], pos: usize, until: usize) -> (usize, bool) {
+        let _ = (bytes, until);
+        (pos, false)
+    }
     /// The labels found, with the matches that end with the text (where
     /// the scan has read it to its end).
     fn finish(self) -> u8;
@@ -346,6 +354,21 @@ impl<S: Stepper> Segment<S> {
                     first = false;
                 }
                 pos = to;
+                if pos >= bytes.len() {
+                    break;
+                }
+            }
+            if !line && pos < until {
+                let (to, found) = scan.ascii_run_to(bytes, pos, until);
+                if to > pos {
+                    first = false;
+                    pos = to;
+                    prev = bytes.get(pos - 1).map_or(0, |&b| b);
+                }
+                if found {
+                    all = true;
+                    break;
+                }
                 if pos >= bytes.len() {
                     break;
                 }
