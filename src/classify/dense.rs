@@ -31,9 +31,12 @@ pub(super) const FAST: usize = dfa::EXTENDED_LEN + dfa::WORDS_LEN;
 /// Rows of one table: one per possible state.
 const STATES: usize = 256;
 
-/// Rows of [`Unpacked`]: the tables', then the symbols' classes, eight
-/// symbols a row.
-const ROWS: usize = FAST * STATES + 256 / 8;
+/// Bytes of [`Unpacked`]: a row of `CLASSES` per state of each table, then
+/// the symbols' classes, eight bytes a symbol.
+const LEN: usize = FAST * STATES * CLASSES + 256 * FAST;
+
+/// Where the symbols' classes start in [`Unpacked`].
+const CLASSES_AT: usize = FAST * STATES * CLASSES;
 
 // Every table fits in rows of `CLASSES` (and its states are bytes); a
 // symbol's classes in the eight tables are eight bytes of a row.
@@ -70,17 +73,18 @@ pub(super) const SPECIAL: [u8; FAST] = {
 
 /// `EXTENDED` and `WORDS` unpacked, in one allocation (130 KB).
 pub(super) struct Unpacked {
-    /// `rows[k * STATES + state][class]`: the state after `state` of table
-    /// `k` reads a symbol of `class`; from row `FAST * STATES` on, the
-    /// classes: `rows[FAST * STATES + sym / 8][sym % 8 * 8 + k]` is the
-    /// class of `sym` in table `k` (0 for the bytes that are no symbol).
-    rows: Box<[[u8; CLASSES]; ROWS]>,
+    /// `rows[(k * STATES + state) * CLASSES + class]`: the state after
+    /// `state` of table `k` reads a symbol of `class`; from `CLASSES_AT`
+    /// on, the classes: `rows[CLASSES_AT + sym * 8 + k]` is the class of
+    /// `sym` in table `k` (0 for the bytes that are no symbol). One flat
+    /// array: a loop that steps all eight tables needs one base address.
+    rows: Box<Rows>,
 }
 
 impl Unpacked {
     fn new() -> Self {
         let mut this = Unpacked {
-            rows: super::heap::filled([0; CLASSES]),
+            rows: super::heap::filled(0),
         };
         let mut k = 0;
         for t in EXTENDED {
@@ -108,15 +112,11 @@ impl Unpacked {
             if let Some(r) = reps.get_mut(usize::from(class)) {
                 r.get_or_insert(sym as u8);
             }
-            if let Some(c) = self
-                .rows
-                .get_mut(FAST * STATES + sym / 8)
-                .and_then(|row| row.get_mut(sym % 8 * 8 + k))
-            {
+            if let Some(c) = self.rows.get_mut(CLASSES_AT + sym * FAST + k) {
                 *c = class;
             }
         }
-        let rows = self.rows.iter_mut().skip(k * STATES).take(states);
+        let rows = self.rows.chunks_exact_mut(CLASSES).skip(k * STATES).take(states);
         for (s, row) in rows.enumerate() {
             for (t, r) in row.iter_mut().zip(reps) {
                 *t = r.map_or(0, |sym| next(s as u8, sym));
@@ -132,7 +132,7 @@ impl Unpacked {
 }
 
 /// The rows of [`Unpacked`], for loops that keep one base address.
-pub(super) type Rows = [[u8; CLASSES]; ROWS];
+pub(super) type Rows = [u8; LEN];
 
 impl Unpacked {
     /// The rows, to step with [`class`] and [`next`].
@@ -145,14 +145,14 @@ impl Unpacked {
 /// The class of `sym` in table `k` of [`Unpacked`] (its `rows`).
 #[inline(always)]
 pub(super) fn class(rows: &Rows, k: usize, sym: u8) -> u8 {
-    rows[FAST * STATES + usize::from(sym) / 8][(usize::from(sym) % 8 * 8 + k % FAST) % CLASSES]
+    rows[CLASSES_AT + usize::from(sym) * FAST + k % FAST]
 }
 
 /// The state after `state` of table `k` of [`Unpacked`] (its `rows`)
 /// reads a symbol of `class`.
 #[inline(always)]
 pub(super) fn next(rows: &Rows, k: usize, state: u8, class: u8) -> u8 {
-    rows[(k % FAST) * STATES + usize::from(state)][usize::from(class) % CLASSES]
+    rows[((k % FAST) * STATES + usize::from(state)) * CLASSES + usize::from(class) % CLASSES]
 }
 
 /// The tables unpacked, at first use.

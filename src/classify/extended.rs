@@ -197,22 +197,6 @@ impl Scan {
         self.want == 0
     }
 
-    /// The tables of [`Unpacked`] that the labels of `want` step (bit `k`:
-    /// table `k`).
-    #[inline(always)]
-    fn stepped(want: u8) -> u8 {
-        let mut mask = 0;
-        for (k, table) in EXTENDED.iter().enumerate() {
-            if table.labels & want != 0 {
-                mask |= 1 << k;
-            }
-        }
-        if want & OVERFLOW != 0 {
-            mask |= ((1 << dfa::WORDS_LEN) - 1) << dfa::EXTENDED_LEN;
-        }
-        mask
-    }
-
     /// The rest of [`Scan::step`] on `sym`, once the tables it steps have
     /// stepped on it (by [`run_ascii`]), where no tail ran before `sym`:
     /// the outputs, the window words, the heads and the labels.
@@ -290,20 +274,69 @@ impl Scan {
     }
 }
 
-/// Steps the tables of `mask` (bit `k`: table `k` of [`Unpacked`]; all
-/// eight with `ALL`) on the ASCII characters of `bytes` from `pos` on, up
-/// to a line terminator or another character, or up to and with a
-/// character after which one of them is in a special state (`true`), their
-/// states in registers; where it stopped.
+/// The tables of [`Unpacked`] that the labels of `want` step (bit `k`:
+/// table `k`).
+#[cfg(feature = "prefilter")]
+const fn stepped(want: u8) -> u8 {
+    let mut mask = 0;
+    let mut k = 0;
+    while k < dfa::EXTENDED_LEN {
+        if EXTENDED[k].labels & want != 0 {
+            mask |= 1 << k;
+        }
+        k += 1;
+    }
+    if want & OVERFLOW != 0 {
+        mask |= ((1 << dfa::WORDS_LEN) - 1) << dfa::EXTENDED_LEN;
+    }
+    mask
+}
+
+/// [`run_ascii`] for the labels of `want` (the four bits).
 #[cfg(feature = "prefilter")]
 #[inline(always)]
-fn run_ascii<const ALL: bool>(
+fn run_ascii_for(
+    want: u8,
     tables: &Unpacked,
     states: &mut [u8; FAST],
-    mask: u8,
     bytes: &[u8],
     pos: usize,
 ) -> (usize, bool) {
+    let run = match want & 15 {
+        1 => run_ascii::<1>,
+        2 => run_ascii::<2>,
+        3 => run_ascii::<3>,
+        4 => run_ascii::<4>,
+        5 => run_ascii::<5>,
+        6 => run_ascii::<6>,
+        7 => run_ascii::<7>,
+        8 => run_ascii::<8>,
+        9 => run_ascii::<9>,
+        10 => run_ascii::<10>,
+        11 => run_ascii::<11>,
+        12 => run_ascii::<12>,
+        13 => run_ascii::<13>,
+        14 => run_ascii::<14>,
+        15 => run_ascii::<15>,
+        _ => run_ascii::<0>,
+    };
+    run(tables, states, bytes, pos)
+}
+
+/// Steps the tables that the labels of `WANT` step ([`stepped`]) on the
+/// ASCII characters of `bytes` from `pos` on, up to a line terminator or
+/// another character, or up to and with a character after which one of
+/// them is in a special state (`true`), their states in registers; where
+/// it stopped.
+#[cfg(feature = "prefilter")]
+#[inline(never)]
+fn run_ascii<const WANT: u8>(
+    tables: &Unpacked,
+    states: &mut [u8; FAST],
+    bytes: &[u8],
+    pos: usize,
+) -> (usize, bool) {
+    let mask = const { stepped(WANT) };
     let rows = tables.rows();
     let mut s = *states;
     let mut report = false;
@@ -316,7 +349,7 @@ fn run_ascii<const ALL: bool>(
             break;
         }
         for (k, (state, &special)) in s.iter_mut().zip(&SPECIAL).enumerate() {
-            if ALL || mask & (1 << k) != 0 {
+            if mask & (1 << k) != 0 {
                 *state = dense::next(rows, k, *state, dense::class(rows, k, b));
                 report |= *state >= special;
             }
@@ -349,6 +382,10 @@ impl super::factors::Stepper for Scan {
     /// A second word starts at most `gap` characters, of at most four
     /// bytes each, after its first word.
     const REACH: usize = 4 * (Windows::GAP_MAX + 1);
+    /// Past a segment's end, the tables step in runs of up to 16
+    /// characters between two looks at whether they are quiet, which costs
+    /// more than a step.
+    const AHEAD: usize = 16;
 
     fn searchers() -> &'static [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] {
         static S: [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] =
@@ -430,11 +467,7 @@ impl super::factors::Stepper for Scan {
             ext.copy_from_slice(&self.states);
             words.copy_from_slice(&self.words);
             let from = pos;
-            let (to, report) = if self.want == RETRYABLE | USAGE_LIMIT | OVERFLOW | HINT {
-                run_ascii::<true>(self.tables, &mut states, u8::MAX, bytes, pos)
-            } else {
-                run_ascii::<false>(self.tables, &mut states, Scan::stepped(self.want), bytes, pos)
-            };
+            let (to, report) = run_ascii_for(self.want, self.tables, &mut states, bytes, pos);
             let (ext, words) = states.split_at(dfa::EXTENDED_LEN);
             self.states.copy_from_slice(ext);
             self.words.copy_from_slice(words);

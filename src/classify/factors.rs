@@ -110,6 +110,9 @@ pub(super) trait Stepper {
     /// terminator or other character; where it stopped, and whether every
     /// label looked for is found.
     fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool);
+    /// How many characters a segment past its end may step on between two
+    /// questions whether it is quiet, with [`Stepper::ascii_run_to`].
+    const AHEAD: usize = 0;
     /// [`Stepper::ascii_run`] up to `until` at most, where a segment steps
     /// without asking whether it is quiet; by default none (the segment
     /// steps a character at a time).
@@ -358,23 +361,29 @@ impl<S: Stepper> Segment<S> {
                     break;
                 }
             }
-            if !line && pos < until {
-                let (to, found) = scan.ascii_run_to(bytes, pos, until);
+            if !line {
+                if pos >= until && !first && scan.quiet(p, prev) {
+                    break;
+                }
+                // Up to `until` nothing is asked; past it, at most
+                // `S::AHEAD` characters between two questions (stepping on
+                // past a quiet point is only more than needed).
+                let limit = if pos < until {
+                    until
+                } else {
+                    pos.saturating_add(S::AHEAD)
+                };
+                let (to, found) = scan.ascii_run_to(bytes, pos, limit);
                 if to > pos {
                     first = false;
                     pos = to;
                     prev = bytes.get(pos - 1).map_or(0, |&b| b);
+                    if found {
+                        all = true;
+                        break;
+                    }
+                    continue;
                 }
-                if found {
-                    all = true;
-                    break;
-                }
-                if pos >= bytes.len() {
-                    break;
-                }
-            }
-            if pos >= until && !line && !first && scan.quiet(p, prev) {
-                break;
             }
             first = false;
             let (sym, len) = decode(bytes, pos);
