@@ -35,6 +35,10 @@ const STATES: usize = 256;
 /// the symbols' classes, eight bytes a symbol.
 const LEN: usize = FAST * STATES * CLASSES + 256 * FAST;
 
+/// Bytes of [`Unpacked`]'s ASCII rows: a row of 128 per state of each
+/// table.
+const ASCII_LEN: usize = FAST * STATES * 128;
+
 /// Where the symbols' classes start in [`Unpacked`].
 const CLASSES_AT: usize = FAST * STATES * CLASSES;
 
@@ -71,7 +75,8 @@ pub(super) const SPECIAL: [u8; FAST] = {
     special
 };
 
-/// `EXTENDED` and `WORDS` unpacked, in one allocation (130 KB).
+/// `EXTENDED` and `WORDS` unpacked (130 KB), and their ASCII transitions
+/// without the classes (256 KB).
 pub(super) struct Unpacked {
     /// `rows[(k * STATES + state) * CLASSES + class]`: the state after
     /// `state` of table `k` reads a symbol of `class`; from `CLASSES_AT`
@@ -79,12 +84,17 @@ pub(super) struct Unpacked {
     /// `sym` in table `k` (0 for the bytes that are no symbol). One flat
     /// array: a loop that steps all eight tables needs one base address.
     rows: Box<Rows>,
+    /// `ascii[(k * STATES + state) * 128 + c]`: the state after `state` of
+    /// table `k` reads the ASCII character `c` (the same transitions,
+    /// without the class: a step is one load, two cache lines a state).
+    ascii: Box<AsciiRows>,
 }
 
 impl Unpacked {
     fn new() -> Self {
         let mut this = Unpacked {
             rows: super::heap::filled(0),
+            ascii: super::heap::filled(0),
         };
         let mut k = 0;
         for t in EXTENDED {
@@ -122,6 +132,12 @@ impl Unpacked {
                 *t = r.map_or(0, |sym| next(s as u8, sym));
             }
         }
+        let rows = self.ascii.chunks_exact_mut(128).skip(k * STATES).take(states);
+        for (s, row) in rows.enumerate() {
+            for (c, t) in row.iter_mut().enumerate() {
+                *t = next(s as u8, c as u8);
+            }
+        }
     }
 
     /// The state after `state` of table `k` reads `sym`.
@@ -134,11 +150,20 @@ impl Unpacked {
 /// The rows of [`Unpacked`], for loops that keep one base address.
 pub(super) type Rows = [u8; LEN];
 
+/// The ASCII rows of [`Unpacked`].
+pub(super) type AsciiRows = [u8; ASCII_LEN];
+
 impl Unpacked {
     /// The rows, to step with [`class`] and [`next`].
-    #[inline(always)]
+    #[cfg(test)]
     pub(super) fn rows(&self) -> &Rows {
         &self.rows
+    }
+
+    /// The ASCII rows, to step with [`next_ascii`].
+    #[inline(always)]
+    pub(super) fn ascii(&self) -> &AsciiRows {
+        &self.ascii
     }
 }
 
@@ -153,6 +178,13 @@ pub(super) fn class(rows: &Rows, k: usize, sym: u8) -> u8 {
 #[inline(always)]
 pub(super) fn next(rows: &Rows, k: usize, state: u8, class: u8) -> u8 {
     rows[((k % FAST) * STATES + usize::from(state)) * CLASSES + usize::from(class) % CLASSES]
+}
+
+/// The state after `state` of table `k` of [`Unpacked`] (its `ascii`
+/// rows) reads the ASCII character `c`.
+#[inline(always)]
+pub(super) fn next_ascii(ascii: &AsciiRows, k: usize, state: u8, c: u8) -> u8 {
+    ascii[((k % FAST) * STATES + usize::from(state)) * 128 + usize::from(c % 128)]
 }
 
 /// The tables unpacked, at first use.
@@ -195,6 +227,9 @@ mod tests {
             for s in 0..t.base.len() as u8 {
                 for sym in 0..SYMBOLS as u8 {
                     assert_eq!(d.next(s, sym), t.next(s, sym));
+                    if sym < 128 {
+                        assert_eq!(next_ascii(unpacked().ascii(), d.k, s, sym), t.next(s, sym));
+                    }
                 }
             }
         }
@@ -206,6 +241,9 @@ mod tests {
                 for sym in 0..SYMBOLS as u8 {
                     assert_eq!(u.step(k, s, sym), t.next(s, sym));
                     assert_eq!(next(u.rows(), k, s, class(u.rows(), k, sym)), t.next(s, sym));
+                    if sym < 128 {
+                        assert_eq!(next_ascii(u.ascii(), k, s, sym), t.next(s, sym));
+                    }
                 }
             }
         }

@@ -337,7 +337,7 @@ fn run_ascii<const WANT: u8>(
     pos: usize,
 ) -> (usize, bool) {
     let mask = const { stepped(WANT) };
-    let rows = tables.rows();
+    let ascii = tables.ascii();
     let mut s = *states;
     let mut report = false;
     let mut rest = bytes.get(pos..).unwrap_or_default().iter();
@@ -350,7 +350,7 @@ fn run_ascii<const WANT: u8>(
         }
         for (k, (state, &special)) in s.iter_mut().zip(&SPECIAL).enumerate() {
             if mask & (1 << k) != 0 {
-                *state = dense::next(rows, k, *state, dense::class(rows, k, b));
+                *state = dense::next_ascii(ascii, k, *state, b);
                 report |= *state >= special;
             }
         }
