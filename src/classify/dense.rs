@@ -1,6 +1,6 @@
 //! The extended tables unpacked (feature `prefilter`, on std).
 //!
-//! A compressed table ([`Delayed`]) finds a transition through a chain of
+//! A compressed table ([`Delayed`](super::table::Delayed)) finds a transition through a chain of
 //! four loads and a comparison; unpacked, it is two loads (the symbol's
 //! class, then the transition), one cache line per state. That is 16 KB a
 //! table, computed from the compressed tables at first use, on the heap
@@ -126,13 +126,21 @@ impl Unpacked {
                 *c = class;
             }
         }
-        let rows = self.rows.chunks_exact_mut(CLASSES).skip(k * STATES).take(states);
+        let rows = self
+            .rows
+            .chunks_exact_mut(CLASSES)
+            .skip(k * STATES)
+            .take(states);
         for (s, row) in rows.enumerate() {
             for (t, r) in row.iter_mut().zip(reps) {
                 *t = r.map_or(0, |sym| next(s as u8, sym));
             }
         }
-        let rows = self.ascii.chunks_exact_mut(128).skip(k * STATES).take(states);
+        let rows = self
+            .ascii
+            .chunks_exact_mut(128)
+            .skip(k * STATES)
+            .take(states);
         for (s, row) in rows.enumerate() {
             for (c, t) in row.iter_mut().enumerate() {
                 *t = next(s as u8, c as u8);
@@ -240,7 +248,10 @@ mod tests {
             for s in 0..t.states as u8 {
                 for sym in 0..SYMBOLS as u8 {
                     assert_eq!(u.step(k, s, sym), t.next(s, sym));
-                    assert_eq!(next(u.rows(), k, s, class(u.rows(), k, sym)), t.next(s, sym));
+                    assert_eq!(
+                        next(u.rows(), k, s, class(u.rows(), k, sym)),
+                        t.next(s, sym)
+                    );
                     if sym < 128 {
                         assert_eq!(next_ascii(u.ascii(), k, s, sym), t.next(s, sym));
                     }

@@ -7,9 +7,9 @@
 #[cfg(feature = "prefilter")]
 extern crate std;
 
-use super::dfa::{self, EXTENDED, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT, WINDOW_WORD_BITS};
 #[cfg(feature = "prefilter")]
 use super::dense::{self, Unpacked, FAST, SPECIAL};
+use super::dfa::{self, EXTENDED, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT, WINDOW_WORD_BITS};
 use super::window::Windows;
 use super::{overflow_step, Classification, Tails};
 
@@ -343,7 +343,7 @@ fn run_ascii<const WANT: u8>(
     let mut rest = bytes.get(pos..).unwrap_or_default().iter();
     // 1 where the loop stops before the last byte it looked at.
     let mut back = 0;
-    while let Some(&b) = rest.next() {
+    for &b in rest.by_ref() {
         if b >= 0x80 || b == b'\n' || b == b'\r' {
             back = 1;
             break;
@@ -568,5 +568,58 @@ mod tests {
             }
         }
         assert!(labelled > 100, "{labelled}");
+    }
+
+    /// `text` through the runs of [`Stepper::ascii_run`] (a character at a
+    /// time where a run stops), as the factor search steps a line.
+    fn by_runs(want: u8, text: &str) -> u8 {
+        use super::super::factors::Stepper;
+        let bytes = text.as_bytes();
+        let mut s = Scan::new(want);
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let (to, all) = s.ascii_run(bytes, pos);
+            pos = to;
+            if all {
+                return Scan::finish(s);
+            }
+            if pos < bytes.len() {
+                let (sym, len) = super::super::prefilter::decode(bytes, pos);
+                pos += len;
+                if Scan::step(&mut s, sym) {
+                    break;
+                }
+            }
+        }
+        Scan::finish(s)
+    }
+
+    #[test]
+    fn runs_are_the_plain_scan_for_every_set_of_labels() {
+        use super::super::prefilter::tests::pieces;
+        use std::string::String;
+        let corpus = include_str!("../../tests/corpus/extended/errors.jsonl");
+        let mut texts: std::vec::Vec<String> = corpus
+            .lines()
+            .chain(include_str!("../../tests/corpus/errors.jsonl").lines())
+            .map(String::from)
+            .collect();
+        // The patterns' pieces, glued, and on lines of their own.
+        let pieces: std::vec::Vec<String> = pieces()
+            .into_iter()
+            .filter_map(|p| String::from_utf8(p).ok())
+            .collect();
+        texts.push(pieces.join(" "));
+        texts.push(pieces.join("\n"));
+        texts.push(pieces.concat());
+        let mut labelled = 0;
+        for text in &texts {
+            for want in 1..16 {
+                let plain = scan(want, super::super::table::symbols(text));
+                assert_eq!(by_runs(want, text), plain, "want {want}: {text}");
+                labelled += usize::from(plain != 0);
+            }
+        }
+        assert!(labelled > 1000, "{labelled}");
     }
 }
