@@ -1,18 +1,19 @@
 //! The extended tables unpacked (feature `prefilter`, on std).
 //!
-//! A compressed table ([`Delayed`](super::table::Delayed)) finds a transition through a chain of
-//! four loads and a comparison; unpacked, it is two loads (the symbol's
-//! class, then the transition), one cache line per state. That is 16 KB a
-//! table, computed from the compressed tables at first use, on the heap
-//! (see [`super::heap`]): too much for a firmware's flash, nothing for a
-//! std process.
+//! A compressed table ([`Delayed`](super::table::Delayed)) finds a
+//! transition through a chain of four loads and a comparison; unpacked, it
+//! is two loads (the symbol's class, then the transition), one cache line
+//! per state. That is 16 KB a table, computed from the compressed tables at
+//! first use, on the heap (see [`super::heap`]): too much for a firmware's
+//! flash, nothing for a std process.
 //!
 //! The classic overflow word tables (`dfa::WORDS`), which the extended
 //! scan steps too, are unpacked alongside, in the same allocation
-//! ([`Unpacked`]), with every symbol's classes in all eight tables: the
-//! extended scan's runs (`super::extended`) keep the eight states in
-//! registers and step each with one load indexed by the state, from one
-//! base address.
+//! ([`Unpacked`], 130 KB). For the runs of ASCII characters that the
+//! extended scan steps between two reports (`super::extended`), the eight
+//! tables are unpacked once more by character rather than by class (256
+//! KB): a step there is one load indexed by the state and the character,
+//! from one base address, the eight states in registers.
 
 extern crate std;
 
