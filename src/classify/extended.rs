@@ -382,10 +382,10 @@ impl super::factors::Stepper for Scan {
     /// A second word starts at most `gap` characters, of at most four
     /// bytes each, after its first word.
     const REACH: usize = 4 * (Windows::GAP_MAX + 1);
-    /// Past a segment's end, the tables step in runs of up to 16
-    /// characters between two looks at whether they are quiet, which costs
-    /// more than a step.
-    const AHEAD: usize = 16;
+    /// Past a segment's end, the tables step in runs of 8 characters (then
+    /// 16, 32, ...) between two looks at whether they are quiet, which
+    /// costs more than a step.
+    const AHEAD: usize = 8;
 
     fn searchers() -> &'static [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] {
         static S: [std::sync::OnceLock<Option<aho_corasick::packed::Searcher>>; 16] =

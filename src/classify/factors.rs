@@ -110,8 +110,9 @@ pub(super) trait Stepper {
     /// terminator or other character; where it stopped, and whether every
     /// label looked for is found.
     fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool);
-    /// How many characters a segment past its end may step on between two
-    /// questions whether it is quiet, with [`Stepper::ascii_run_to`].
+    /// How many characters a segment past its end may step on between its
+    /// first two questions whether it is quiet, with
+    /// [`Stepper::ascii_run_to`] (twice as many each time after).
     const AHEAD: usize = 0;
     /// [`Stepper::ascii_run`] up to `until` at most, where a segment steps
     /// without asking whether it is quiet; by default none (the segment
@@ -345,6 +346,7 @@ impl<S: Stepper> Segment<S> {
             .map_or(0, |&b| b);
         let mut first = pos == 0;
         let mut all = false;
+        let mut ahead = S::AHEAD;
         while pos < bytes.len() {
             if line {
                 let (to, found) = scan.ascii_run(bytes, pos);
@@ -365,13 +367,16 @@ impl<S: Stepper> Segment<S> {
                 if pos >= until && !first && scan.quiet(p, prev) {
                     break;
                 }
-                // Up to `until` nothing is asked; past it, at most
-                // `S::AHEAD` characters between two questions (stepping on
-                // past a quiet point is only more than needed).
+                // Up to `until` nothing is asked; past it, `S::AHEAD`
+                // characters between the first two questions, twice as
+                // many each time after (stepping on past a quiet point is
+                // only more than needed: at most as much as was needed).
                 let limit = if pos < until {
                     until
                 } else {
-                    pos.saturating_add(S::AHEAD)
+                    let limit = pos.saturating_add(ahead);
+                    ahead = ahead.saturating_mul(2);
+                    limit
                 };
                 let (to, found) = scan.ascii_run_to(bytes, pos, limit);
                 if to > pos {
