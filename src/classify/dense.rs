@@ -137,14 +137,17 @@ impl Unpacked {
                 *t = r.map_or(0, |sym| next(s as u8, sym));
             }
         }
+        // The ASCII rows from the rows by class just built (a copy, not a
+        // step of the compressed table per entry).
+        let by_class = self.rows.chunks_exact(CLASSES).skip(k * STATES);
         let rows = self
             .ascii
             .chunks_exact_mut(128)
             .skip(k * STATES)
             .take(states);
-        for (s, row) in rows.enumerate() {
-            for (c, t) in row.iter_mut().enumerate() {
-                *t = next(s as u8, c as u8);
+        for (row, from) in rows.zip(by_class) {
+            for (t, &class) in row.iter_mut().zip(classes) {
+                *t = from.get(usize::from(class)).map_or(0, |&to| to);
             }
         }
     }
