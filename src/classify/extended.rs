@@ -7,6 +7,8 @@
 #[cfg(feature = "prefilter")]
 extern crate std;
 
+#[cfg(feature = "prefilter")]
+use super::dense::{self, Unpacked, FAST, SPECIAL};
 use super::dfa::{self, EXTENDED, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT, WINDOW_WORD_BITS};
 use super::window::Windows;
 use super::{overflow_step, Classification, Tails};
@@ -126,8 +128,8 @@ pub(super) struct Scan {
     windows: Windows,
     /// Characters read so far: where a match reported now ends.
     pub(super) pos: usize,
-    /// `EXTENDED`, unpacked.
-    dense: &'static [super::dense::Dense; dfa::EXTENDED_LEN],
+    /// `EXTENDED` and `dfa::WORDS`, unpacked.
+    tables: &'static Unpacked,
 }
 
 #[cfg(feature = "prefilter")]
@@ -142,7 +144,7 @@ impl Scan {
             tails: Tails::default(),
             windows: Windows::default(),
             pos: 0,
-            dense: super::dense::extended(),
+            tables: super::dense::unpacked(),
         }
     }
 
@@ -152,9 +154,9 @@ impl Scan {
     pub(super) fn step(&mut self, sym: u8) -> bool {
         let want = self.want;
         let mut out = 0;
-        for ((state, table), dense) in self.states.iter_mut().zip(EXTENDED).zip(self.dense) {
+        for (k, (state, table)) in self.states.iter_mut().zip(EXTENDED).enumerate() {
             if table.labels & want != 0 {
-                *state = dense.next(*state, sym);
+                *state = self.tables.step(k, *state, sym);
                 if *state >= table.special {
                     out |= table.output(*state);
                 }
@@ -170,9 +172,66 @@ impl Scan {
         if sym == b'\n' {
             self.windows.line_break();
         }
-        // The twenty unanchored overflow patterns of spec 3.3.
-        if want & OVERFLOW != 0 && overflow_step(&mut self.words, &mut self.tails, sym, OVERFLOW) {
-            self.found |= OVERFLOW;
+        // The twenty unanchored overflow patterns of spec 3.3 (as
+        // `overflow_step` steps them, on the unpacked tables).
+        if want & OVERFLOW != 0 {
+            // Tails first: a tail reads the characters after its head.
+            let mut overflow = self.tails.active != 0 && self.tails.step(sym);
+            let mut heads = 0;
+            for (j, (state, table)) in self.words.iter_mut().zip(dfa::WORDS).enumerate() {
+                *state = self.tables.step(dfa::EXTENDED_LEN + j, *state, sym);
+                if *state >= table.special {
+                    heads |= table.output(*state);
+                }
+            }
+            if heads != 0 {
+                overflow |= heads & OVERFLOW != 0;
+                self.tails.start(heads / dfa::HEAD);
+            }
+            if overflow {
+                self.found |= OVERFLOW;
+            }
+        }
+        self.want &= !self.found;
+        self.pos = self.pos.saturating_add(1);
+        self.want == 0
+    }
+
+    /// The rest of [`Scan::step`] on `sym`, once the tables it steps have
+    /// stepped on it (by [`run_ascii`]), where no tail ran before `sym`:
+    /// the outputs, the window words, the heads and the labels.
+    #[inline(never)]
+    fn settle(&mut self, sym: u8) -> bool {
+        let want = self.want;
+        let mut out = 0;
+        for (&state, table) in self.states.iter().zip(EXTENDED) {
+            if table.labels & want != 0 && state >= table.special {
+                out |= table.output(state);
+            }
+        }
+        self.found |= out & want & !WINDOW_WORD_BITS;
+        if out & WINDOW_WORD_BITS != 0
+            && want & USAGE_LIMIT != 0
+            && self.windows.words(out, self.pos)
+        {
+            self.found |= USAGE_LIMIT;
+        }
+        if sym == b'\n' {
+            self.windows.line_break();
+        }
+        if want & OVERFLOW != 0 {
+            let mut heads = 0;
+            for (&state, table) in self.words.iter().zip(dfa::WORDS) {
+                if state >= table.special {
+                    heads |= table.output(state);
+                }
+            }
+            if heads != 0 {
+                if heads & OVERFLOW != 0 {
+                    self.found |= OVERFLOW;
+                }
+                self.tails.start(heads / dfa::HEAD);
+            }
         }
         self.want &= !self.found;
         self.pos = self.pos.saturating_add(1);
@@ -215,6 +274,94 @@ impl Scan {
     }
 }
 
+/// The tables of [`Unpacked`] that the labels of `want` step (bit `k`:
+/// table `k`).
+#[cfg(feature = "prefilter")]
+const fn stepped(want: u8) -> u8 {
+    let mut mask = 0;
+    let mut k = 0;
+    while k < dfa::EXTENDED_LEN {
+        if EXTENDED[k].labels & want != 0 {
+            mask |= 1 << k;
+        }
+        k += 1;
+    }
+    if want & OVERFLOW != 0 {
+        mask |= ((1 << dfa::WORDS_LEN) - 1) << dfa::EXTENDED_LEN;
+    }
+    mask
+}
+
+/// [`run_ascii`] for the labels of `want` (the four bits).
+#[cfg(feature = "prefilter")]
+#[inline(always)]
+fn run_ascii_for(
+    want: u8,
+    tables: &Unpacked,
+    states: &mut [u8; FAST],
+    bytes: &[u8],
+    pos: usize,
+) -> (usize, bool) {
+    let run = match want & 15 {
+        1 => run_ascii::<1>,
+        2 => run_ascii::<2>,
+        3 => run_ascii::<3>,
+        4 => run_ascii::<4>,
+        5 => run_ascii::<5>,
+        6 => run_ascii::<6>,
+        7 => run_ascii::<7>,
+        8 => run_ascii::<8>,
+        9 => run_ascii::<9>,
+        10 => run_ascii::<10>,
+        11 => run_ascii::<11>,
+        12 => run_ascii::<12>,
+        13 => run_ascii::<13>,
+        14 => run_ascii::<14>,
+        15 => run_ascii::<15>,
+        _ => run_ascii::<0>,
+    };
+    run(tables, states, bytes, pos)
+}
+
+/// Steps the tables that the labels of `WANT` step ([`stepped`]) on the
+/// ASCII characters of `bytes` from `pos` on, up to a line terminator or
+/// another character, or up to and with a character after which one of
+/// them is in a special state (`true`), their states in registers; where
+/// it stopped.
+#[cfg(feature = "prefilter")]
+#[inline(never)]
+fn run_ascii<const WANT: u8>(
+    tables: &Unpacked,
+    states: &mut [u8; FAST],
+    bytes: &[u8],
+    pos: usize,
+) -> (usize, bool) {
+    let mask = const { stepped(WANT) };
+    let ascii = tables.ascii();
+    let mut s = *states;
+    let mut report = false;
+    let mut rest = bytes.get(pos..).unwrap_or_default().iter();
+    // 1 where the loop stops before the last byte it looked at.
+    let mut back = 0;
+    for &b in rest.by_ref() {
+        if b >= 0x80 || b == b'\n' || b == b'\r' {
+            back = 1;
+            break;
+        }
+        for (k, (state, &special)) in s.iter_mut().zip(&SPECIAL).enumerate() {
+            if mask & (1 << k) != 0 {
+                *state = dense::next_ascii(ascii, k, *state, b);
+                report |= *state >= special;
+            }
+        }
+        if report {
+            break;
+        }
+    }
+    *states = s;
+    (bytes.len() - rest.len() - back, report)
+}
+
 /// The [`Classification`] of an extended scan's findings (spec 10.5: a
 /// usage-limit text is retryable too).
 pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
@@ -235,6 +382,10 @@ impl super::factors::Stepper for Scan {
     /// A second word starts at most `gap` characters, of at most four
     /// bytes each, after its first word.
     const REACH: usize = 4 * (Windows::GAP_MAX + 1);
+    /// Past a segment's end, the tables step in runs of 8 characters (then
+    /// 16, 32, ...) between two looks at whether they are quiet, which
+    /// costs more than a step.
+    const AHEAD: usize = 8;
 
     fn searches() -> &'static super::factors::Searches {
         static S: super::factors::Searches = [const { std::sync::OnceLock::new() }; 16];
@@ -290,20 +441,48 @@ impl super::factors::Stepper for Scan {
         self.want & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
     }
 
+    /// Between reports, the tables step in [`run_ascii`], their states in
+    /// registers; a step that leaves one in a special state is settled
+    /// here, and while a tail runs the scan steps a character at a time.
     #[inline(never)]
     fn ascii_run(&mut self, bytes: &[u8], mut pos: usize) -> (usize, bool) {
-        let mut all = false;
-        while let Some(&b) = bytes.get(pos) {
-            if b >= 0x80 || b == b'\n' || b == b'\r' {
+        loop {
+            if self.want & OVERFLOW != 0 && self.tails.active != 0 {
+                // A tail runs (to the end of its line).
+                let Some(&b) = bytes.get(pos) else {
+                    break;
+                };
+                if b >= 0x80 || b == b'\n' || b == b'\r' {
+                    break;
+                }
+                pos += 1;
+                if Scan::step(self, b) {
+                    return (pos, true);
+                }
+                continue;
+            }
+            let mut states = [0; FAST];
+            let (ext, words) = states.split_at_mut(dfa::EXTENDED_LEN);
+            ext.copy_from_slice(&self.states);
+            words.copy_from_slice(&self.words);
+            let from = pos;
+            let (to, report) = run_ascii_for(self.want, self.tables, &mut states, bytes, pos);
+            let (ext, words) = states.split_at(dfa::EXTENDED_LEN);
+            self.states.copy_from_slice(ext);
+            self.words.copy_from_slice(words);
+            pos = to;
+            // Every character but a reported one is done.
+            let done = to.saturating_sub(from) - usize::from(report);
+            self.pos = self.pos.saturating_add(done);
+            if !report {
                 break;
             }
-            pos += 1;
-            if Scan::step(self, b) {
-                all = true;
-                break;
+            let sym = bytes.get(to - 1).map_or(0, |&b| b);
+            if self.settle(sym) {
+                return (pos, true);
             }
         }
-        (pos, all)
+        (pos, false)
     }
 
     #[inline(always)]
@@ -382,5 +561,58 @@ mod tests {
             }
         }
         assert!(labelled > 100, "{labelled}");
+    }
+
+    /// `text` through the runs of [`Stepper::ascii_run`] (a character at a
+    /// time where a run stops), as the factor search steps a line.
+    fn by_runs(want: u8, text: &str) -> u8 {
+        use super::super::factors::Stepper;
+        let bytes = text.as_bytes();
+        let mut s = Scan::new(want);
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let (to, all) = s.ascii_run(bytes, pos);
+            pos = to;
+            if all {
+                return Scan::finish(s);
+            }
+            if pos < bytes.len() {
+                let (sym, len) = super::super::prefilter::decode(bytes, pos);
+                pos += len;
+                if Scan::step(&mut s, sym) {
+                    break;
+                }
+            }
+        }
+        Scan::finish(s)
+    }
+
+    #[test]
+    fn runs_are_the_plain_scan_for_every_set_of_labels() {
+        use super::super::prefilter::tests::pieces;
+        use std::string::String;
+        let corpus = include_str!("../../tests/corpus/extended/errors.jsonl");
+        let mut texts: std::vec::Vec<String> = corpus
+            .lines()
+            .chain(include_str!("../../tests/corpus/errors.jsonl").lines())
+            .map(String::from)
+            .collect();
+        // The patterns' pieces, glued, and on lines of their own.
+        let pieces: std::vec::Vec<String> = pieces()
+            .into_iter()
+            .filter_map(|p| String::from_utf8(p).ok())
+            .collect();
+        texts.push(pieces.join(" "));
+        texts.push(pieces.join("\n"));
+        texts.push(pieces.concat());
+        let mut labelled = 0;
+        for text in &texts {
+            for want in 1..16 {
+                let plain = scan(want, super::super::table::symbols(text));
+                assert_eq!(by_runs(want, text), plain, "want {want}: {text}");
+                labelled += usize::from(plain != 0);
+            }
+        }
+        assert!(labelled > 1000, "{labelled}");
     }
 }

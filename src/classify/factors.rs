@@ -114,6 +114,16 @@ pub(super) trait Stepper {
     /// terminator or other character; where it stopped, and whether every
     /// label looked for is found.
     fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool);
+    /// How many characters a segment past its end may step on between its
+    /// first two questions whether it is quiet, with
+    /// [`Stepper::ascii_run_to`] (twice as many each time after).
+    const AHEAD: usize = 0;
+    /// [`Stepper::ascii_run`] up to `until` at most, where a segment steps
+    /// without asking whether it is quiet.
+    #[inline(always)]
+    fn ascii_run_to(&mut self, bytes: &[u8], pos: usize, until: usize) -> (usize, bool) {
+        self.ascii_run(bytes.get(..until).unwrap_or(bytes), pos)
+    }
     /// The labels found, with the matches that end with the text (where
     /// the scan has read it to its end).
     fn finish(self) -> u8;
@@ -444,6 +454,7 @@ impl<S: Stepper> Segment<S> {
             .map_or(0, |&b| b);
         let mut first = pos == 0;
         let mut all = false;
+        let mut ahead = S::AHEAD;
         while pos < bytes.len() {
             if line {
                 let (to, found) = scan.ascii_run(bytes, pos);
@@ -460,24 +471,36 @@ impl<S: Stepper> Segment<S> {
                     break;
                 }
             }
-            if !line && pos < until {
-                // Up to the hit's end, nothing to check but the labels.
-                let (to, found) = scan.ascii_run(bytes.get(..until).unwrap_or(bytes), pos);
-                if to > pos {
-                    first = false;
-                    prev = bytes.get(to - 1).map_or(0, |&b| b);
-                    pos = to;
-                }
-                if found {
-                    all = true;
+            if !line {
+                if pos >= until && !first && scan.quiet(p, prev) {
                     break;
                 }
-                if pos >= until {
+                // Up to `until` nothing is asked; past it, `S::AHEAD`
+                // characters between the first two questions, twice as
+                // many each time after (stepping on past a quiet point is
+                // only more than needed: at most as much as was needed).
+                let limit = if pos < until {
+                    until
+                } else {
+                    let limit = pos.saturating_add(ahead);
+                    ahead = ahead.saturating_mul(2);
+                    limit
+                };
+                let (to, found) = if limit > pos {
+                    scan.ascii_run_to(bytes, pos, limit)
+                } else {
+                    (pos, false)
+                };
+                if to > pos {
+                    first = false;
+                    pos = to;
+                    prev = bytes.get(pos - 1).map_or(0, |&b| b);
+                    if found {
+                        all = true;
+                        break;
+                    }
                     continue;
                 }
-            }
-            if pos >= until && !line && !first && scan.quiet(p, prev) {
-                break;
             }
             first = false;
             let (sym, len) = decode(bytes, pos);
