@@ -162,16 +162,7 @@ impl Scan {
                 }
             }
         }
-        self.found |= out & want & !WINDOW_WORD_BITS;
-        if out & WINDOW_WORD_BITS != 0
-            && want & USAGE_LIMIT != 0
-            && self.windows.words(out, self.pos)
-        {
-            self.found |= USAGE_LIMIT;
-        }
-        if sym == b'\n' {
-            self.windows.line_break();
-        }
+        self.take(out, sym);
         // The twenty unanchored overflow patterns of spec 3.3 (as
         // `overflow_step` steps them, on the unpacked tables).
         if want & OVERFLOW != 0 {
@@ -197,6 +188,24 @@ impl Scan {
         self.want == 0
     }
 
+    /// The labels of the outputs `out` of the tables after `sym` (the
+    /// window words through the window scanner), and the window scanner
+    /// told of a line break.
+    #[inline(always)]
+    fn take(&mut self, out: u8, sym: u8) {
+        let want = self.want;
+        self.found |= out & want & !WINDOW_WORD_BITS;
+        if out & WINDOW_WORD_BITS != 0
+            && want & USAGE_LIMIT != 0
+            && self.windows.words(out, self.pos)
+        {
+            self.found |= USAGE_LIMIT;
+        }
+        if sym == b'\n' {
+            self.windows.line_break();
+        }
+    }
+
     /// The rest of [`Scan::step`] on `sym`, once the tables it steps have
     /// stepped on it (by [`run_ascii`]), where no tail ran before `sym`:
     /// the outputs, the window words, the heads and the labels.
@@ -209,16 +218,7 @@ impl Scan {
                 out |= table.output(state);
             }
         }
-        self.found |= out & want & !WINDOW_WORD_BITS;
-        if out & WINDOW_WORD_BITS != 0
-            && want & USAGE_LIMIT != 0
-            && self.windows.words(out, self.pos)
-        {
-            self.found |= USAGE_LIMIT;
-        }
-        if sym == b'\n' {
-            self.windows.line_break();
-        }
+        self.take(out, sym);
         if want & OVERFLOW != 0 {
             let mut heads = 0;
             for (&state, table) in self.words.iter().zip(dfa::WORDS) {
