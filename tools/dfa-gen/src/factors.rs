@@ -43,19 +43,54 @@ fn max(a: Option<usize>, b: Option<usize>) -> Option<usize> {
     a.zip(b).map(|(a, b)| a.max(b))
 }
 
+/// The factors a first choice searches for, which a second choice may take
+/// for free.
+///
+/// Where an alternative could take one of several literals, one that
+/// holds a factor already searched for (for another alternative) adds no
+/// hit of its own, and one factor fewer: `usage.?limit` takes `limit` when
+/// `rate.?limit` has it, so `usage` is not searched for. A literal that
+/// merely *occurs* in other patterns would not do: taking it would merge
+/// their longer, rarer factors into it ([`reduce`]) and make more hits.
+#[derive(Default)]
+pub struct Searched {
+    texts: Vec<Vec<u8>>,
+}
+
+impl Searched {
+    /// The factors of a first choice.
+    fn of(factors: &[Factor]) -> Searched {
+        Searched {
+            texts: factors.iter().map(|f| f.text.clone()).collect(),
+        }
+    }
+
+    /// Whether each of `texts` holds a factor searched for other than
+    /// those of `own` (the first choice's for the same alternative).
+    fn free<'a>(&self, mut texts: impl Iterator<Item = &'a [u8]>, own: &[&[u8]]) -> bool {
+        texts.all(|t| {
+            self.texts.iter().any(|f| {
+                !own.contains(&f.as_slice()) && t.windows(f.len()).any(|w| w == f.as_slice())
+            })
+        })
+    }
+}
+
 /// Factors covering every match of `hir`, or `None` when some match needs
-/// no literal at all.
-fn cover(hir: &Hir) -> Option<Vec<Factor>> {
+/// no literal at all. Of the parts of a concatenation, the one whose
+/// shortest factor is longest; where every part is bounded, one that is
+/// free ([`Searched`]) before it.
+fn cover(hir: &Hir, searched: &Searched) -> Option<Vec<Factor>> {
     match hir.kind() {
         HirKind::Literal(lit) => Some(vec![Factor {
             text: lit.0.to_vec(),
             before: Some(0),
             after: Some(0),
         }]),
-        HirKind::Capture(c) => cover(&c.sub),
+        HirKind::Capture(c) => cover(&c.sub, searched),
         HirKind::Repetition(r) if r.min >= 1 => {
             let once = r.max == Some(1);
-            cover(&r.sub).map(|fs| {
+            cover(&r.sub, searched).map(|fs| {
                 fs.into_iter()
                     .map(|f| Factor {
                         before: f.before.filter(|_| once),
@@ -68,21 +103,32 @@ fn cover(hir: &Hir) -> Option<Vec<Factor>> {
         HirKind::Alternation(alts) => {
             let mut all = Vec::new();
             for a in alts {
-                all.extend(cover(a)?);
+                all.extend(cover(a, searched)?);
             }
             Some(all)
         }
         HirKind::Concat(parts) => {
             // The part whose shortest factor is longest (the rarest, as a
-            // rule), the first of equals.
-            let (at, best) = parts
+            // rule), the first of equals; where every part is bounded, a
+            // free one before it.
+            let options: Vec<(usize, Vec<Factor>)> = parts
                 .iter()
                 .enumerate()
-                .filter_map(|(i, p)| cover(p).map(|c| (i, c)))
-                .max_by_key(|(i, c)| {
-                    let shortest = c.iter().map(|f| f.text.len()).min().unwrap_or(0);
-                    (shortest, std::cmp::Reverse(*i))
-                })?;
+                .filter_map(|(i, p)| cover(p, searched).map(|c| (i, c)))
+                .collect();
+            let rank = |(i, c): &(usize, Vec<Factor>)| {
+                let shortest = c.iter().map(|f| f.text.len()).min().unwrap_or(0);
+                (shortest, std::cmp::Reverse(*i))
+            };
+            let first = options.iter().max_by_key(|o| rank(o))?;
+            let own: Vec<&[u8]> = first.1.iter().map(|f| f.text.as_slice()).collect();
+            let bounded = bounded(parts);
+            let free =
+                |c: &[Factor]| bounded && searched.free(c.iter().map(|f| f.text.as_slice()), &own);
+            let (at, best) = options
+                .iter()
+                .max_by_key(|o| (free(&o.1), rank(o)))
+                .cloned()?;
             let len = |ps: &[Hir]| {
                 ps.iter()
                     .map(|p| p.properties().maximum_len())
@@ -102,6 +148,11 @@ fn cover(hir: &Hir) -> Option<Vec<Factor>> {
         }
         _ => None,
     }
+}
+
+/// Whether every part of a concatenation has a bounded length.
+fn bounded(parts: &[Hir]) -> bool {
+    parts.iter().all(|p| p.properties().maximum_len().is_some())
 }
 
 /// The line terminators of `.` (spec 3.1).
@@ -133,6 +184,11 @@ fn crosses_lines(hir: &Hir) -> bool {
 /// The classifier steps a hit's line at most, so a pattern whose matches
 /// may hold a line terminator is refused.
 pub fn of_pattern(js: &str) -> Result<Vec<Factor>, String> {
+    of_pattern_in(js, &Searched::default())
+}
+
+/// [`of_pattern`], with the factors a first choice searches for.
+fn of_pattern_in(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
     let regex = translate(js, Letters::Lower)?;
     let hir = regex_syntax::ParserBuilder::new()
         .build()
@@ -141,7 +197,8 @@ pub fn of_pattern(js: &str) -> Result<Vec<Factor>, String> {
     if crosses_lines(&hir) {
         return Err(format!("`{js}` may match a line terminator"));
     }
-    let factors = cover(&hir).ok_or_else(|| format!("an alternative of `{js}` has no literal"))?;
+    let factors =
+        cover(&hir, searched).ok_or_else(|| format!("an alternative of `{js}` has no literal"))?;
     if let Some(f) = factors
         .iter()
         .find(|f| !f.text.is_ascii() || f.text.is_empty())
@@ -158,25 +215,34 @@ pub fn of_pattern(js: &str) -> Result<Vec<Factor>, String> {
 /// makes), so none contains another. Once a label is found, the classifier
 /// searches only for the factors of the labels still looked for.
 pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
-    let mut all = Vec::new();
+    let mut set = Vec::new();
     if want & BIT_RETRYABLE != 0 {
-        all.extend(of_pattern(patterns::RETRYABLE)?);
+        set.push(patterns::RETRYABLE);
     }
     if want & BIT_USAGE_LIMIT != 0 {
-        all.extend(of_pattern(patterns::USAGE_LIMIT)?);
+        set.push(patterns::USAGE_LIMIT);
     }
     if want & BIT_HINT != 0 {
-        all.extend(of_pattern(HINT_NAMES)?);
+        set.push(HINT_NAMES);
     }
     if want & BIT_OVERFLOW != 0 {
         for literal in patterns::OVERFLOW {
             let body = literal_body(literal)?;
             if !body.starts_with('^') {
-                all.extend(of_pattern(body)?);
+                set.push(body);
             }
         }
     }
-    Ok(reduce(all))
+    // A first choice, then a second that takes what the first searches
+    // for where it can ([`Searched`]).
+    let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
+        let mut all = Vec::new();
+        for &js in &set {
+            all.extend(of_pattern_in(js, searched)?);
+        }
+        Ok(reduce(all))
+    };
+    choose(&Searched::of(&choose(&Searched::default())?))
 }
 
 /// Every label of [`classic`].
@@ -223,6 +289,7 @@ pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
 
 /// A candidate factor of the extended patterns, with whether the part of
 /// a match before it may hold a line terminator.
+#[derive(Clone)]
 struct Candidate {
     factor: Factor,
     crosses_before: bool,
@@ -275,7 +342,7 @@ fn exact(hir: &Hir) -> Option<Vec<Vec<u8>>> {
 /// The extended patterns' choice (see [`of_pattern_extended`]): factors
 /// covering every match of `hir`, each with whether the text of a match
 /// before it may cross a line.
-fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
+fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
     match hir.kind() {
         HirKind::Literal(lit) => Some(vec![Candidate {
             factor: Factor {
@@ -285,12 +352,12 @@ fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
             },
             crosses_before: false,
         }]),
-        HirKind::Capture(c) => cover_extended(&c.sub),
+        HirKind::Capture(c) => cover_extended(&c.sub, searched),
         HirKind::Repetition(r) if r.min >= 1 => {
             let once = r.max == Some(1);
             // A second copy may follow a first that crosses a line.
             let crosses = !once && crosses_lines(&r.sub);
-            cover_extended(&r.sub).map(|cs| {
+            cover_extended(&r.sub, searched).map(|cs| {
                 cs.into_iter()
                     .map(|c| Candidate {
                         factor: Factor {
@@ -306,7 +373,7 @@ fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
         HirKind::Alternation(alts) => {
             let mut all = Vec::new();
             for a in alts {
-                all.extend(cover_extended(a)?);
+                all.extend(cover_extended(a, searched)?);
             }
             Some(all)
         }
@@ -321,7 +388,7 @@ fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
             // (`4(00|13)`: `400`, `413`).
             let mut options: Vec<(usize, usize, Vec<Candidate>)> = Vec::new();
             for (i, p) in parts.iter().enumerate() {
-                if let Some(c) = cover_extended(p) {
+                if let Some(c) = cover_extended(p, searched) {
                     options.push((i, i + 1, c));
                 }
             }
@@ -370,8 +437,10 @@ fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
             }
             // Only a factor whose match starts on the factor's line; of
             // those, the option whose shortest factor is longest, the
-            // first of equals (the earliest start, then the shortest run).
-            let (at, end, best) = options
+            // first of equals (the earliest start, then the shortest run);
+            // where every part is bounded, a free one ([`Searched`])
+            // before it.
+            let options: Vec<(usize, usize, Vec<Candidate>)> = options
                 .into_iter()
                 .map(|(i, j, cs)| {
                     let crosses = crosses_before(&parts[..i]);
@@ -385,10 +454,21 @@ fn cover_extended(hir: &Hir) -> Option<Vec<Candidate>> {
                     (i, j, cs)
                 })
                 .filter(|(_, _, cs)| cs.iter().all(|c| !c.crosses_before))
-                .max_by_key(|(i, j, cs)| {
-                    let shortest = cs.iter().map(|c| c.factor.text.len()).min().unwrap_or(0);
-                    (shortest, std::cmp::Reverse(*i), std::cmp::Reverse(*j))
-                })?;
+                .collect();
+            let rank = |(i, j, cs): &(usize, usize, Vec<Candidate>)| {
+                let shortest = cs.iter().map(|c| c.factor.text.len()).min().unwrap_or(0);
+                (shortest, std::cmp::Reverse(*i), std::cmp::Reverse(*j))
+            };
+            let first = options.iter().max_by_key(|o| rank(o))?;
+            let own: Vec<&[u8]> = first.2.iter().map(|c| c.factor.text.as_slice()).collect();
+            let bounded = bounded(parts);
+            let free = |cs: &[Candidate]| {
+                bounded && searched.free(cs.iter().map(|c| c.factor.text.as_slice()), &own)
+            };
+            let (at, end, best) = options
+                .iter()
+                .max_by_key(|o| (free(&o.2), rank(o)))
+                .map(|(i, j, cs)| (*i, *j, cs.clone()))?;
             let before = len(&parts[..at]);
             let after = len(&parts[end..]);
             Some(
@@ -421,13 +501,13 @@ fn crosses_before(parts: &[Hir]) -> bool {
 /// the classifier steps on past a hit until no match is under way. A
 /// factor whose `before` is unbounded has its hit's line stepped from its
 /// start.
-pub fn of_pattern_extended(js: &str) -> Result<Vec<Factor>, String> {
+pub fn of_pattern_extended(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
     let regex = translate(js, Letters::Lower)?;
     let hir = regex_syntax::ParserBuilder::new()
         .build()
         .parse(&regex)
         .map_err(|e| format!("{js}: {e}"))?;
-    let candidates = cover_extended(&hir).ok_or_else(|| {
+    let candidates = cover_extended(&hir, searched).ok_or_else(|| {
         format!("an alternative of `{js}` has no literal that starts its match's line")
     })?;
     let factors: Vec<Factor> = candidates.into_iter().map(|c| c.factor).collect();
@@ -451,7 +531,7 @@ pub fn of_pattern_extended(js: &str) -> Result<Vec<Factor>, String> {
 /// factors (`stream closed with error code nghttp2_internal_error` and
 /// `nghttp2_(?:internal_error|refused_stream)`), and would only widen the
 /// bound of a factor inside it.
-fn of_pattern_extended_lean(js: &str) -> Result<Vec<Factor>, String> {
+fn of_pattern_extended_lean(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
     let mut whole = Vec::new();
     for alternative in crate::alternatives(js) {
         let regex = translate(alternative, Letters::Lower)?;
@@ -465,7 +545,7 @@ fn of_pattern_extended_lean(js: &str) -> Result<Vec<Factor>, String> {
             }
         }
     }
-    let mut factors = of_pattern_extended(js)?;
+    let mut factors = of_pattern_extended(js, searched)?;
     factors.retain(|f| {
         !whole
             .iter()
@@ -479,25 +559,39 @@ fn of_pattern_extended_lean(js: &str) -> Result<Vec<Factor>, String> {
 /// alternatives included), the unanchored overflow patterns of 3.3 and
 /// those 10.5 adds, and the names of the hints of 10.4.
 pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
-    let mut all = Vec::new();
+    // (pattern, whether its alternatives made of literals alone stand in
+    // for the factors that hold them: see `of_pattern_extended_lean`).
+    let mut set = Vec::new();
     if want & BIT_RETRYABLE != 0 {
-        all.extend(of_pattern_extended_lean(patterns::RETRYABLE_EXTENDED)?);
+        set.push((patterns::RETRYABLE_EXTENDED, true));
     }
     if want & BIT_USAGE_LIMIT != 0 {
-        all.extend(of_pattern_extended_lean(patterns::USAGE_LIMIT_EXTENDED)?);
+        set.push((patterns::USAGE_LIMIT_EXTENDED, true));
     }
     if want & BIT_HINT != 0 {
-        all.extend(of_pattern_extended_lean(HINT_NAMES_EXTENDED)?);
+        set.push((HINT_NAMES_EXTENDED, true));
     }
     if want & BIT_OVERFLOW != 0 {
         for literal in patterns::OVERFLOW.iter().chain(patterns::OVERFLOW_EXTENDED) {
             let body = literal_body(literal)?;
             if !body.starts_with('^') {
-                all.extend(of_pattern_extended(body)?);
+                set.push((body, false));
             }
         }
     }
-    Ok(reduce(all))
+    // Two choices, as in [`classic`].
+    let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
+        let mut all = Vec::new();
+        for &(js, lean) in &set {
+            all.extend(if lean {
+                of_pattern_extended_lean(js, searched)?
+            } else {
+                of_pattern_extended(js, searched)?
+            });
+        }
+        Ok(reduce(all))
+    };
+    choose(&Searched::of(&choose(&Searched::default())?))
 }
 
 #[cfg(test)]
@@ -548,11 +642,14 @@ mod tests {
         assert_eq!(find("413").map(|f| f.before), Some(Some(0)));
         assert_eq!(find("connect.").map(|f| f.before), Some(Some(16)));
         assert!(find("(no body)").is_none());
-        // The window alternatives: `account` first, `limit` near the start.
+        // The window alternatives: `account` first, `limit` near the start;
+        // `usage.?limit` takes the `limit` they search for, `usage` and at
+        // most one scalar value before it, and `usage` is no factor.
         assert_eq!(find("account").map(|f| f.before), Some(Some(0)));
         let usage = extended(BIT_USAGE_LIMIT).unwrap();
         let limit = usage.iter().find(|f| f.text == b"limit");
-        assert_eq!(limit.map(|f| f.before), Some(Some(8)));
+        assert_eq!(limit.map(|f| f.before), Some(Some(9)));
+        assert!(usage.iter().all(|f| f.text != b"usage"));
         // `internal` is not widened by the longer `nghttp2` alternative.
         assert_eq!(find("internal").map(|f| f.before), Some(Some(8)));
         // None contains another.
@@ -597,6 +694,8 @@ mod tests {
             assert!(t.iter().any(|x| x == f), "{f} in {t:?}");
         }
         assert!(fs.len() <= 64, "{t:?}");
+        // `usage.?limit` takes the `limit` that `rate.?limit` searches for.
+        assert!(!t.iter().any(|x| x == "usage"), "{t:?}");
         // Without the retryable pattern, `limit` alone is no factor.
         let t = texts(&classic(ALL & !BIT_RETRYABLE).unwrap());
         assert!(!t.iter().any(|x| x == "limit" || x == "429"), "{t:?}");
