@@ -176,6 +176,7 @@ impl Search {
             if ids.is_empty() {
                 continue;
             }
+            let ids = bucketed(ids, |i| factors.get(i).map_or("", |f| f.0));
             let searcher = Config::new()
                 .match_kind(MatchKind::LeftmostFirst)
                 .builder()
@@ -188,6 +189,36 @@ impl Search {
         }
         Some(Search { groups })
     }
+}
+
+/// `ids` in the order that puts factors alike in one Teddy bucket.
+///
+/// Teddy lets a position through when its bytes' halves are in the masks
+/// of one bucket: the fewer distinct halves a bucket's factors start with,
+/// the fewer positions it lets through for nothing. `aho-corasick` puts
+/// the `i`-th pattern in bucket `B - 1 - i % B` (`B`: 8, or 16 for more
+/// than 32 patterns with AVX2), so this order gives each bucket a run of
+/// the factors sorted by their text: they share their first letters. On
+/// `benches/data/lorem.html` repeated to 1 MB the classic letters'
+/// searcher went from 0.24 to 0.15 ms, the extended one's from 0.78 to
+/// 0.49 ms (best of 40). The order only ever changes the speed: the hits
+/// are the same in any order.
+fn bucketed<'a>(mut ids: Vec<usize>, text: impl Fn(usize) -> &'a str) -> Vec<usize> {
+    ids.sort_by_key(|&i| text(i));
+    let n = ids.len();
+    let buckets = if n > 32 { 16 } else { 8 };
+    // Bucket `b` (in the order `aho-corasick` counts down) takes the
+    // patterns `b`, `b + buckets`, ...: as many as that, from the run.
+    let mut runs: Vec<&[usize]> = Vec::with_capacity(buckets);
+    let mut rest = ids.as_slice();
+    for b in 0..buckets {
+        let (run, after) = rest.split_at((b..n).step_by(buckets).count().min(rest.len()));
+        runs.push(run);
+        rest = after;
+    }
+    (0..n)
+        .filter_map(|i| runs.get(i % buckets)?.get(i / buckets).copied())
+        .collect()
 }
 
 /// A hit: where a factor occurs (start, end) and which (its index).
@@ -640,6 +671,38 @@ mod tests {
         HINT,
         RETRYABLE | USAGE_LIMIT,
     ];
+
+    #[test]
+    fn buckets_hold_runs_of_sorted_factors() {
+        for n in [1, 7, 8, 20, 32, 33, 51, 64] {
+            let texts: Vec<String> = (0..n)
+                .map(|i| std::format!("f{:02}", (i * 37) % n))
+                .collect();
+            let order = bucketed((0..n).collect(), |i| texts[i].as_str());
+            let mut seen = order.clone();
+            seen.sort();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "a permutation, n {n}");
+            let buckets = if n > 32 { 16 } else { 8 };
+            let mut sorted = texts.clone();
+            sorted.sort();
+            for b in 0..buckets {
+                let members: Vec<&str> = order
+                    .iter()
+                    .skip(b)
+                    .step_by(buckets)
+                    .map(|&i| texts[i].as_str())
+                    .collect();
+                if let Some(first) = members.first() {
+                    let at = sorted.iter().position(|t| t == first).unwrap();
+                    let run: Vec<&str> = sorted[at..at + members.len()]
+                        .iter()
+                        .map(String::as_str)
+                        .collect();
+                    assert_eq!(members, run, "bucket {b}, n {n}");
+                }
+            }
+        }
+    }
 
     fn check(text: &str) {
         for want in WANTS {
