@@ -151,6 +151,12 @@ fn search<S: Stepper>(want: u8) -> Option<&'static Search> {
 /// at 1.8 GB/s.
 pub(super) struct Search {
     groups: Vec<Group>,
+    /// A group whose factors all start with a byte of `lo..=hi`, a range
+    /// without letters or white space (the digits of `429`, `500`, ...):
+    /// (the group, `lo`, `hi`). The pass that lower-cases a chunk tells
+    /// whether it holds such a byte, and the group searches only the
+    /// chunks that do (a text without digits is searched once, not twice).
+    rare: Option<(usize, u8, u8)>,
 }
 
 /// One searcher of a [`Search`].
@@ -164,6 +170,7 @@ impl Search {
     /// The search for `factors`; `None` where the target has no Teddy.
     fn new(factors: &[(&str, Option<u8>)]) -> Option<Search> {
         let mut groups = Vec::new();
+        let mut rare = None;
         for letters in [true, false] {
             let ids: Vec<usize> = factors
                 .iter()
@@ -182,12 +189,19 @@ impl Search {
                 .builder()
                 .extend(ids.iter().filter_map(|&i| factors.get(i)).map(|(f, _)| f))
                 .build()?;
+            let firsts = ids
+                .iter()
+                .filter_map(|&i| factors.get(i)?.0.as_bytes().first().copied());
+            let (lo, hi) = (firsts.clone().min()?, firsts.max()?);
+            if !letters && (lo..=hi).all(|b| !b.is_ascii_alphabetic() && !b.is_ascii_whitespace()) {
+                rare = Some((groups.len(), lo, hi));
+            }
             groups.push(Group {
                 searcher,
                 factors: ids,
             });
         }
-        Some(Search { groups })
+        Some(Search { groups, rare })
     }
 }
 
@@ -234,14 +248,18 @@ struct Hits<'a> {
 }
 
 impl<'a> Hits<'a> {
-    fn new(search: &'a Search, text: &'a [u8]) -> Self {
+    /// The hits in `text`; without `rare`, none of the [`Search::rare`]
+    /// group (the text holds no byte its factors start with).
+    fn new(search: &'a Search, text: &'a [u8], rare: bool) -> Self {
         let mut hits = Hits {
             search,
             text,
             next: [None; 2],
         };
         for k in 0..hits.next.len() {
-            hits.refill(k, 0);
+            if rare || search.rare.is_none_or(|(g, _, _)| g != k) {
+                hits.refill(k, 0);
+            }
         }
         hits
     }
@@ -370,11 +388,14 @@ fn scan_from<S: Stepper>(
         let chunk = bytes.get(at..bytes.len().min(end + S::MAX_LEN - 1));
         let chunk = chunk.unwrap_or_default();
         let lower = lower.get_mut(..chunk.len()).unwrap_or_default();
+        let (lo, span) = search.rare.map_or((0, 255), |(_, lo, hi)| (lo, hi - lo));
+        let mut rare = 0u8;
         for (l, &b) in lower.iter_mut().zip(chunk) {
             *l = b.to_ascii_lowercase();
+            rare |= u8::from(b.wrapping_sub(lo) <= span);
         }
         let mut hits = 0;
-        let mut found = Hits::new(search, lower);
+        let mut found = Hits::new(search, lower, rare != 0);
         while let Some((start, stop, factor)) = found.next() {
             let h = at + start;
             if h >= end {
