@@ -130,6 +130,9 @@ pub(super) struct Scan {
     pub(super) pos: usize,
     /// `EXTENDED` and `dfa::WORDS`, unpacked.
     tables: &'static Unpacked,
+    /// The labels whose tables step (see [`super::factors::Stepper::set_active`]):
+    /// all of them but in the factor search's segments.
+    active: u8,
 }
 
 #[cfg(feature = "prefilter")]
@@ -145,6 +148,7 @@ impl Scan {
             windows: Windows::default(),
             pos: 0,
             tables: super::dense::unpacked(),
+            active: u8::MAX,
         }
     }
 
@@ -152,7 +156,7 @@ impl Scan {
     /// looked for is found.
     #[inline(always)]
     pub(super) fn step(&mut self, sym: u8) -> bool {
-        let want = self.want;
+        let want = self.want & self.active;
         let mut out = 0;
         for (k, (state, table)) in self.states.iter_mut().zip(EXTENDED).enumerate() {
             if table.labels & want != 0 {
@@ -211,7 +215,7 @@ impl Scan {
     /// the outputs, the window words, the heads and the labels.
     #[inline(never)]
     fn settle(&mut self, sym: u8) -> bool {
-        let want = self.want;
+        let want = self.want & self.active;
         let mut out = 0;
         for (&state, table) in self.states.iter().zip(EXTENDED) {
             if table.labels & want != 0 && state >= table.special {
@@ -259,7 +263,7 @@ impl Scan {
         }
         let mut out = 0;
         for (state, table) in self.states.iter().zip(EXTENDED) {
-            if table.labels & self.want != 0 {
+            if table.labels & self.want & self.active != 0 {
                 out |= table.eoi(*state);
             }
         }
@@ -377,7 +381,7 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
 
 #[cfg(feature = "prefilter")]
 impl super::factors::Stepper for Scan {
-    const FACTORS: &'static [&'static [(&'static str, Option<u8>)]; 16] = &dfa::EXT_FACTORS;
+    const FACTORS: &'static [&'static [(&'static str, Option<u8>, u8)]; 16] = &dfa::EXT_FACTORS;
     const MAX_LEN: usize = dfa::EXT_FACTOR_MAX_LEN;
     /// A second word starts at most `gap` characters, of at most four
     /// bytes each, after its first word.
@@ -400,6 +404,16 @@ impl super::factors::Stepper for Scan {
     #[inline(always)]
     fn want(&self) -> u8 {
         self.want
+    }
+
+    #[inline(always)]
+    fn active(&self) -> u8 {
+        self.active
+    }
+
+    #[inline(always)]
+    fn set_active(&mut self, labels: u8) {
+        self.active = labels;
     }
 
     #[inline(always)]
@@ -430,15 +444,15 @@ impl super::factors::Stepper for Scan {
     /// tail running (a window word may wait for its second word).
     #[inline(always)]
     fn quiet(&self, p: &super::prefilter::Prefilter, prev: u8) -> bool {
-        p.extended_quiet(&self.states, self.want, prev)
-            && (self.want & OVERFLOW == 0
-                || self.words == p.words_idle(prev) && self.tails.active == 0)
+        let want = self.want & self.active;
+        p.extended_quiet(&self.states, want, prev)
+            && (want & OVERFLOW == 0 || self.words == p.words_idle(prev) && self.tails.active == 0)
     }
 
     /// A window word that a second word could still follow.
     #[inline(always)]
     fn pending(&self) -> bool {
-        self.want & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
+        self.want & self.active & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
     }
 
     /// Between reports, the tables step in [`run_ascii`], their states in
@@ -447,7 +461,7 @@ impl super::factors::Stepper for Scan {
     #[inline(never)]
     fn ascii_run(&mut self, bytes: &[u8], mut pos: usize) -> (usize, bool) {
         loop {
-            if self.want & OVERFLOW != 0 && self.tails.active != 0 {
+            if self.want & self.active & OVERFLOW != 0 && self.tails.active != 0 {
                 // A tail runs (to the end of its line).
                 let Some(&b) = bytes.get(pos) else {
                     break;
@@ -466,7 +480,13 @@ impl super::factors::Stepper for Scan {
             ext.copy_from_slice(&self.states);
             words.copy_from_slice(&self.words);
             let from = pos;
-            let (to, report) = run_ascii_for(self.want, self.tables, &mut states, bytes, pos);
+            let (to, report) = run_ascii_for(
+                self.want & self.active,
+                self.tables,
+                &mut states,
+                bytes,
+                pos,
+            );
             let (ext, words) = states.split_at(dfa::EXTENDED_LEN);
             self.states.copy_from_slice(ext);
             self.words.copy_from_slice(words);

@@ -35,6 +35,12 @@
 //!   runs its segment to the end of the line; the classic patterns match
 //!   no line terminator (the generator checks it) but the anchored one, so
 //!   the later hits of that line are covered.
+//! - A segment steps only the tables of the labels its hits' factors were
+//!   chosen for (the generator lists them with each factor): another
+//!   label's match holds a factor of its own, whose hit brings that
+//!   label's tables in (from where the segment started, or from that hit's
+//!   bound if nothing is under way). A line stepped whole covers the later
+//!   hits on it of its labels only.
 //! - The scan steps from offset 0 until nothing is under way first: the
 //!   anchored pattern can only match there.
 //!
@@ -75,7 +81,7 @@ const FIRST_CHUNK: usize = 256;
 const CROWDED: usize = CHUNK / 64;
 
 /// The factors of a pattern set, per set of labels looked for.
-type Factors = [&'static [(&'static str, Option<u8>)]; 16];
+type Factors = [&'static [(&'static str, Option<u8>, u8)]; 16];
 
 /// The searches of a pattern set, per set of labels looked for.
 pub(super) type Searches = [OnceLock<Option<Search>>; 16];
@@ -95,6 +101,20 @@ pub(super) trait Stepper {
     fn start(want: u8) -> Self;
     /// The labels still looked for.
     fn want(&self) -> u8;
+    /// The labels whose tables step (`u8::MAX`: every table).
+    #[inline(always)]
+    fn active(&self) -> u8 {
+        u8::MAX
+    }
+    /// Steps from now on only the tables of `labels`, the rest staying in
+    /// their quiet state: a hit's segment needs only the tables of the
+    /// patterns its factor was chosen for (the others' matches hold
+    /// factors of their own). A scan that steps every table anyway keeps
+    /// doing so.
+    #[inline(always)]
+    fn set_active(&mut self, labels: u8) {
+        let _ = labels;
+    }
     /// Steps on one symbol; whether every label looked for is found.
     fn step(&mut self, sym: u8) -> bool;
     /// Puts every table in its quiet state after the byte `before` (the
@@ -168,14 +188,14 @@ struct Group {
 
 impl Search {
     /// The search for `factors`; `None` where the target has no Teddy.
-    fn new(factors: &[(&str, Option<u8>)]) -> Option<Search> {
+    fn new(factors: &[(&str, Option<u8>, u8)]) -> Option<Search> {
         let mut groups = Vec::new();
         let mut rare = None;
         for letters in [true, false] {
             let ids: Vec<usize> = factors
                 .iter()
                 .enumerate()
-                .filter(|(_, (f, _))| {
+                .filter(|(_, (f, _, _))| {
                     f.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) == letters
                 })
                 .map(|(i, _)| i)
@@ -187,7 +207,11 @@ impl Search {
             let searcher = Config::new()
                 .match_kind(MatchKind::LeftmostFirst)
                 .builder()
-                .extend(ids.iter().filter_map(|&i| factors.get(i)).map(|(f, _)| f))
+                .extend(
+                    ids.iter()
+                        .filter_map(|&i| factors.get(i))
+                        .map(|(f, _, _)| f),
+                )
                 .build()?;
             let firsts = ids
                 .iter()
@@ -334,6 +358,7 @@ pub(super) fn scan_with<S: Stepper>(want: u8, text: &str) -> Option<u8> {
         start: 0,
         pos: 0,
         line_done: 0,
+        line_labels: 0,
         line: (0, 0),
     };
     let mut at = None;
@@ -373,15 +398,16 @@ fn scan_from<S: Stepper>(
             // Not reached (a target with Teddy has it for every set): step
             // the rest, from a line's start (no match crosses one).
             let start = seg.line_start(bytes, at);
-            seg.to(p, bytes, start);
+            seg.to(p, bytes, start, u8::MAX);
             seg.run(p, bytes, bytes.len(), false);
             break;
         };
         // Chunks grow from 256 bytes: a match near the start is found
         // without lower-casing 4 KB first.
         let end = bytes.len().min(at + CHUNK.min(at + FIRST_CHUNK));
-        if end <= seg.line_done {
-            // Stepped whole already, to the end of its line.
+        if end <= seg.line_done && want & !seg.line_labels == 0 {
+            // Stepped whole already, to the end of its line, with the
+            // tables of every label looked for.
             at = end;
             continue;
         }
@@ -401,8 +427,10 @@ fn scan_from<S: Stepper>(
             if h >= end {
                 break;
             }
-            if h < seg.line_done {
-                // Inside a line stepped whole: search on after it.
+            let labels = factors.get(factor).map_or(u8::MAX, |f| f.2);
+            if h < seg.line_done && labels & want & !seg.line_labels == 0 {
+                // Inside a line stepped whole (with this factor's tables):
+                // search on after it.
                 if seg.line_done >= end {
                     break;
                 }
@@ -411,23 +439,24 @@ fn scan_from<S: Stepper>(
             }
             hits += 1;
             if hits > CROWDED {
-                // Step the rest of the chunk whole, from the start of this
-                // hit's line to the end of the line the chunk ends in.
+                // Step the rest of the chunk whole, every table, from the
+                // start of this hit's line to the end of the line the
+                // chunk ends in.
                 let start = seg.line_start(bytes, h);
-                seg.to(p, bytes, start);
+                seg.to(p, bytes, start, u8::MAX);
                 if seg.run(p, bytes, end, true) {
                     return Some(seg.finish());
                 }
                 break;
             }
             let (need, line) = match factors.get(factor) {
-                Some(&(_, Some(before))) => (
+                Some(&(_, Some(before), _)) => (
                     char_start(bytes, h.saturating_sub(usize::from(before))),
                     false,
                 ),
                 _ => (seg.line_start(bytes, h), true),
             };
-            seg.to(p, bytes, need);
+            seg.to(p, bytes, need, labels);
             if seg.run(p, bytes, at + stop, line) {
                 return Some(seg.finish());
             }
@@ -451,6 +480,8 @@ struct Segment<S> {
     pos: usize,
     /// The end of the last line stepped whole from its start.
     line_done: usize,
+    /// The labels whose tables stepped that line.
+    line_labels: u8,
     /// The last [`Segment::line_start`] asked: (where, the answer).
     line: (usize, usize),
 }
@@ -462,32 +493,50 @@ impl<S: Stepper> Segment<S> {
         core::mem::replace(&mut self.scan, S::start(0)).finish()
     }
 
-    /// Makes the segment start at `need` or earlier: it continues if it
-    /// started there or before and has not passed it, and starts again at
-    /// `need` otherwise.
+    /// Makes the segment start at `need` or earlier, stepping the tables
+    /// of `labels` at least: it continues if it started there or before,
+    /// has not passed it and steps those tables already; it starts again
+    /// where it started, with those tables too, if it steps fewer; and it
+    /// starts again at `need`, with those tables alone, otherwise.
     // Inlined where speed counts; a call of its own in debug builds, whose
     // frame would otherwise hold each inlined copy's locals.
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn to(&mut self, p: &Prefilter, bytes: &[u8], need: usize) {
-        if (self.start..=self.pos).contains(&need) {
+    fn to(&mut self, p: &Prefilter, bytes: &[u8], need: usize, labels: u8) {
+        // Those still looked for: the others' tables step no more.
+        let labels = labels & self.scan.want();
+        let on = (self.start..=self.pos).contains(&need)
+            || need > self.pos
+                && need - self.pos <= S::REACH
+                && self.scan.pending()
+                && !bytes
+                    .get(self.pos..need)
+                    .is_some_and(|gap| gap.contains(&b'\n'));
+        let active = self.scan.active();
+        if on && labels & !active == 0 {
+            // Stepped on from where the segment ended (through the gap,
+            // where a window word waits for its second word).
             return;
         }
-        if need > self.pos
-            && need - self.pos <= S::REACH
-            && self.scan.pending()
-            && !bytes
-                .get(self.pos..need)
-                .is_some_and(|gap| gap.contains(&b'\n'))
-        {
-            // Stepped on from where the segment ended, through the gap.
-            return;
-        }
-        // The quiet states after the character before `need` (its last
+        let (from, labels) = if on && self.scan.pending() {
+            // Tables that did not step since the start join there: the
+            // segment reads its text again (what it found stays found),
+            // and finds the window word that waits again.
+            (self.start, active | labels)
+        } else if on {
+            // Nothing is under way where the segment ended: every table
+            // may start again at `need`, and those that stepped read a
+            // part of their text again.
+            (need, active | labels)
+        } else {
+            (need, labels)
+        };
+        // The quiet states after the character before `from` (its last
         // byte: only whether it is a word character matters).
-        let before = need.checked_sub(1).and_then(|i| bytes.get(i)).copied();
+        let before = from.checked_sub(1).and_then(|i| bytes.get(i)).copied();
         self.scan.restart(p, before);
-        self.start = need;
-        self.pos = need;
+        self.scan.set_active(labels);
+        self.start = from;
+        self.pos = from;
     }
 
     /// Steps until `pos` reaches `until` and nothing is under way (with
@@ -565,10 +614,12 @@ impl<S: Stepper> Segment<S> {
             if line && pos > until && matches!(sym, b'\n' | b'\r' | LS | PS) {
                 line = false;
                 self.line_done = pos;
+                self.line_labels = scan.active();
             }
         }
         if line && !all {
             self.line_done = pos;
+            self.line_labels = scan.active();
         }
         self.scan = scan;
         self.pos = pos;
@@ -1041,6 +1092,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A line stepped whole for one label's tables (`too large`, an
+    /// overflow pattern's factor) leaves another label's hits on it (`quota
+    /// exceeded`) to segments of their own, after the first label is found
+    /// too.
+    #[test]
+    fn extended_a_line_stepped_for_one_label_keeps_the_others_hits() {
+        check_extended(
+            "\u{130}UPSTREAM CONNECT\u{130}UnABLe to coNnect. Is The compUtEr aBLe To aCcEss the url?\u{85}No capaCity413 REQuesT EntITy Too LArge\u{b}QUOTA EXCEEDED\u{202a}\u{130}",
+        );
+        check_extended(&std::format!(
+            "{}\n413 request entity too large; quota exceeded; server error",
+            "x".repeat(200)
+        ));
     }
 
     #[test]

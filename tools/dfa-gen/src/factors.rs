@@ -33,6 +33,9 @@ pub struct Factor {
     /// on the line). The classifier needs no bound there: it steps on
     /// until no match is under way.
     pub after: Option<usize>,
+    /// The labels (`BIT_*`) whose patterns have an alternative this factor
+    /// was chosen for: a hit's segment steps their tables only.
+    pub labels: u8,
 }
 
 fn add(a: Option<usize>, b: Option<usize>) -> Option<usize> {
@@ -86,6 +89,7 @@ fn cover(hir: &Hir, searched: &Searched) -> Option<Vec<Factor>> {
             text: lit.0.to_vec(),
             before: Some(0),
             after: Some(0),
+            labels: 0,
         }]),
         HirKind::Capture(c) => cover(&c.sub, searched),
         HirKind::Repetition(r) if r.min >= 1 => {
@@ -217,19 +221,19 @@ fn of_pattern_in(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
 pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
     let mut set = Vec::new();
     if want & BIT_RETRYABLE != 0 {
-        set.push(patterns::RETRYABLE);
+        set.push((patterns::RETRYABLE, BIT_RETRYABLE));
     }
     if want & BIT_USAGE_LIMIT != 0 {
-        set.push(patterns::USAGE_LIMIT);
+        set.push((patterns::USAGE_LIMIT, BIT_USAGE_LIMIT));
     }
     if want & BIT_HINT != 0 {
-        set.push(HINT_NAMES);
+        set.push((HINT_NAMES, BIT_HINT));
     }
     if want & BIT_OVERFLOW != 0 {
         for literal in patterns::OVERFLOW {
             let body = literal_body(literal)?;
             if !body.starts_with('^') {
-                set.push(body);
+                set.push((body, BIT_OVERFLOW));
             }
         }
     }
@@ -237,12 +241,17 @@ pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
     // for where it can ([`Searched`]).
     let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
         let mut all = Vec::new();
-        for &js in &set {
-            all.extend(of_pattern_in(js, searched)?);
+        for &(js, labels) in &set {
+            all.extend(labelled(of_pattern_in(js, searched)?, labels));
         }
         Ok(reduce(all))
     };
     choose(&Searched::of(&choose(&Searched::default())?))
+}
+
+/// `factors`, chosen for the patterns of `labels`.
+fn labelled(factors: Vec<Factor>, labels: u8) -> impl Iterator<Item = Factor> {
+    factors.into_iter().map(move |f| Factor { labels, ..f })
 }
 
 /// Every label of [`classic`].
@@ -280,6 +289,7 @@ pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
             Some((i, b, a)) => {
                 kept[i].before = b;
                 kept[i].after = a;
+                kept[i].labels |= f.labels;
             }
             None => kept.push(f),
         }
@@ -349,6 +359,7 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
                 text: lit.0.to_vec(),
                 before: Some(0),
                 after: Some(0),
+                labels: 0,
             },
             crosses_before: false,
         }]),
@@ -427,6 +438,7 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
                                     text,
                                     before: Some(0),
                                     after: Some(0),
+                                    labels: 0,
                                 },
                                 crosses_before: false,
                             })
@@ -560,34 +572,36 @@ fn of_pattern_extended_lean(js: &str, searched: &Searched) -> Result<Vec<Factor>
 /// those 10.5 adds, and the names of the hints of 10.4.
 pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
     // (pattern, whether its alternatives made of literals alone stand in
-    // for the factors that hold them: see `of_pattern_extended_lean`).
+    // for the factors that hold them: see `of_pattern_extended_lean`, its
+    // label).
     let mut set = Vec::new();
     if want & BIT_RETRYABLE != 0 {
-        set.push((patterns::RETRYABLE_EXTENDED, true));
+        set.push((patterns::RETRYABLE_EXTENDED, true, BIT_RETRYABLE));
     }
     if want & BIT_USAGE_LIMIT != 0 {
-        set.push((patterns::USAGE_LIMIT_EXTENDED, true));
+        set.push((patterns::USAGE_LIMIT_EXTENDED, true, BIT_USAGE_LIMIT));
     }
     if want & BIT_HINT != 0 {
-        set.push((HINT_NAMES_EXTENDED, true));
+        set.push((HINT_NAMES_EXTENDED, true, BIT_HINT));
     }
     if want & BIT_OVERFLOW != 0 {
         for literal in patterns::OVERFLOW.iter().chain(patterns::OVERFLOW_EXTENDED) {
             let body = literal_body(literal)?;
             if !body.starts_with('^') {
-                set.push((body, false));
+                set.push((body, false, BIT_OVERFLOW));
             }
         }
     }
     // Two choices, as in [`classic`].
     let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
         let mut all = Vec::new();
-        for &(js, lean) in &set {
-            all.extend(if lean {
+        for &(js, lean, labels) in &set {
+            let factors = if lean {
                 of_pattern_extended_lean(js, searched)?
             } else {
                 of_pattern_extended(js, searched)?
-            });
+            };
+            all.extend(labelled(factors, labels));
         }
         Ok(reduce(all))
     };
@@ -668,11 +682,13 @@ mod tests {
                 text: b"limit_reached".to_vec(),
                 before: Some(0),
                 after: Some(0),
+                labels: 0,
             },
             Factor {
                 text: b"limit".to_vec(),
                 before: Some(8),
                 after: Some(0),
+                labels: 0,
             },
         ]);
         assert_eq!(texts(&fs), ["limit"]);

@@ -866,7 +866,8 @@ fn render_factors(s: &mut String) -> Result<(), String> {
          /// every match of their patterns (spec 3.2 to 3.4, but the anchored overflow\n\
          /// pattern) and every retry hint's name contains one, and none contains another.\n\
          /// With each, how many bytes before it a match may start, or `None`: anywhere\n\
-         /// earlier on its line.\n\
+         /// earlier on its line, and the labels whose patterns it was chosen for (a\n\
+         /// hit's segment steps their tables only).\n\
          #[cfg(feature = \"prefilter\")]\n",
         factors::classic,
     )?;
@@ -890,7 +891,7 @@ fn render_factor_table(
     let mut longest = 0;
     let _ = writeln!(
         s,
-        "\n{doc}pub(super) static {name}: [&[(&str, Option<u8>)]; 16] = ["
+        "\n{doc}pub(super) static {name}: [&[(&str, Option<u8>, u8)]; 16] = ["
     );
     for want in 0..16u8 {
         let fs = if want & factors::ALL == want && want != 0 {
@@ -909,7 +910,7 @@ fn render_factor_table(
                 ),
                 None => "None".to_string(),
             };
-            let _ = writeln!(s, "        ({text:?}, {before}),");
+            let _ = writeln!(s, "        ({text:?}, {before}, {}),", f.labels);
         }
         s.push_str("    ],\n");
     }
