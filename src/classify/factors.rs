@@ -852,6 +852,18 @@ mod tests {
         }
     }
 
+    /// Lines longer than a chunk (vertical tabs where the generator puts
+    /// line feeds): a line stepped whole with one label's tables leaves
+    /// the other labels' hits on it to segments of their own.
+    #[test]
+    fn same_as_every_symbol_on_lines_longer_than_chunks() {
+        for t in texts(60, 20, 0x5851_F42D_4C95_7F2D) {
+            let t = t.replace('\n', "\u{b}");
+            check(&t);
+            check_extended(&t);
+        }
+    }
+
     #[test]
     fn same_as_every_symbol_where_factors_crowd() {
         for t in texts(200, 2, 0x2545_F491_4F6C_DD1D) {
