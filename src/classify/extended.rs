@@ -381,7 +381,7 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
 
 #[cfg(feature = "prefilter")]
 impl super::factors::Stepper for Scan {
-    const FACTORS: &'static [&'static [(&'static str, Option<u8>, u8)]; 16] = &dfa::EXT_FACTORS;
+    const FACTORS: &'static super::factors::Factors = &dfa::EXT_FACTORS;
     const MAX_LEN: usize = dfa::EXT_FACTOR_MAX_LEN;
     /// A second word starts at most `gap` characters, of at most four
     /// bytes each, after its first word.

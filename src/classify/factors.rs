@@ -43,6 +43,15 @@
 //!   hits on it of its labels only.
 //! - The scan steps from offset 0 until nothing is under way first: the
 //!   anchored pattern can only match there.
+//! - A hit is stepped on only where one of its factor's *needs* holds
+//!   (`dfa::Factor`, derived by the generator from the patterns): for a
+//!   place the factor has in a literal of the patterns, the literals
+//!   around it, each within the distance the pattern allows (on the hit's
+//!   line where no line feed may come between). Every hit the rules above
+//!   rely on (a factor chosen for an alternative, a window's second word)
+//!   lies in such a place of a match, whose literals are all there: most
+//!   hits of a short factor (`limit` in "limits per account", `server` in
+//!   "server.js") cost a few comparisons and no stepping.
 //!
 //! Chunks where hits crowd (text full of factors) are stepped whole, as
 //! one segment from the start of the crowded hit's line to the end of the
@@ -61,7 +70,8 @@ use aho_corasick::packed::{Config, MatchKind, Searcher};
 use aho_corasick::Span;
 
 use super::dfa::{
-    EXT_FACTOR_MAX_LEN, FACTORS, FACTOR_MAX_LEN, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT,
+    Factor, Need, EXT_FACTOR_MAX_LEN, FACTORS, FACTOR_MAX_LEN, HINT, OVERFLOW, RETRYABLE,
+    USAGE_LIMIT,
 };
 use super::prefilter::{decode, prefilter, Prefilter};
 use super::symbol::{LS, PS};
@@ -81,7 +91,7 @@ const FIRST_CHUNK: usize = 256;
 const CROWDED: usize = CHUNK / 64;
 
 /// The factors of a pattern set, per set of labels looked for.
-type Factors = [&'static [(&'static str, Option<u8>, u8)]; 16];
+pub(super) type Factors = [&'static [Factor]; 16];
 
 /// The searches of a pattern set, per set of labels looked for.
 pub(super) type Searches = [OnceLock<Option<Search>>; 16];
@@ -188,14 +198,14 @@ struct Group {
 
 impl Search {
     /// The search for `factors`; `None` where the target has no Teddy.
-    fn new(factors: &[(&str, Option<u8>, u8)]) -> Option<Search> {
+    fn new(factors: &[Factor]) -> Option<Search> {
         let mut groups = Vec::new();
         let mut rare = None;
         for letters in [true, false] {
             let ids: Vec<usize> = factors
                 .iter()
                 .enumerate()
-                .filter(|(_, (f, _, _))| {
+                .filter(|(_, (f, _, _, _))| {
                     f.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) == letters
                 })
                 .map(|(i, _)| i)
@@ -210,7 +220,7 @@ impl Search {
                 .extend(
                     ids.iter()
                         .filter_map(|&i| factors.get(i))
-                        .map(|(f, _, _)| f),
+                        .map(|(f, _, _, _)| f),
                 )
                 .build()?;
             let firsts = ids
@@ -427,7 +437,9 @@ fn scan_from<S: Stepper>(
             if h >= end {
                 break;
             }
-            let labels = factors.get(factor).map_or(u8::MAX, |f| f.2);
+            let Some(&(_, before, labels, needs)) = factors.get(factor) else {
+                continue;
+            };
             if h < seg.line_done && labels & want & !seg.line_labels == 0 {
                 // Inside a line stepped whole (with this factor's tables):
                 // search on after it.
@@ -437,6 +449,7 @@ fn scan_from<S: Stepper>(
                 found.skip_to(seg.line_done - at);
                 continue;
             }
+            // Each hit costs the searcher and its needs, wanted or not.
             hits += 1;
             if hits > CROWDED {
                 // Step the rest of the chunk whole, every table, from the
@@ -449,12 +462,16 @@ fn scan_from<S: Stepper>(
                 }
                 break;
             }
-            let (need, line) = match factors.get(factor) {
-                Some(&(_, Some(before), _)) => (
+            if !needed(Text { bytes, lower, at }, h, needs) {
+                // No match holds this occurrence.
+                continue;
+            }
+            let (need, line) = match before {
+                Some(before) => (
                     char_start(bytes, h.saturating_sub(usize::from(before))),
                     false,
                 ),
-                _ => (seg.line_start(bytes, h), true),
+                None => (seg.line_start(bytes, h), true),
             };
             seg.to(p, bytes, need, labels);
             if seg.run(p, bytes, at + stop, line) {
@@ -470,6 +487,85 @@ fn scan_from<S: Stepper>(
         at = end;
     }
     Some(seg.finish())
+}
+
+/// A text being searched, with the chunk of it lower-cased.
+#[derive(Clone, Copy)]
+struct Text<'a> {
+    bytes: &'a [u8],
+    /// `bytes[at..]` lower-cased, as far as it goes.
+    lower: &'a [u8],
+    at: usize,
+}
+
+/// Ranges of at most this many starts are compared in place; wider ones
+/// (a window's 80 characters) are searched with `memchr`.
+const NARROW: usize = 16;
+
+/// Whether a match may hold the factor occurrence at `h`: some need of
+/// its factor (see [`Factor`]) has each of its literals where it says, or
+/// the factor has none.
+#[inline(always)]
+fn needed(text: Text, h: usize, needs: &[&[Need]]) -> bool {
+    needs.is_empty()
+        || needs
+            .iter()
+            .any(|need| need.iter().all(|&n| text.near(h, n)))
+}
+
+impl Text<'_> {
+    /// Whether `lit` (lower case ASCII) starts, in any case, `lo..=hi`
+    /// bytes from `h`, on `h`'s line if `line`.
+    #[inline(always)]
+    fn near(self, h: usize, (lo, hi, line, lit): Need) -> bool {
+        let lit = lit.as_bytes();
+        let Some(to) = h.checked_add_signed(isize::from(hi)) else {
+            return false;
+        };
+        let mut from = h.checked_add_signed(isize::from(lo)).unwrap_or(0);
+        let mut last = to.min(self.bytes.len().saturating_sub(lit.len()));
+        if from > last {
+            return false;
+        }
+        let (Some(&head), Some(tail)) = (lit.first(), lit.get(1..)) else {
+            return true;
+        };
+        if last - from >= NARROW {
+            if line {
+                // Not past a line feed between the literal and the hit.
+                let before = self.bytes.get(from..h).unwrap_or_default();
+                if let Some(i) = memchr::memrchr(b'\n', before) {
+                    from += i + 1;
+                }
+                let after = self.bytes.get(h..last + lit.len()).unwrap_or_default();
+                if let Some(i) = memchr::memchr(b'\n', after) {
+                    match (h + i).checked_sub(lit.len()) {
+                        Some(l) => last = last.min(l),
+                        None => return false,
+                    }
+                }
+                if from > last {
+                    return false;
+                }
+            }
+            let end = last + lit.len();
+            if from >= self.at && end - self.at <= self.lower.len() {
+                // In the lower-cased chunk: `memchr` for the first byte.
+                let Some(window) = self.lower.get(from - self.at..end - self.at) else {
+                    return false;
+                };
+                let starts = window.get(..=last - from).unwrap_or_default();
+                return memchr::memchr_iter(head, starts)
+                    .any(|i| window.get(i + 1..i + lit.len()) == Some(tail));
+            }
+        }
+        // In place: the first byte, then all.
+        self.bytes.get(from..last + lit.len()).is_some_and(|w| {
+            w.windows(lit.len()).any(|w| {
+                w.first().map(u8::to_ascii_lowercase) == Some(head) && w.eq_ignore_ascii_case(lit)
+            })
+        })
+    }
 }
 
 /// The stepping around the hits: a scan that started at `start` (in its
@@ -1119,6 +1215,32 @@ mod tests {
             "{}\n413 request entity too large; quota exceeded; server error",
             "x".repeat(200)
         ));
+    }
+
+    /// A hit's needs look for a window's other word on the hit's line
+    /// only: words at the very start and end of their line, and words a
+    /// line feed parts.
+    #[test]
+    fn extended_window_words_at_their_lines_ends() {
+        for (first, second) in [
+            ("account", "rate limit"),
+            ("rate limit", "account"),
+            ("ACCOUNT'S", "Rate-Limit"),
+        ] {
+            for (before, between, after) in [
+                ("\n", " ", "\n"),
+                ("\n", " ", ""),
+                ("", " ", "\n"),
+                ("\r\n", " \u{e9} ", "\r\n"),
+                ("\n", "\n", "\n"),
+                ("x\n", " is over the ", "\ny"),
+            ] {
+                let text = format!("{before}{first}{between}{second}{after}");
+                for t in placements("z ", &text, " more", true) {
+                    check_extended(&t);
+                }
+            }
+        }
     }
 
     #[test]

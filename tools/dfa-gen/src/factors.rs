@@ -212,13 +212,12 @@ fn of_pattern_in(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
     Ok(factors)
 }
 
-/// The factors of the classic patterns of the labels in `want` (bits
-/// [`BIT_RETRYABLE`], [`BIT_USAGE_LIMIT`], [`BIT_OVERFLOW`], [`BIT_HINT`]:
-/// spec 3.2, 3.4, 3.3 and the retry hints' names), without duplicates: a
-/// factor that contains another gives way to it (with the bounds that
-/// makes), so none contains another. Once a label is found, the classifier
-/// searches only for the factors of the labels still looked for.
-pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
+/// Patterns (JavaScript syntax, without delimiters), each with its label.
+pub type Labelled = Vec<(&'static str, u8)>;
+
+/// The classic patterns of the labels in `want` (see [`classic`]), each
+/// with its label: what the classifier's factor search looks for.
+pub fn classic_patterns(want: u8) -> Result<Labelled, String> {
     let mut set = Vec::new();
     if want & BIT_RETRYABLE != 0 {
         set.push((patterns::RETRYABLE, BIT_RETRYABLE));
@@ -237,6 +236,17 @@ pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
             }
         }
     }
+    Ok(set)
+}
+
+/// The factors of the classic patterns of the labels in `want` (bits
+/// [`BIT_RETRYABLE`], [`BIT_USAGE_LIMIT`], [`BIT_OVERFLOW`], [`BIT_HINT`]:
+/// spec 3.2, 3.4, 3.3 and the retry hints' names), without duplicates: a
+/// factor that contains another gives way to it (with the bounds that
+/// makes), so none contains another. Once a label is found, the classifier
+/// searches only for the factors of the labels still looked for.
+pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
+    let set = classic_patterns(want)?;
     // A first choice, then a second that takes what the first searches
     // for where it can ([`Searched`]).
     let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
@@ -566,32 +576,42 @@ fn of_pattern_extended_lean(js: &str, searched: &Searched) -> Result<Vec<Factor>
     Ok(factors)
 }
 
+/// The extended patterns of the labels in `want` (see [`extended`]), each
+/// with its label.
+pub fn extended_patterns(want: u8) -> Result<Labelled, String> {
+    let mut set = Vec::new();
+    if want & BIT_RETRYABLE != 0 {
+        set.push((patterns::RETRYABLE_EXTENDED, BIT_RETRYABLE));
+    }
+    if want & BIT_USAGE_LIMIT != 0 {
+        set.push((patterns::USAGE_LIMIT_EXTENDED, BIT_USAGE_LIMIT));
+    }
+    if want & BIT_HINT != 0 {
+        set.push((HINT_NAMES_EXTENDED, BIT_HINT));
+    }
+    if want & BIT_OVERFLOW != 0 {
+        for literal in patterns::OVERFLOW.iter().chain(patterns::OVERFLOW_EXTENDED) {
+            let body = literal_body(literal)?;
+            if !body.starts_with('^') {
+                set.push((body, BIT_OVERFLOW));
+            }
+        }
+    }
+    Ok(set)
+}
+
 /// The factors of the extended patterns of the labels in `want` (as
 /// [`classic`]): spec 10.5's retryable and usage-limit patterns (window
 /// alternatives included), the unanchored overflow patterns of 3.3 and
 /// those 10.5 adds, and the names of the hints of 10.4.
 pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
     // (pattern, whether its alternatives made of literals alone stand in
-    // for the factors that hold them: see `of_pattern_extended_lean`, its
-    // label).
-    let mut set = Vec::new();
-    if want & BIT_RETRYABLE != 0 {
-        set.push((patterns::RETRYABLE_EXTENDED, true, BIT_RETRYABLE));
-    }
-    if want & BIT_USAGE_LIMIT != 0 {
-        set.push((patterns::USAGE_LIMIT_EXTENDED, true, BIT_USAGE_LIMIT));
-    }
-    if want & BIT_HINT != 0 {
-        set.push((HINT_NAMES_EXTENDED, true, BIT_HINT));
-    }
-    if want & BIT_OVERFLOW != 0 {
-        for literal in patterns::OVERFLOW.iter().chain(patterns::OVERFLOW_EXTENDED) {
-            let body = literal_body(literal)?;
-            if !body.starts_with('^') {
-                set.push((body, false, BIT_OVERFLOW));
-            }
-        }
-    }
+    // for the factors that hold them, as in all but the overflow patterns:
+    // see `of_pattern_extended_lean`, its label).
+    let set: Vec<(&str, bool, u8)> = extended_patterns(want)?
+        .into_iter()
+        .map(|(js, labels)| (js, labels != BIT_OVERFLOW, labels))
+        .collect();
     // Two choices, as in [`classic`].
     let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
         let mut all = Vec::new();

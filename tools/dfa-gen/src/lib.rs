@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 pub mod factors;
+pub mod near;
 pub mod table;
 
 use table::{Compressed, Report, Table};
@@ -858,6 +859,20 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
 /// The required factors of the classic patterns ([`factors`]), per set
 /// of labels looked for, and those of the extended patterns.
 fn render_factors(s: &mut String) -> Result<(), String> {
+    s.push_str(
+        "\n/// A required factor: its text, how many bytes before it a match may start\n\
+         /// (`None`: anywhere earlier on its line), the labels whose patterns it was\n\
+         /// chosen for, and its *needs* ([`Need`]): a hit is stepped on only where\n\
+         /// one of them holds (none: every hit is).\n\
+         #[cfg(feature = \"prefilter\")]\n\
+         pub(super) type Factor = (&'static str, Option<u8>, u8, &'static [&'static [Need]]);\n\
+         \n\
+         /// A literal (lower case) that must start `lo..=hi` bytes from a hit's start,\n\
+         /// on the hit's line if `line` (no line feed between them): `(lo, hi, line,\n\
+         /// literal)`. A need holds where all of its literals occur.\n\
+         #[cfg(feature = \"prefilter\")]\n\
+         pub(super) type Need = (i16, i16, bool, &'static str);\n",
+    );
     render_factor_table(
         s,
         "FACTORS",
@@ -867,9 +882,11 @@ fn render_factors(s: &mut String) -> Result<(), String> {
          /// pattern) and every retry hint's name contains one, and none contains another.\n\
          /// With each, how many bytes before it a match may start, or `None`: anywhere\n\
          /// earlier on its line, and the labels whose patterns it was chosen for (a\n\
-         /// hit's segment steps their tables only).\n\
+         /// hit's segment steps their tables only). Last, its *needs* (see\n\
+         /// [`Factor`]).\n\
          #[cfg(feature = \"prefilter\")]\n",
         factors::classic,
+        factors::classic_patterns,
     )?;
     render_factor_table(
         s,
@@ -879,6 +896,7 @@ fn render_factors(s: &mut String) -> Result<(), String> {
          /// match contains one, and starts on its line (what follows it may cross lines).\n\
          #[cfg(feature = \"prefilter\")]\n",
         factors::extended,
+        factors::extended_patterns,
     )
 }
 
@@ -887,17 +905,16 @@ fn render_factor_table(
     name: &str,
     doc: &str,
     of: fn(u8) -> Result<Vec<factors::Factor>, String>,
+    patterns: fn(u8) -> Result<factors::Labelled, String>,
 ) -> Result<(), String> {
     let mut longest = 0;
-    let _ = writeln!(
-        s,
-        "\n{doc}pub(super) static {name}: [&[(&str, Option<u8>, u8)]; 16] = ["
-    );
+    let _ = writeln!(s, "\n{doc}pub(super) static {name}: [&[Factor]; 16] = [");
     for want in 0..16u8 {
-        let fs = if want & factors::ALL == want && want != 0 {
-            of(want)?
+        let (fs, js) = if want & factors::ALL == want && want != 0 {
+            let js: Vec<&str> = patterns(want)?.into_iter().map(|(js, _)| js).collect();
+            (of(want)?, js)
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let _ = writeln!(s, "    // {want}\n    &[");
         for f in &fs {
@@ -910,7 +927,29 @@ fn render_factor_table(
                 ),
                 None => "None".to_string(),
             };
-            let _ = writeln!(s, "        ({text:?}, {before}, {}),", f.labels);
+            let mut needs = Vec::new();
+            for need in near::needs(&js, &f.text)? {
+                let mut all = Vec::new();
+                for n in need {
+                    let lit = String::from_utf8(n.text).map_err(|e| e.to_string())?;
+                    let offset = |x: isize| {
+                        i16::try_from(x).map_err(|_| format!("{text}: {lit} {x} bytes off"))
+                    };
+                    all.push(format!(
+                        "({}, {}, {}, {lit:?})",
+                        offset(n.lo)?,
+                        offset(n.hi)?,
+                        n.line
+                    ));
+                }
+                needs.push(format!("&[{}]", all.join(", ")));
+            }
+            let _ = writeln!(
+                s,
+                "        ({text:?}, {before}, {}, &[{}]),",
+                f.labels,
+                needs.join(", ")
+            );
         }
         s.push_str("    ],\n");
     }
