@@ -120,19 +120,14 @@ fn cover(hir: &Hir, searched: &Searched) -> Option<Vec<Factor>> {
                 .enumerate()
                 .filter_map(|(i, p)| cover(p, searched).map(|c| (i, c)))
                 .collect();
-            let rank = |(i, c): &(usize, Vec<Factor>)| {
-                let shortest = c.iter().map(|f| f.text.len()).min().unwrap_or(0);
-                (shortest, std::cmp::Reverse(*i))
-            };
-            let first = options.iter().max_by_key(|o| rank(o))?;
-            let own: Vec<&[u8]> = first.1.iter().map(|f| f.text.as_slice()).collect();
-            let bounded = bounded(parts);
-            let free =
-                |c: &[Factor]| bounded && searched.free(c.iter().map(|f| f.text.as_slice()), &own);
-            let (at, best) = options
-                .iter()
-                .max_by_key(|o| (free(&o.1), rank(o)))
-                .cloned()?;
+            let (at, best) = choose(
+                &options,
+                |(_, c)| c.iter().map(|f| f.text.as_slice()).collect(),
+                |(i, _)| std::cmp::Reverse(*i),
+                bounded(parts),
+                searched,
+            )
+            .cloned()?;
             let len = |ps: &[Hir]| {
                 ps.iter()
                     .map(|p| p.properties().maximum_len())
@@ -152,6 +147,29 @@ fn cover(hir: &Hir, searched: &Searched) -> Option<Vec<Factor>> {
         }
         _ => None,
     }
+}
+
+/// Of a concatenation's `options` (the factors of a part or run of
+/// parts), the one whose shortest factor is longest (the rarest, as a
+/// rule), `place` breaking ties; where every part is `bounded`, one that
+/// is free ([`Searched`]) before it.
+fn choose<'a, T, K: Ord>(
+    options: &'a [T],
+    texts: impl Fn(&T) -> Vec<&[u8]>,
+    place: impl Fn(&T) -> K,
+    bounded: bool,
+    searched: &Searched,
+) -> Option<&'a T> {
+    let rank = |o: &T| {
+        let shortest = texts(o).iter().map(|t| t.len()).min().unwrap_or(0);
+        (shortest, place(o))
+    };
+    let first = options.iter().max_by_key(|o| rank(o))?;
+    let own = texts(first);
+    options.iter().max_by_key(|o| {
+        let free = bounded && searched.free(texts(o).into_iter(), &own);
+        (free, rank(o))
+    })
 }
 
 /// Whether every part of a concatenation has a bounded length.
@@ -477,20 +495,14 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
                 })
                 .filter(|(_, _, cs)| cs.iter().all(|c| !c.crosses_before))
                 .collect();
-            let rank = |(i, j, cs): &(usize, usize, Vec<Candidate>)| {
-                let shortest = cs.iter().map(|c| c.factor.text.len()).min().unwrap_or(0);
-                (shortest, std::cmp::Reverse(*i), std::cmp::Reverse(*j))
-            };
-            let first = options.iter().max_by_key(|o| rank(o))?;
-            let own: Vec<&[u8]> = first.2.iter().map(|c| c.factor.text.as_slice()).collect();
-            let bounded = bounded(parts);
-            let free = |cs: &[Candidate]| {
-                bounded && searched.free(cs.iter().map(|c| c.factor.text.as_slice()), &own)
-            };
-            let (at, end, best) = options
-                .iter()
-                .max_by_key(|o| (free(&o.2), rank(o)))
-                .map(|(i, j, cs)| (*i, *j, cs.clone()))?;
+            let (at, end, best) = choose(
+                &options,
+                |(_, _, cs)| cs.iter().map(|c| c.factor.text.as_slice()).collect(),
+                |(i, j, _)| (std::cmp::Reverse(*i), std::cmp::Reverse(*j)),
+                bounded(parts),
+                searched,
+            )
+            .map(|(i, j, cs)| (*i, *j, cs.clone()))?;
             let before = len(&parts[..at]);
             let after = len(&parts[end..]);
             Some(
