@@ -395,35 +395,79 @@ fn scan_from<S: Stepper>(
     if resume.is_none() && seg.run(p, bytes, 0, false) {
         return Some(seg.finish());
     }
-    let mut lower = [0u8; CHUNK + MAX_LEN - 1];
     let mut at = resume.unwrap_or(0);
-    'chunks: while at < bytes.len() {
+    // The first chunk in a small buffer: zeroing 4 KB would cost a text
+    // that the first chunk decides more than the search itself.
+    let mut first = [0u8; FIRST_CHUNK + MAX_LEN - 1];
+    let stop = match chunks(p, bytes, seg, &mut at, &mut first, true) {
+        Stop::Larger => larger(p, bytes, seg, &mut at),
+        stop => stop,
+    };
+    if let Stop::Unbuilt = stop {
+        *resume = Some(at);
+        return None;
+    }
+    Some(seg.finish())
+}
+
+/// Why [`chunks`] stopped.
+enum Stop {
+    /// Every label looked for is known, or the text is read.
+    Done,
+    /// A label was found and the search for those left is not built yet.
+    Unbuilt,
+    /// The next chunk needs a larger buffer.
+    Larger,
+}
+
+/// [`chunks`] in a buffer that holds a whole chunk.
+#[inline(never)]
+fn larger<S: Stepper>(p: &Prefilter, bytes: &[u8], seg: &mut Segment<S>, at: &mut usize) -> Stop {
+    let mut lower = [0u8; CHUNK + MAX_LEN - 1];
+    chunks(p, bytes, seg, at, &mut lower, false)
+}
+
+/// The search chunk by chunk from `at` on, each lower-cased into `buffer`
+/// (where one does not fit: [`Stop::Larger`] if `grow`).
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn chunks<S: Stepper>(
+    p: &Prefilter,
+    bytes: &[u8],
+    seg: &mut Segment<S>,
+    at: &mut usize,
+    buffer: &mut [u8],
+    grow: bool,
+) -> Stop {
+    'chunks: while *at < bytes.len() {
         let want = seg.scan.want() & 15;
         let Some(built) = S::searches().get(usize::from(want)).and_then(OnceLock::get) else {
-            *resume = Some(at);
-            return None;
+            return Stop::Unbuilt;
         };
         let (Some(search), Some(factors)) = (built.as_ref(), S::FACTORS.get(usize::from(want)))
         else {
-            // Not reached (a target with Teddy has it for every set): step
-            // the rest, from a line's start (no match crosses one).
-            let start = seg.line_start(bytes, at);
-            seg.to(p, bytes, start, u8::MAX);
-            seg.run(p, bytes, bytes.len(), false);
-            break;
+            // Not reached (a target with Teddy has it for every set).
+            seg.rest(p, bytes, *at);
+            return Stop::Done;
         };
         // Chunks grow from 256 bytes: a match near the start is found
         // without lower-casing 4 KB first.
-        let end = bytes.len().min(at + CHUNK.min(at + FIRST_CHUNK));
+        let end = bytes.len().min(*at + CHUNK.min(*at + FIRST_CHUNK));
         if end <= seg.line_done && want & !seg.line_labels == 0 {
             // Stepped whole already, to the end of its line, with the
             // tables of every label looked for.
-            at = end;
+            *at = end;
             continue;
         }
-        let chunk = bytes.get(at..bytes.len().min(end + S::MAX_LEN - 1));
+        let chunk = bytes.get(*at..bytes.len().min(end + S::MAX_LEN - 1));
         let chunk = chunk.unwrap_or_default();
-        let lower = lower.get_mut(..chunk.len()).unwrap_or_default();
+        let Some(lower) = buffer.get_mut(..chunk.len()) else {
+            if grow {
+                return Stop::Larger;
+            }
+            // Not reached (the larger buffer holds a whole chunk).
+            seg.rest(p, bytes, *at);
+            return Stop::Done;
+        };
         let (lo, span) = search.rare.map_or((0, 255), |(_, lo, hi)| (lo, hi - lo));
         let mut rare = 0u8;
         for (l, &b) in lower.iter_mut().zip(chunk) {
@@ -433,7 +477,7 @@ fn scan_from<S: Stepper>(
         let mut hits = 0;
         let mut found = Hits::new(search, lower, rare != 0);
         while let Some((start, stop, factor)) = found.next() {
-            let h = at + start;
+            let h = *at + start;
             if h >= end {
                 break;
             }
@@ -446,7 +490,7 @@ fn scan_from<S: Stepper>(
                 if seg.line_done >= end {
                     break;
                 }
-                found.skip_to(seg.line_done - at);
+                found.skip_to(seg.line_done - *at);
                 continue;
             }
             // Each hit costs the searcher and its needs, wanted or not.
@@ -458,11 +502,19 @@ fn scan_from<S: Stepper>(
                 let start = seg.line_start(bytes, h);
                 seg.to(p, bytes, start, u8::MAX);
                 if seg.run(p, bytes, end, true) {
-                    return Some(seg.finish());
+                    return Stop::Done;
                 }
                 break;
             }
-            if !needed(Text { bytes, lower, at }, h, needs) {
+            if !needed(
+                Text {
+                    bytes,
+                    lower,
+                    at: *at,
+                },
+                h,
+                needs,
+            ) {
                 // No match holds this occurrence.
                 continue;
             }
@@ -474,19 +526,19 @@ fn scan_from<S: Stepper>(
                 None => (seg.line_start(bytes, h), true),
             };
             seg.to(p, bytes, need, labels);
-            if seg.run(p, bytes, at + stop, line) {
-                return Some(seg.finish());
+            if seg.run(p, bytes, *at + stop, line) {
+                return Stop::Done;
             }
             if seg.scan.want() & 15 != want {
                 // A label found: search on from this hit for the factors
                 // of those still looked for (at most four times).
-                at = h;
+                *at = h;
                 continue 'chunks;
             }
         }
-        at = end;
+        *at = end;
     }
-    Some(seg.finish())
+    Stop::Done
 }
 
 /// A text being searched, with the chunk of it lower-cased.
@@ -587,6 +639,14 @@ impl<S: Stepper> Segment<S> {
     /// [`Stepper::finish`]); the segment is done.
     fn finish(&mut self) -> u8 {
         core::mem::replace(&mut self.scan, S::start(0)).finish()
+    }
+
+    /// Steps every table from the start of `at`'s line (no match crosses
+    /// one) to the end of the text: the scan without the search.
+    fn rest(&mut self, p: &Prefilter, bytes: &[u8], at: usize) {
+        let start = self.line_start(bytes, at);
+        self.to(p, bytes, start, u8::MAX);
+        self.run(p, bytes, bytes.len(), false);
     }
 
     /// Makes the segment start at `need` or earlier, stepping the tables
