@@ -571,6 +571,19 @@ impl Text<'_> {
     #[inline(always)]
     fn near(self, h: usize, (lo, hi, line, lit): Need) -> bool {
         let lit = lit.as_bytes();
+        if lo == hi {
+            // One place (a longer literal around the factor, as a rule).
+            let Some(s) = h.checked_add_signed(isize::from(lo)) else {
+                return false;
+            };
+            return self
+                .bytes
+                .get(s..s.saturating_add(lit.len()))
+                .is_some_and(|w| {
+                    w.first().map(u8::to_ascii_lowercase) == lit.first().copied()
+                        && w.eq_ignore_ascii_case(lit)
+                });
+        }
         let Some(to) = h.checked_add_signed(isize::from(hi)) else {
             return false;
         };
