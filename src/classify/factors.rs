@@ -1328,7 +1328,7 @@ mod tests {
                 let fillers: &[&str] = if cfg!(debug_assertions) {
                     &["x", "é", "a\nb"]
                 } else {
-                    &["x", " ", "é", "\r", "a\nb"]
+                    &["x", " ", "é", "\u{1f600}", "\r", "a\nb"]
                 };
                 for &filler in fillers {
                     let between: String = if filler == "a\nb" {
