@@ -163,6 +163,35 @@ fn of_pattern(js: &str) -> Result<Option<Vec<Vec<Item>>>, String> {
     Ok(sequences(&hir))
 }
 
+/// The literals of `items` (a sequence's parts, walked away from a
+/// literal) up to the first unbounded gap, each with how many bytes may
+/// come between it and that literal (`lo..=hi`) and whether a line feed
+/// may (`feed`: the literal's own, then any part's on the way).
+fn neighbours<'a>(
+    items: impl Iterator<Item = &'a Item>,
+    feed: bool,
+) -> Vec<(&'a [u8], isize, isize, bool)> {
+    let (mut lo, mut hi, mut feed) = (0isize, 0isize, feed);
+    let mut all = Vec::new();
+    for item in items {
+        match item {
+            Item::Gap(min, Some(max), f) => {
+                lo += *min as isize;
+                hi += *max as isize;
+                feed |= f;
+            }
+            Item::Gap(_, None, _) => break,
+            Item::Lit(t) => {
+                feed |= t.contains(&b'\n');
+                all.push((t.as_slice(), lo, hi, feed));
+                lo += t.len() as isize;
+                hi += t.len() as isize;
+            }
+        }
+    }
+    all
+}
+
 /// The needs of the places of `factor` in the literals of `seq`.
 fn places(seq: &[Item], factor: &[u8], needs: &mut Vec<Vec<Near>>) {
     for (k, item) in seq.iter().enumerate() {
@@ -184,53 +213,27 @@ fn places(seq: &[Item], factor: &[u8], needs: &mut Vec<Vec<Near>>) {
                     text: text.clone(),
                 });
             }
-            // After: the gaps' bounds from the literal's end.
+            // After: from the literal's end.
             let end = at + text.len() as isize;
-            let (mut lo, mut hi, mut feed) = (0isize, 0isize, own_feed);
-            for next in seq.get(k + 1..).unwrap_or_default() {
-                match next {
-                    Item::Gap(min, Some(max), f) => {
-                        lo += *min as isize;
-                        hi += *max as isize;
-                        feed |= f;
-                    }
-                    Item::Gap(_, None, _) => break,
-                    Item::Lit(t) => {
-                        feed |= t.contains(&b'\n');
-                        need.push(Near {
-                            lo: end + lo,
-                            hi: end + hi,
-                            line: !feed,
-                            text: t.clone(),
-                        });
-                        lo += t.len() as isize;
-                        hi += t.len() as isize;
-                    }
-                }
+            let after = seq.get(k + 1..).unwrap_or_default().iter();
+            for (t, lo, hi, feed) in neighbours(after, own_feed) {
+                need.push(Near {
+                    lo: end + lo,
+                    hi: end + hi,
+                    line: !feed,
+                    text: t.to_vec(),
+                });
             }
-            // Before: the gaps' bounds back from the literal's start.
-            let (mut lo, mut hi, mut feed) = (0isize, 0isize, own_feed);
-            for prev in seq.get(..k).unwrap_or_default().iter().rev() {
-                match prev {
-                    Item::Gap(min, Some(max), f) => {
-                        lo += *min as isize;
-                        hi += *max as isize;
-                        feed |= f;
-                    }
-                    Item::Gap(_, None, _) => break,
-                    Item::Lit(t) => {
-                        feed |= t.contains(&b'\n');
-                        let n = t.len() as isize;
-                        need.push(Near {
-                            lo: at - hi - n,
-                            hi: at - lo - n,
-                            line: !feed,
-                            text: t.clone(),
-                        });
-                        lo += n;
-                        hi += n;
-                    }
-                }
+            // Before: back from the literal's start.
+            let before = seq.get(..k).unwrap_or_default().iter().rev();
+            for (t, lo, hi, feed) in neighbours(before, own_feed) {
+                let n = t.len() as isize;
+                need.push(Near {
+                    lo: at - hi - n,
+                    hi: at - lo - n,
+                    line: !feed,
+                    text: t.to_vec(),
+                });
             }
             // The narrowest first: it fails at the fewest comparisons.
             need.sort_by_key(|n| (n.hi - n.lo, n.lo.unsigned_abs()));
