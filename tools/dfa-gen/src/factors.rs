@@ -16,6 +16,8 @@
 
 use regex_syntax::hir::{Hir, HirKind};
 
+use crate::lines::{may_hold, TERMINATORS};
+
 use crate::{
     literal_body, patterns, translate, Letters, BIT_HINT, BIT_OVERFLOW, BIT_RETRYABLE,
     BIT_USAGE_LIMIT, HINT_NAMES, HINT_NAMES_EXTENDED,
@@ -177,31 +179,6 @@ fn bounded(parts: &[Hir]) -> bool {
     parts.iter().all(|p| p.properties().maximum_len().is_some())
 }
 
-/// The line terminators of `.` (spec 3.1).
-const TERMINATORS: [char; 4] = ['\n', '\r', '\u{2028}', '\u{2029}'];
-
-/// Whether some match of `hir` holds a line terminator.
-fn crosses_lines(hir: &Hir) -> bool {
-    use regex_syntax::hir::Class;
-    match hir.kind() {
-        HirKind::Literal(lit) => {
-            std::str::from_utf8(&lit.0).map_or(true, |t| t.contains(TERMINATORS))
-        }
-        HirKind::Class(Class::Unicode(c)) => c
-            .ranges()
-            .iter()
-            .any(|r| TERMINATORS.iter().any(|&t| r.start() <= t && t <= r.end())),
-        HirKind::Class(Class::Bytes(c)) => c
-            .ranges()
-            .iter()
-            .any(|r| r.start() <= b'\r' && b'\n' <= r.end()),
-        HirKind::Capture(c) => crosses_lines(&c.sub),
-        HirKind::Repetition(r) => crosses_lines(&r.sub),
-        HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(crosses_lines),
-        HirKind::Empty | HirKind::Look(_) => false,
-    }
-}
-
 /// The factors of one pattern (JavaScript syntax, without delimiters).
 /// The classifier steps a hit's line at most, so a pattern whose matches
 /// may hold a line terminator is refused.
@@ -216,7 +193,7 @@ fn of_pattern_in(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
         .build()
         .parse(&regex)
         .map_err(|e| format!("{js}: {e}"))?;
-    if crosses_lines(&hir) {
+    if may_hold(&hir, TERMINATORS) {
         return Err(format!("`{js}` may match a line terminator"));
     }
     let factors =
@@ -395,7 +372,7 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
         HirKind::Repetition(r) if r.min >= 1 => {
             let once = r.max == Some(1);
             // A second copy may follow a first that crosses a line.
-            let crosses = !once && crosses_lines(&r.sub);
+            let crosses = !once && may_hold(&r.sub, TERMINATORS);
             cover_extended(&r.sub, searched).map(|cs| {
                 cs.into_iter()
                     .map(|c| Candidate {
@@ -525,7 +502,7 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
 /// Whether some match of the concatenation `parts` holds a line
 /// terminator.
 fn crosses_before(parts: &[Hir]) -> bool {
-    parts.iter().any(crosses_lines)
+    parts.iter().any(|p| may_hold(p, TERMINATORS))
 }
 
 /// The factors of one extended pattern (JavaScript syntax, without

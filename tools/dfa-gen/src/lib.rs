@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 pub mod factors;
+pub mod lines;
 pub mod near;
 pub mod table;
 

@@ -24,6 +24,7 @@
 
 use regex_syntax::hir::{Hir, HirKind};
 
+use crate::lines::{may_hold, LINE_FEED};
 use crate::{translate, Letters};
 
 /// A literal that must start within `lo..=hi` bytes of a hit's start.
@@ -63,26 +64,6 @@ fn has_literal(hir: &Hir) -> bool {
     }
 }
 
-/// Whether some match of `hir` may hold a line feed.
-fn line_feed(hir: &Hir) -> bool {
-    use regex_syntax::hir::Class;
-    match hir.kind() {
-        HirKind::Literal(lit) => lit.0.contains(&b'\n'),
-        HirKind::Class(Class::Unicode(c)) => c
-            .ranges()
-            .iter()
-            .any(|r| r.start() <= '\n' && '\n' <= r.end()),
-        HirKind::Class(Class::Bytes(c)) => c
-            .ranges()
-            .iter()
-            .any(|r| r.start() <= b'\n' && b'\n' <= r.end()),
-        HirKind::Capture(c) => line_feed(&c.sub),
-        HirKind::Repetition(r) => line_feed(&r.sub),
-        HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(line_feed),
-        HirKind::Empty | HirKind::Look(_) => false,
-    }
-}
-
 /// Appends `item` to `seq`, joining it with a last item of its kind.
 fn push(seq: &mut Vec<Item>, item: Item) {
     match (seq.last_mut(), item) {
@@ -105,7 +86,7 @@ fn sequences(hir: &Hir) -> Option<Vec<Vec<Item>>> {
         Item::Gap(
             h.properties().minimum_len().unwrap_or(0),
             h.properties().maximum_len(),
-            line_feed(h),
+            may_hold(h, LINE_FEED),
         )
     };
     let all = match hir.kind() {
