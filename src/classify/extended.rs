@@ -383,9 +383,6 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
 impl super::factors::Stepper for Scan {
     const FACTORS: &'static super::factors::Factors = &dfa::EXT_FACTORS;
     const MAX_LEN: usize = dfa::EXT_FACTOR_MAX_LEN;
-    /// A second word starts at most `gap` characters, of at most four
-    /// bytes each, after its first word.
-    const REACH: usize = 4 * (Windows::GAP_MAX + 1);
     /// Past a segment's end, the tables step in runs of 8 characters (then
     /// 16, 32, ...) between two looks at whether they are quiet, which
     /// costs more than a step.
@@ -440,19 +437,16 @@ impl super::factors::Stepper for Scan {
         self.windows = Windows::default();
     }
 
-    /// Every table the scan steps in its quiet state after `prev`, and no
-    /// tail running (a window word may wait for its second word).
+    /// Every table the scan steps in its quiet state after `prev`, no
+    /// tail running, and no window word that a second word could still
+    /// follow: a segment steps on through a window's gap, so a window's
+    /// second word needs no hit of its own.
     #[inline(always)]
     fn quiet(&self, p: &super::prefilter::Prefilter, prev: u8) -> bool {
         let want = self.want & self.active;
         p.extended_quiet(&self.states, want, prev)
             && (want & OVERFLOW == 0 || self.words == p.words_idle(prev) && self.tails.active == 0)
-    }
-
-    /// A window word that a second word could still follow.
-    #[inline(always)]
-    fn pending(&self) -> bool {
-        self.want & self.active & USAGE_LIMIT != 0 && self.windows.pending(self.pos)
+            && (want & USAGE_LIMIT == 0 || !self.windows.pending(self.pos))
     }
 
     /// Between reports, the tables step in [`run_ascii`], their states in

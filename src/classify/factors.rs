@@ -24,17 +24,20 @@
 //!   anchored pattern is the start state's alone, so none is invented).
 //! - A hit's segment starts where a match containing it may start: the
 //!   factor's bound before it, or the line's start (`None`), and runs past
-//!   the hit until every table is quiet again and no tail runs. A quiet
-//!   state has the future of a fresh start, so whatever match is left
-//!   ends where one starting at that point or later ends, and that one
-//!   contains a factor of its own, found later.
+//!   the hit until every table is quiet again, no tail runs and no window
+//!   word (extended) waits for its second word. A quiet state has the
+//!   future of a fresh start, so whatever match is left ends where one
+//!   starting at that point or later ends, and that one contains a factor
+//!   of its own, found later.
 //! - A hit whose segment would start inside the current one continues it
 //!   (no byte is read twice); a segment that would start before it starts
 //!   again there.
 //! - A hit whose factor may have a match anywhere on its line (`None`)
 //!   runs its segment to the end of the line; the classic patterns match
 //!   no line terminator (the generator checks it) but the anchored one, so
-//!   the later hits of that line are covered.
+//!   the later hits of that line are covered. (The extended patterns may
+//!   match a `\r` in a window's `[^\n]`: their factors are those with no
+//!   line feed before them in a match, and lines start after a line feed.)
 //! - A segment steps only the tables of the labels its hits' factors were
 //!   chosen for (the generator lists them with each factor): another
 //!   label's match holds a factor of its own, whose hit brings that
@@ -48,8 +51,8 @@
 //!   place the factor has in a literal of the patterns, the literals
 //!   around it, each within the distance the pattern allows (on the hit's
 //!   line where no line feed may come between). Every hit the rules above
-//!   rely on (a factor chosen for an alternative, a window's second word)
-//!   lies in such a place of a match, whose literals are all there: most
+//!   rely on (a factor chosen for an alternative) lies in such a place of
+//!   a match, whose literals are all there: most
 //!   hits of a short factor (`limit` in "limits per account", `server` in
 //!   "server.js") cost a few comparisons and no stepping.
 //!
@@ -102,9 +105,6 @@ pub(super) trait Stepper {
     const FACTORS: &'static Factors;
     /// The longest of them, in bytes.
     const MAX_LEN: usize;
-    /// How many bytes past the end of a segment a pending match may still
-    /// be completed on its line (see [`Stepper::pending`]).
-    const REACH: usize;
     /// The set's searches, built at first use.
     fn searches() -> &'static Searches;
     /// A scan that looks for the labels of `want`, at the start of a text.
@@ -131,15 +131,9 @@ pub(super) trait Stepper {
     /// last of the character before; `None`: the start of the text), with
     /// nothing under way.
     fn restart(&mut self, p: &Prefilter, before: Option<u8>);
-    /// Whether nothing is under way after `prev` (the last byte read), but
-    /// maybe what [`Stepper::pending`] tells.
+    /// Whether nothing is under way after `prev` (the last byte read): no
+    /// match that a later character could complete.
     fn quiet(&self, p: &Prefilter, prev: u8) -> bool;
-    /// Whether a match is under way that only a later part beginning at
-    /// most [`Stepper::REACH`] bytes on, on the same line, can complete
-    /// (the extended windows: a first word, waiting for its second). Such
-    /// a part holds a factor of its own: a segment that ends quiet but for
-    /// this is continued, not started again, by a hit that near.
-    fn pending(&self) -> bool;
     /// Steps on the ASCII characters from `pos` on up to the first line
     /// terminator or other character; where it stopped, and whether every
     /// label looked for is found.
@@ -673,28 +667,17 @@ impl<S: Stepper> Segment<S> {
     fn to(&mut self, p: &Prefilter, bytes: &[u8], need: usize, labels: u8) {
         // Those still looked for: the others' tables step no more.
         let labels = labels & self.scan.want();
-        let on = (self.start..=self.pos).contains(&need)
-            || need > self.pos
-                && need - self.pos <= S::REACH
-                && self.scan.pending()
-                && !bytes
-                    .get(self.pos..need)
-                    .is_some_and(|gap| gap.contains(&b'\n'));
+        let on = (self.start..=self.pos).contains(&need);
         let active = self.scan.active();
         if on && labels & !active == 0 {
-            // Stepped on from where the segment ended (through the gap,
-            // where a window word waits for its second word).
+            // Stepped on from where the segment ended.
             return;
         }
-        let (from, labels) = if on && self.scan.pending() {
-            // Tables that did not step since the start join there: the
-            // segment reads its text again (what it found stays found),
-            // and finds the window word that waits again.
-            (self.start, active | labels)
-        } else if on {
-            // Nothing is under way where the segment ended: every table
-            // may start again at `need`, and those that stepped read a
-            // part of their text again.
+        let (from, labels) = if on {
+            // Nothing is under way where the segment ended (a window word
+            // included: see [`Stepper::quiet`]): every table may start
+            // again at `need`, and those that stepped read a part of their
+            // text again.
             (need, active | labels)
         } else {
             (need, labels)
@@ -799,7 +782,6 @@ impl<S: Stepper> Segment<S> {
 impl Stepper for Scan {
     const FACTORS: &'static Factors = &FACTORS;
     const MAX_LEN: usize = FACTOR_MAX_LEN;
-    const REACH: usize = 0;
 
     fn searches() -> &'static Searches {
         static S: Searches = [const { OnceLock::new() }; 16];
@@ -845,11 +827,6 @@ impl Stepper for Scan {
         (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || self.labels == p.labels_idle(prev))
             && (self.want & OVERFLOW == 0
                 || self.words == p.words_idle(prev) && self.tails.active == 0)
-    }
-
-    #[inline(always)]
-    fn pending(&self) -> bool {
-        false
     }
 
     /// On the padded tables, their states in registers (see

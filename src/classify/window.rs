@@ -24,20 +24,6 @@ pub(super) struct Windows {
 }
 
 impl Windows {
-    /// The widest gap of the alternatives, in characters.
-    #[cfg(feature = "prefilter")]
-    pub(super) const GAP_MAX: usize = {
-        let mut max = 0;
-        let mut k = 0;
-        while k < WINDOWS_LEN {
-            if WINDOWS[k].gap as usize > max {
-                max = WINDOWS[k].gap as usize;
-            }
-            k += 1;
-        }
-        max
-    };
-
     /// The window words of `out` (output bits of the extended tables)
     /// ended at `pos` (in characters from the start of the text); whether
     /// one of them completes an alternative.

@@ -16,7 +16,7 @@
 
 use regex_syntax::hir::{Hir, HirKind};
 
-use crate::lines::{may_hold, TERMINATORS};
+use crate::lines::{may_hold, LINE_FEED, TERMINATORS};
 
 use crate::{
     literal_body, patterns, translate, Letters, BIT_HINT, BIT_OVERFLOW, BIT_RETRYABLE,
@@ -303,11 +303,12 @@ pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
 }
 
 /// A candidate factor of the extended patterns, with whether the part of
-/// a match before it may hold a line terminator.
+/// a match before it may hold a line feed (where the extended classifier's
+/// lines end: see [`crate::lines`]).
 #[derive(Clone)]
 struct Candidate {
     factor: Factor,
-    crosses_before: bool,
+    feed_before: bool,
 }
 
 /// The strings `hir` matches when they are finitely many (at most
@@ -366,13 +367,13 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
                 after: Some(0),
                 labels: 0,
             },
-            crosses_before: false,
+            feed_before: false,
         }]),
         HirKind::Capture(c) => cover_extended(&c.sub, searched),
         HirKind::Repetition(r) if r.min >= 1 => {
             let once = r.max == Some(1);
-            // A second copy may follow a first that crosses a line.
-            let crosses = !once && may_hold(&r.sub, TERMINATORS);
+            // A second copy may follow a first that holds a line feed.
+            let feed = !once && may_hold(&r.sub, LINE_FEED);
             cover_extended(&r.sub, searched).map(|cs| {
                 cs.into_iter()
                     .map(|c| Candidate {
@@ -381,7 +382,7 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
                             after: c.factor.after.filter(|_| once),
                             ..c.factor
                         },
-                        crosses_before: c.crosses_before || crosses,
+                        feed_before: c.feed_before || feed,
                     })
                     .collect()
             })
@@ -445,14 +446,15 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
                                     after: Some(0),
                                     labels: 0,
                                 },
-                                crosses_before: false,
+                                feed_before: false,
                             })
                             .collect();
                         options.push((i, j + 1, cs));
                     }
                 }
             }
-            // Only a factor whose match starts on the factor's line; of
+            // Only a factor whose match starts on the factor's line (no
+            // line feed before it: a window's `\r` is on the line); of
             // those, the option whose shortest factor is longest, the
             // first of equals (the earliest start, then the shortest run);
             // where every part is bounded, a free one ([`Searched`])
@@ -460,17 +462,17 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
             let options: Vec<(usize, usize, Vec<Candidate>)> = options
                 .into_iter()
                 .map(|(i, j, cs)| {
-                    let crosses = crosses_before(&parts[..i]);
+                    let feed = feed_before(&parts[..i]);
                     let cs: Vec<Candidate> = cs
                         .into_iter()
                         .map(|c| Candidate {
-                            crosses_before: c.crosses_before || crosses,
+                            feed_before: c.feed_before || feed,
                             ..c
                         })
                         .collect();
                     (i, j, cs)
                 })
-                .filter(|(_, _, cs)| cs.iter().all(|c| !c.crosses_before))
+                .filter(|(_, _, cs)| cs.iter().all(|c| !c.feed_before))
                 .collect();
             let (at, end, best) = choose(
                 &options,
@@ -499,19 +501,18 @@ fn cover_extended(hir: &Hir, searched: &Searched) -> Option<Vec<Candidate>> {
     }
 }
 
-/// Whether some match of the concatenation `parts` holds a line
-/// terminator.
-fn crosses_before(parts: &[Hir]) -> bool {
-    parts.iter().any(|p| may_hold(p, TERMINATORS))
+/// Whether some match of the concatenation `parts` holds a line feed.
+fn feed_before(parts: &[Hir]) -> bool {
+    parts.iter().any(|p| may_hold(p, LINE_FEED))
 }
 
 /// The factors of one extended pattern (JavaScript syntax, without
 /// delimiters): per alternative, of the literals whose match starts on
-/// their own line (no line terminator in the text of a match before
-/// them), the longest. The text after a factor may cross lines (`\s*`):
-/// the classifier steps on past a hit until no match is under way. A
-/// factor whose `before` is unbounded has its hit's line stepped from its
-/// start.
+/// their own line (no line feed in the text of a match before them), the
+/// longest, or one searched for already ([`Searched`]). The text after a
+/// factor may cross lines (`\s*`): the classifier steps on past a hit
+/// until no match is under way. A factor whose `before` is unbounded has
+/// its hit's line stepped from its start.
 pub fn of_pattern_extended(js: &str, searched: &Searched) -> Result<Vec<Factor>, String> {
     let regex = translate(js, Letters::Lower)?;
     let hir = regex_syntax::ParserBuilder::new()
@@ -665,14 +666,21 @@ mod tests {
         assert_eq!(find("413").map(|f| f.before), Some(Some(0)));
         assert_eq!(find("connect.").map(|f| f.before), Some(Some(16)));
         assert!(find("(no body)").is_none());
-        // The window alternatives: `account` first, `limit` near the start;
-        // `usage.?limit` takes the `limit` they search for, `usage` and at
-        // most one scalar value before it, and `usage` is no factor.
-        assert_eq!(find("account").map(|f| f.before), Some(Some(0)));
+        // The window alternatives take the `limit` of `rate.?limit`, which
+        // is searched for already, and so does `usage.?limit`: neither
+        // `account` nor `usage` is a factor. Before `limit`: `account's`,
+        // 80 characters, `rate` and one character (the `\r` a window's
+        // `[^\n]` may hold is no line break to the search).
+        assert!(find("account").is_none() && find("usage").is_none());
+        assert_eq!(
+            find("limit").map(|f| f.before),
+            Some(Some(9 + 80 * 4 + 4 + 4))
+        );
+        // Without the retryable patterns, nothing searches for `limit`:
+        // each window takes its longest literal, `account`.
         let usage = extended(BIT_USAGE_LIMIT).unwrap();
-        let limit = usage.iter().find(|f| f.text == b"limit");
-        assert_eq!(limit.map(|f| f.before), Some(Some(9)));
-        assert!(usage.iter().all(|f| f.text != b"usage"));
+        let account = usage.iter().find(|f| f.text == b"account");
+        assert_eq!(account.map(|f| f.before), Some(Some(4 + 4 + 5 + 80 * 4)));
         // `internal` is not widened by the longer `nghttp2` alternative.
         assert_eq!(find("internal").map(|f| f.before), Some(Some(8)));
         // None contains another.

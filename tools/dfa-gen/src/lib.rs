@@ -866,7 +866,7 @@ fn render_factors(s: &mut String) -> Result<(), String> {
          /// chosen for, and its *needs* ([`Need`]): a hit is stepped on only where\n\
          /// one of them holds (none: every hit is).\n\
          #[cfg(feature = \"prefilter\")]\n\
-         pub(super) type Factor = (&'static str, Option<u8>, u8, &'static [&'static [Need]]);\n\
+         pub(super) type Factor = (&'static str, Option<u16>, u8, &'static [&'static [Need]]);\n\
          \n\
          /// A literal (lower case) that must start `lo..=hi` bytes from a hit's start,\n\
          /// on the hit's line if `line` (no line feed between them): `(lo, hi, line,\n\
@@ -924,7 +924,7 @@ fn render_factor_table(
             let before = match f.before {
                 Some(b) => format!(
                     "Some({})",
-                    u8::try_from(b).map_err(|_| format!("{text}: {b} bytes before"))?
+                    u16::try_from(b).map_err(|_| format!("{text}: {b} bytes before"))?
                 ),
                 None => "None".to_string(),
             };

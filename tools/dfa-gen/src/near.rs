@@ -3,11 +3,11 @@
 //! Most hits of a short factor are in no match: `limit` in "limits per
 //! account", `server` in "server.js". Every match the classifier relies on
 //! a hit for holds the factor inside one of its patterns' literals (the
-//! generator chooses factors inside literals only, and a window's second
-//! word is a literal too), and the literals around that one, at distances
-//! the pattern bounds. So a hit can be let go, before any DFA steps on it,
-//! when for every place the factor has in a literal of the patterns some
-//! literal that place needs is not where it would have to be.
+//! generator chooses factors inside literals only), and the literals
+//! around that one, at distances the pattern bounds. So a hit can be let
+//! go, before any DFA steps on it, when for every place the factor has in
+//! a literal of the patterns some literal that place needs is not where
+//! it would have to be.
 //!
 //! Each pattern is spelled out as the sequences of literals and *gaps*
 //! (classes, repetitions of classes, assertions: parts of a match of a
