@@ -1303,7 +1303,7 @@ mod tests {
         ] {
             for gap in [0usize, 1, 79, 80, 81, 200] {
                 let fillers: &[&str] = if cfg!(debug_assertions) {
-                    &["x", "é", "a\nb"]
+                    &["x", "é", "\r", "a\nb"]
                 } else {
                     &["x", " ", "é", "\u{1f600}", "\r", "a\nb"]
                 };
