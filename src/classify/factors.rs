@@ -4,7 +4,8 @@
 //! Every match of a classic pattern but the anchored overflow pattern
 //! contains one of [`FACTORS`] (lower case), which the generator derives
 //! from the patterns' syntax, per set of labels looked for: once a label
-//! is found, the scan searches on for the factors of the others only.
+//! is found, the scan searches on for the factors of the others only,
+//! from the start of the line where it was found.
 //! This scan lower-cases the text in chunks on the stack (overlapping by
 //! the longest factor minus one byte, so that every occurrence lies whole
 //! in one chunk) and finds the factors with `aho-corasick`'s packed Teddy
@@ -479,12 +480,15 @@ fn chunks<S: Stepper>(
                 continue;
             };
             if h < seg.line_done && labels & want & !seg.line_labels == 0 {
-                // Inside a line stepped whole (with this factor's tables):
-                // search on after it.
-                if seg.line_done >= end {
-                    break;
+                // Inside a line stepped whole with this factor's tables.
+                if want & !seg.line_labels == 0 {
+                    // With every table looked for: search on after it.
+                    if seg.line_done >= end {
+                        break;
+                    }
+                    found.skip_to(seg.line_done - *at);
                 }
-                found.skip_to(seg.line_done - *at);
+                // (Otherwise a later hit on it may be another label's.)
                 continue;
             }
             // Each hit costs the searcher and its needs, wanted or not.
@@ -524,9 +528,14 @@ fn chunks<S: Stepper>(
                 return Stop::Done;
             }
             if seg.scan.want() & 15 != want {
-                // A label found: search on from this hit for the factors
-                // of those still looked for (at most four times).
-                *at = h;
+                // A label found: search on for the factors of those still
+                // looked for (at most four times), from the start of this
+                // hit's line. A match of theirs not found yet holds a
+                // factor of this set at or after the hit, on the line
+                // where it starts, so the new set's factor in it is on
+                // that line too (no match has a line feed before its
+                // factor), though maybe before the hit.
+                *at = seg.line_start(bytes, h);
                 continue 'chunks;
             }
         }
@@ -1329,6 +1338,39 @@ mod tests {
         }
         // Words glued to others are no window words.
         for t in around_chunk_ends("z ", "accounts are under rate limits for the account", ".") {
+            check_extended(&t);
+        }
+    }
+
+    #[test]
+    fn extended_a_label_found_between_a_windows_words() {
+        // With the retryable patterns, a window's factor is the `limit` of
+        // its second word; without them, its first word `account`. A
+        // retryable match between the two words switches the search to
+        // the set without them, with `account` already behind.
+        let texts = [
+            "ACCOUNT'S quota: overloaded, see x-ratelimit-reset",
+            "account overloaded rate limit",
+            "rate limit, overloaded; account",
+        ];
+        for text in texts {
+            for t in around_chunk_ends("z ", text, " and more") {
+                check_extended(&t);
+            }
+        }
+    }
+
+    #[test]
+    fn extended_a_line_stepped_for_one_label_keeps_the_others_later_hits() {
+        // `capacity` (its needs hold, no match) leaves the retryable tables
+        // alone stepping; `too large` has its line stepped with those and
+        // the overflow tables, finds overflow, and the search goes on from
+        // the line's start for the labels left: `capacity` again, inside
+        // the line stepped with its tables, then `limit_reached`, which is
+        // not.
+        let text = "retry-after: \u{665}41.8\r\ninsufficient_capacity1h \u{fffd}PAYLOAD TOO LARGE miNS\u{130}limit_reachEd\u{2014}";
+        check_extended(text);
+        for t in around_chunk_ends("z ", text, " and more") {
             check_extended(&t);
         }
     }
