@@ -854,11 +854,16 @@ impl Stepper for Scan {
 impl<S> Segment<S> {
     /// Where the line of the byte at `i` starts, or an earlier line's
     /// start (after a line feed; starting before a `\r`, U+2028 or U+2029
-    /// is only more than needed). Asked at growing positions, it reads
-    /// each byte at most once: the text before the last answer's position
-    /// is not read again.
+    /// is only more than needed). Asked at growing positions, or on the
+    /// line asked last (where the search for the labels left goes back
+    /// to), it reads each byte at most once: the text before the last
+    /// answer's position is not read again.
     fn line_start(&mut self, bytes: &[u8], i: usize) -> usize {
         let (asked, answer) = self.line;
+        if (answer..=asked).contains(&i) {
+            // No line feed between the answer and the position asked.
+            return answer;
+        }
         let from = if asked <= i { asked } else { 0 };
         let found = bytes
             .get(from..i)
@@ -1339,6 +1344,29 @@ mod tests {
         // Words glued to others are no window words.
         for t in around_chunk_ends("z ", "accounts are under rate limits for the account", ".") {
             check_extended(&t);
+        }
+    }
+
+    #[test]
+    fn line_starts_asked_forth_and_back() {
+        let bytes = b"ab\ncdef\ng\n\nhij";
+        let mut seg = Segment {
+            scan: (),
+            start: 0,
+            pos: 0,
+            line_done: 0,
+            line_labels: 0,
+            line: (0, 0),
+        };
+        let truth = |i: usize| {
+            bytes[..i]
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |k| k + 1)
+        };
+        // Growing, then back on the line asked last, then back before it.
+        for i in [0, 1, 5, 7, 6, 3, 7, 9, 2, 10, 11, 14, 12, 13, 0, 14] {
+            assert_eq!(seg.line_start(bytes, i), truth(i), "at {i}");
         }
     }
 
