@@ -28,6 +28,7 @@
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use autoretry::classify::{Classification, Classifier};
 use autoretry::host::sidecar;
@@ -140,6 +141,30 @@ enum Command {
             requires = "budget_store"
         )]
         budget_key: String,
+        /// How long one decision may wait for the store, all its tries
+        /// together (and the start, to connect); past it, the decision is
+        /// made without the budget and a `budget_store_error` line says it
+        /// timed out.
+        #[arg(
+            long,
+            value_name = "MS",
+            default_value_t = redis_budget::DEFAULT_TIMEOUT_MS,
+            value_parser = clap::value_parser!(u64).range(1..=60_000),
+            requires = "budget_store"
+        )]
+        budget_store_timeout_ms: u64,
+        /// After the store failed to answer, how long it is not asked:
+        /// meanwhile every decision is made without the budget at once
+        /// (each with a `budget_store_error` line) instead of waiting for
+        /// the timeout.
+        #[arg(
+            long,
+            value_name = "MS",
+            default_value_t = redis_budget::DEFAULT_REST_MS,
+            value_parser = clap::value_parser!(u64).range(0..=3_600_000),
+            requires = "budget_store"
+        )]
+        budget_store_rest_ms: u64,
     },
     /// Replay vector lines (scenario and step lines) and print each step's
     /// outputs and state as one JSON line.
@@ -316,6 +341,8 @@ fn main() -> ExitCode {
             budget,
             budget_store,
             budget_key,
+            budget_store_timeout_ms,
+            budget_store_rest_ms,
         } => {
             let host = HostOptions::DEFAULT
                 .with_context_window(context_window)
@@ -325,6 +352,8 @@ fn main() -> ExitCode {
                 figures,
                 store: budget_store,
                 key: budget_key,
+                timeout: Duration::from_millis(budget_store_timeout_ms),
+                rest: Duration::from_millis(budget_store_rest_ms),
             });
             return rpc(
                 settings.as_deref(),
@@ -457,15 +486,17 @@ fn stream_lines(
     status
 }
 
-/// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
-/// bad option.
 /// `rpc`'s budget flags: the figures, and the shared store if any.
 struct BudgetFlags {
     figures: RetryBudget,
     store: Option<String>,
     key: String,
+    timeout: Duration,
+    rest: Duration,
 }
 
+/// `autoretry rpc`: exit 0 at the end of input, 1 on an I/O error, 2 on a
+/// bad option.
 fn rpc(
     settings: Option<&str>,
     host: HostOptions,
@@ -502,7 +533,9 @@ fn rpc(
             figures,
             store: Some(url),
             key,
-        }) => match redis_budget::RedisBudget::connect(&url, &key, figures) {
+            timeout,
+            rest,
+        }) => match redis_budget::RedisBudget::connect(&url, &key, figures, timeout, rest) {
             Ok(store) => sidecar = sidecar.with_budget(store),
             Err(e) => {
                 eprintln!("autoretry rpc: --budget-store {e}");

@@ -78,9 +78,7 @@ use core::future::{poll_fn, Future};
 use core::pin::pin;
 use core::task::Poll;
 
-use core::cell::RefCell;
-
-use crate::host::budget_lock::BudgetLock;
+use crate::host::budget_store::BudgetStore;
 use crate::host::timer::BackoffTimer;
 use crate::host::Step;
 use crate::{Input, Machine, RetryBudget, RetryState, TimerId};
@@ -322,12 +320,14 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// assert_eq!(driver.handle(early).outputs, Err(Refused::AgentRunDuringBackoff));
     /// ```
     pub fn handle(&mut self, input: I) -> Step<'_> {
-        self.feed(input, None::<&RefCell<RetryBudget>>)
+        self.feed(input, None::<&mut RetryBudget>)
     }
 
     /// [`Driver::handle`] with a retry budget that the drivers of several
-    /// sessions share (spec §11.4, [`Machine::handle_with_budget`]): the
-    /// budget is lent for this input only.
+    /// sessions share (spec §11.4, [`Machine::handle_with_budget`]), in any
+    /// [`BudgetStore`]: the budget is lent for this input only. When the
+    /// store fails, the input is decided without it and
+    /// [`Step::budget_error`] says why.
     ///
     /// ```
     /// # use autoretry::host::driver::Sleeper;
@@ -348,21 +348,17 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// assert!(a.handle_with_budget(fail, &shared).state.is_retrying); // 4 → 3
     /// assert!(!b.handle_with_budget(fail, &shared).state.is_retrying); // 3 → 2: throttled
     /// ```
-    pub fn handle_with_budget(
-        &mut self,
-        input: I,
-        budget: &(impl BudgetLock + ?Sized),
-    ) -> Step<'_> {
+    pub fn handle_with_budget(&mut self, input: I, budget: impl BudgetStore) -> Step<'_> {
         self.feed(input, Some(budget))
     }
 
     /// Feeds an input of the host, with the budget when there is one, and
     /// carries out the timer outputs.
-    fn feed<B: BudgetLock + ?Sized>(&mut self, input: I, budget: Option<&B>) -> Step<'_> {
+    fn feed<B: BudgetStore>(&mut self, input: I, budget: Option<B>) -> Step<'_> {
         let input = self.input.insert(input).as_input();
         let machine = &mut self.machine;
         let step = match budget {
-            Some(lock) => lock.with_budget(|b| Step::with_budget(machine, input, b)),
+            Some(store) => Step::with_budget(machine, input, store),
             None => Step::of(machine, input),
         };
         if let Ok(outputs) = &step.outputs {
@@ -414,13 +410,13 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     where
         F: Future<Output = Option<I>>,
     {
-        self.next_fed(input, None::<&RefCell<RetryBudget>>).await
+        self.next_fed(input, None::<&mut RetryBudget>).await
     }
 
     /// [`Driver::next`] with a retry budget that the drivers of several
-    /// sessions share (spec §11.4): every input is fed with it (only an
-    /// `agent_end` charges or refills it), lent for that input only, so a
-    /// session that waits holds no lock.
+    /// sessions share (spec §11.4), in any [`BudgetStore`]: every input is
+    /// fed with it (only an `agent_end` charges or refills it), lent for
+    /// that input only, so a session that waits holds no lock.
     ///
     /// ```
     /// # use autoretry::host::driver::Sleeper;
@@ -445,7 +441,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     pub async fn next_with_budget<F>(
         &mut self,
         input: F,
-        budget: &(impl BudgetLock + ?Sized),
+        budget: impl BudgetStore,
     ) -> Option<Step<'_>>
     where
         F: Future<Output = Option<I>>,
@@ -454,10 +450,10 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     }
 
     /// [`Driver::next`], feeding the input with `budget` when there is one.
-    async fn next_fed<F, B>(&mut self, input: F, budget: Option<&B>) -> Option<Step<'_>>
+    async fn next_fed<F, B>(&mut self, input: F, budget: Option<B>) -> Option<Step<'_>>
     where
         F: Future<Output = Option<I>>,
-        B: BudgetLock + ?Sized,
+        B: BudgetStore,
     {
         // A timer already due fires before any input is taken: the input
         // that is ready now may have come after the deadline.

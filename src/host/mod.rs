@@ -22,10 +22,15 @@
 //! they fed and the machine's answer, with the timer outputs already
 //! carried out by the driver.
 //!
+//! Every host that shares a retry budget (spec §11.4) keeps it in a
+//! [`budget_store::BudgetStore`] and decides with it the same way
+//! ([`budget_store::handle`]).
+//!
 //! A host that drives the machine by hand (firmware, a test) needs none of
 //! them: [`Machine::handle`](crate::Machine::handle) is the whole protocol.
 
-use crate::{Input, Machine, Outputs, Refused, RetryBudget, RetryState};
+use crate::{Input, Machine, Outputs, Refused, RetryState};
+use budget_store::{BudgetStore, StoreError};
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -37,12 +42,8 @@ pub mod thread;
 
 pub mod driver;
 
-pub mod budget_lock;
+pub mod budget_store;
 pub mod timer;
-
-#[cfg(feature = "std")]
-#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-pub mod shared_budget;
 
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
@@ -76,7 +77,7 @@ pub mod sidecar;
 /// let step = Step::of(&mut machine, Input::Abort);
 /// assert_eq!(step.outputs.iter().flatten().collect::<Vec<_>>(), [&Output::AbortAgent]);
 /// assert!(!step.state.is_retrying);
-/// let refused: Step<'_> = Step { input: Input::Abort, outputs: Err(Refused::AgentRunDuringBackoff), state: machine.state() };
+/// let refused: Step<'_> = Step { input: Input::Abort, outputs: Err(Refused::AgentRunDuringBackoff), state: machine.state(), budget_error: None };
 /// assert_eq!(refused.outputs.iter().flatten().count(), 0);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,6 +89,10 @@ pub struct Step<'a> {
     /// The machine's queries after the input (`autoRetryEnabled`,
     /// `isRetrying`, `retryAttempt`).
     pub state: RetryState,
+    /// The budget store's failure, when the input was fed with a budget
+    /// whose store failed: the input was then decided without the budget
+    /// (see [`budget_store::handle`]).
+    pub budget_error: Option<StoreError>,
 }
 
 impl<'a> Step<'a> {
@@ -105,24 +110,31 @@ impl<'a> Step<'a> {
             input,
             outputs,
             state: machine.state(),
+            budget_error: None,
         }
     }
 
-    /// Feeds `input` to `machine` with a retry budget
-    /// ([`Machine::handle_with_budget`]) and keeps what it did.
+    /// Feeds `input` to `machine` with the retry budget of `store`
+    /// ([`budget_store::handle`]: a [`RetryBudget`](crate::RetryBudget) by
+    /// `&mut`, a shared lock, a remote store) and keeps what it did.
     ///
     /// ```
     /// use autoretry::{host::Step, AssistantMessage, Input, Machine, RetryBudget};
     /// let mut budget = RetryBudget::new(4, 500).unwrap();
     /// let step = Step::with_budget(&mut Machine::default(), Input::agent_end(AssistantMessage::error("503")), &mut budget);
     /// assert_eq!((step.state.retry_attempt, budget.tokens_milli()), (1, 3000));
+    /// assert_eq!(step.budget_error, None);
     /// ```
-    pub fn with_budget(machine: &mut Machine, input: Input<'a>, budget: &mut RetryBudget) -> Self {
-        let outputs = machine.handle_with_budget(input, budget);
+    pub fn with_budget(machine: &mut Machine, input: Input<'a>, store: impl BudgetStore) -> Self {
+        let (outputs, budget_error) = match budget_store::handle(machine, input, store) {
+            Ok((outputs, error)) => (Ok(outputs), error),
+            Err(refused) => (Err(refused), None),
+        };
         Step {
             input,
             outputs,
             state: machine.state(),
+            budget_error,
         }
     }
 }

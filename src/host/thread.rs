@@ -89,6 +89,7 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
+use crate::host::budget_store::BudgetStore;
 use crate::host::clock::{Clock, SystemClock};
 use crate::host::timer::BackoffTimer;
 use crate::host::Step;
@@ -285,6 +286,41 @@ impl<C: Clock> ThreadDriver<C> {
     /// ```
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
         let step = Step::of(&mut self.machine, input);
+        self.carry_out(step)
+    }
+
+    /// [`ThreadDriver::handle`] with a retry budget that the sessions of
+    /// several threads (or processes) share (spec §11.4), in any
+    /// [`BudgetStore`]: an `Arc<Mutex<RetryBudget>>` cloned into each
+    /// thread, a `&Mutex<RetryBudget>`, a budget of its own by `&mut`. The
+    /// store is used for this input only; when it fails, the input is
+    /// decided without the budget and [`Step::budget_error`] says why.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use autoretry::{AssistantMessage, Input, Machine, RetryBudget, host::thread::ThreadDriver};
+    /// let shared = Arc::new(Mutex::new(RetryBudget::new(4, 500).unwrap()));
+    /// let fail = Input::agent_end(AssistantMessage::error("529 overloaded_error"));
+    /// // A session on a thread of its own.
+    /// let session = |shared: Arc<Mutex<RetryBudget>>| std::thread::spawn(move || {
+    ///     let mut driver = ThreadDriver::new(Machine::default());
+    ///     driver.handle_with_budget(fail, &shared).state.is_retrying
+    /// });
+    /// assert!(session(shared.clone()).join().unwrap()); // 4 → 3: retries
+    /// assert!(!session(shared.clone()).join().unwrap()); // 3 → 2 (at most half): throttled
+    /// assert_eq!(shared.lock().unwrap().tokens_milli(), 2000);
+    /// ```
+    pub fn handle_with_budget<'a>(
+        &mut self,
+        input: Input<'a>,
+        budget: impl BudgetStore,
+    ) -> Step<'a> {
+        let step = Step::with_budget(&mut self.machine, input, budget);
+        self.carry_out(step)
+    }
+
+    /// Carries out a step's timer outputs.
+    fn carry_out<'a>(&mut self, step: Step<'a>) -> Step<'a> {
         if let Ok(outputs) = &step.outputs {
             let pending = self.machine.pending_timer();
             // The clock is read only where an output arms the timer.

@@ -48,7 +48,7 @@
 //! - with a shared retry budget ([`Sidecar::with_budget`]) whose store
 //!   fails: `{"type":"budget_store_error","error":"..."}`, before the lines
 //!   of the `agent_end` it concerns, which was decided without the budget
-//!   (the sidecar fails open: see [`handle_shared`](crate::host::shared_budget::handle_shared)) and keeps serving.
+//!   (the sidecar fails open: see [`budget_store::handle`](crate::host::budget_store::handle)) and keeps serving.
 //!
 //! # Time and fairness
 //!

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::pipe::{Item, Source};
 use super::protocol::{self, output_line, Request};
-use crate::host::shared_budget::{handle_shared, SharedBudget};
+use crate::host::budget_store::{self, BudgetStore};
 use crate::host::thread::after;
 use crate::host::timer::BackoffTimer;
 use crate::machine::{Input, Machine, Refused};
@@ -51,8 +51,14 @@ pub struct Sidecar<W: Write> {
     #[cfg(feature = "rules")]
     rules: Option<Rules<'static>>,
     /// The retry budget every `agent_end` is decided with (spec §11.4).
-    budget: Option<Box<dyn SharedBudget + Send>>,
+    budget: Option<Box<dyn SidecarStore>>,
 }
+
+/// A budget store the sidecar can own and show in its `Debug` output (a
+/// store names itself there without its credentials).
+trait SidecarStore: BudgetStore + std::fmt::Debug + Send {}
+
+impl<T: BudgetStore + std::fmt::Debug + Send> SidecarStore for T {}
 
 impl<W: Write> Sidecar<W> {
     /// A sidecar for `machine`, writing to `out` (flushed after every line
@@ -72,7 +78,9 @@ impl<W: Write> Sidecar<W> {
     }
 
     /// The same sidecar deciding every `agent_end` with a retry budget
-    /// (spec §11.4): a [`RetryBudget`](crate::RetryBudget) of its own, or a
+    /// (spec §11.4), in any [`BudgetStore`]: a
+    /// [`RetryBudget`](crate::RetryBudget) of its own, an
+    /// `Arc<Mutex<RetryBudget>>` that sidecars of one process share, or a
     /// store that sidecars in several processes share (`autoretry rpc
     /// --budget 10:0.1 --budget-store redis://...`).
     ///
@@ -86,7 +94,10 @@ impl<W: Write> Sidecar<W> {
     /// let out = String::from_utf8(sidecar.into_inner()).unwrap();
     /// assert!(out.starts_with(r#"{"type":"auto_retry_end","success":false,"attempt":0,"finalError":"Retry throttled"#));
     /// ```
-    pub fn with_budget(mut self, budget: impl SharedBudget + Send + 'static) -> Self {
+    pub fn with_budget(
+        mut self,
+        budget: impl BudgetStore + std::fmt::Debug + Send + 'static,
+    ) -> Self {
         self.budget = Some(Box::new(budget));
         self
     }
@@ -245,7 +256,8 @@ impl<W: Write> Sidecar<W> {
         // Only an `agent_end` charges or refills a budget.
         let outputs = match &mut self.budget {
             Some(store) if matches!(input, Input::AgentEnd { .. }) => {
-                let (outputs, store_error) = handle_shared(&mut self.machine, input, &mut **store)?;
+                let (outputs, store_error) =
+                    budget_store::handle(&mut self.machine, input, &mut **store)?;
                 if let Some(error) = store_error {
                     let line = protocol::budget_store_error_line(&error.to_string());
                     // A failed write surfaces at the next line's flush.
