@@ -260,8 +260,9 @@ impl<M: embassy_sync::blocking_mutex::raw::RawMutex> BudgetStore
 /// Feeds `input` to `machine` with the budget of `store`
 /// ([`Machine::handle_with_budget`]), atomically for the store's users.
 ///
-/// The decision is made on a copy of the machine, once per try of the
-/// store; the machine takes the copy's state only when the store kept the
+/// Only an `agent_end` asks the store (no other input charges or refills
+/// a budget). The decision is made on a copy of the machine, once per try
+/// of the store; the machine takes the copy's state only when the store kept the
 /// budget. When the store fails, the input is handled without the budget
 /// (`Ok` holds the outputs and the store's error): the policy fails open
 /// (see the [module](self)). A refused input changes neither the machine
@@ -282,6 +283,11 @@ pub fn handle<'a>(
     input: Input<'a>,
     mut store: impl BudgetStore,
 ) -> Result<(Outputs<'a>, Option<StoreError>), Refused> {
+    // Only an `agent_end` charges or refills a budget (spec §11.4): any
+    // other input leaves the store alone.
+    if !matches!(input, Input::AgentEnd { .. }) {
+        return machine.handle(input).map(|outputs| (outputs, None));
+    }
     let mut decided = None;
     let kept = store.update(&mut |budget| {
         let mut copy = machine.clone();
@@ -367,6 +373,13 @@ mod tests {
         fn update(&mut self, _: &mut dyn FnMut(&mut RetryBudget)) -> Result<(), StoreError> {
             Err(StoreError::new(StoreErrorKind::Unavailable))
         }
+    }
+
+    #[test]
+    fn only_an_agent_end_asks_the_store() {
+        let mut machine = Machine::default();
+        let (outputs, error) = handle(&mut machine, Input::Abort, Down).unwrap();
+        assert_eq!((outputs.len(), error), (1, None));
     }
 
     #[test]

@@ -253,9 +253,8 @@ impl<W: Write> Sidecar<W> {
     /// in order: `sleep` arms the timer (at `now` plus its wait),
     /// `cancel_timer` disarms it.
     fn handle<'a>(&mut self, input: Input<'a>, now: Duration) -> Result<Outputs<'a>, Refused> {
-        // Only an `agent_end` charges or refills a budget.
         let outputs = match &mut self.budget {
-            Some(store) if matches!(input, Input::AgentEnd { .. }) => {
+            Some(store) => {
                 let (outputs, store_error) =
                     budget_store::handle(&mut self.machine, input, &mut **store)?;
                 if let Some(error) = store_error {
@@ -265,7 +264,7 @@ impl<W: Write> Sidecar<W> {
                 }
                 outputs
             }
-            _ => self.machine.handle(input)?,
+            None => self.machine.handle(input)?,
         };
         self.timer
             .carry_out(&outputs, self.machine.pending_timer(), |ms| after(now, ms));
