@@ -26,7 +26,7 @@
 //! store timeout (`--budget-store-timeout-ms`) for all its tries; a command
 //! that fails on a connection opened before the decision (a restarted
 //! server) is tried once more on a new connection within that time; and
-//! after a failure the store is not asked for a while
+//! after it failed to answer, the store is not asked for a while
 //! (`--budget-store-rest-ms`): those decisions are made without the budget
 //! at once, each reported, instead of each waiting for the timeout.
 //!
@@ -303,17 +303,18 @@ impl RedisBudget {
         }
     }
 
-    /// The error of a store that did not answer: "timed out" for a
-    /// timeout, whatever the platform calls it.
-    fn unavailable(&self, e: &redis::RedisError) -> StoreError {
-        if e.is_timeout() {
-            self.error(
-                StoreErrorKind::Unavailable,
-                format_args!("timed out after {} ms", self.timeout.as_millis()),
-            )
+    /// The error of a store that did not answer ("timed out" for a
+    /// timeout, whatever the platform calls it), which begins its rest:
+    /// it is not asked again before the rest is over.
+    fn unavailable(&mut self, e: &redis::RedisError) -> StoreError {
+        let why = if e.is_timeout() {
+            format!("timed out after {} ms", self.timeout.as_millis())
         } else {
-            self.error(StoreErrorKind::Unavailable, e)
-        }
+            e.to_string()
+        };
+        self.resting = Some((Instant::now() + self.rest, why.clone()));
+        self.seen = None;
+        self.error(StoreErrorKind::Unavailable, why)
     }
 
     fn eval_once(&mut self, args: &[String], deadline: Instant) -> redis::RedisResult<Value> {
@@ -401,19 +402,8 @@ impl BudgetStore for RedisBudget {
             }
             self.resting = None;
         }
-        let result = self.decide(step, now + self.timeout);
-        if let Err(e) = &result {
-            if e.kind() == StoreErrorKind::Unavailable {
-                let why = e.to_string();
-                let why = why
-                    .strip_prefix(&format!("retry budget store: {}: ", self.name))
-                    .unwrap_or(&why)
-                    .to_owned();
-                self.resting = Some((Instant::now() + self.rest, why));
-                self.seen = None;
-            }
-        }
-        result
+        // A store that answers is never left to rest, however busy the key.
+        self.decide(step, now + self.timeout)
     }
 }
 
