@@ -139,7 +139,8 @@ impl<'a> Step<'a> {
     }
 }
 
-/// `Step { input: .., outputs: [..] }`, or `refused: ..` for a refused input.
+/// `Step { input: .., outputs: [..] }`, or `refused: ..` for a refused
+/// input; then the budget store's failure, if any.
 #[cfg(feature = "defmt")]
 impl defmt::Format for Step<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
@@ -153,6 +154,9 @@ impl defmt::Format for Step<'_> {
             Err(refused) => {
                 defmt::write!(f, "Step {{ input: {}, refused: {} }}", self.input, refused)
             }
+        }
+        if let Some(error) = &self.budget_error {
+            defmt::write!(f, " ({})", error);
         }
     }
 }
