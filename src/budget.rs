@@ -173,16 +173,30 @@ impl RetryBudget {
         let budget = RetryBudget::new(max, ratio)?;
         match tokens {
             None => Ok(budget),
-            Some(text) => {
-                let tokens = parse_milli(text)
-                    .and_then(|m| u32::try_from(m).ok())
-                    .ok_or(BudgetError {
-                        field: "tokens",
-                        expected: TOKENS_EXPECTED,
-                    })?;
-                budget.with_tokens_milli(tokens)
-            }
+            Some(text) => budget.with_tokens(text),
         }
+    }
+
+    /// The same budget holding `tokens`, a decimal number as written (0
+    /// to `maxTokens`, at most three digits after the point), read exactly
+    /// as [`RetryBudget::parse`] reads it: for a host or a test that reads
+    /// a level written by another.
+    ///
+    /// ```
+    /// use autoretry::RetryBudget;
+    /// let budget = RetryBudget::new(4, 500).unwrap();
+    /// assert_eq!(budget.with_tokens("2.5").unwrap().tokens_milli(), 2500);
+    /// assert_eq!(budget.with_tokens("0.0010000000000000001").unwrap_err().field, "tokens");
+    /// assert_eq!(budget.with_tokens("4.001").unwrap_err().field, "tokens");
+    /// ```
+    pub fn with_tokens(self, tokens: &str) -> Result<RetryBudget, BudgetError> {
+        let tokens = parse_milli(tokens)
+            .and_then(|m| u32::try_from(m).ok())
+            .ok_or(BudgetError {
+                field: "tokens",
+                expected: TOKENS_EXPECTED,
+            })?;
+        self.with_tokens_milli(tokens)
     }
 
     /// `maxTokens`.
@@ -352,6 +366,12 @@ mod tests {
             ("0e999", Some(0)),
             ("5e-999", None),
             ("0.000e-5", Some(0)),
+            // Digits a binary float would round away are read, not lost.
+            ("0.0010000000000000001", None),
+            ("1e-400", None),
+            ("0e-400", Some(0)),
+            ("2.0000000001", None),
+            ("1000.000000000000000", Some(1_000_000)),
         ] {
             assert_eq!(parse_milli(text), milli, "{text}");
         }

@@ -264,6 +264,50 @@ fn malformed_line_names_the_line_and_fails() {
     }
 }
 
+/// A scenario's budget and `rpc --budget` read the same figures from their
+/// digits with one parser: what one refuses, the other refuses with the
+/// same words, and digits a binary float would round away are refused, not
+/// rounded.
+#[test]
+fn a_scenario_budget_is_read_exactly_like_the_budget_flag() {
+    for (max, ratio, tokens) in [
+        ("4", "0.0010000000000000001", "4"),
+        ("4", "1e-400", "4"),
+        ("4", "0.5", "2.0000000001"),
+        ("4", "0.5", "1e-400"),
+        ("4.0000000000000001", "0.5", "4"),
+        ("4", "0.0005", "4"),
+        ("4", "0.5000", "2.5"),
+        ("4", "1e-3", "0e-400"),
+        ("4", "1000.000000000000000", "4"),
+    ] {
+        let case = format!("{max}:{ratio}:{tokens}");
+        let want = autoretry::RetryBudget::parse(max, ratio, Some(tokens));
+        let flag = run_stdin(&["rpc", "--budget", &case], b"");
+        let line = format!(
+            "{{\"scenario\":\"s\",\"budget\":{{\"maxTokens\":{max},\"tokenRatio\":{ratio},\"tokens\":{tokens}}}}}\n\
+             {{\"in\":{{\"type\":\"abort\"}}}}\n"
+        );
+        let replay = run_stdin(&["replay"], line.as_bytes());
+        let (flag_err, replay_err) = (
+            String::from_utf8_lossy(&flag.stderr),
+            String::from_utf8_lossy(&replay.stderr),
+        );
+        match want {
+            Ok(_) => {
+                assert_eq!(flag.status.code(), Some(0), "{case}: {flag_err}");
+                assert_eq!(replay.status.code(), Some(0), "{case}: {replay_err}");
+            }
+            Err(e) => {
+                assert_eq!(flag.status.code(), Some(2), "{case}: {flag_err}");
+                assert!(flag_err.contains(&e.to_string()), "{case}: {flag_err}");
+                assert_eq!(replay.status.code(), Some(1), "{case}: {replay_err}");
+                assert_eq!(replay_err, format!("line 1: budget.{e}\n"), "{case}");
+            }
+        }
+    }
+}
+
 #[test]
 fn replay_goes_on_after_each_malformed_line() {
     let input = concat!(

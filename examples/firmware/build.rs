@@ -14,7 +14,8 @@
 //! a settings group it rejects becomes `In::Invalid`, an input the host
 //! refuses without asking the machine. Expected outputs are read with
 //! serde_json alone; the budget figures are read exactly, in thousandths,
-//! with the crate's `RetryBudget::parse`.
+//! from their digits as written (the test kit's `budget_from_json` and
+//! `budget_tokens_from_json`, on the crate's `RetryBudget::parse`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use std::{env, fs};
 
 use autoretry::wire::json::InputLine;
 use autoretry::{InputBuf, MessageBuf, RetryBudget, RetrySettings};
-use autoretry_testkit::vector::VectorLine;
+use autoretry_testkit::vector::{budget_tokens_from_json, VectorLine};
 use serde_json::Value;
 
 fn main() {
@@ -64,9 +65,8 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
         let text = fs::read_to_string(path).expect("vector file");
         let mut open = false;
-        // The scenario's `budget` object, as written: its step lines'
-        // tokens are read against it.
-        let mut budget: Option<Value> = None;
+        // The scenario's budget: its step lines' tokens are read against it.
+        let mut budget: Option<RetryBudget> = None;
         // Vector lines are separated by `\n` only.
         for (index, line) in text.split('\n').enumerate() {
             let at = || format!("{}:{}", file_name(path), index + 1);
@@ -81,8 +81,7 @@ fn main() {
                     scenarios += 1;
                     let s = header.settings;
                     let h = header.host;
-                    let obj: Value = serde_json::from_str(line).expect("parsed above");
-                    budget = obj.get("budget").cloned();
+                    budget = header.budget;
                     writeln!(
                         code,
                         "    Scenario {{ name: {:?}, file: {:?}, folder: {folder}, line: {}, settings: {}, \
@@ -123,11 +122,12 @@ fn main() {
                         None => false,
                         Some(v) => v.as_bool().unwrap_or_else(|| panic!("{}: refused", at())),
                     };
-                    let tokens_milli = match (&budget, obj.get("budget")) {
+                    let tokens_milli = match (budget, obj.get("budget")) {
                         (None, None) => None,
-                        (Some(scenario), Some(tokens)) => Some(
-                            step_tokens_milli(scenario, tokens)
-                                .unwrap_or_else(|e| panic!("{}: budget: {e}", at())),
+                        (Some(scenario), Some(_)) => Some(
+                            budget_tokens_from_json(scenario, raw_budget(line))
+                                .unwrap_or_else(|e| panic!("{}: {e}", at()))
+                                .tokens_milli(),
                         ),
                         (None, Some(_)) => {
                             panic!("{}: a step budget without a scenario budget", at())
@@ -201,20 +201,12 @@ fn budget_code(budget: Option<&RetryBudget>) -> String {
     }
 }
 
-/// A step line's `budget` (the tokens after the step) in thousandths, read
-/// exactly and checked against the scenario's `maxTokens`.
-fn step_tokens_milli(scenario: &Value, tokens: &Value) -> Result<u32, String> {
-    let figure = |v: &Value, what: &str| match v {
-        Value::Number(n) => Ok(n.to_string()),
-        other => Err(format!("{what} must be a number, found {other}")),
-    };
-    let parsed = RetryBudget::parse(
-        &figure(&scenario["maxTokens"], "the scenario's maxTokens")?,
-        &figure(&scenario["tokenRatio"], "the scenario's tokenRatio")?,
-        Some(&figure(tokens, "the step's budget")?),
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(parsed.tokens_milli())
+/// A step line's `budget` (the tokens after the step) as written, to be
+/// read exactly.
+fn raw_budget(line: &str) -> &str {
+    let fields: std::collections::BTreeMap<String, &serde_json::value::RawValue> =
+        serde_json::from_str(line).expect("parsed above");
+    fields["budget"].get()
 }
 
 fn message_code(m: &MessageBuf) -> String {

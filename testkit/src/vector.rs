@@ -3,18 +3,20 @@
 //! input decoder ([`InputLine`]), errors naming the field.
 
 use autoretry::wire::json::{
-    boolean, object, parse_object, require, settings_from_json, string, uint, DecodeError,
-    ErrorKind, InputLine,
+    boolean, object, parse_object, parse_value, require, settings_from_json, string, uint,
+    DecodeError, ErrorKind, InputLine,
 };
 use autoretry::{HostOptions, RetryBudget, RetrySettings};
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// A scenario line of the vectors: `{"scenario":"name","about":..,"settings":{...},"host":{...}}`.
 ///
 /// ```
 /// use autoretry_testkit::vector::ScenarioHeader;
-/// let value = serde_json::json!({"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000, "seed": 42}});
-/// let header = ScenarioHeader::from_json(&value).unwrap();
+/// let line = r#"{"scenario": "s", "settings": {"maxRetries": 1}, "host": {"contextWindow": 1000, "seed": 42}}"#;
+/// let header = ScenarioHeader::parse(line).unwrap();
 /// assert_eq!((header.settings.max_retries, header.host.context_window, header.host.seed), (1, 1000, 42));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -34,19 +36,25 @@ pub struct ScenarioHeader {
 
 impl ScenarioHeader {
     /// Decodes a scenario line. `about` and unknown top-level fields are
-    /// ignored; an unknown key inside `host` is an error.
+    /// ignored; an unknown key inside `host` is an error. The line is taken
+    /// as text so that the budget's figures are read as written
+    /// ([`budget_from_json`]).
     ///
     /// ```
     /// use autoretry_testkit::vector::ScenarioHeader;
-    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"window": 1}})).unwrap_err();
+    /// let err = ScenarioHeader::parse(r#"{"scenario": "s", "host": {"window": 1}}"#).unwrap_err();
     /// assert_eq!(err.to_string(), r#"host: unknown key "window""#);
-    /// let err = ScenarioHeader::from_json(&serde_json::json!({"scenario": "s", "host": {"contextWindow": -1}})).unwrap_err();
+    /// let err = ScenarioHeader::parse(r#"{"scenario": "s", "host": {"contextWindow": -1}}"#).unwrap_err();
     /// assert!(err.to_string().starts_with("host.contextWindow: expected a non-negative integer"));
+    /// let err = ScenarioHeader::parse(r#"{"scenario": "s", "budget": {"maxTokens": 4, "tokenRatio": 1e-400}}"#).unwrap_err();
+    /// assert!(err.to_string().starts_with("budget.tokenRatio: expected a number from 0.001"));
     /// ```
-    pub fn from_json(value: &Value) -> Result<Self, DecodeError> {
-        let Value::Object(obj) = value else {
-            return Err(DecodeError::wrong_type("", "an object", value));
-        };
+    pub fn parse(line: &str) -> Result<Self, DecodeError> {
+        Self::from_object(line, &parse_object(line)?)
+    }
+
+    /// The header of `line`, already decoded as `obj`.
+    fn from_object(line: &str, obj: &serde_json::Map<String, Value>) -> Result<Self, DecodeError> {
         let name = require(obj, "scenario", "a string", string)?.to_owned();
         let settings = match obj.get("settings") {
             None => RetrySettings::DEFAULT,
@@ -75,7 +83,7 @@ impl ScenarioHeader {
         }
         let budget = match object(obj, "budget")? {
             None => None,
-            Some(b) => Some(budget_from_json(b)?),
+            Some(_) => Some(budget_from_json(raw_field(line, "budget")?)?),
         };
         Ok(ScenarioHeader {
             name,
@@ -86,19 +94,28 @@ impl ScenarioHeader {
     }
 }
 
-/// A scenario's `budget` object (spec §11.4, §11.8): the figures as written
-/// (`0.5000` is 0.5), refused with an error naming the field.
+/// A scenario's `budget` object (spec §11.4, §11.8), given as its JSON
+/// text: each figure is read from its digits as written, with the parser
+/// of the command line's `--budget` ([`RetryBudget::parse`]), so `0.5000`
+/// is 0.5 and a figure no number of thousandths equals
+/// (`0.0010000000000000001`, `1e-400`) is refused with an error naming the
+/// field, never rounded through a binary float.
 ///
 /// ```
 /// use autoretry_testkit::vector::budget_from_json;
-/// let value = serde_json::json!({"maxTokens": 4, "tokenRatio": 0.5, "tokens": 3});
-/// let budget = budget_from_json(value.as_object().unwrap()).unwrap();
+/// let budget = budget_from_json(r#"{"maxTokens": 4, "tokenRatio": 0.5, "tokens": 3}"#).unwrap();
 /// assert_eq!((budget.max_tokens(), budget.ratio_milli(), budget.tokens_milli()), (4, 500, 3000));
-/// let bad = serde_json::json!({"maxTokens": 4, "tokenRatio": 0.0005});
-/// let err = budget_from_json(bad.as_object().unwrap()).unwrap_err();
+/// let err = budget_from_json(r#"{"maxTokens": 4, "tokenRatio": 0.0005}"#).unwrap_err();
+/// assert!(err.to_string().starts_with("budget.tokenRatio: expected a number from 0.001"));
+/// let err = budget_from_json(r#"{"maxTokens": 4, "tokenRatio": 0.0010000000000000001}"#).unwrap_err();
 /// assert!(err.to_string().starts_with("budget.tokenRatio: expected a number from 0.001"));
 /// ```
-pub fn budget_from_json(obj: &serde_json::Map<String, Value>) -> Result<RetryBudget, DecodeError> {
+pub fn budget_from_json(text: &str) -> Result<RetryBudget, DecodeError> {
+    // Decoded once as values (a key given twice, a type), once as texts.
+    let obj = match parse_value(text).map_err(|e| e.within("budget"))? {
+        Value::Object(obj) => obj,
+        other => return Err(DecodeError::wrong_type("budget", "an object", &other)),
+    };
     if let Some(key) = obj
         .keys()
         .find(|k| !matches!(k.as_str(), "maxTokens" | "tokenRatio" | "tokens"))
@@ -109,12 +126,11 @@ pub fn budget_from_json(obj: &serde_json::Map<String, Value>) -> Result<RetryBud
             format!("unknown key {}", Value::String(key.clone())),
         ));
     }
-    // A JSON number's text as serde_json writes it back: the shortest
-    // decimal of its value, which is exact for figures in thousandths.
-    let number = |field: &str| -> Result<Option<String>, DecodeError> {
+    let texts = raw_fields(text).map_err(|e| e.within("budget"))?;
+    let number = |field: &str| -> Result<Option<&str>, DecodeError> {
         match obj.get(field) {
             None => Ok(None),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Number(_)) => Ok(texts.get(field).map(|raw| raw.get())),
             Some(other) => Err(DecodeError::wrong_type(field, "a number", other).within("budget")),
         }
     };
@@ -123,14 +139,60 @@ pub fn budget_from_json(obj: &serde_json::Map<String, Value>) -> Result<RetryBud
         number("maxTokens")?.ok_or_else(|| missing("maxTokens", "an integer from 1 to 1000"))?;
     let token_ratio = number("tokenRatio")?.ok_or_else(|| missing("tokenRatio", "a number"))?;
     let tokens = number("tokens")?;
-    RetryBudget::parse(&max_tokens, &token_ratio, tokens.as_deref()).map_err(|e| {
-        DecodeError::new(
-            e.field,
-            ErrorKind::OutOfRange,
-            format!("expected {}", e.expected),
-        )
-        .within("budget")
-    })
+    RetryBudget::parse(max_tokens, token_ratio, tokens)
+        .map_err(|e| budget_error(e).within("budget"))
+}
+
+/// The tokens of a step line's `budget` (spec §11.8), given as the
+/// number's JSON text, in the scenario's `budget`: read as written, like
+/// [`budget_from_json`].
+///
+/// ```
+/// use autoretry::RetryBudget;
+/// use autoretry_testkit::vector::budget_tokens_from_json;
+/// let scenario = RetryBudget::new(4, 500).unwrap();
+/// assert_eq!(budget_tokens_from_json(scenario, "2.5").unwrap().tokens_milli(), 2500);
+/// assert!(budget_tokens_from_json(scenario, "2.5000000000000001").is_err());
+/// assert!(budget_tokens_from_json(scenario, "\"2.5\"").is_err());
+/// ```
+pub fn budget_tokens_from_json(
+    scenario: RetryBudget,
+    text: &str,
+) -> Result<RetryBudget, DecodeError> {
+    match parse_value(text).map_err(|e| e.within("budget"))? {
+        Value::Number(_) => scenario
+            .with_tokens(text.trim_matches([' ', '\t', '\r', '\n']))
+            .map_err(|e| {
+                DecodeError::new(
+                    "budget",
+                    ErrorKind::OutOfRange,
+                    format!("expected {}", e.expected),
+                )
+            }),
+        other => Err(DecodeError::wrong_type("budget", "a number", &other)),
+    }
+}
+
+/// A refused figure as a decode error at its field.
+fn budget_error(e: autoretry::BudgetError) -> DecodeError {
+    DecodeError::new(
+        e.field,
+        ErrorKind::OutOfRange,
+        format!("expected {}", e.expected),
+    )
+}
+
+/// The fields of a JSON object's text, each as written (a number keeps
+/// its digits).
+fn raw_fields(text: &str) -> Result<BTreeMap<String, &RawValue>, DecodeError> {
+    serde_json::from_str(text)
+        .map_err(|e| DecodeError::new("", ErrorKind::InvalidJson, e.to_string()))
+}
+
+/// The text of `field` of the JSON object `text`, as written (`null` when
+/// absent).
+fn raw_field<'t>(text: &'t str, field: &str) -> Result<&'t str, DecodeError> {
+    Ok(raw_fields(text)?.get(field).map_or("null", |raw| raw.get()))
 }
 
 /// One non-blank line of a vector file.
@@ -161,8 +223,7 @@ impl VectorLine {
         }
         let obj = parse_object(line)?;
         if obj.contains_key("scenario") {
-            return ScenarioHeader::from_json(&Value::Object(obj))
-                .map(|h| Some(VectorLine::Scenario(h)));
+            return ScenarioHeader::from_object(line, &obj).map(|h| Some(VectorLine::Scenario(h)));
         }
         let input = obj
             .get("in")
