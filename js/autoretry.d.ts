@@ -141,6 +141,9 @@ export class Machine {
 
 /**
  * A retry budget machines share (spec §11.4); the module's table holds 8.
+ * `tokenRatio` and `tokens` are read exactly from the number's shortest
+ * decimal form (`String(n)`): at most three digits after the point, so
+ * `2.0000000001` is refused, not rounded.
  * Throws ERR_ARG for figures out of range, ERR_POOL_FULL when the table is full.
  */
 export class Budget {

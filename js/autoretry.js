@@ -468,14 +468,34 @@ export class Machine {
 // Frees the table place of a budget that was dropped without `free()`.
 const budgets = new FinalizationRegistry(({ module, handle }) => module.abi.budgetFree(handle));
 
-// A figure of the budget in thousandths: a number with at most three
-// digits after the point, within `max` thousandths.
+// A figure of the budget in thousandths, read exactly from the number's
+// shortest decimal form (`String(v)`, what `JSON.stringify` writes), as the
+// command line's `--budget` reads its text: a digit past the thousandths
+// that is not 0 refuses the figure (`2.0000000001`, `1e-7`), nothing is
+// rounded.
 function milliOf(v, what, min, max) {
-  const milli = typeof v === "number" ? Math.round(v * 1000) : NaN;
-  if (!Number.isFinite(v) || Math.abs(milli - v * 1000) > 1e-6 || milli < min || milli > max) {
+  const milli = typeof v === "number" ? decimalMilli(String(v)) : undefined;
+  if (!(milli >= min && milli <= max)) {
     throw new AutoretryError(ERR_ARG, `${what}: expected a number from ${min / 1000} to ${max / 1000} with at most three digits after the point, found ${describe(v)}`);
   }
   return milli;
+}
+
+// A non-negative decimal (`12`, `0.5`, `1e-3`, `1.5e+21`) in exact
+// thousandths, or undefined when it is not one, or has a nonzero digit
+// past the thousandths. Above 2^53 thousandths the result is only large
+// (every figure's range ends far below).
+function decimalMilli(text) {
+  const parts = /^(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(text);
+  if (parts === null) return undefined;
+  const [, int, frac = "", exp = "0"] = parts;
+  const digits = int + frac;
+  // The digits times 10^scale are the thousandths.
+  const scale = Number(exp) + 3 - frac.length;
+  if (scale >= 0) return Number(digits) * 10 ** scale;
+  const kept = Math.max(digits.length + scale, 0);
+  if (/[1-9]/.test(digits.slice(kept))) return undefined;
+  return Number(digits.slice(0, kept) || "0");
 }
 
 /**
@@ -492,8 +512,10 @@ export class Budget {
    * @param {AutoretryModule} module from `load()`
    * @param {{maxTokens: number, tokenRatio: number, tokens?: number}} figures
    *   `maxTokens` 1 to 1000, `tokenRatio` 0.001 to 1000, `tokens` 0 to
-   *   `maxTokens` (default: full); throws ERR_ARG for others, ERR_POOL_FULL
-   *   when the table is full
+   *   `maxTokens` (default: full), the last two with at most three digits
+   *   after the point in their shortest decimal form (`String(n)`, read
+   *   exactly: `2.0000000001` is refused, not rounded); throws ERR_ARG for
+   *   others, ERR_POOL_FULL when the table is full
    */
   constructor(module, figures) {
     if (!(module instanceof AutoretryModule)) throw new AutoretryError(ERR_ARG, "module: expected what load() returns");

@@ -279,6 +279,21 @@ test("a budget is shared by machines, checked, and refused once freed or of anot
     for (const figures of [{ maxTokens: 0, tokenRatio: 1 }, { maxTokens: 4, tokenRatio: 0.0005 }, { maxTokens: 4, tokenRatio: 1, tokens: 5 }, { maxTokens: 4, tokenRatio: 1, extra: 1 }]) {
       assert.equal(thrown(() => new autoretry.Budget(module, figures)).code, ERR_ARG, JSON.stringify(figures));
     }
+    // Figures are read exactly from their shortest decimal form, as the
+    // command line reads --budget: no tolerance, nothing rounded.
+    for (const [tokenRatio, tokens] of [[1, 2.0000000001], [1, 3.9999999999], [1.0000000001, 4], [1e-7, 4], [0.0010000001, 4], [1, -1e-7], [1, NaN], [Infinity, 4], [1, 1e-300], [1e21, 4], [0.1 + 0.2 - 0.2, 4]]) {
+      const err = thrown(() => new autoretry.Budget(module, { maxTokens: 4, tokenRatio, tokens }));
+      assert.equal(err.code, ERR_ARG, `${tokenRatio}, ${tokens}`);
+      assert.match(err.message, /with at most three digits after the point/);
+    }
+    for (const [tokenRatio, tokens, milli] of [[0.001, 0, 0], [1e-3, 2.5, 2500], [1000, 4, 4000], [0.5, 3.999, 3999], [0.5, 1e-3, 1], [0.5, -0, 0]]) {
+      const ok = new autoretry.Budget(module, { maxTokens: 4, tokenRatio, tokens });
+      try {
+        assert.equal(ok.tokensMilli, milli, `${tokenRatio}, ${tokens}`);
+      } finally {
+        ok.free();
+      }
+    }
     const state = a.state();
     assert.equal(thrown(() => a.handle({ type: "abort" }, {})).code, ERR_ARG);
     const other = new autoretry.Budget(await load(bytes), { maxTokens: 4, tokenRatio: 1 });
