@@ -877,15 +877,20 @@ impl Machine {
         delay_ms: u64,
         out: &mut Outputs<'a>,
     ) {
-        let total_ms = self.total_ms.saturating_add(delay_ms);
+        // `total + d > maxTotalDelayMs` taken exactly: a sum past u64::MAX
+        // exceeds every limit, u64::MAX included.
         let limit = decision.max_total_delay_ms;
-        if limit > 0 && total_ms > limit {
+        let exceeds = self
+            .total_ms
+            .checked_add(delay_ms)
+            .is_none_or(|total| total > limit);
+        if limit > 0 && exceeds {
             // The answer "not switched" reports the wait checked here.
             decision.delay_ms = delay_ms;
             self.policy(FallbackReason::TotalWait, text, decision, out);
             return;
         }
-        self.total_ms = total_ms;
+        self.total_ms = self.total_ms.saturating_add(delay_ms);
         let continuation = decision.continuation;
         self.start(text, delay_ms, decision.max_attempts, continuation, out);
     }

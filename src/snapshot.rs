@@ -568,8 +568,9 @@ impl Machine {
             Phase::AwaitingModelSwitch
                 if reason == FallbackReason::TotalWait
                     && (marked.max_total_delay_ms == 0
-                        || s.total_ms.saturating_add(marked.delay_ms)
-                            <= marked.max_total_delay_ms) =>
+                        || s.total_ms
+                            .checked_add(marked.delay_ms)
+                            .is_some_and(|total| total <= marked.max_total_delay_ms)) =>
             {
                 return Err(SnapshotError::Inconsistent(
                     "a total-wait question whose kept total does not exceed its kept limit",

@@ -13,7 +13,9 @@ use autoretry::{
     StopReason, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
-use crate::spec::{expected_backoff, expected_jitter};
+use crate::spec::{
+    expected_backoff, expected_jitter, expected_total_exceeds, expected_total_printed,
+};
 use crate::SplitMix64;
 
 /// What the spec says an input must do, as the [`Monitor`] reads it.
@@ -56,8 +58,10 @@ enum Failure {
         requested_ms: u64,
         max_delay_ms: u64,
     },
-    /// §11.6: the total-wait sentence.
+    /// §11.6: the total-wait sentence, with the total printed saturated;
+    /// `exceeds` is the exact test.
     TotalWait {
+        exceeds: bool,
         total_ms: u64,
         max_total_delay_ms: u64,
     },
@@ -822,12 +826,11 @@ impl Monitor {
     /// §11.7 steps 8–9: the total of §11.6 with a wait of `delay_ms`, then
     /// the start.
     fn total_then_start(&mut self, mut d: Decision, delay_ms: u64, text: &str) -> Expect {
-        let total = self.total_ms.saturating_add(delay_ms);
-        if d.max_total_delay_ms > 0 && total > d.max_total_delay_ms {
+        if expected_total_exceeds(self.total_ms, delay_ms, d.max_total_delay_ms) {
             d.delay_ms = delay_ms;
             return self.policy(FallbackReason::TotalWait, d, text);
         }
-        self.total_ms = total;
+        self.total_ms = expected_total_printed(self.total_ms, delay_ms);
         Expect::Start {
             attempt: u32::try_from(d.attempt).expect("a started attempt is within maxRetries"),
             max_attempts: d.max_attempts,
@@ -867,7 +870,8 @@ impl Monitor {
                 max_delay_ms: d.exceeded_ceiling_ms,
             },
             FallbackReason::TotalWait => Failure::TotalWait {
-                total_ms: self.total_ms.saturating_add(d.delay_ms),
+                exceeds: expected_total_exceeds(self.total_ms, d.delay_ms, d.max_total_delay_ms),
+                total_ms: expected_total_printed(self.total_ms, d.delay_ms),
                 max_total_delay_ms: d.max_total_delay_ms,
             },
         })
@@ -1167,12 +1171,11 @@ impl Monitor {
                                     }
                                 }
                                 Failure::TotalWait {
+                                    exceeds,
                                     total_ms,
                                     max_total_delay_ms,
                                 } => {
-                                    assert!(
-                                        total_ms > max_total_delay_ms && max_total_delay_ms > 0
-                                    );
+                                    assert!(exceeds, "a total-wait end within the limit");
                                     FinalError::TotalWait {
                                         total_ms,
                                         max_total_delay_ms,

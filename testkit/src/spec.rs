@@ -62,3 +62,33 @@ pub fn expected_jitter(backoff: u64, pct: u8, r: u32) -> u64 {
     let share = u128::from(backoff) * u128::from(pct) * u128::from(r) / (100u128 << 32);
     u64::try_from(u128::from(backoff) - share).expect("the share is at most the backoff")
 }
+
+/// The test of spec §11.6, computed independently: whether a chain whose
+/// waits total `total_ms` may not start a wait of `delay_ms` under
+/// `maxTotalDelayMs` = `limit` (0: no limit). The sum is taken exactly, in
+/// 128 bits: past u64::MAX it exceeds every limit.
+///
+/// ```
+/// use autoretry_testkit::spec::expected_total_exceeds;
+/// assert!(expected_total_exceeds(4000, 2000, 5000));
+/// assert!(!expected_total_exceeds(3000, 2000, 5000));
+/// assert!(!expected_total_exceeds(u64::MAX, 1, 0));
+/// // A saturated total goes past even the largest limit.
+/// assert!(expected_total_exceeds(u64::MAX, 1, u64::MAX));
+/// assert!(!expected_total_exceeds(u64::MAX, 0, u64::MAX));
+/// ```
+pub fn expected_total_exceeds(total_ms: u64, delay_ms: u64, limit: u64) -> bool {
+    limit > 0 && u128::from(total_ms) + u128::from(delay_ms) > u128::from(limit)
+}
+
+/// The `total + d` that the §11.6 sentence prints: the exact sum,
+/// saturated at u64::MAX.
+///
+/// ```
+/// use autoretry_testkit::spec::expected_total_printed;
+/// assert_eq!(expected_total_printed(4000, 2000), 6000);
+/// assert_eq!(expected_total_printed(u64::MAX - 1, 5), u64::MAX);
+/// ```
+pub fn expected_total_printed(total_ms: u64, delay_ms: u64) -> u64 {
+    u64::try_from(u128::from(total_ms) + u128::from(delay_ms)).unwrap_or(u64::MAX)
+}

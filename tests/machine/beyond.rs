@@ -176,6 +176,67 @@ fn the_total_wait_ends_the_chain_before_it_would_be_passed() {
     );
 }
 
+/// Spec §11.6 takes `total + d > maxTotalDelayMs` exactly: once the total
+/// has saturated at u64::MAX, the next wait goes past even a limit of
+/// u64::MAX (the sum is printed saturated). A saturating sum would compare
+/// u64::MAX with u64::MAX and retry for ever.
+#[test]
+fn a_saturated_total_passes_even_the_largest_limit() {
+    let settings = RetrySettings::DEFAULT
+        .with_max_retries(10)
+        .with_base_delay_ms(u64::MAX)
+        .with_max_delay_ms(0)
+        .with_backoff_cap_ms(0)
+        .with_max_total_delay_ms(u64::MAX);
+    let mut m = Machine::new(settings, HostOptions::DEFAULT);
+    let mut mon = autoretry_testkit::Monitor::new(settings, HostOptions::DEFAULT);
+    // 0 + (2^64 − 1) is within the limit: the first retry waits.
+    let out = ok(&mut m, fail(OVERLOADED));
+    assert_eq!(out[0], start(1, 10, u64::MAX, OVERLOADED));
+    assert_eq!(mon.step(fail(OVERLOADED)).unwrap()[..], out[..]);
+    let timer = timer_of(&out);
+    assert_eq!(
+        mon.step(fired(timer)).unwrap()[..],
+        ok(&mut m, fired(timer))[..]
+    );
+    // (2^64 − 1) + (2^64 − 1) exceeds it.
+    let out = ok(&mut m, fail(OVERLOADED));
+    let error = FinalError::TotalWait {
+        total_ms: u64::MAX,
+        max_total_delay_ms: u64::MAX,
+        error: OVERLOADED,
+    };
+    assert_eq!(
+        out[..],
+        [
+            Output::Emit(Event::End {
+                success: false,
+                attempt: 1,
+                final_error: Some(error),
+            }),
+            Output::Settled,
+            Output::CheckCompaction,
+        ]
+    );
+    assert_eq!(mon.step(fail(OVERLOADED)).unwrap()[..], out[..]);
+    assert_eq!(
+        error.to_string(),
+        "Retry waits would total 18446744073709551615ms, exceeds retry.maxTotalDelayMs \
+         (18446744073709551615ms). Original error: 529 overloaded_error"
+    );
+    // The question of another model, asked for that total, restores.
+    let mut asked = Machine::new(settings.with_model_fallback(true), HostOptions::DEFAULT);
+    let out = ok(&mut asked, fail(OVERLOADED));
+    let _ = ok(&mut asked, fired(timer_of(&out)));
+    assert_eq!(
+        ok(&mut asked, fail(OVERLOADED)),
+        [Output::SwitchModel {
+            reason: FallbackReason::TotalWait
+        }]
+    );
+    assert_eq!(Machine::restore(asked.snapshot()), Ok(asked));
+}
+
 #[test]
 fn the_budget_is_charged_by_decisions_and_refilled_by_good_runs_only() {
     let mut budget = RetryBudget::new(10, 250).unwrap();
