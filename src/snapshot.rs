@@ -449,13 +449,24 @@ impl Machine {
     /// whose digest does not match, or one whose fields no machine could
     /// hold is refused with a [`SnapshotError`] that says which. Beyond each
     /// field's own range, the fields must agree as a live machine's do: an
-    /// attempt only in an open chain; a backoff or an awaited usage-limit
-    /// answer only from attempt 1; a timer id for every retry started (the
-    /// last id at least the attempt, or the attempt − 1 while its start
-    /// awaits the answer); and an awaited answer's figures as its decision
-    /// fixed them: the attempt within the kept `maxAttempts`, a kept ceiling
-    /// only under a kept delay that exceeds it, and a timer id left for the
-    /// start (see [`Machine::pending_timer`]).
+    /// attempt only in an open chain; a backoff or an awaited answer only
+    /// from attempt 1; a continuation's resume only in a backoff; a timer
+    /// id for every retry started (the last id at least the attempt, or the
+    /// attempt − 1 while its start awaits an answer); decision figures only
+    /// while an answer is awaited, and then as its decision fixed them: a
+    /// total of 0 at attempt 1; never a continuation allowed to ask for
+    /// another model; the flag of the attempt past u32::MAX only at
+    /// u32::MAX; a usage-reset wait only over a kept ceiling, and a kept
+    /// ceiling only under a kept delay that exceeds it (but for a total
+    /// checked after a switched credential, with a wait of 0). Awaiting
+    /// the usage-limit answer, the decision passed the max check (the
+    /// attempt within the kept `maxAttempts`, a timer id left for the
+    /// start; see [`Machine::pending_timer`]) and asked for no model.
+    /// Awaiting the model-switch answer, it asked once, for the reason
+    /// its figures give: past the maximum exactly when `"exhausted"`, no
+    /// wait kept for `"exhausted"` or `"throttled"`, the kept delay over
+    /// the kept ceiling for `"wait_too_long"`, and the total plus the kept
+    /// delay over the kept limit for `"total_wait"` (spec §11.6, exactly).
     ///
     /// ```
     /// use autoretry::{Machine, SnapshotError};
@@ -549,6 +560,74 @@ impl Machine {
                     "a model-switch answer awaited that was never asked",
                 ))
             }
+            // From here on, an answer is awaited: the decision's own flags
+            // agree with each other and with the attempt.
+            _ if marked.may_ask && marked.continuation => {
+                return Err(SnapshotError::Inconsistent(
+                    "a continuation allowed to ask for another model (it never may)",
+                ))
+            }
+            _ if marked.beyond && s.attempt != u32::MAX => {
+                return Err(SnapshotError::Inconsistent(
+                    "the attempt past u32::MAX flagged at an attempt below u32::MAX",
+                ))
+            }
+            // Every retry started has its own timer id: the attempt being
+            // decided had attempt − 1 starts before it (u32::MAX past it).
+            Phase::AwaitingUsageLimit | Phase::AwaitingModelSwitch
+                if s.timer < u64::from(s.attempt) - u64::from(!marked.beyond) =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "an awaited answer for an attempt above the last timer id plus one \
+                     (every retry started has its own id)",
+                ))
+            }
+            // A new chain's decision (attempt 1) restarted the total, and
+            // nothing was added before its answer.
+            Phase::AwaitingUsageLimit | Phase::AwaitingModelSwitch
+                if s.attempt == 1 && s.total_ms != 0 =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "an awaited answer at attempt 1 with a total of earlier waits",
+                ))
+            }
+            // Past the maximum (or with no timer id left), the max check
+            // asks; within it, it passed and only later reasons ask.
+            Phase::AwaitingModelSwitch
+                if (reason == FallbackReason::Exhausted)
+                    != (marked.beyond
+                        || s.attempt > marked.max_attempts
+                        || s.timer == u64::MAX) =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a model-switch question whose reason the max check does not give",
+                ))
+            }
+            // The max check and the throttle come before the wait is
+            // computed: their questions keep no wait.
+            Phase::AwaitingModelSwitch
+                if matches!(
+                    reason,
+                    FallbackReason::Exhausted | FallbackReason::Throttled
+                ) && (marked.delay_ms != 0
+                    || marked.exceeded_ceiling_ms != 0
+                    || marked.usage_reset) =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "an exhausted or throttled question with a wait kept",
+                ))
+            }
+            // A total-wait question over a kept ceiling comes only from a
+            // switched credential, which checks the total with a wait of 0.
+            Phase::AwaitingModelSwitch
+                if reason == FallbackReason::TotalWait
+                    && marked.exceeded_ceiling_ms != 0
+                    && marked.delay_ms != 0 =>
+            {
+                return Err(SnapshotError::Inconsistent(
+                    "a total-wait question over a kept ceiling with a wait other than 0",
+                ))
+            }
             Phase::AwaitingUsageLimit if marked.beyond => {
                 return Err(SnapshotError::Inconsistent(
                     "a usage-limit answer awaited for a retry past every maximum",
@@ -593,11 +672,6 @@ impl Machine {
                     "an attempt above the last timer id (every retry started has its own id)",
                 ))
             }
-            Phase::AwaitingUsageLimit if u64::from(s.attempt) > s.timer.saturating_add(1) => {
-                return Err(SnapshotError::Inconsistent(
-                    "an attempt above the last timer id plus one (every retry started has its own id)",
-                ))
-            }
             // The decision that awaits the answer passed the max check with
             // a timer id left for its sleep (`Machine::next_attempt`).
             Phase::AwaitingUsageLimit if s.timer == u64::MAX => {
@@ -611,7 +685,8 @@ impl Machine {
                 ))
             }
             Phase::AwaitingUsageLimit
-                if marked.exceeded_ceiling_ms > 0 && marked.delay_ms <= marked.exceeded_ceiling_ms =>
+                if marked.exceeded_ceiling_ms > 0
+                    && marked.delay_ms <= marked.exceeded_ceiling_ms =>
             {
                 return Err(SnapshotError::Inconsistent(
                     "a kept wait ceiling that the kept delay does not exceed",

@@ -272,11 +272,14 @@ pub fn fuzz_machine(bytes: &[u8]) {
 /// Values a forged snapshot field takes, by the field's width in bytes,
 /// besides random ones: the edges of each type and the small figures of a
 /// chain.
-fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
-    let v = match width {
-        1 => r.number(&[0, 1, 2, 3, 4, 100, 101]),
-        2 => r.number(&[0, 1, 2]),
-        4 => r.number(&[0, 1, 2, 3, 4, u64::from(u32::MAX) - 1]),
+fn forged_value(r: &mut Reader<'_>, name: &str, width: usize) -> u64 {
+    let v = match (name, width) {
+        // The decision's flags: each alone, the pairs a decision never
+        // sets together, and all of them.
+        ("marked_flags", _) => r.number(&[0, 1, 2, 3, 4, 8, 9, 11, 16, 19, 31]),
+        (_, 1) => r.number(&[0, 1, 2, 3, 4, 100, 101]),
+        (_, 2) => r.number(&[0, 1, 2]),
+        (_, 4) => r.number(&[0, 1, 2, 3, 4, u64::from(u32::MAX) - 1, u64::from(u32::MAX)]),
         _ => r.number(&[0, 1, 2, 3, 4, 2000, u64::from(u32::MAX), u64::MAX - 1]),
     };
     // Random values keep to the field's type (all ones: its maximum).
@@ -291,7 +294,8 @@ fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
 /// The bytes give, in order: a host and settings, and up to 15 inputs,
 /// as [`fuzz_machine`] reads them (a reachable machine, from which a
 /// snapshot is taken); the text the host keeps with it; up to three field
-/// edits ([`forge::FIELDS`](crate::forge::FIELDS): the field, then a
+/// edits ([`forge::FIELDS`](crate::forge::FIELDS) then
+/// [`forge::FIELDS_V2`](crate::forge::FIELDS_V2): the field, then a
 /// value, an edge of its type or random); after edits, whether the last
 /// timer id is raised to the attempt; then the inputs fed to the restored
 /// machine. Without edits the snapshot must restore to the very machine.
@@ -306,7 +310,7 @@ fn forged_value(r: &mut Reader<'_>, width: usize) -> u64 {
 /// assert_eq!(fuzz_snapshot(&[1, 3, 2, 0, 0, 0, 1, 14, 2]), None);
 /// ```
 pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
-    use crate::forge::{forge, text_digest, FIELDS};
+    use crate::forge::{forge, text_digest, FIELDS, FIELDS_V2};
 
     let mut r = Reader { data: bytes };
     let settings = settings(&mut r);
@@ -331,8 +335,12 @@ pub fn fuzz_snapshot(bytes: &[u8]) -> Option<usize> {
     };
     let edits: Vec<(&str, u64)> = (0..r.byte() % 4)
         .map(|_| {
-            let (name, width) = FIELDS[usize::from(r.byte()) % FIELDS.len()];
-            (name, forged_value(&mut r, width))
+            let at = usize::from(r.byte()) % (FIELDS.len() + FIELDS_V2.len());
+            let (name, width) = match FIELDS.get(at) {
+                Some(&field) => field,
+                None => FIELDS_V2[at - FIELDS.len()],
+            };
+            (name, forged_value(&mut r, name, width))
         })
         .collect();
     let ids_for_attempt = !edits.is_empty() && r.byte() % 2 == 0;

@@ -527,6 +527,13 @@ impl Monitor {
                     matches!(self.awaiting_question(), Some(Question::Model(_)))
                 );
                 assert_eq!(self.machine.settings(), self.settings);
+                // Every state a machine reaches is one its snapshot restores
+                // to, exactly.
+                assert_eq!(
+                    Machine::restore(self.machine.snapshot()).as_ref(),
+                    Ok(&self.machine),
+                    "the machine's own snapshot restores"
+                );
                 // The machine's generator is where this one is (spec §10.6).
                 assert_eq!(
                     self.machine.host_options().seed,

@@ -343,3 +343,189 @@ fn version_1_snapshots_of_an_earlier_build_restore() {
     // Positional bytes of version 1 are too short for version 2.
     assert!(postcard::from_bytes::<Snapshot>(postcard_bytes).is_err());
 }
+
+/// Whether `snapshot` is refused as inconsistent, with `why` in its reason.
+fn refused_as(snapshot: Snapshot, why: &str) {
+    match Machine::restore(snapshot) {
+        Err(SnapshotError::Inconsistent(reason)) => assert!(reason.contains(why), "{reason}"),
+        other => panic!("expected a refusal naming {why:?}: {other:?}"),
+    }
+}
+
+/// A machine that asks for another model over the ceiling (spec §11.3)
+/// for a usage limit whose 400,000 ms wait is within `maxUsageWaitMs`
+/// (§11.5): the answer "not switched" starts that wait.
+fn asked_over_the_ceiling() -> Machine {
+    use autoretry::{AssistantMessage, FallbackReason};
+    let settings = RetrySettings::DEFAULT
+        .with_max_retries(10)
+        .with_model_fallback(true)
+        .with_honor_hints(true)
+        .with_max_delay_ms(300_000)
+        .with_max_usage_wait_ms(1_000_000);
+    let mut m = Machine::new(settings, HostOptions::DEFAULT);
+    let input = Input::AgentEnd {
+        message: AssistantMessage::error(CODEX).with_retry_after_ms(400_000),
+        now_ms: None,
+    };
+    assert_eq!(
+        ok(&mut m, input),
+        [Output::SwitchModel {
+            reason: FallbackReason::WaitTooLong
+        }]
+    );
+    m
+}
+
+/// Awaiting the model-switch answer, every retry started has its timer id,
+/// as while the usage-limit answer is awaited: attempt 5 was decided after
+/// four starts. Restore took timer id 0, and the answer "not switched"
+/// then started the usage-reset wait at attempt 5 with timer id 1, a state
+/// whose own snapshot is refused.
+#[test]
+fn a_model_question_at_attempt_5_needs_four_timer_ids() {
+    let asked = asked_over_the_ceiling().snapshot();
+    refused_as(forged(asked, &[("attempt", 5), ("timer", 0)]), "timer id");
+    refused_as(forged(asked, &[("attempt", 5), ("timer", 3)]), "timer id");
+    // With four ids issued the state is one a machine reaches, and so is
+    // each state after it.
+    let mut m = Machine::restore(forged(asked, &[("attempt", 5), ("timer", 4)])).unwrap();
+    let out = ok(
+        &mut m,
+        Input::ModelSwitched {
+            switched: false,
+            error_message: CODEX,
+        },
+    );
+    assert_eq!(out[0], start(5, 10, 400_000, CODEX));
+    assert_eq!(Machine::restore(m.snapshot()), Ok(m));
+}
+
+/// A continuation (spec §11.2) never asks for another model (§11.3): a
+/// decision kept for one cannot be allowed to.
+#[test]
+fn a_continuation_is_never_allowed_to_ask_for_a_model() {
+    use autoretry::{AssistantMessage, Partial};
+    let settings = RetrySettings::DEFAULT
+        .with_model_fallback(true)
+        .with_max_delay_ms(1000);
+    let host = HostOptions::DEFAULT.with_credential_store(true);
+    let mut m = Machine::new(settings, host);
+    let cut = Input::AgentEnd {
+        message: AssistantMessage::error(CODEX).with_partial(Partial::Text),
+        now_ms: None,
+    };
+    assert!(matches!(
+        ok(&mut m, cut)[..],
+        [Output::MarkUsageLimit { .. }]
+    ));
+    let kept = m.snapshot();
+    assert_eq!(Machine::restore(kept).as_ref(), Ok(&m));
+    // Its flags: continuation (8). With "may ask" (1) too, the answer "not
+    // switched" over the ceiling would ask for a model for a continuation.
+    let flags = serde_json::to_value(kept).unwrap()["marked_flags"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(flags & 9, 8);
+    refused_as(
+        forged(kept, &[("marked_flags", flags | 1)]),
+        "continuation allowed to ask",
+    );
+}
+
+/// The flag of the attempt past u32::MAX (spec §5.1.1) is set only when
+/// the kept attempt is u32::MAX: at attempt 1 the answer "not switched"
+/// would end a chain reporting attempt 1, a retry that never started.
+#[test]
+fn the_attempt_past_u32_max_is_flagged_only_at_u32_max() {
+    let mut m = Machine::new(
+        RetrySettings::DEFAULT
+            .with_max_retries(0)
+            .with_model_fallback(true),
+        HostOptions::DEFAULT,
+    );
+    let _ = ok(&mut m, fail(CODEX)); // exhausted at once: the question
+    assert!(m.awaits_model_switch_answer());
+    let flags = serde_json::to_value(m.snapshot()).unwrap()["marked_flags"]
+        .as_u64()
+        .unwrap();
+    refused_as(
+        forged(m.snapshot(), &[("marked_flags", flags | 16)]),
+        "past u32::MAX",
+    );
+    // At u32::MAX, with u32::MAX ids issued, it is reachable.
+    let beyond = forged(
+        m.snapshot(),
+        &[
+            ("marked_flags", flags | 16),
+            ("attempt", u64::from(u32::MAX)),
+            ("timer", u64::from(u32::MAX)),
+        ],
+    );
+    assert!(Machine::restore(beyond).is_ok());
+    refused_as(
+        forged(beyond, &[("timer", u64::from(u32::MAX) - 1)]),
+        "timer id",
+    );
+}
+
+/// The other figures a model question keeps, as its decision fixes them
+/// (spec §11.7): the reason is "exhausted" exactly when the max check
+/// fails; the max check and the throttle keep no wait; a total-wait
+/// question over a kept ceiling checked a wait of 0 (a switched
+/// credential); a new chain's decision has a total of 0.
+#[test]
+fn a_model_question_keeps_the_figures_of_its_reason() {
+    use autoretry::FallbackReason;
+    let reason =
+        |r: FallbackReason| FallbackReason::ALL.iter().position(|&x| x == r).unwrap() as u64;
+    let mut exhausted = Machine::new(
+        RetrySettings::DEFAULT
+            .with_max_retries(0)
+            .with_model_fallback(true),
+        HostOptions::DEFAULT,
+    );
+    let _ = ok(&mut exhausted, fail(CODEX));
+    let exhausted = exhausted.snapshot();
+    // Within the maximum, the max check passed: not "exhausted".
+    refused_as(
+        forged(exhausted, &[("marked_max_attempts", 1)]),
+        "max check",
+    );
+    // Past it, nothing else is asked about.
+    refused_as(
+        forged(
+            exhausted,
+            &[("marked_reason", reason(FallbackReason::Throttled))],
+        ),
+        "max check",
+    );
+    // No wait was computed.
+    for edit in [("marked_delay_ms", 5), ("marked_ceiling_ms", 5)] {
+        refused_as(forged(exhausted, &[edit]), "wait kept");
+    }
+    // A new chain's decision: no earlier waits in its total.
+    refused_as(
+        forged(exhausted, &[("total_ms", 1)]),
+        "total of earlier waits",
+    );
+    // Over the total with a kept ceiling: only with a wait of 0.
+    let over_total = forged(
+        asked_over_the_ceiling().snapshot(),
+        &[
+            ("marked_reason", reason(FallbackReason::TotalWait)),
+            ("marked_total_limit_ms", 1),
+        ],
+    );
+    refused_as(over_total, "wait other than 0");
+    let switched_credential = forged(
+        over_total,
+        &[
+            ("marked_delay_ms", 0),
+            ("attempt", 2),
+            ("timer", 1),
+            ("total_ms", 2),
+        ],
+    );
+    assert!(Machine::restore(switched_credential).is_ok());
+}
