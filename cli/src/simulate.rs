@@ -186,9 +186,19 @@ impl Sim {
     /// `deadline` is the driver's after the step (when the loader's
     /// backoff ends).
     fn carry_out(&mut self, step: &Step<'_>, deadline: Option<Duration>) {
+        self.carry_out_outputs(step);
+        self.show_loader(deadline);
+    }
+
+    /// Carries out a step's outputs, in order (a refused step has none).
+    fn carry_out_outputs(&mut self, step: &Step<'_>) {
         for output in step.outputs.iter().flatten() {
             self.output(output);
         }
+    }
+
+    /// Draws the loader of a backoff that ends at `deadline`, if one shows.
+    fn show_loader(&mut self, deadline: Option<Duration>) {
         if self.loader.is_some() {
             self.loader_until = deadline;
             self.draw_loader();
@@ -464,11 +474,11 @@ fn provider_answers(
                 reason.as_str()
             ));
         }
-        let step = driver.handle(Input::ModelSwitched {
-            switched,
-            error_message: &options.error,
-        });
-        sim.carry_out(&step, driver.deadline());
+        // The driver kept the failed message's text: the boolean answers.
+        let step = driver.model_switched(switched);
+        sim.carry_out_outputs(&step);
+        drop(step);
+        sim.show_loader(driver.deadline());
     }
     good
 }

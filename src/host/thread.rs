@@ -92,7 +92,7 @@ use std::time::Duration;
 use crate::host::budget_store::BudgetStore;
 use crate::host::clock::{Clock, SystemClock};
 use crate::host::timer::BackoffTimer;
-use crate::host::Step;
+use crate::host::{awaits_answer, Step};
 use crate::machine::{Input, Machine, RetryState};
 use crate::output::TimerId;
 
@@ -176,6 +176,9 @@ pub struct ThreadDriver<C: Clock = SystemClock> {
     machine: Machine,
     timer: BackoffTimer<Duration>,
     clock: C,
+    /// The error text of the `agent_end` whose decision awaits an answer
+    /// (`mark_usage_limit`, `switch_model`), kept until it is answered.
+    decision: Option<String>,
 }
 
 impl ThreadDriver {
@@ -222,7 +225,28 @@ impl<C: Clock> ThreadDriver<C> {
             machine,
             timer,
             clock,
+            decision: None,
         }
+    }
+
+    /// Gives the driver the error text of the `agent_end` whose decision
+    /// the machine awaits an answer to, for a machine restored while it
+    /// awaits one (the host kept the text next to the snapshot), so that
+    /// [`ThreadDriver::usage_limit_marked`] and
+    /// [`ThreadDriver::model_switched`] answer it.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, RetrySettings, host::thread::ThreadDriver};
+    /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+    /// let mut machine = Machine::new(settings, HostOptions::DEFAULT);
+    /// let _ = machine.handle(Input::agent_end(AssistantMessage::error("529 overloaded")));
+    /// let mut driver = ThreadDriver::new(Machine::restore(machine.snapshot()).unwrap());
+    /// driver.keep_decision_text("529 overloaded");
+    /// assert!(driver.model_switched(true).outputs.is_ok());
+    /// assert!(driver.state().is_retrying);
+    /// ```
+    pub fn keep_decision_text(&mut self, error_message: impl Into<String>) {
+        self.decision = Some(error_message.into());
     }
 
     /// Gives the machine's pending timer `ms` milliseconds from now on the
@@ -286,7 +310,7 @@ impl<C: Clock> ThreadDriver<C> {
     /// ```
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
         let step = Step::of(&mut self.machine, input);
-        self.carry_out(step)
+        self.after_step(step)
     }
 
     /// [`ThreadDriver::handle`] with a retry budget that the sessions of
@@ -316,18 +340,84 @@ impl<C: Clock> ThreadDriver<C> {
         budget: impl BudgetStore,
     ) -> Step<'a> {
         let step = Step::with_budget(&mut self.machine, input, budget);
-        self.carry_out(step)
+        self.after_step(step)
     }
 
-    /// Carries out a step's timer outputs.
-    fn carry_out<'a>(&mut self, step: Step<'a>) -> Step<'a> {
-        if let Ok(outputs) = &step.outputs {
-            let pending = self.machine.pending_timer();
-            // The clock is read only where an output arms the timer.
-            let clock = &self.clock;
-            self.timer
-                .carry_out(outputs, pending, |ms| after(clock.now(), ms));
+    /// Carries out a step's timer outputs, and keeps the error text of a
+    /// decision that awaits an answer until it is answered.
+    fn after_step<'a>(&mut self, step: Step<'a>) -> Step<'a> {
+        carry_out(&mut self.timer, &self.clock, &self.machine, &step);
+        if awaits_answer(&self.machine) {
+            if let (Input::AgentEnd { message, .. }, Ok(_)) = (step.input, &step.outputs) {
+                self.decision = Some(message.error_message.unwrap_or_default().into());
+            }
+        } else {
+            self.decision = None;
         }
+        step
+    }
+
+    /// Answers `mark_usage_limit` ([`Output::MarkUsageLimit`]): whether
+    /// the host switched to another credential. The driver gives the
+    /// answer the error text of the decision that asked, which it kept
+    /// (see [`Input::UsageLimitMarked`]); otherwise as
+    /// [`ThreadDriver::handle`].
+    ///
+    /// [`Output::MarkUsageLimit`]: crate::Output::MarkUsageLimit
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings};
+    /// use autoretry::host::thread::ThreadDriver;
+    /// let host = HostOptions::DEFAULT.with_credential_store(true);
+    /// let mut driver = ThreadDriver::new(Machine::new(RetrySettings::DEFAULT, host));
+    /// let limited = String::from("429 usage_limit_reached");
+    /// let outputs = driver.handle(Input::agent_end(AssistantMessage::error(&limited))).outputs.unwrap();
+    /// assert!(matches!(outputs[..], [Output::MarkUsageLimit { .. }]));
+    /// drop(outputs);
+    /// drop(limited); // the driver kept the text
+    /// let step = driver.usage_limit_marked(true);
+    /// assert!(matches!(step.outputs.unwrap()[0], Output::Emit(_)));
+    /// ```
+    pub fn usage_limit_marked(&mut self, switched: bool) -> Step<'_> {
+        self.answer(|error_message| Input::UsageLimitMarked {
+            switched,
+            error_message,
+        })
+    }
+
+    /// Answers `switch_model` ([`Output::SwitchModel`], spec §11.3):
+    /// whether the host switched to another model. The driver gives the
+    /// answer the error text of the decision that asked, which it kept
+    /// (see [`Input::ModelSwitched`]); otherwise as [`ThreadDriver::handle`].
+    ///
+    /// [`Output::SwitchModel`]: crate::Output::SwitchModel
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings};
+    /// use autoretry::host::thread::ThreadDriver;
+    /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+    /// let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::DEFAULT));
+    /// let step = driver.handle(Input::agent_end(AssistantMessage::error("529 overloaded")));
+    /// assert!(matches!(step.outputs.unwrap()[..], [Output::SwitchModel { .. }]));
+    /// let step = driver.model_switched(true);
+    /// assert_eq!(step.input, Input::model_switched(true, "529 overloaded"));
+    /// assert!(matches!(step.outputs.unwrap()[2], Output::Sleep { ms: 0, .. }));
+    /// ```
+    pub fn model_switched(&mut self, switched: bool) -> Step<'_> {
+        self.answer(|error_message| Input::ModelSwitched {
+            switched,
+            error_message,
+        })
+    }
+
+    /// Feeds the answer `make` builds from the kept decision's text. The
+    /// text stays kept while the machine awaits another answer to the same
+    /// decision (a model not switched may ask to mark a usage limit); the
+    /// next [`ThreadDriver::handle`] forgets it once none is awaited.
+    fn answer(&mut self, make: impl FnOnce(&str) -> Input<'_>) -> Step<'_> {
+        let text = self.decision.as_deref().unwrap_or_default();
+        let step = Step::of(&mut self.machine, make(text));
+        carry_out(&mut self.timer, &self.clock, &self.machine, &step);
         step
     }
 
@@ -444,6 +534,21 @@ impl<C: Clock> ThreadDriver<C> {
     }
 }
 
+/// Carries out the timer outputs of `step`, in order: a `sleep` starts
+/// the deadline (the clock is read only then), a `cancel_timer` clears it.
+fn carry_out<C: Clock>(
+    timer: &mut BackoffTimer<Duration>,
+    clock: &C,
+    machine: &Machine,
+    step: &Step<'_>,
+) {
+    if let Ok(outputs) = &step.outputs {
+        timer.carry_out(outputs, machine.pending_timer(), |ms| {
+            after(clock.now(), ms)
+        });
+    }
+}
+
 /// The instant `ms` milliseconds after `now` on a host's clock (`None`,
 /// never due, only beyond `Duration`'s range, which no `u64` of
 /// milliseconds reaches from a clock's first 584 years). The sidecar's
@@ -472,6 +577,49 @@ mod tests {
             message: AssistantMessage::new(StopReason::Stop),
             now_ms: None,
         }
+    }
+
+    /// Both answers of one decision (a usage limit not switched, then no
+    /// other model) take the text the driver kept, after the message it
+    /// came from is gone; an `agent_end` refused meanwhile does not take
+    /// its place.
+    #[test]
+    fn answers_take_the_kept_decision_text() {
+        let settings = RetrySettings::DEFAULT
+            .with_honor_hints(true)
+            .with_max_delay_ms(60_000)
+            .with_max_usage_wait_ms(18_000_000)
+            .with_model_fallback(true);
+        let host = crate::HostOptions::DEFAULT.with_credential_store(true);
+        let mut driver =
+            ThreadDriver::with_clock(Machine::new(settings, host), VirtualClock::new());
+        let text = String::from("usage limit reached retry-after-ms=10800000");
+        let step = driver.handle(Input::agent_end(AssistantMessage::error(&text)));
+        assert!(matches!(
+            step.outputs.as_deref(),
+            Ok([Output::MarkUsageLimit { .. }])
+        ));
+        let kept = text.clone();
+        drop(step);
+        drop(text);
+        let other = Input::agent_end(AssistantMessage::error("another text"));
+        assert!(driver.handle(other).outputs.is_err());
+        let step = driver.usage_limit_marked(false);
+        assert_eq!(step.input, Input::usage_limit_marked(false, &kept));
+        assert!(matches!(
+            step.outputs.as_deref(),
+            Ok([Output::SwitchModel { .. }])
+        ));
+        drop(step);
+        let step = driver.model_switched(false);
+        let Ok([Output::Emit(crate::Event::Start { error_message, .. }), _, _]) =
+            step.outputs.as_deref()
+        else {
+            panic!("{:?}", step.outputs)
+        };
+        assert_eq!(*error_message, kept);
+        drop(step);
+        assert!(driver.deadline().is_some());
     }
 
     fn names(outputs: &[String], name: &str) -> usize {

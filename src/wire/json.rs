@@ -705,15 +705,11 @@ impl InputLine {
             }),
             "usage_limit_marked" => InputLine::Input(InputBuf::UsageLimitMarked {
                 switched: require(obj, "switched", "a boolean", boolean)?,
-                error_message: String::new(),
             }),
             // Refused, whether the machine waits for an answer or not
             // (spec §11.3).
             "model_switched" => match require(obj, "switched", "a boolean", boolean) {
-                Ok(switched) => InputLine::Input(InputBuf::ModelSwitched {
-                    switched,
-                    error_message: String::new(),
-                }),
+                Ok(switched) => InputLine::Input(InputBuf::ModelSwitched { switched }),
                 Err(reason) => refused("model_switched", reason),
             },
             "abort_retry" => InputLine::Input(InputBuf::AbortRetry),
@@ -752,25 +748,14 @@ impl InputLine {
     ///
     /// ```
     /// use autoretry::{Input, InputBuf, wire::json::InputLine};
-    /// let line = InputLine::Input(InputBuf::UsageLimitMarked { switched: true, error_message: String::new() });
+    /// let line = InputLine::Input(InputBuf::UsageLimitMarked { switched: true });
     /// assert_eq!(line.as_input("usage limit"), Ok(Input::UsageLimitMarked { switched: true, error_message: "usage limit" }));
     /// ```
     pub fn as_input<'a>(&'a self, marked_error: &'a str) -> Result<Input<'a>, &'a RefusedLine> {
-        let input = match self {
-            InputLine::Input(input) => input,
-            InputLine::Refused(refused) => return Err(refused),
-        };
-        Ok(match input.as_input() {
-            Input::UsageLimitMarked { switched, .. } => Input::UsageLimitMarked {
-                switched,
-                error_message: marked_error,
-            },
-            Input::ModelSwitched { switched, .. } => Input::ModelSwitched {
-                switched,
-                error_message: marked_error,
-            },
-            other => other,
-        })
+        match self {
+            InputLine::Input(input) => Ok(input.as_input_answering(marked_error)),
+            InputLine::Refused(refused) => Err(refused),
+        }
     }
 }
 
