@@ -756,6 +756,9 @@ fn model_switched_passes_back_the_kept_text() {
         // `api`'s entry points.
         let mut h = Handle::new(Api::Struct, settings, HostOptions::default());
         h.1 = api;
+        // No fallback asked yet: ignored (spec §11.3), not refused.
+        let early = InputBuf::ModelSwitched { switched: true };
+        assert_eq!(h.feed(&early).as_deref(), Ok("[]"), "{api:?}");
         let mut native = Machine::new(settings, HostOptions::default());
         let outputs = native.handle(end.as_input()).unwrap();
         assert!(matches!(outputs[..], [Output::SwitchModel { .. }]));
