@@ -445,6 +445,16 @@ fn provider_answers(
         message,
         now_ms: None,
     });
+    // A failure the machine does not retry and no chain was open for: no
+    // event says so, the prompt is simply over. Say why.
+    let quiet_end = matches!(step.outputs.as_deref(), Ok([Output::CheckCompaction]));
+    if !good && quiet_end {
+        let settings = driver.machine().settings();
+        sim.line(&format!(
+            "agent: not retried: {}",
+            why_not_retried(&message, &settings)
+        ));
+    }
     let asked = match &step.outputs {
         Ok(outputs) => outputs.iter().find_map(|o| match o {
             Output::SwitchModel { reason } => Some(*reason),
@@ -481,6 +491,26 @@ fn provider_answers(
         sim.show_loader(driver.deadline());
     }
     good
+}
+
+/// Why the machine retries no failure of `message` (spec §5.1: it enters
+/// no chain): the first rule, in the order of spec §3 and §11.2, that
+/// turns it away.
+fn why_not_retried(message: &AssistantMessage<'_>, settings: &RetrySettings) -> &'static str {
+    if !settings.enabled {
+        "auto-retry is off (retry.enabled false)"
+    } else if message.error_text().is_none() {
+        "the error has no text (spec §3, rule 2)"
+    } else if message.partial == Partial::Tools {
+        "the turn had streamed a tool call, which a replay could repeat \
+         (partial tools, spec §11.2)"
+    } else if message.should_retry == Some(false) {
+        "the message says shouldRetry false (spec §10.2)"
+    } else if message.is_context_overflow_with(0, settings.classifier) {
+        "the context overflowed: compaction, not a retry (spec §3.3)"
+    } else {
+        "the error is not one to retry (spec §3)"
+    }
 }
 
 /// What the `n`-th Ctrl-C does, said as it happens.
