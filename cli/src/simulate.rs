@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::clock::ScaledClock;
 use autoretry::host::clock::Clock;
-use autoretry::host::thread::{ThreadDriver, Wake};
+use autoretry::host::thread::{ThreadDriver, WaitOutcome};
 use autoretry::host::Step;
 use autoretry::rules::Rules;
 use autoretry::{
@@ -338,13 +338,13 @@ pub fn run(options: &Options) -> u8 {
         };
         match driver.wait(&rx, until) {
             // Esc cancels only while the retry loader shows (spec §5.3).
-            Wake::Message(Msg::Escape) => {
+            WaitOutcome::Message(Msg::Escape) => {
                 if driver.machine().pending_timer().is_some() {
                     let step = driver.handle(Input::AbortRetry);
                     sim.carry_out(&step, driver.deadline());
                 }
             }
-            Wake::Message(Msg::Interrupt) => {
+            WaitOutcome::Message(Msg::Interrupt) => {
                 interrupts += 1;
                 let in_backoff = driver.machine().pending_timer().is_some();
                 sim.line(interrupt_line(interrupts, in_backoff));
@@ -357,8 +357,8 @@ pub fn run(options: &Options) -> u8 {
                 sim.carry_out(&step, driver.deadline());
             }
             // `continue_agent` starts the next call.
-            Wake::Fired(step) => sim.carry_out(&step, driver.deadline()),
-            Wake::Until => {
+            WaitOutcome::Fired(step) => sim.carry_out(&step, driver.deadline()),
+            WaitOutcome::Until => {
                 if sim.call_due.is_some_and(|due| due <= sim.clock.now()) {
                     sim.call_due = None;
                     answered = provider_answers(&mut sim, &mut driver, options);
@@ -368,7 +368,7 @@ pub fn run(options: &Options) -> u8 {
                 }
             }
             // Never: `tx` is open.
-            Wake::Closed => break,
+            WaitOutcome::Closed => break,
         }
         let idle =
             !driver.state().is_retrying && sim.call_due.is_none() && driver.deadline().is_none();

@@ -14,7 +14,7 @@
 //! One thread owns the driver and an [`mpsc::Receiver`]; other threads (a
 //! stdin reader, a key reader, an agent) send it messages of any type `T`.
 //! [`ThreadDriver::wait`] blocks for a message or the deadline, whichever
-//! comes first; [`ThreadDriver::run`] loops on it and gives each [`Turn`] (a
+//! comes first; [`ThreadDriver::run`] loops on it and gives each [`MessageOrTimer`] (a
 //! message, or the step of a fired timer) to a callback. A message becomes
 //! a step with [`ThreadDriver::handle`]:
 //!
@@ -22,7 +22,7 @@
 //! use std::ops::ControlFlow;
 //! use std::sync::mpsc;
 //! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
-//! use autoretry::host::thread::{ThreadDriver, Turn};
+//! use autoretry::host::thread::{ThreadDriver, MessageOrTimer};
 //!
 //! // What the agent sends (owned: it crosses threads).
 //! enum Msg { Failed(String), Answered }
@@ -34,12 +34,12 @@
 //! let settings = RetrySettings::DEFAULT.with_base_delay_ms(5);
 //! let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()));
 //! let mut log = Vec::new();
-//! driver.run(&rx, |driver, turn| {
+//! driver.run(&rx, |driver, next| {
 //!     let msg; // outlives the step, which may borrow its text
-//!     let step = match turn {
+//!     let step = match next {
 //!         // The backoff (5 ms) is over: the driver fed `timer_fired`.
-//!         Turn::Fired(step) => step,
-//!         Turn::Message(m) => {
+//!         MessageOrTimer::Fired(step) => step,
+//!         MessageOrTimer::Message(m) => {
 //!             msg = m;
 //!             let message = match &msg {
 //!                 Msg::Failed(text) => AssistantMessage::error(text),
@@ -100,19 +100,19 @@ use crate::output::TimerId;
 ///
 /// ```
 /// use std::sync::mpsc;
-/// use autoretry::{Machine, host::thread::{ThreadDriver, Wake}};
+/// use autoretry::{Machine, host::thread::{ThreadDriver, WaitOutcome}};
 /// let (tx, rx) = mpsc::channel();
 /// tx.send("hello").unwrap();
 /// let mut driver = ThreadDriver::new(Machine::default());
-/// assert_eq!(driver.wait(&rx, None), Wake::Message("hello"));
+/// assert_eq!(driver.wait(&rx, None), WaitOutcome::Message("hello"));
 /// drop(tx);
-/// assert_eq!(driver.wait(&rx, None), Wake::Closed);
+/// assert_eq!(driver.wait(&rx, None), WaitOutcome::Closed);
 /// ```
 // A step is moved out by value, as `handle` returns it; boxing would
 // allocate once per fired timer for nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Wake<T> {
+pub enum WaitOutcome<T> {
     /// A message arrived; the caller feeds it with [`ThreadDriver::handle`].
     Message(T),
     /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
@@ -131,22 +131,22 @@ pub enum Wake<T> {
 /// ```
 /// use std::ops::ControlFlow;
 /// use std::sync::mpsc;
-/// use autoretry::{Machine, host::thread::{ThreadDriver, Turn}};
+/// use autoretry::{Machine, host::thread::{ThreadDriver, MessageOrTimer}};
 /// let (tx, rx) = mpsc::channel();
 /// tx.send(7).unwrap();
 /// drop(tx);
 /// let mut seen = Vec::new();
-/// ThreadDriver::new(Machine::default()).run(&rx, |_, turn| {
-///     seen.push(turn);
+/// ThreadDriver::new(Machine::default()).run(&rx, |_, next| {
+///     seen.push(next);
 ///     ControlFlow::Continue(())
 /// });
-/// assert_eq!(seen, [Turn::Message(7)]);
+/// assert_eq!(seen, [MessageOrTimer::Message(7)]);
 /// ```
 // A step is moved out by value, as `handle` returns it; boxing would
 // allocate once per fired timer for nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Turn<T> {
+pub enum MessageOrTimer<T> {
     /// A message arrived; the callback feeds it with [`ThreadDriver::handle`].
     Message(T),
     /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
@@ -469,47 +469,47 @@ impl<C: Clock> ThreadDriver<C> {
     /// use std::sync::mpsc;
     /// use std::time::Duration;
     /// use autoretry::{AssistantMessage, Input, Machine, Output, RetrySettings, HostOptions};
-    /// use autoretry::host::{clock::Clock, thread::{ThreadDriver, Wake}};
+    /// use autoretry::host::{clock::Clock, thread::{ThreadDriver, WaitOutcome}};
     /// let (_tx, rx) = mpsc::channel::<()>();
     /// let settings = RetrySettings::DEFAULT.with_base_delay_ms(2);
     /// let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::DEFAULT));
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
-    /// let Wake::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
+    /// let WaitOutcome::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
     /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
     /// let soon = driver.clock().now() + Duration::from_millis(1);
-    /// assert_eq!(driver.wait(&rx, Some(soon)), Wake::Until);
+    /// assert_eq!(driver.wait(&rx, Some(soon)), WaitOutcome::Until);
     /// ```
-    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Duration>) -> Wake<T> {
+    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Duration>) -> WaitOutcome<T> {
         loop {
             // A due timer first: a message queued now may have come after
             // the deadline.
             let now = self.clock.now();
             if let Some(step) = self.fire_due(now) {
-                return Wake::Fired(step);
+                return WaitOutcome::Fired(step);
             }
             match rx.try_recv() {
-                Ok(message) => return Wake::Message(message),
-                Err(TryRecvError::Disconnected) => return Wake::Closed,
+                Ok(message) => return WaitOutcome::Message(message),
+                Err(TryRecvError::Disconnected) => return WaitOutcome::Closed,
                 Err(TryRecvError::Empty) => {}
             }
             if until.is_some_and(|until| until <= now) {
-                return Wake::Until;
+                return WaitOutcome::Until;
             }
             let next = match (self.deadline(), until) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
             match self.clock.recv_until(rx, next) {
-                Ok(message) => return Wake::Message(message),
-                Err(RecvTimeoutError::Disconnected) => return Wake::Closed,
+                Ok(message) => return WaitOutcome::Message(message),
+                Err(RecvTimeoutError::Disconnected) => return WaitOutcome::Closed,
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
     }
 
-    /// Runs until the channel closes or `on_turn` breaks: waits as
+    /// Runs until the channel closes or `on_each` breaks: waits as
     /// [`ThreadDriver::wait`] does and gives each message, and each fired
-    /// timer's step, to `on_turn` (which feeds a message to the machine
+    /// timer's step, to `on_each` (which feeds a message to the machine
     /// with [`ThreadDriver::handle`] and carries out the outputs). On
     /// return, the pending timer is stopped ([`ThreadDriver::stop_timer`]):
     /// nothing fires after the run. See the [module docs](self) for a
@@ -517,16 +517,16 @@ impl<C: Clock> ThreadDriver<C> {
     pub fn run<T>(
         &mut self,
         rx: &mpsc::Receiver<T>,
-        mut on_turn: impl FnMut(&mut ThreadDriver<C>, Turn<T>) -> ControlFlow<()>,
+        mut on_each: impl FnMut(&mut ThreadDriver<C>, MessageOrTimer<T>) -> ControlFlow<()>,
     ) {
         loop {
-            let turn = match self.wait(rx, None) {
-                Wake::Message(message) => Turn::Message(message),
-                Wake::Fired(step) => Turn::Fired(step),
-                Wake::Until => continue,
-                Wake::Closed => break,
+            let next = match self.wait(rx, None) {
+                WaitOutcome::Message(message) => MessageOrTimer::Message(message),
+                WaitOutcome::Fired(step) => MessageOrTimer::Fired(step),
+                WaitOutcome::Until => continue,
+                WaitOutcome::Closed => break,
             };
-            if on_turn(self, turn).is_break() {
+            if on_each(self, next).is_break() {
                 break;
             }
         }
@@ -648,13 +648,14 @@ mod tests {
     }
 
     /// A loop that feeds every input it receives and records the outputs.
-    fn record_turns<'l, C: Clock>(
+    fn record_each<'l, C: Clock>(
         log: &'l mut Vec<String>,
-    ) -> impl FnMut(&mut ThreadDriver<C>, Turn<Input<'static>>) -> ControlFlow<()> + 'l {
-        move |driver, turn| {
-            let step = match turn {
-                Turn::Message(input) => driver.handle(input),
-                Turn::Fired(step) => step,
+    ) -> impl FnMut(&mut ThreadDriver<C>, MessageOrTimer<Input<'static>>) -> ControlFlow<()> + 'l
+    {
+        move |driver, next| {
+            let step = match next {
+                MessageOrTimer::Message(input) => driver.handle(input),
+                MessageOrTimer::Fired(step) => step,
             };
             record(log, &step);
             ControlFlow::Continue(())
@@ -669,7 +670,7 @@ mod tests {
         record(&mut log, &driver.handle(failed()));
         tx.send(Input::AbortRetry).unwrap();
         drop(tx);
-        driver.run(&rx, record_turns(&mut log));
+        driver.run(&rx, record_each(&mut log));
         assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
         assert_eq!(names(&log, "cancel_timer"), 1, "{log:?}");
         assert!(!driver.state().is_retrying);
@@ -687,7 +688,7 @@ mod tests {
         clock.advance(Duration::from_secs(2));
         tx.send(Input::AbortRetry).unwrap();
         drop(tx);
-        driver.run(&rx, record_turns(&mut log));
+        driver.run(&rx, record_each(&mut log));
         assert_eq!(
             log,
             [
@@ -770,7 +771,7 @@ mod tests {
                 thread::sleep(Duration::from_micros(round * 70));
                 let _ = tx.send(Input::AbortRetry);
             });
-            driver.run(&rx, record_turns(&mut log));
+            driver.run(&rx, record_each(&mut log));
             sender.join().unwrap();
             check_no_continue_after_cancel(&log);
             assert_eq!(names(&log, "end"), 1, "{log:?}");
@@ -787,7 +788,7 @@ mod tests {
         let start = Instant::now();
         record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
-        let Wake::Fired(step) = driver.wait(&rx, None) else {
+        let WaitOutcome::Fired(step) = driver.wait(&rx, None) else {
             panic!("the timer fires")
         };
         assert!(start.elapsed() >= Duration::from_millis(10));
@@ -795,11 +796,11 @@ mod tests {
         record(&mut log, &step);
         // Nothing is pending any more: a bounded wait ends by `until`.
         let until = Some(driver.clock().now() + Duration::from_millis(5));
-        assert_eq!(driver.wait(&rx, until), Wake::Until);
+        assert_eq!(driver.wait(&rx, until), WaitOutcome::Until);
         record(&mut log, &driver.handle(answered()));
         assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
         drop(tx);
-        assert_eq!(driver.wait(&rx, None), Wake::Closed);
+        assert_eq!(driver.wait(&rx, None), WaitOutcome::Closed);
     }
 
     #[test]
@@ -809,10 +810,10 @@ mod tests {
         let (tx, rx) = mpsc::channel::<Input<'static>>();
         let mut log = Vec::new();
         record(&mut log, &driver.handle(failed()));
-        let mut turns = 0;
-        driver.run(&rx, |driver, turn| {
-            turns += 1;
-            let Turn::Fired(step) = turn else {
+        let mut calls = 0;
+        driver.run(&rx, |driver, next| {
+            calls += 1;
+            let MessageOrTimer::Fired(step) = next else {
                 panic!("no message was sent")
             };
             record(&mut log, &step);
@@ -820,7 +821,7 @@ mod tests {
             ControlFlow::Break(())
         });
         drop(tx);
-        assert_eq!(turns, 1);
+        assert_eq!(calls, 1);
         assert_eq!(
             log,
             [
@@ -874,7 +875,7 @@ mod tests {
         driver.rearm(10);
         assert_eq!(driver.fire_due(driver.clock().now()), None);
         let (_tx, rx) = mpsc::channel::<()>();
-        let Wake::Fired(step) = driver.wait(&rx, None) else {
+        let WaitOutcome::Fired(step) = driver.wait(&rx, None) else {
             panic!("the timer fires")
         };
         assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
@@ -901,8 +902,8 @@ mod tests {
             // Messages handed out once the deadline had passed, before it fired.
             let mut late = 0;
             let mut fired = None;
-            driver.run(&rx, |driver, turn| match turn {
-                Turn::Message(()) => {
+            driver.run(&rx, |driver, next| match next {
+                MessageOrTimer::Message(()) => {
                     late += usize::from(driver.clock().now() >= deadline);
                     let step = driver.handle(Input::SetAutoRetry { enabled: true });
                     assert_eq!(step.outputs.map(|o| o.len()), Ok(0));
@@ -911,7 +912,7 @@ mod tests {
                     thread::sleep(Duration::from_micros(200));
                     ControlFlow::Continue(())
                 }
-                Turn::Fired(step) => {
+                MessageOrTimer::Fired(step) => {
                     fired = Some((driver.clock().now(), step.outputs));
                     ControlFlow::Break(())
                 }
