@@ -1,6 +1,9 @@
 //! An agent on tokio with auto-retry: the provider is overloaded twice,
-//! then answers. Press Enter during a backoff to cancel the retry (the
-//! agent's Esc). `cargo run --example tokio_agent --features tokio`
+//! then answers. With `modelFallback` on and one retry per model, the
+//! second overload asks for another model (`switch_model`), which the host
+//! answers with the boolean alone. Press Enter during a backoff to cancel
+//! the retry (the agent's Esc).
+//! `cargo run --example tokio_agent --features tokio`
 use std::time::Duration;
 
 use autoretry::host::tokio::{TokioDriver, TokioSleeper};
@@ -32,8 +35,12 @@ async fn main() {
             .lines()
             .for_each(|_| drop(esc.blocking_send(InputBuf::AbortRetry)))
     });
-    let settings = RetrySettings::DEFAULT.with_base_delay_ms(1000);
+    let settings = RetrySettings::DEFAULT
+        .with_base_delay_ms(1000)
+        .with_max_retries(1)
+        .with_model_fallback(true);
     let mut driver = TokioDriver::new(Machine::new(settings, HostOptions::DEFAULT), TokioSleeper);
+    let mut fallback_models = vec!["fallback-model"];
     let mut calls = 0;
     run_agent(&tx, &mut calls);
     while let Some(step) = driver.next(rx.recv()).await {
@@ -47,9 +54,24 @@ async fn main() {
         };
         for output in outputs {
             match output {
-                Output::Emit(event) => println!("{}: {event}", event.type_name()),
+                // Every event, in a form that shows each field (`Display`
+                // is the terminal line, empty for a success).
+                Output::Emit(event) => println!("{event:?}"),
                 // A continuation (spec §11.2) runs the agent again too.
                 Output::ContinueAgent | Output::ResumeAgent => run_agent(&tx, &mut calls),
+                // Another model, if one is left: the answer is the boolean
+                // (the driver kept the failed message's text).
+                Output::SwitchModel { reason } => {
+                    let model = fallback_models.pop();
+                    println!("switch_model ({}): {model:?}", reason.as_str());
+                    let switched = model.is_some();
+                    tx.send(InputBuf::ModelSwitched { switched }).await.unwrap();
+                }
+                // No credential store here: nothing else to switch to.
+                Output::MarkUsageLimit { .. } => {
+                    let answer = InputBuf::UsageLimitMarked { switched: false };
+                    tx.send(answer).await.unwrap();
+                }
                 Output::CheckCompaction => {
                     return println!("the prompt is over after {calls} calls")
                 }

@@ -6,8 +6,13 @@
 set -eu
 cd "$(dirname "$0")"
 for flavour in default rules; do
+    # The path is the repository root's, or absolute (CARGO_TARGET_DIR).
     wasm=$(../ffi/wasm/build.sh "$flavour")
+    case "$wasm" in
+        /*) ;;
+        *) wasm=../$wasm ;;
+    esac
     name=$(basename "$wasm")
-    cp "../$wasm" "$name"
+    cp "$wasm" "$name"
     echo "js/$name: $(wc -c < "$name") bytes"
 done

@@ -121,13 +121,22 @@ impl From<AssistantMessage<'_>> for MessageBuf {
     }
 }
 
-/// An [`Input`] that owns its texts: one variant per input, the same fields.
+/// An [`Input`] that owns its texts: one variant per input, the same
+/// fields, except that an answer to a hand-off ([`InputBuf::UsageLimitMarked`],
+/// [`InputBuf::ModelSwitched`]) is the boolean alone.
+///
+/// The machine checks an answer against the error text of the decision
+/// that asked for it (it stores no messages, only a digest). That text is
+/// the owned layer's to keep, not the host's: the drivers of
+/// [`host`](crate::host) keep the `agent_end` whose decision asked and
+/// give its text to the answer, as the sidecar and the JavaScript wrapper
+/// do. Fed by hand, [`InputBuf::as_input_answering`] takes the text.
 ///
 /// ```
 /// use autoretry::{Input, InputBuf, MessageBuf, StopReason};
-/// let input = InputBuf::UsageLimitMarked { switched: true, error_message: "usage limit".into() };
-/// assert_eq!(input.as_input(), Input::UsageLimitMarked { switched: true, error_message: "usage limit" });
-/// assert_eq!(InputBuf::from(input.as_input()), input);
+/// let input = InputBuf::UsageLimitMarked { switched: true };
+/// assert_eq!(input.as_input_answering("usage limit"), Input::UsageLimitMarked { switched: true, error_message: "usage limit" });
+/// assert_eq!(InputBuf::from(input.as_input_answering("usage limit")), input);
 /// let done = InputBuf::agent_end(MessageBuf::new(StopReason::Stop));
 /// assert!(matches!(done.as_input(), Input::AgentEnd { now_ms: None, .. }));
 /// ```
@@ -150,19 +159,17 @@ pub enum InputBuf {
         /// The id the `sleep` carried.
         timer: TimerId,
     },
-    /// [`Input::UsageLimitMarked`].
+    /// [`Input::UsageLimitMarked`], without the decision's text (the
+    /// driver keeps it).
     UsageLimitMarked {
         /// Whether the host switched to another credential or model.
         switched: bool,
-        /// The error text of the message that was marked.
-        error_message: String,
     },
-    /// [`Input::ModelSwitched`].
+    /// [`Input::ModelSwitched`], without the decision's text (the driver
+    /// keeps it).
     ModelSwitched {
         /// Whether the host switched to another model.
         switched: bool,
-        /// The error text of the decision's message.
-        error_message: String,
     },
     /// [`Input::AbortRetry`].
     AbortRetry,
@@ -187,7 +194,39 @@ impl InputBuf {
     }
 
     /// The input as the machine reads it, borrowing the texts.
+    ///
+    /// An answer has no text of its own: here it borrows the empty text,
+    /// which the machine refuses unless the decision's error text was
+    /// empty too. The drivers give it the text they kept; by hand,
+    /// [`InputBuf::as_input_answering`] takes it.
+    ///
+    /// ```
+    /// use autoretry::{Input, InputBuf, MessageBuf};
+    /// let failed = InputBuf::agent_end(MessageBuf::error("503"));
+    /// assert_eq!(failed.as_input(), Input::agent_end(autoretry::AssistantMessage::error("503")));
+    /// assert_eq!(InputBuf::ModelSwitched { switched: true }.as_input(), Input::model_switched(true, ""));
+    /// ```
     pub fn as_input(&self) -> Input<'_> {
+        self.as_input_answering("")
+    }
+
+    /// The input as the machine reads it, an answer to a hand-off
+    /// (`usage_limit_marked`, `model_switched`) taking `decision_text`: the
+    /// error text of the `agent_end` whose decision asked for it. Every
+    /// other input ignores `decision_text`.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Input, InputBuf, Machine, Output, RetrySettings, HostOptions};
+    /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+    /// let mut machine = Machine::new(settings, HostOptions::DEFAULT);
+    /// let failed = AssistantMessage::error("529 overloaded");
+    /// let out = machine.handle(Input::agent_end(failed)).unwrap();
+    /// assert!(matches!(out[..], [Output::SwitchModel { .. }]));
+    /// let answer = InputBuf::ModelSwitched { switched: true };
+    /// assert!(machine.handle(answer.as_input_answering("529 overloaded")).is_ok());
+    /// assert!(machine.is_retrying());
+    /// ```
+    pub fn as_input_answering<'a>(&'a self, decision_text: &'a str) -> Input<'a> {
         match self {
             InputBuf::MessageEnd { message } => Input::MessageEnd {
                 message: message.as_message(),
@@ -197,19 +236,13 @@ impl InputBuf {
                 now_ms: *now_ms,
             },
             InputBuf::TimerFired { timer } => Input::TimerFired { timer: *timer },
-            InputBuf::UsageLimitMarked {
-                switched,
-                error_message,
-            } => Input::UsageLimitMarked {
+            InputBuf::UsageLimitMarked { switched } => Input::UsageLimitMarked {
                 switched: *switched,
-                error_message,
+                error_message: decision_text,
             },
-            InputBuf::ModelSwitched {
-                switched,
-                error_message,
-            } => Input::ModelSwitched {
+            InputBuf::ModelSwitched { switched } => Input::ModelSwitched {
                 switched: *switched,
-                error_message,
+                error_message: decision_text,
             },
             InputBuf::AbortRetry => Input::AbortRetry,
             InputBuf::Abort => Input::Abort,
@@ -220,7 +253,8 @@ impl InputBuf {
 }
 
 impl From<Input<'_>> for InputBuf {
-    /// Copies the texts.
+    /// Copies the texts; an answer keeps its boolean alone (the decision's
+    /// text is the driver's to give).
     fn from(input: Input<'_>) -> Self {
         match input {
             Input::MessageEnd { message } => InputBuf::MessageEnd {
@@ -231,20 +265,8 @@ impl From<Input<'_>> for InputBuf {
                 now_ms,
             },
             Input::TimerFired { timer } => InputBuf::TimerFired { timer },
-            Input::UsageLimitMarked {
-                switched,
-                error_message,
-            } => InputBuf::UsageLimitMarked {
-                switched,
-                error_message: error_message.into(),
-            },
-            Input::ModelSwitched {
-                switched,
-                error_message,
-            } => InputBuf::ModelSwitched {
-                switched,
-                error_message: error_message.into(),
-            },
+            Input::UsageLimitMarked { switched, .. } => InputBuf::UsageLimitMarked { switched },
+            Input::ModelSwitched { switched, .. } => InputBuf::ModelSwitched { switched },
             Input::AbortRetry => InputBuf::AbortRetry,
             Input::Abort => InputBuf::Abort,
             Input::SetAutoRetry { enabled } => InputBuf::SetAutoRetry { enabled },
@@ -290,8 +312,14 @@ mod tests {
         ];
         for input in inputs {
             let owned = InputBuf::from(input);
-            assert_eq!(owned.as_input(), input);
-            assert_eq!(InputBuf::from(owned.as_input()), owned);
+            // Answers take the decision's text from the caller.
+            let text = match input {
+                Input::UsageLimitMarked { error_message, .. }
+                | Input::ModelSwitched { error_message, .. } => error_message,
+                _ => "ignored",
+            };
+            assert_eq!(owned.as_input_answering(text), input);
+            assert_eq!(InputBuf::from(owned.as_input_answering(text)), owned);
         }
     }
 }

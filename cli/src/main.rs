@@ -88,7 +88,7 @@ enum Command {
         #[arg(long, value_name = "WHAT", default_value = "none", value_parser = parse_partial)]
         partial: Partial,
         /// How many other models the agent can switch to when the machine
-        /// asks (`switch_model`, under `--model-fallback true`).
+        /// asks (`switch_model`); needs `--model-fallback true`.
         #[arg(long, value_name = "N", default_value_t = 0)]
         fallback_models: u32,
     },
@@ -311,6 +311,15 @@ fn main() -> ExitCode {
             partial,
             fallback_models,
         } => {
+            let settings = settings.settings();
+            if fallback_models > 0 && !settings.model_fallback {
+                eprintln!(
+                    "autoretry simulate: --fallback-models {fallback_models} needs \
+                     --model-fallback true: without it the machine never asks for \
+                     another model (spec §11.3)"
+                );
+                return ExitCode::from(2);
+            }
             let rules = match rules.as_deref().map(load_rules).transpose() {
                 Ok(rules) => rules,
                 Err(e) => {
@@ -321,7 +330,7 @@ fn main() -> ExitCode {
             return ExitCode::from(simulate::run(&simulate::Options {
                 error,
                 failures,
-                settings: settings.settings(),
+                settings,
                 seed,
                 rules,
                 time_scale,

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::clock::ScaledClock;
 use autoretry::host::clock::Clock;
-use autoretry::host::thread::{ThreadDriver, Wake};
+use autoretry::host::thread::{ThreadDriver, WaitOutcome};
 use autoretry::host::Step;
 use autoretry::rules::Rules;
 use autoretry::{
@@ -186,9 +186,19 @@ impl Sim {
     /// `deadline` is the driver's after the step (when the loader's
     /// backoff ends).
     fn carry_out(&mut self, step: &Step<'_>, deadline: Option<Duration>) {
+        self.carry_out_outputs(step);
+        self.show_loader(deadline);
+    }
+
+    /// Carries out a step's outputs, in order (a refused step has none).
+    fn carry_out_outputs(&mut self, step: &Step<'_>) {
         for output in step.outputs.iter().flatten() {
             self.output(output);
         }
+    }
+
+    /// Draws the loader of a backoff that ends at `deadline`, if one shows.
+    fn show_loader(&mut self, deadline: Option<Duration>) {
         if self.loader.is_some() {
             self.loader_until = deadline;
             self.draw_loader();
@@ -328,13 +338,13 @@ pub fn run(options: &Options) -> u8 {
         };
         match driver.wait(&rx, until) {
             // Esc cancels only while the retry loader shows (spec §5.3).
-            Wake::Message(Msg::Escape) => {
+            WaitOutcome::Message(Msg::Escape) => {
                 if driver.machine().pending_timer().is_some() {
                     let step = driver.handle(Input::AbortRetry);
                     sim.carry_out(&step, driver.deadline());
                 }
             }
-            Wake::Message(Msg::Interrupt) => {
+            WaitOutcome::Message(Msg::Interrupt) => {
                 interrupts += 1;
                 let in_backoff = driver.machine().pending_timer().is_some();
                 sim.line(interrupt_line(interrupts, in_backoff));
@@ -347,8 +357,8 @@ pub fn run(options: &Options) -> u8 {
                 sim.carry_out(&step, driver.deadline());
             }
             // `continue_agent` starts the next call.
-            Wake::Fired(step) => sim.carry_out(&step, driver.deadline()),
-            Wake::Until => {
+            WaitOutcome::Fired(step) => sim.carry_out(&step, driver.deadline()),
+            WaitOutcome::Until => {
                 if sim.call_due.is_some_and(|due| due <= sim.clock.now()) {
                     sim.call_due = None;
                     answered = provider_answers(&mut sim, &mut driver, options);
@@ -358,7 +368,7 @@ pub fn run(options: &Options) -> u8 {
                 }
             }
             // Never: `tx` is open.
-            Wake::Closed => break,
+            WaitOutcome::Closed => break,
         }
         let idle =
             !driver.state().is_retrying && sim.call_due.is_none() && driver.deadline().is_none();
@@ -435,6 +445,16 @@ fn provider_answers(
         message,
         now_ms: None,
     });
+    // A failure the machine does not retry and no chain was open for: no
+    // event says so, the prompt is simply over. Say why.
+    let quiet_end = matches!(step.outputs.as_deref(), Ok([Output::CheckCompaction]));
+    if !good && quiet_end {
+        let settings = driver.machine().settings();
+        sim.line(&format!(
+            "agent: not retried: {}",
+            why_not_retried(&message, &settings)
+        ));
+    }
     let asked = match &step.outputs {
         Ok(outputs) => outputs.iter().find_map(|o| match o {
             Output::SwitchModel { reason } => Some(*reason),
@@ -464,13 +484,33 @@ fn provider_answers(
                 reason.as_str()
             ));
         }
-        let step = driver.handle(Input::ModelSwitched {
-            switched,
-            error_message: &options.error,
-        });
-        sim.carry_out(&step, driver.deadline());
+        // The driver kept the failed message's text: the boolean answers.
+        let step = driver.model_switched(switched);
+        sim.carry_out_outputs(&step);
+        drop(step);
+        sim.show_loader(driver.deadline());
     }
     good
+}
+
+/// Why the machine retries no failure of `message` (spec §5.1: it enters
+/// no chain): the first rule, in the order of spec §3 and §11.2, that
+/// turns it away.
+fn why_not_retried(message: &AssistantMessage<'_>, settings: &RetrySettings) -> &'static str {
+    if !settings.enabled {
+        "auto-retry is off (retry.enabled false)"
+    } else if message.error_text().is_none() {
+        "the error has no text (spec §3, rule 2)"
+    } else if message.partial == Partial::Tools {
+        "the turn had streamed a tool call, which a replay could repeat \
+         (partial tools, spec §11.2)"
+    } else if message.should_retry == Some(false) {
+        "the message says shouldRetry false (spec §10.2)"
+    } else if message.is_context_overflow_with(0, settings.classifier) {
+        "the context overflowed: compaction, not a retry (spec §3.3)"
+    } else {
+        "the error is not one to retry (spec §3)"
+    }
 }
 
 /// What the `n`-th Ctrl-C does, said as it happens.

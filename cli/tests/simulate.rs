@@ -272,7 +272,45 @@ fn a_call_cut_off_after_text_is_continued() {
 fn a_call_that_ran_a_tool_is_never_replayed() {
     let out = simulate(&["--failures", "1", "--partial", "tools"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(events(&lines(&out)).is_empty(), "no chain opens");
+    let lines = lines(&out);
+    assert!(events(&lines).is_empty(), "no chain opens");
+    // No event says why: the simulation does, before it gives up.
+    let why = lines.iter().position(|l| {
+        l.starts_with("agent: not retried: the turn had streamed a tool call")
+            && l.contains("partial tools, spec §11.2")
+    });
+    let done = lines
+        .iter()
+        .position(|l| l.starts_with("done: the agent gave up"));
+    assert!(why.is_some() && why < done, "{lines:?}");
+}
+
+#[test]
+fn an_error_not_to_retry_says_so() {
+    let out = simulate(&["--error", "400 invalid_request_error"]);
+    assert_eq!(out.status.code(), Some(1));
+    let lines = lines(&out);
+    assert!(
+        lines.contains(&"agent: not retried: the error is not one to retry (spec §3)".to_owned()),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn fallback_models_without_model_fallback_exit_2() {
+    for args in [
+        &["--fallback-models", "1"][..],
+        &["--fallback-models", "2", "--model-fallback", "false"],
+    ] {
+        let out = simulate(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("needs --model-fallback true"),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing ran");
+    }
 }
 
 #[test]

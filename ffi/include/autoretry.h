@@ -714,10 +714,13 @@ int32_t autoretry_timer_fired(int32_t handle,
                               uint32_t out_cap);
 
 // `usage_limit_marked`: the host's answer to `mark_usage_limit`
-// (`switched` is 0 or not); the error text is the one the slot kept.
-// Writes the outputs' JSON to `out`; returns its length or an error code: `AUTORETRY_ERR_HANDLE`,
-// `AUTORETRY_ERR_REFUSED`, `AUTORETRY_ERR_ARG` (a null `out` with a
-// length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
+// (`switched` is 0 or not); the error text is the one the slot kept from
+// the message that led to the decision, so the host passes none. Writes
+// the outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out` with a
+// length), `AUTORETRY_ERR_OUT_TOO_SMALL`. An answer no decision awaits
+// (none asked, or it comes after a cancel) is ignored, as the spec says:
+// it writes `[]` and changes nothing.
 //
 // # Safety
 //
@@ -735,11 +738,12 @@ int32_t autoretry_usage_limit_marked(int32_t handle,
 
 // `model_switched`: the host's answer to `switch_model` (`switched` is 0
 // or not: whether it now talks to another model); the error text is the
-// one the slot kept from the message that led to the decision. Writes the
-// outputs' JSON to `out`; returns its length or an error code:
-// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (no fallback was asked,
-// or not now), `AUTORETRY_ERR_ARG` (a null `out` with a length),
-// `AUTORETRY_ERR_OUT_TOO_SMALL`.
+// one the slot kept from the message that led to the decision, so the
+// host passes none. Writes the outputs' JSON to `out`; returns its length
+// or an error code: `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null
+// `out` with a length), `AUTORETRY_ERR_OUT_TOO_SMALL`. An answer no
+// decision awaits (no fallback was asked, or it comes after a cancel) is
+// ignored, as spec §11.3 says: it writes `[]` and changes nothing.
 //
 // # Safety
 //

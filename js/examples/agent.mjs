@@ -1,6 +1,10 @@
 // A JavaScript agent on the retry machine: a flaky provider fails twice with
 // `529 overloaded_error`, then answers; the machine's backoff runs on
 // setTimeout (`--time-scale F` shortens it: 0.01 runs a 2 s wait in 20 ms).
+// With `modelFallback` on and one retry per model, the second failure asks
+// for another model (`switch_model`): the host switches and answers with
+// the boolean alone. Every question the machine asks is answered: one left
+// unanswered would keep the prompt waiting for ever.
 //
 //     node js/examples/agent.mjs [--time-scale F]
 
@@ -15,7 +19,8 @@ const callProvider = async () =>
 const scale = process.argv[2] === "--time-scale" ? Number(process.argv[3]) : 1;
 
 // ---- the glue: feed inputs, carry out every output in order.
-const machine = new Machine(await load());
+const machine = new Machine(await load(), { settings: { maxRetries: 1, modelFallback: true } });
+const fallbackModels = ["fallback-model"];
 const context = [];
 const timers = new Map();
 let done;
@@ -45,7 +50,14 @@ function feed(input) {
       case "continue_agent":
         setTimeout(runAgent);
         break;
-      case "mark_usage_limit":
+      case "switch_model": {
+        // Another model, if one is left (the next runs use it).
+        const model = fallbackModels.shift();
+        console.log(`switch_model (${out.reason}): ${model ?? "no model left"}`);
+        setTimeout(() => feed({ type: "model_switched", switched: model !== undefined }));
+        break;
+      }
+      case "mark_usage_limit": // no other credential here
         setTimeout(() => feed({ type: "usage_limit_marked", switched: false }));
         break;
       case "check_compaction": // the prompt is over

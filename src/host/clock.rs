@@ -149,13 +149,13 @@ impl Clock for SystemClock {
 /// use std::sync::mpsc;
 /// use std::time::Duration;
 /// use autoretry::{AssistantMessage, Input, Machine, Output};
-/// use autoretry::host::{clock::{Clock, VirtualClock}, thread::{ThreadDriver, Wake}};
+/// use autoretry::host::{clock::{Clock, VirtualClock}, thread::{ThreadDriver, WaitOutcome}};
 ///
 /// let clock = VirtualClock::new();
 /// let mut driver = ThreadDriver::with_clock(Machine::default(), clock.clone());
 /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
 /// let (_tx, rx) = mpsc::channel::<()>();
-/// let Wake::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
+/// let WaitOutcome::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
 /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
 /// assert_eq!(clock.now(), Duration::from_secs(2)); // at once, in real time
 /// ```

@@ -19,6 +19,42 @@
 //! carries out the outputs, then queries the driver, or drops the step
 //! first.
 //!
+//! # Answering a hand-off
+//!
+//! [`Output::SwitchModel`](crate::Output::SwitchModel) and
+//! [`Output::MarkUsageLimit`](crate::Output::MarkUsageLimit) ask the host
+//! a question; the machine checks the answer against the error text of the
+//! `agent_end` that asked. The driver keeps that `agent_end` until the
+//! answer comes and gives the answer its text: the host answers with the
+//! boolean alone (`InputBuf::ModelSwitched { switched }` on std, or an
+//! [`Input::ModelSwitched`] with any text). Only a machine restored while
+//! it awaits an answer needs the `agent_end` back
+//! ([`Driver::keep_decision`]).
+//!
+//! ```
+//! # use core::future::{ready, Ready};
+//! # use autoretry::host::driver::Sleeper;
+//! # struct Instantly;
+//! # impl Sleeper for Instantly {
+//! #     type Instant = u64;
+//! #     type Sleep = Ready<()>;
+//! #     fn now(&self) -> u64 { 0 }
+//! #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+//! #     fn sleep_until(&self, _: u64) -> Ready<()> { ready(()) }
+//! # }
+//! use autoretry::host::driver::Driver;
+//! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings};
+//! let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+//! let mut driver = Driver::new(Machine::new(settings, HostOptions::DEFAULT), Instantly);
+//! let step = driver.handle(Input::agent_end(AssistantMessage::error("529 overloaded")));
+//! assert!(matches!(step.outputs.as_deref(), Ok([Output::SwitchModel { .. }])));
+//! drop(step);
+//! // The host switched to another model: the boolean is the whole answer.
+//! let step = driver.handle(Input::model_switched(true, ""));
+//! assert_eq!(step.input, Input::model_switched(true, "529 overloaded"));
+//! assert!(matches!(step.outputs.as_deref(), Ok([Output::Emit(_), Output::DropTrailingError, Output::Sleep { ms: 0, .. }])));
+//! ```
+//!
 //! The adapters: `host::tokio` (feature `tokio`) and `host::embassy`
 //! (feature `embassy`), listed with the other hosts in
 //! [`host`](crate::host). Another runtime implements [`Sleeper`] in a few
@@ -80,7 +116,7 @@ use core::task::Poll;
 
 use crate::host::budget_store::BudgetStore;
 use crate::host::timer::BackoffTimer;
-use crate::host::Step;
+use crate::host::{awaits_answer, Step};
 use crate::{Input, Machine, RetryBudget, RetryState, TimerId};
 
 /// A runtime's clock and timer: all the driver needs from a runtime.
@@ -142,6 +178,10 @@ pub struct Driver<S: Sleeper, I> {
     timer: BackoffTimer<S::Instant>,
     /// The last input, which the last step borrows.
     input: Option<I>,
+    /// The last `agent_end` fed while no answer was awaited: while the
+    /// machine awaits an answer, the one whose decision asked, whose text
+    /// the answer takes.
+    decision: Option<I>,
 }
 
 impl<S: Sleeper, I: AsInput> Driver<S, I> {
@@ -174,7 +214,40 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
             sleeper,
             timer,
             input: None,
+            decision: None,
         }
+    }
+
+    /// Gives the driver the `agent_end` whose decision the machine awaits
+    /// an answer to, for a machine restored while it awaits one (the host
+    /// kept that input next to the snapshot): the answer then takes its
+    /// text, as it does after an `agent_end` fed to this driver. Without
+    /// it, an answer keeps its own text.
+    ///
+    /// ```
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock;
+    /// # impl Sleeper for Clock {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { 100 }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, AssistantMessage, HostOptions, Input, Machine, RetrySettings};
+    /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+    /// let failed = Input::agent_end(AssistantMessage::error("529 overloaded"));
+    /// let mut machine = Machine::new(settings, HostOptions::DEFAULT);
+    /// let _ = machine.handle(failed);
+    /// let restored = Machine::restore(machine.snapshot()).unwrap();
+    ///
+    /// let mut driver = Driver::new(restored, Clock);
+    /// driver.keep_decision(failed);
+    /// assert!(driver.handle(Input::model_switched(true, "")).outputs.is_ok());
+    /// assert!(driver.state().is_retrying);
+    /// ```
+    pub fn keep_decision(&mut self, agent_end: I) {
+        self.decision = Some(agent_end);
     }
 
     /// The machine (for its queries, or a [`Machine::snapshot`]).
@@ -355,7 +428,20 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// Feeds an input of the host, with the budget when there is one, and
     /// carries out the timer outputs.
     fn feed<B: BudgetStore>(&mut self, input: I, budget: Option<B>) -> Step<'_> {
-        let input = self.input.insert(input).as_input();
+        let awaits = awaits_answer(&self.machine);
+        // An `agent_end` fed while no answer is awaited may ask a question:
+        // it goes where the answer finds it. While one is awaited, that one
+        // stays (the machine refuses another `agent_end` then).
+        let decides = !awaits && matches!(input.as_input(), Input::AgentEnd { .. });
+        let input = if decides {
+            self.decision.insert(input).as_input()
+        } else {
+            let input = self.input.insert(input).as_input();
+            match (awaits, decision_text(self.decision.as_ref())) {
+                (true, Some(text)) => with_decision_text(input, text),
+                _ => input,
+            }
+        };
         let machine = &mut self.machine;
         let step = match budget {
             Some(store) => Step::with_budget(machine, input, store),
@@ -488,6 +574,29 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
         self.timer.disarm();
         self.input = None;
         Step::of(&mut self.machine, Input::TimerFired { timer })
+    }
+}
+
+/// The error text of a kept `agent_end`, if it has one.
+fn decision_text<I: AsInput>(decision: Option<&I>) -> Option<&str> {
+    match decision?.as_input() {
+        Input::AgentEnd { message, .. } => message.error_message,
+        _ => None,
+    }
+}
+
+/// `input` with the decision's text, when it is an answer to a hand-off.
+fn with_decision_text<'a>(input: Input<'a>, text: &'a str) -> Input<'a> {
+    match input {
+        Input::UsageLimitMarked { switched, .. } => Input::UsageLimitMarked {
+            switched,
+            error_message: text,
+        },
+        Input::ModelSwitched { switched, .. } => Input::ModelSwitched {
+            switched,
+            error_message: text,
+        },
+        other => other,
     }
 }
 

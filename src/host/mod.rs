@@ -160,3 +160,9 @@ impl defmt::Format for Step<'_> {
         }
     }
 }
+
+/// Whether `machine` awaits an answer to a hand-off (`mark_usage_limit`,
+/// `switch_model`): the drivers keep the decision's text until then.
+pub(crate) fn awaits_answer(machine: &Machine) -> bool {
+    machine.awaits_usage_limit_answer() || machine.awaits_model_switch_answer()
+}

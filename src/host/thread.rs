@@ -14,7 +14,7 @@
 //! One thread owns the driver and an [`mpsc::Receiver`]; other threads (a
 //! stdin reader, a key reader, an agent) send it messages of any type `T`.
 //! [`ThreadDriver::wait`] blocks for a message or the deadline, whichever
-//! comes first; [`ThreadDriver::run`] loops on it and gives each [`Turn`] (a
+//! comes first; [`ThreadDriver::run`] loops on it and gives each [`MessageOrTimer`] (a
 //! message, or the step of a fired timer) to a callback. A message becomes
 //! a step with [`ThreadDriver::handle`]:
 //!
@@ -22,7 +22,7 @@
 //! use std::ops::ControlFlow;
 //! use std::sync::mpsc;
 //! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
-//! use autoretry::host::thread::{ThreadDriver, Turn};
+//! use autoretry::host::thread::{ThreadDriver, MessageOrTimer};
 //!
 //! // What the agent sends (owned: it crosses threads).
 //! enum Msg { Failed(String), Answered }
@@ -34,12 +34,12 @@
 //! let settings = RetrySettings::DEFAULT.with_base_delay_ms(5);
 //! let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::default()));
 //! let mut log = Vec::new();
-//! driver.run(&rx, |driver, turn| {
+//! driver.run(&rx, |driver, next| {
 //!     let msg; // outlives the step, which may borrow its text
-//!     let step = match turn {
+//!     let step = match next {
 //!         // The backoff (5 ms) is over: the driver fed `timer_fired`.
-//!         Turn::Fired(step) => step,
-//!         Turn::Message(m) => {
+//!         MessageOrTimer::Fired(step) => step,
+//!         MessageOrTimer::Message(m) => {
 //!             msg = m;
 //!             let message = match &msg {
 //!                 Msg::Failed(text) => AssistantMessage::error(text),
@@ -92,7 +92,7 @@ use std::time::Duration;
 use crate::host::budget_store::BudgetStore;
 use crate::host::clock::{Clock, SystemClock};
 use crate::host::timer::BackoffTimer;
-use crate::host::Step;
+use crate::host::{awaits_answer, Step};
 use crate::machine::{Input, Machine, RetryState};
 use crate::output::TimerId;
 
@@ -100,19 +100,19 @@ use crate::output::TimerId;
 ///
 /// ```
 /// use std::sync::mpsc;
-/// use autoretry::{Machine, host::thread::{ThreadDriver, Wake}};
+/// use autoretry::{Machine, host::thread::{ThreadDriver, WaitOutcome}};
 /// let (tx, rx) = mpsc::channel();
 /// tx.send("hello").unwrap();
 /// let mut driver = ThreadDriver::new(Machine::default());
-/// assert_eq!(driver.wait(&rx, None), Wake::Message("hello"));
+/// assert_eq!(driver.wait(&rx, None), WaitOutcome::Message("hello"));
 /// drop(tx);
-/// assert_eq!(driver.wait(&rx, None), Wake::Closed);
+/// assert_eq!(driver.wait(&rx, None), WaitOutcome::Closed);
 /// ```
 // A step is moved out by value, as `handle` returns it; boxing would
 // allocate once per fired timer for nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Wake<T> {
+pub enum WaitOutcome<T> {
     /// A message arrived; the caller feeds it with [`ThreadDriver::handle`].
     Message(T),
     /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
@@ -131,22 +131,22 @@ pub enum Wake<T> {
 /// ```
 /// use std::ops::ControlFlow;
 /// use std::sync::mpsc;
-/// use autoretry::{Machine, host::thread::{ThreadDriver, Turn}};
+/// use autoretry::{Machine, host::thread::{ThreadDriver, MessageOrTimer}};
 /// let (tx, rx) = mpsc::channel();
 /// tx.send(7).unwrap();
 /// drop(tx);
 /// let mut seen = Vec::new();
-/// ThreadDriver::new(Machine::default()).run(&rx, |_, turn| {
-///     seen.push(turn);
+/// ThreadDriver::new(Machine::default()).run(&rx, |_, next| {
+///     seen.push(next);
 ///     ControlFlow::Continue(())
 /// });
-/// assert_eq!(seen, [Turn::Message(7)]);
+/// assert_eq!(seen, [MessageOrTimer::Message(7)]);
 /// ```
 // A step is moved out by value, as `handle` returns it; boxing would
 // allocate once per fired timer for nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Turn<T> {
+pub enum MessageOrTimer<T> {
     /// A message arrived; the callback feeds it with [`ThreadDriver::handle`].
     Message(T),
     /// The backoff deadline passed: the driver fed [`Input::TimerFired`];
@@ -176,6 +176,9 @@ pub struct ThreadDriver<C: Clock = SystemClock> {
     machine: Machine,
     timer: BackoffTimer<Duration>,
     clock: C,
+    /// The error text of the `agent_end` whose decision awaits an answer
+    /// (`mark_usage_limit`, `switch_model`), kept until it is answered.
+    decision: Option<String>,
 }
 
 impl ThreadDriver {
@@ -222,7 +225,28 @@ impl<C: Clock> ThreadDriver<C> {
             machine,
             timer,
             clock,
+            decision: None,
         }
+    }
+
+    /// Gives the driver the error text of the `agent_end` whose decision
+    /// the machine awaits an answer to, for a machine restored while it
+    /// awaits one (the host kept the text next to the snapshot), so that
+    /// [`ThreadDriver::usage_limit_marked`] and
+    /// [`ThreadDriver::model_switched`] answer it.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, RetrySettings, host::thread::ThreadDriver};
+    /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+    /// let mut machine = Machine::new(settings, HostOptions::DEFAULT);
+    /// let _ = machine.handle(Input::agent_end(AssistantMessage::error("529 overloaded")));
+    /// let mut driver = ThreadDriver::new(Machine::restore(machine.snapshot()).unwrap());
+    /// driver.keep_decision_text("529 overloaded");
+    /// assert!(driver.model_switched(true).outputs.is_ok());
+    /// assert!(driver.state().is_retrying);
+    /// ```
+    pub fn keep_decision_text(&mut self, error_message: impl Into<String>) {
+        self.decision = Some(error_message.into());
     }
 
     /// Gives the machine's pending timer `ms` milliseconds from now on the
@@ -286,7 +310,7 @@ impl<C: Clock> ThreadDriver<C> {
     /// ```
     pub fn handle<'a>(&mut self, input: Input<'a>) -> Step<'a> {
         let step = Step::of(&mut self.machine, input);
-        self.carry_out(step)
+        self.after_step(step)
     }
 
     /// [`ThreadDriver::handle`] with a retry budget that the sessions of
@@ -316,18 +340,84 @@ impl<C: Clock> ThreadDriver<C> {
         budget: impl BudgetStore,
     ) -> Step<'a> {
         let step = Step::with_budget(&mut self.machine, input, budget);
-        self.carry_out(step)
+        self.after_step(step)
     }
 
-    /// Carries out a step's timer outputs.
-    fn carry_out<'a>(&mut self, step: Step<'a>) -> Step<'a> {
-        if let Ok(outputs) = &step.outputs {
-            let pending = self.machine.pending_timer();
-            // The clock is read only where an output arms the timer.
-            let clock = &self.clock;
-            self.timer
-                .carry_out(outputs, pending, |ms| after(clock.now(), ms));
+    /// Carries out a step's timer outputs, and keeps the error text of a
+    /// decision that awaits an answer until it is answered.
+    fn after_step<'a>(&mut self, step: Step<'a>) -> Step<'a> {
+        carry_out(&mut self.timer, &self.clock, &self.machine, &step);
+        if awaits_answer(&self.machine) {
+            if let (Input::AgentEnd { message, .. }, Ok(_)) = (step.input, &step.outputs) {
+                self.decision = Some(message.error_message.unwrap_or_default().into());
+            }
+        } else {
+            self.decision = None;
         }
+        step
+    }
+
+    /// Answers `mark_usage_limit` ([`Output::MarkUsageLimit`]): whether
+    /// the host switched to another credential. The driver gives the
+    /// answer the error text of the decision that asked, which it kept
+    /// (see [`Input::UsageLimitMarked`]); otherwise as
+    /// [`ThreadDriver::handle`].
+    ///
+    /// [`Output::MarkUsageLimit`]: crate::Output::MarkUsageLimit
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings};
+    /// use autoretry::host::thread::ThreadDriver;
+    /// let host = HostOptions::DEFAULT.with_credential_store(true);
+    /// let mut driver = ThreadDriver::new(Machine::new(RetrySettings::DEFAULT, host));
+    /// let limited = String::from("429 usage_limit_reached");
+    /// let outputs = driver.handle(Input::agent_end(AssistantMessage::error(&limited))).outputs.unwrap();
+    /// assert!(matches!(outputs[..], [Output::MarkUsageLimit { .. }]));
+    /// drop(outputs);
+    /// drop(limited); // the driver kept the text
+    /// let step = driver.usage_limit_marked(true);
+    /// assert!(matches!(step.outputs.unwrap()[0], Output::Emit(_)));
+    /// ```
+    pub fn usage_limit_marked(&mut self, switched: bool) -> Step<'_> {
+        self.answer(|error_message| Input::UsageLimitMarked {
+            switched,
+            error_message,
+        })
+    }
+
+    /// Answers `switch_model` ([`Output::SwitchModel`], spec §11.3):
+    /// whether the host switched to another model. The driver gives the
+    /// answer the error text of the decision that asked, which it kept
+    /// (see [`Input::ModelSwitched`]); otherwise as [`ThreadDriver::handle`].
+    ///
+    /// [`Output::SwitchModel`]: crate::Output::SwitchModel
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings};
+    /// use autoretry::host::thread::ThreadDriver;
+    /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
+    /// let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::DEFAULT));
+    /// let step = driver.handle(Input::agent_end(AssistantMessage::error("529 overloaded")));
+    /// assert!(matches!(step.outputs.unwrap()[..], [Output::SwitchModel { .. }]));
+    /// let step = driver.model_switched(true);
+    /// assert_eq!(step.input, Input::model_switched(true, "529 overloaded"));
+    /// assert!(matches!(step.outputs.unwrap()[2], Output::Sleep { ms: 0, .. }));
+    /// ```
+    pub fn model_switched(&mut self, switched: bool) -> Step<'_> {
+        self.answer(|error_message| Input::ModelSwitched {
+            switched,
+            error_message,
+        })
+    }
+
+    /// Feeds the answer `make` builds from the kept decision's text. The
+    /// text stays kept while the machine awaits another answer to the same
+    /// decision (a model not switched may ask to mark a usage limit); the
+    /// next [`ThreadDriver::handle`] forgets it once none is awaited.
+    fn answer(&mut self, make: impl FnOnce(&str) -> Input<'_>) -> Step<'_> {
+        let text = self.decision.as_deref().unwrap_or_default();
+        let step = Step::of(&mut self.machine, make(text));
+        carry_out(&mut self.timer, &self.clock, &self.machine, &step);
         step
     }
 
@@ -379,47 +469,47 @@ impl<C: Clock> ThreadDriver<C> {
     /// use std::sync::mpsc;
     /// use std::time::Duration;
     /// use autoretry::{AssistantMessage, Input, Machine, Output, RetrySettings, HostOptions};
-    /// use autoretry::host::{clock::Clock, thread::{ThreadDriver, Wake}};
+    /// use autoretry::host::{clock::Clock, thread::{ThreadDriver, WaitOutcome}};
     /// let (_tx, rx) = mpsc::channel::<()>();
     /// let settings = RetrySettings::DEFAULT.with_base_delay_ms(2);
     /// let mut driver = ThreadDriver::new(Machine::new(settings, HostOptions::DEFAULT));
     /// driver.handle(Input::AgentEnd { message: AssistantMessage::error("503"), now_ms: None });
-    /// let Wake::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
+    /// let WaitOutcome::Fired(step) = driver.wait(&rx, None) else { panic!("the timer fires") };
     /// assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
     /// let soon = driver.clock().now() + Duration::from_millis(1);
-    /// assert_eq!(driver.wait(&rx, Some(soon)), Wake::Until);
+    /// assert_eq!(driver.wait(&rx, Some(soon)), WaitOutcome::Until);
     /// ```
-    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Duration>) -> Wake<T> {
+    pub fn wait<T>(&mut self, rx: &mpsc::Receiver<T>, until: Option<Duration>) -> WaitOutcome<T> {
         loop {
             // A due timer first: a message queued now may have come after
             // the deadline.
             let now = self.clock.now();
             if let Some(step) = self.fire_due(now) {
-                return Wake::Fired(step);
+                return WaitOutcome::Fired(step);
             }
             match rx.try_recv() {
-                Ok(message) => return Wake::Message(message),
-                Err(TryRecvError::Disconnected) => return Wake::Closed,
+                Ok(message) => return WaitOutcome::Message(message),
+                Err(TryRecvError::Disconnected) => return WaitOutcome::Closed,
                 Err(TryRecvError::Empty) => {}
             }
             if until.is_some_and(|until| until <= now) {
-                return Wake::Until;
+                return WaitOutcome::Until;
             }
             let next = match (self.deadline(), until) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
             match self.clock.recv_until(rx, next) {
-                Ok(message) => return Wake::Message(message),
-                Err(RecvTimeoutError::Disconnected) => return Wake::Closed,
+                Ok(message) => return WaitOutcome::Message(message),
+                Err(RecvTimeoutError::Disconnected) => return WaitOutcome::Closed,
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
     }
 
-    /// Runs until the channel closes or `on_turn` breaks: waits as
+    /// Runs until the channel closes or `on_each` breaks: waits as
     /// [`ThreadDriver::wait`] does and gives each message, and each fired
-    /// timer's step, to `on_turn` (which feeds a message to the machine
+    /// timer's step, to `on_each` (which feeds a message to the machine
     /// with [`ThreadDriver::handle`] and carries out the outputs). On
     /// return, the pending timer is stopped ([`ThreadDriver::stop_timer`]):
     /// nothing fires after the run. See the [module docs](self) for a
@@ -427,20 +517,35 @@ impl<C: Clock> ThreadDriver<C> {
     pub fn run<T>(
         &mut self,
         rx: &mpsc::Receiver<T>,
-        mut on_turn: impl FnMut(&mut ThreadDriver<C>, Turn<T>) -> ControlFlow<()>,
+        mut on_each: impl FnMut(&mut ThreadDriver<C>, MessageOrTimer<T>) -> ControlFlow<()>,
     ) {
         loop {
-            let turn = match self.wait(rx, None) {
-                Wake::Message(message) => Turn::Message(message),
-                Wake::Fired(step) => Turn::Fired(step),
-                Wake::Until => continue,
-                Wake::Closed => break,
+            let next = match self.wait(rx, None) {
+                WaitOutcome::Message(message) => MessageOrTimer::Message(message),
+                WaitOutcome::Fired(step) => MessageOrTimer::Fired(step),
+                WaitOutcome::Until => continue,
+                WaitOutcome::Closed => break,
             };
-            if on_turn(self, turn).is_break() {
+            if on_each(self, next).is_break() {
                 break;
             }
         }
         self.stop_timer();
+    }
+}
+
+/// Carries out the timer outputs of `step`, in order: a `sleep` starts
+/// the deadline (the clock is read only then), a `cancel_timer` clears it.
+fn carry_out<C: Clock>(
+    timer: &mut BackoffTimer<Duration>,
+    clock: &C,
+    machine: &Machine,
+    step: &Step<'_>,
+) {
+    if let Ok(outputs) = &step.outputs {
+        timer.carry_out(outputs, machine.pending_timer(), |ms| {
+            after(clock.now(), ms)
+        });
     }
 }
 
@@ -474,6 +579,49 @@ mod tests {
         }
     }
 
+    /// Both answers of one decision (a usage limit not switched, then no
+    /// other model) take the text the driver kept, after the message it
+    /// came from is gone; an `agent_end` refused meanwhile does not take
+    /// its place.
+    #[test]
+    fn answers_take_the_kept_decision_text() {
+        let settings = RetrySettings::DEFAULT
+            .with_honor_hints(true)
+            .with_max_delay_ms(60_000)
+            .with_max_usage_wait_ms(18_000_000)
+            .with_model_fallback(true);
+        let host = crate::HostOptions::DEFAULT.with_credential_store(true);
+        let mut driver =
+            ThreadDriver::with_clock(Machine::new(settings, host), VirtualClock::new());
+        let text = String::from("usage limit reached retry-after-ms=10800000");
+        let step = driver.handle(Input::agent_end(AssistantMessage::error(&text)));
+        assert!(matches!(
+            step.outputs.as_deref(),
+            Ok([Output::MarkUsageLimit { .. }])
+        ));
+        let kept = text.clone();
+        drop(step);
+        drop(text);
+        let other = Input::agent_end(AssistantMessage::error("another text"));
+        assert!(driver.handle(other).outputs.is_err());
+        let step = driver.usage_limit_marked(false);
+        assert_eq!(step.input, Input::usage_limit_marked(false, &kept));
+        assert!(matches!(
+            step.outputs.as_deref(),
+            Ok([Output::SwitchModel { .. }])
+        ));
+        drop(step);
+        let step = driver.model_switched(false);
+        let Ok([Output::Emit(crate::Event::Start { error_message, .. }), _, _]) =
+            step.outputs.as_deref()
+        else {
+            panic!("{:?}", step.outputs)
+        };
+        assert_eq!(*error_message, kept);
+        drop(step);
+        assert!(driver.deadline().is_some());
+    }
+
     fn names(outputs: &[String], name: &str) -> usize {
         outputs.iter().filter(|o| *o == name).count()
     }
@@ -500,13 +648,14 @@ mod tests {
     }
 
     /// A loop that feeds every input it receives and records the outputs.
-    fn record_turns<'l, C: Clock>(
+    fn record_each<'l, C: Clock>(
         log: &'l mut Vec<String>,
-    ) -> impl FnMut(&mut ThreadDriver<C>, Turn<Input<'static>>) -> ControlFlow<()> + 'l {
-        move |driver, turn| {
-            let step = match turn {
-                Turn::Message(input) => driver.handle(input),
-                Turn::Fired(step) => step,
+    ) -> impl FnMut(&mut ThreadDriver<C>, MessageOrTimer<Input<'static>>) -> ControlFlow<()> + 'l
+    {
+        move |driver, next| {
+            let step = match next {
+                MessageOrTimer::Message(input) => driver.handle(input),
+                MessageOrTimer::Fired(step) => step,
             };
             record(log, &step);
             ControlFlow::Continue(())
@@ -521,7 +670,7 @@ mod tests {
         record(&mut log, &driver.handle(failed()));
         tx.send(Input::AbortRetry).unwrap();
         drop(tx);
-        driver.run(&rx, record_turns(&mut log));
+        driver.run(&rx, record_each(&mut log));
         assert_eq!(names(&log, "continue_agent"), 0, "{log:?}");
         assert_eq!(names(&log, "cancel_timer"), 1, "{log:?}");
         assert!(!driver.state().is_retrying);
@@ -539,7 +688,7 @@ mod tests {
         clock.advance(Duration::from_secs(2));
         tx.send(Input::AbortRetry).unwrap();
         drop(tx);
-        driver.run(&rx, record_turns(&mut log));
+        driver.run(&rx, record_each(&mut log));
         assert_eq!(
             log,
             [
@@ -622,7 +771,7 @@ mod tests {
                 thread::sleep(Duration::from_micros(round * 70));
                 let _ = tx.send(Input::AbortRetry);
             });
-            driver.run(&rx, record_turns(&mut log));
+            driver.run(&rx, record_each(&mut log));
             sender.join().unwrap();
             check_no_continue_after_cancel(&log);
             assert_eq!(names(&log, "end"), 1, "{log:?}");
@@ -639,7 +788,7 @@ mod tests {
         let start = Instant::now();
         record(&mut log, &driver.handle(failed()));
         let timer = driver.machine().pending_timer().unwrap();
-        let Wake::Fired(step) = driver.wait(&rx, None) else {
+        let WaitOutcome::Fired(step) = driver.wait(&rx, None) else {
             panic!("the timer fires")
         };
         assert!(start.elapsed() >= Duration::from_millis(10));
@@ -647,11 +796,11 @@ mod tests {
         record(&mut log, &step);
         // Nothing is pending any more: a bounded wait ends by `until`.
         let until = Some(driver.clock().now() + Duration::from_millis(5));
-        assert_eq!(driver.wait(&rx, until), Wake::Until);
+        assert_eq!(driver.wait(&rx, until), WaitOutcome::Until);
         record(&mut log, &driver.handle(answered()));
         assert_eq!(names(&log, "continue_agent"), 1, "{log:?}");
         drop(tx);
-        assert_eq!(driver.wait(&rx, None), Wake::Closed);
+        assert_eq!(driver.wait(&rx, None), WaitOutcome::Closed);
     }
 
     #[test]
@@ -661,10 +810,10 @@ mod tests {
         let (tx, rx) = mpsc::channel::<Input<'static>>();
         let mut log = Vec::new();
         record(&mut log, &driver.handle(failed()));
-        let mut turns = 0;
-        driver.run(&rx, |driver, turn| {
-            turns += 1;
-            let Turn::Fired(step) = turn else {
+        let mut calls = 0;
+        driver.run(&rx, |driver, next| {
+            calls += 1;
+            let MessageOrTimer::Fired(step) = next else {
                 panic!("no message was sent")
             };
             record(&mut log, &step);
@@ -672,7 +821,7 @@ mod tests {
             ControlFlow::Break(())
         });
         drop(tx);
-        assert_eq!(turns, 1);
+        assert_eq!(calls, 1);
         assert_eq!(
             log,
             [
@@ -726,7 +875,7 @@ mod tests {
         driver.rearm(10);
         assert_eq!(driver.fire_due(driver.clock().now()), None);
         let (_tx, rx) = mpsc::channel::<()>();
-        let Wake::Fired(step) = driver.wait(&rx, None) else {
+        let WaitOutcome::Fired(step) = driver.wait(&rx, None) else {
             panic!("the timer fires")
         };
         assert_eq!(step.outputs.unwrap()[..], [Output::ContinueAgent]);
@@ -753,8 +902,8 @@ mod tests {
             // Messages handed out once the deadline had passed, before it fired.
             let mut late = 0;
             let mut fired = None;
-            driver.run(&rx, |driver, turn| match turn {
-                Turn::Message(()) => {
+            driver.run(&rx, |driver, next| match next {
+                MessageOrTimer::Message(()) => {
                     late += usize::from(driver.clock().now() >= deadline);
                     let step = driver.handle(Input::SetAutoRetry { enabled: true });
                     assert_eq!(step.outputs.map(|o| o.len()), Ok(0));
@@ -763,7 +912,7 @@ mod tests {
                     thread::sleep(Duration::from_micros(200));
                     ControlFlow::Continue(())
                 }
-                Turn::Fired(step) => {
+                MessageOrTimer::Fired(step) => {
                     fired = Some((driver.clock().now(), step.outputs));
                     ControlFlow::Break(())
                 }

@@ -22,12 +22,21 @@
 use super::{DfaKind, Endian, RulesError};
 
 /// The blob's first 8 bytes.
+// The blob's layout, for the test kit's and the tests' damaged blobs:
+// plumbing, not part of the documented API (hidden, free to change).
+#[doc(hidden)]
 pub const MAGIC: [u8; 8] = *b"ARTRULES";
 
 /// The blob format this build reads and writes.
+// The blob's layout, for the test kit's and the tests' damaged blobs:
+// plumbing, not part of the documented API (hidden, free to change).
+#[doc(hidden)]
 pub const FORMAT_VERSION: u16 = 1;
 
 /// The header's length; the DFA starts there.
+// The blob's layout, for the test kit's and the tests' damaged blobs:
+// plumbing, not part of the documented API (hidden, free to change).
+#[doc(hidden)]
 pub const HEADER_LEN: usize = 24;
 
 /// What the header says.

@@ -6,15 +6,12 @@
 //! what kind of fault, the detail). Integers are read exactly (`u64` up to
 //! `18446744073709551615`, never through `f64`). An input line decodes to
 //! an [`InputLine`]: the owned input ([`InputBuf`], its message a
-//! [`MessageBuf`]), or a [`RefusedLine`] the host must refuse. The field
-//! readers ([`uint`], [`boolean`], [`string`], [`object`], [`require`]) are
-//! public for hosts that decode objects of their own the same way (the test
-//! kit's vector lines).
+//! [`MessageBuf`]), or a [`RefusedLine`] the host must refuse.
 //!
-//! One rule for `null`: in an optional field it means absent (the readers
-//! return `Ok(None)`); a required field that is `null` is an error
-//! ([`require`]: `switched: expected a boolean, found null`). The settings
-//! group is stricter (spec §4: `null` is a wrong type for every key).
+//! One rule for `null`: in an optional field it means absent; a required
+//! field that is `null` is an error (`switched: expected a boolean, found
+//! null`). The settings group is stricter (spec §4: `null` is a wrong type
+//! for every key).
 
 use std::fmt;
 
@@ -90,6 +87,10 @@ impl DecodeError {
     /// assert_eq!(err.to_string(), r#"host: unknown key "window""#);
     /// assert_eq!(DecodeError::new("", ErrorKind::InvalidJson, "invalid UTF-8").to_string(), "invalid UTF-8");
     /// ```
+    // Plumbing for the sibling crates (the test kit's and the command
+    // line's decoders), not part of the documented API: hidden, and free
+    // to change.
+    #[doc(hidden)]
     pub fn new(path: impl Into<String>, kind: ErrorKind, detail: impl Into<String>) -> Self {
         DecodeError {
             path: path.into(),
@@ -105,6 +106,10 @@ impl DecodeError {
     /// let err = DecodeError::missing("in", "an input object");
     /// assert_eq!((err.kind(), err.to_string().as_str()), (ErrorKind::Missing, "in: missing (expected an input object)"));
     /// ```
+    // Plumbing for the sibling crates (the test kit's and the command
+    // line's decoders), not part of the documented API: hidden, and free
+    // to change.
+    #[doc(hidden)]
     pub fn missing(field: &str, what: &str) -> Self {
         DecodeError::new(
             field,
@@ -120,6 +125,10 @@ impl DecodeError {
     /// let err = DecodeError::wrong_type("n", "a string", &serde_json::json!(5));
     /// assert_eq!((err.kind(), err.to_string().as_str()), (ErrorKind::WrongType, "n: expected a string, found 5"));
     /// ```
+    // Plumbing for the sibling crates (the test kit's and the command
+    // line's decoders), not part of the documented API: hidden, and free
+    // to change.
+    #[doc(hidden)]
     pub fn wrong_type(field: &str, what: &str, found: &Value) -> Self {
         DecodeError::new(
             field,
@@ -167,6 +176,10 @@ impl DecodeError {
     /// assert_eq!(DecodeError::missing("input", "an integer").within("usage").to_string(), "usage.input: missing (expected an integer)");
     /// assert_eq!(DecodeError::new("", ErrorKind::WrongType, "expected an object").within("in").to_string(), "in: expected an object");
     /// ```
+    // Plumbing for the sibling crates (the test kit's and the command
+    // line's decoders), not part of the documented API: hidden, and free
+    // to change.
+    #[doc(hidden)]
     pub fn within(mut self, prefix: &str) -> Self {
         self.path = if self.path.is_empty() {
             prefix.to_owned()
@@ -359,6 +372,9 @@ fn present<'v>(obj: &'v Map<String, Value>, field: &str) -> Option<&'v Value> {
 /// assert!(object(&obj, "host").unwrap().is_some());
 /// assert_eq!(object(&obj, "n").unwrap_err().to_string(), "n: expected an object, found 1");
 /// ```
+// Plumbing for the sibling crates (the test kit reads its vector lines
+// with it), not part of the documented API: hidden, and free to change.
+#[doc(hidden)]
 pub fn object<'v>(
     obj: &'v Map<String, Value>,
     field: &str,
@@ -380,6 +396,9 @@ pub fn object<'v>(
 /// assert_eq!(uint(&obj, "c").unwrap(), None);
 /// assert_eq!(uint(&obj, "b").unwrap_err().to_string(), "b: expected a non-negative integer that fits u64, found 1.0");
 /// ```
+// Plumbing for the sibling crates (the test kit reads its vector lines
+// with it), not part of the documented API: hidden, and free to change.
+#[doc(hidden)]
 pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, DecodeError> {
     match present(obj, field) {
         None => Ok(None),
@@ -406,6 +425,9 @@ pub fn uint(obj: &Map<String, Value>, field: &str) -> Result<Option<u64>, Decode
 /// assert_eq!(boolean(&obj, "a").unwrap(), Some(true));
 /// assert_eq!(boolean(&obj, "b").unwrap_err().to_string(), r#"b: expected a boolean, found a string "yes""#);
 /// ```
+// Plumbing for the sibling crates (the test kit reads its vector lines
+// with it), not part of the documented API: hidden, and free to change.
+#[doc(hidden)]
 pub fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, DecodeError> {
     match present(obj, field) {
         None => Ok(None),
@@ -422,6 +444,9 @@ pub fn boolean(obj: &Map<String, Value>, field: &str) -> Result<Option<bool>, De
 /// assert_eq!(string(&obj, "a").unwrap(), Some("x"));
 /// assert_eq!(string(&obj, "b").unwrap_err().to_string(), "b: expected a string, found 5");
 /// ```
+// Plumbing for the sibling crates (the test kit reads its vector lines
+// with it), not part of the documented API: hidden, and free to change.
+#[doc(hidden)]
 pub fn string<'v>(
     obj: &'v Map<String, Value>,
     field: &str,
@@ -450,6 +475,9 @@ fn required<T>(value: Option<T>, field: &str, what: &str) -> Result<T, DecodeErr
 /// assert_eq!(require(&obj, "b", "a boolean", boolean).unwrap_err().to_string(), "b: expected a boolean, found null");
 /// assert_eq!(require(&obj, "c", "a boolean", boolean).unwrap_err().to_string(), "c: missing (expected a boolean)");
 /// ```
+// Plumbing for the sibling crates (the test kit reads its vector lines
+// with it), not part of the documented API: hidden, and free to change.
+#[doc(hidden)]
 pub fn require<'v, T>(
     obj: &'v Map<String, Value>,
     field: &str,
@@ -705,15 +733,11 @@ impl InputLine {
             }),
             "usage_limit_marked" => InputLine::Input(InputBuf::UsageLimitMarked {
                 switched: require(obj, "switched", "a boolean", boolean)?,
-                error_message: String::new(),
             }),
             // Refused, whether the machine waits for an answer or not
             // (spec §11.3).
             "model_switched" => match require(obj, "switched", "a boolean", boolean) {
-                Ok(switched) => InputLine::Input(InputBuf::ModelSwitched {
-                    switched,
-                    error_message: String::new(),
-                }),
+                Ok(switched) => InputLine::Input(InputBuf::ModelSwitched { switched }),
                 Err(reason) => refused("model_switched", reason),
             },
             "abort_retry" => InputLine::Input(InputBuf::AbortRetry),
@@ -752,25 +776,14 @@ impl InputLine {
     ///
     /// ```
     /// use autoretry::{Input, InputBuf, wire::json::InputLine};
-    /// let line = InputLine::Input(InputBuf::UsageLimitMarked { switched: true, error_message: String::new() });
+    /// let line = InputLine::Input(InputBuf::UsageLimitMarked { switched: true });
     /// assert_eq!(line.as_input("usage limit"), Ok(Input::UsageLimitMarked { switched: true, error_message: "usage limit" }));
     /// ```
     pub fn as_input<'a>(&'a self, marked_error: &'a str) -> Result<Input<'a>, &'a RefusedLine> {
-        let input = match self {
-            InputLine::Input(input) => input,
-            InputLine::Refused(refused) => return Err(refused),
-        };
-        Ok(match input.as_input() {
-            Input::UsageLimitMarked { switched, .. } => Input::UsageLimitMarked {
-                switched,
-                error_message: marked_error,
-            },
-            Input::ModelSwitched { switched, .. } => Input::ModelSwitched {
-                switched,
-                error_message: marked_error,
-            },
-            other => other,
-        })
+        match self {
+            InputLine::Input(input) => Ok(input.as_input_answering(marked_error)),
+            InputLine::Refused(refused) => Err(refused),
+        }
     }
 }
 

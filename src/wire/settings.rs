@@ -140,6 +140,8 @@ impl SettingsGroup {
     /// Decodes the group as [`Deserialize`](de::Deserialize) does; an
     /// error comes with the name of the key whose value it is about
     /// (`None`: the group as a whole, such as an unknown or repeated key).
+    /// Only the JSON decoder (feature `json`) names the key.
+    #[cfg(feature = "json")]
     pub(crate) fn deserialize_keyed<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<RetrySettings, (Option<&'static str>, D::Error)> {

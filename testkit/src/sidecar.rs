@@ -36,7 +36,7 @@ use std::io::{self, Write};
 use std::rc::Rc;
 use std::time::Duration;
 
-use autoretry::host::sidecar::{Arrival, Item, Source};
+use autoretry::host::sidecar::{LineEvent, Source, TimedLineEvent};
 
 /// One thing that happened, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -156,12 +156,12 @@ impl Source for Script {
         self.now
     }
 
-    fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+    fn next(&mut self, until: Option<Duration>) -> Option<TimedLineEvent> {
         let at = match self.items.front() {
             None => {
-                return Some(Arrival {
+                return Some(TimedLineEvent {
                     at: self.now,
-                    item: Item::End,
+                    event: LineEvent::End,
                 })
             }
             Some(&(at, _)) => at,
@@ -183,9 +183,9 @@ impl Source for Script {
             now: self.now,
             line: line.clone(),
         });
-        Some(Arrival {
+        Some(TimedLineEvent {
             at,
-            item: line.map_or(Item::End, |line| Item::Line(line.into_bytes())),
+            event: line.map_or(LineEvent::End, |line| LineEvent::Line(line.into_bytes())),
         })
     }
 }

@@ -420,14 +420,8 @@ pub fn message() -> impl Strategy<Value = MessageBuf> {
 /// });
 /// ```
 pub fn input() -> impl Strategy<Value = InputLine> {
-    let answer = |switched| InputBuf::UsageLimitMarked {
-        switched,
-        error_message: String::new(),
-    };
-    let model_answer = |switched| InputBuf::ModelSwitched {
-        switched,
-        error_message: String::new(),
-    };
+    let answer = |switched| InputBuf::UsageLimitMarked { switched };
+    let model_answer = |switched| InputBuf::ModelSwitched { switched };
     prop_oneof![
         8 => (message(), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
             .prop_map(|(message, now_ms)| InputBuf::AgentEnd { message, now_ms }),

@@ -189,7 +189,18 @@ fn send<'d, 'a>(
     driver: &'d mut EmbassyDriver<Input<'a>>,
     at: &str,
 ) -> Result<Step<'d>, String> {
-    inputs.try_send(input).expect("room in the channel");
+    // An answer is sent with no text of its own: the driver gives it the
+    // text of the decision that asked, which the step shows (a late answer,
+    // which the machine ignores, keeps its own).
+    let sent = match input {
+        Input::UsageLimitMarked { switched, .. } => Input::usage_limit_marked(switched, ""),
+        Input::ModelSwitched { switched, .. } => Input::model_switched(switched, ""),
+        other => other,
+    };
+    let machine = driver.machine();
+    let awaited = machine.awaits_usage_limit_answer() || machine.awaits_model_switch_answer();
+    let input = if awaited { input } else { sent };
+    inputs.try_send(sent).expect("room in the channel");
     let rx = inputs.receiver();
     let polled = poll_once(pin!(driver.next(receive(&rx))));
     match polled {

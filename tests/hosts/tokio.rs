@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use autoretry::host::tokio::{TokioDriver, TokioSleeper};
 use autoretry::wire::json::InputLine;
-use autoretry::{Input, InputBuf, Machine, MessageBuf, Output, StopReason, TimerId};
+use autoretry::{
+    Event, HostOptions, Input, InputBuf, Machine, MessageBuf, Output, RetrySettings, StopReason,
+    TimerId,
+};
 use autoretry_testkit::VectorHost;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -60,9 +63,9 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
                     }),
                 }
             }
-            other => Some(InputBuf::from(
-                other.as_input(host.marked_text()).expect("valid"),
-            )),
+            // As decoded: an answer is its boolean alone, and the driver
+            // gives it the decision's text.
+            InputLine::Input(input) => Some(input.clone()),
         };
         let sent = input.is_some();
         if let Some(input) = input {
@@ -315,4 +318,80 @@ async fn sessions_on_tasks_share_one_budget() {
     }
     assert!(tokio::spawn(session(budget.clone(), fail())).await.unwrap());
     assert_eq!(budget.lock().unwrap().tokens_milli(), 2500);
+}
+
+/// A hand-off is answered with the boolean alone: the driver keeps the
+/// `agent_end` whose decision asked (here a usage limit, then another
+/// model, one decision) and gives each answer its text; an `agent_end`
+/// refused while an answer is awaited does not take its place.
+#[tokio::test(start_paused = true)]
+async fn answers_take_the_kept_decision_text() {
+    let settings = RetrySettings::DEFAULT
+        .with_honor_hints(true)
+        .with_max_delay_ms(60_000)
+        .with_max_usage_wait_ms(18_000_000)
+        .with_model_fallback(true);
+    let host = HostOptions::DEFAULT.with_credential_store(true);
+    let mut driver = TokioDriver::new(Machine::new(settings, host), TokioSleeper);
+    let text = "You've hit your usage limit. Try again in 3 hours. retry-after-ms=10800000";
+    let step = driver.handle(InputBuf::agent_end(MessageBuf::error(text)));
+    assert!(matches!(
+        step.outputs.as_deref(),
+        Ok([Output::MarkUsageLimit { .. }])
+    ));
+    drop(step);
+    // Refused (the machine awaits an answer): the decision stays kept.
+    let other = InputBuf::agent_end(MessageBuf::error("another text"));
+    assert_eq!(
+        driver.handle(other).outputs,
+        Err(autoretry::Refused::AwaitingUsageLimitAnswer)
+    );
+    let step = driver.handle(InputBuf::UsageLimitMarked { switched: false });
+    assert_eq!(step.input, Input::usage_limit_marked(false, text));
+    assert!(matches!(
+        step.outputs.as_deref(),
+        Ok([Output::SwitchModel { .. }])
+    ));
+    drop(step);
+    let step = driver.handle(InputBuf::ModelSwitched { switched: false });
+    let Ok(
+        [Output::Emit(Event::Start { error_message, .. }), Output::DropTrailingError, Output::Sleep { ms: 10_800_000, .. }],
+    ) = step.outputs.as_deref()
+    else {
+        panic!("{:?}", step.outputs)
+    };
+    assert_eq!(*error_message, text);
+}
+
+/// A machine restored while it awaits an answer: the host gives the driver
+/// the `agent_end` it kept next to the snapshot, then answers with the
+/// boolean alone.
+#[tokio::test(start_paused = true)]
+async fn a_restored_hand_off_is_answered_with_the_kept_decision() {
+    let settings = RetrySettings::DEFAULT
+        .with_max_retries(0)
+        .with_model_fallback(true);
+    let failed = InputBuf::agent_end(MessageBuf::error("529 overloaded"));
+    let mut machine = Machine::new(settings, HostOptions::DEFAULT);
+    let _ = machine.handle(failed.as_input()).unwrap();
+    let restored = || Machine::restore(machine.snapshot()).unwrap();
+    // Without the decision, the answer has no text: refused, nothing changed.
+    let mut driver = TokioDriver::new(restored(), TokioSleeper);
+    assert_eq!(
+        driver
+            .handle(InputBuf::ModelSwitched { switched: true })
+            .outputs,
+        Err(autoretry::Refused::ModelSwitchTextMismatch)
+    );
+    let mut driver = TokioDriver::new(restored(), TokioSleeper);
+    driver.keep_decision(failed);
+    let step = driver.handle(InputBuf::ModelSwitched { switched: true });
+    assert!(matches!(
+        step.outputs.as_deref(),
+        Ok([
+            Output::Emit(Event::Start { attempt: 1, .. }),
+            Output::DropTrailingError,
+            Output::Sleep { ms: 0, .. }
+        ])
+    ));
 }

@@ -724,10 +724,7 @@ fn usage_limit_answer_passes_back_the_kept_text() {
     );
     let end = InputBuf::agent_end(MessageBuf::error(text.clone()));
     // The C ABI passes back the text it kept, not this one.
-    let marked = InputBuf::UsageLimitMarked {
-        switched: false,
-        error_message: String::new(),
-    };
+    let marked = InputBuf::UsageLimitMarked { switched: false };
     let outputs = native.handle(end.as_input()).unwrap();
     let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
     assert_eq!(h.feed(&end).unwrap(), want);
@@ -759,6 +756,9 @@ fn model_switched_passes_back_the_kept_text() {
         // `api`'s entry points.
         let mut h = Handle::new(Api::Struct, settings, HostOptions::default());
         h.1 = api;
+        // No fallback asked yet: ignored (spec §11.3), not refused.
+        let early = InputBuf::ModelSwitched { switched: true };
+        assert_eq!(h.feed(&early).as_deref(), Ok("[]"), "{api:?}");
         let mut native = Machine::new(settings, HostOptions::default());
         let outputs = native.handle(end.as_input()).unwrap();
         assert!(matches!(outputs[..], [Output::SwitchModel { .. }]));
@@ -772,10 +772,7 @@ fn model_switched_passes_back_the_kept_text() {
             .unwrap();
         let want = serde_json::to_string(h.host_outputs(outputs).as_slice()).unwrap();
         assert!(want.contains(&text));
-        let answer = InputBuf::ModelSwitched {
-            switched: false,
-            error_message: String::new(),
-        };
+        let answer = InputBuf::ModelSwitched { switched: false };
         assert_eq!(h.feed(&answer).unwrap(), want, "{api:?}");
         // No decision awaits an answer now: the module answers as the
         // library does (a late answer is ignored).
@@ -784,10 +781,7 @@ fn model_switched_passes_back_the_kept_text() {
             error_message: &text,
         });
         let want = late.map(|o| serde_json::to_string(o.as_slice()).unwrap());
-        let answer = InputBuf::ModelSwitched {
-            switched: true,
-            error_message: String::new(),
-        };
+        let answer = InputBuf::ModelSwitched { switched: true };
         assert_eq!(h.feed(&answer).ok(), want.ok(), "{api:?}");
     }
 }
@@ -1458,7 +1452,6 @@ fn same_as_the_library(
             },
             Step::Marked(switched) => InputBuf::UsageLimitMarked {
                 switched: *switched,
-                error_message: marked.clone(),
             },
             Step::AbortRetry => InputBuf::AbortRetry,
             Step::Abort => InputBuf::Abort,
@@ -1491,7 +1484,7 @@ fn same_as_the_library(
             }
         };
         let got = handle.feed(&owned);
-        let input = owned.as_input();
+        let input = owned.as_input_answering(&marked);
         #[cfg(feature = "rules")]
         let input = rules
             .as_ref()

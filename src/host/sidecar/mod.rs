@@ -93,8 +93,8 @@
 //!   of outputs out ([`output_line`]);
 //! - `schedule`: the [`Sidecar`] (the machine and its backoff timer) and
 //!   [`serve`], the fairness rule;
-//! - `pipe`: where lines and time come from ([`Source`], [`Arrival`],
-//!   [`Item`]) and the real source, [`Pipe`]: the reader thread and its
+//! - `pipe`: where lines and time come from ([`Source`], [`TimedLineEvent`],
+//!   [`LineEvent`]) and the real source, [`Pipe`]: the reader thread and its
 //!   bounds ([`MAX_LINE_BYTES`], [`READ_AHEAD_LINES`]), on a
 //!   [`Clock`](crate::host::clock::Clock).
 
@@ -102,6 +102,6 @@ mod pipe;
 mod protocol;
 mod schedule;
 
-pub use pipe::{Arrival, Item, Pipe, Source, MAX_LINE_BYTES, READ_AHEAD_LINES};
+pub use pipe::{LineEvent, Pipe, Source, TimedLineEvent, MAX_LINE_BYTES, READ_AHEAD_LINES};
 pub use protocol::output_line;
 pub use schedule::{serve, Sidecar};

@@ -19,19 +19,20 @@ use super::{serve, Sidecar};
 /// changes it.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
-/// What a [`Source`] delivers: one item and the time it arrived, on the
-/// source's clock.
+/// What a [`Source`] delivers: one [`LineEvent`] and the time it arrived,
+/// on the source's clock.
 #[derive(Debug)]
-pub struct Arrival {
-    /// When the item arrived (the reader had it).
+pub struct TimedLineEvent {
+    /// When it arrived (the reader had it).
     pub at: Duration,
-    /// The item.
-    pub item: Item,
+    /// What arrived.
+    pub event: LineEvent,
 }
 
-/// One item of input.
+/// What the input said next: a line, a line too long to read, the end of
+/// input, or a failed read.
 #[derive(Debug)]
-pub enum Item {
+pub enum LineEvent {
     /// A line, without its `\n`.
     Line(Vec<u8>),
     /// A line longer than `limit` bytes: `bytes` of them, skipped unread.
@@ -52,7 +53,7 @@ pub enum Item {
 ///
 /// ```
 /// use std::time::Duration;
-/// use autoretry::{Machine, host::sidecar::{serve, Arrival, Item, Sidecar, Source}};
+/// use autoretry::{Machine, host::sidecar::{serve, TimedLineEvent, LineEvent, Sidecar, Source}};
 ///
 /// /// Lines that all arrived at once, on a clock that jumps to any
 /// /// deadline it is asked to wait for.
@@ -60,16 +61,16 @@ pub enum Item {
 ///
 /// impl Source for AllAtOnce {
 ///     fn now(&self) -> Duration { self.now }
-///     fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+///     fn next(&mut self, until: Option<Duration>) -> Option<TimedLineEvent> {
 ///         if self.lines.is_empty() {
 ///             if let Some(until) = until {
 ///                 self.now = self.now.max(until);
 ///                 return None;
 ///             }
-///             return Some(Arrival { at: self.now, item: Item::End });
+///             return Some(TimedLineEvent { at: self.now, event: LineEvent::End });
 ///         }
 ///         let line = self.lines.remove(0);
-///         Some(Arrival { at: Duration::ZERO, item: Item::Line(line.into()) })
+///         Some(TimedLineEvent { at: Duration::ZERO, event: LineEvent::Line(line.into()) })
 ///     }
 /// }
 ///
@@ -87,10 +88,10 @@ pub trait Source {
     /// The time now, on this source's clock (since any fixed origin).
     fn now(&self) -> Duration;
 
-    /// The next item, waiting for it at most until `until` (forever when
-    /// `None`); `None` when `until` passed first. After [`Item::End`] or
-    /// [`Item::Failed`] it is not called again.
-    fn next(&mut self, until: Option<Duration>) -> Option<Arrival>;
+    /// The next event, waiting for it at most until `until` (forever when
+    /// `None`); `None` when `until` passed first. After [`LineEvent::End`] or
+    /// [`LineEvent::Failed`] it is not called again.
+    fn next(&mut self, until: Option<Duration>) -> Option<TimedLineEvent>;
 }
 
 /// The real [`Source`]: a thread reads lines from `R`, stamped on the
@@ -98,20 +99,20 @@ pub trait Source {
 /// lines are read ahead of the sidecar (passed on in batches of what the
 /// client has already written, so a fast client costs no thread switch per
 /// line). A line longer than the limit is skipped as it is read, never
-/// held, and reported as [`Item::TooLong`].
+/// held, and reported as [`LineEvent::TooLong`].
 ///
 /// ```
-/// use autoretry::host::sidecar::{Item, Pipe, Source};
+/// use autoretry::host::sidecar::{LineEvent, Pipe, Source};
 /// let mut pipe = Pipe::new(&b"{}\nxxxxxxxx\n"[..], 4);
-/// assert!(matches!(pipe.next(None).unwrap().item, Item::Line(line) if line == b"{}"));
-/// assert!(matches!(pipe.next(None).unwrap().item, Item::TooLong { bytes: 8, limit: 4 }));
-/// assert!(matches!(pipe.next(None).unwrap().item, Item::End));
+/// assert!(matches!(pipe.next(None).unwrap().event, LineEvent::Line(line) if line == b"{}"));
+/// assert!(matches!(pipe.next(None).unwrap().event, LineEvent::TooLong { bytes: 8, limit: 4 }));
+/// assert!(matches!(pipe.next(None).unwrap().event, LineEvent::End));
 /// ```
 #[derive(Debug)]
 pub struct Pipe<C: Clock = SystemClock> {
-    rx: mpsc::Receiver<Vec<Arrival>>,
+    rx: mpsc::Receiver<Vec<TimedLineEvent>>,
     /// The batch being handed out, in order.
-    batch: std::collections::VecDeque<Arrival>,
+    batch: std::collections::VecDeque<TimedLineEvent>,
     clock: C,
 }
 
@@ -146,12 +147,12 @@ impl<C: Clock> Pipe<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use autoretry::host::{clock::VirtualClock, sidecar::{Item, Pipe, Source}};
+    /// use autoretry::host::{clock::VirtualClock, sidecar::{LineEvent, Pipe, Source}};
     /// let clock = VirtualClock::new();
     /// clock.advance(Duration::from_secs(5));
     /// let mut pipe = Pipe::with_clock(&b"{}\n"[..], 1024, clock.clone());
     /// let arrival = pipe.next(None).unwrap();
-    /// assert!(matches!(arrival.item, Item::Line(line) if line == b"{}"));
+    /// assert!(matches!(arrival.event, LineEvent::Line(line) if line == b"{}"));
     /// assert_eq!(arrival.at, Duration::from_secs(5)); // stamped on the pipe's clock
     /// assert_eq!(pipe.now(), Duration::from_secs(5));
     /// ```
@@ -180,9 +181,9 @@ impl<C: Clock> Pipe<C> {
             Ok(batch) => self.batch.extend(batch),
             Err(RecvTimeoutError::Timeout) => return false,
             // The reader is gone without a word: the end.
-            Err(RecvTimeoutError::Disconnected) => self.batch.push_back(Arrival {
+            Err(RecvTimeoutError::Disconnected) => self.batch.push_back(TimedLineEvent {
                 at: self.clock.now(),
-                item: Item::End,
+                event: LineEvent::End,
             }),
         }
         true
@@ -194,7 +195,7 @@ impl<C: Clock> Source for Pipe<C> {
         self.clock.now()
     }
 
-    fn next(&mut self, until: Option<Duration>) -> Option<Arrival> {
+    fn next(&mut self, until: Option<Duration>) -> Option<TimedLineEvent> {
         if self.batch.is_empty() && !self.refill(until) {
             return None;
         }
@@ -203,12 +204,12 @@ impl<C: Clock> Source for Pipe<C> {
 }
 
 /// Sends every line of `input` (without its `\n`; a line over `max` bytes
-/// as [`Item::TooLong`], dropped as it is read), then the end or the read
+/// as [`LineEvent::TooLong`], dropped as it is read), then the end or the read
 /// error, in batches: a batch goes when it is full or when the next line
 /// is not all read yet. Stops when the receiver is gone.
 fn read_lines<R: Read>(
     mut input: BufReader<R>,
-    tx: &SyncSender<Vec<Arrival>>,
+    tx: &SyncSender<Vec<TimedLineEvent>>,
     max: usize,
     clock: &impl Clock,
 ) {
@@ -228,14 +229,14 @@ fn read_lines<R: Read>(
             Ok([]) => {
                 // A last line without its `\n` counts.
                 if bytes > 0 {
-                    batch.push(Arrival {
+                    batch.push(TimedLineEvent {
                         at: clock.now(),
-                        item: take_line(&mut line, bytes, max),
+                        event: take_line(&mut line, bytes, max),
                     });
                 }
-                batch.push(Arrival {
+                batch.push(TimedLineEvent {
                     at: clock.now(),
-                    item: Item::End,
+                    event: LineEvent::End,
                 });
                 let _ = tx.send(batch);
                 return;
@@ -256,9 +257,9 @@ fn read_lines<R: Read>(
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                batch.push(Arrival {
+                batch.push(TimedLineEvent {
                     at: clock.now(),
-                    item: Item::Failed(e),
+                    event: LineEvent::Failed(e),
                 });
                 let _ = tx.send(batch);
                 return;
@@ -267,9 +268,9 @@ fn read_lines<R: Read>(
         input.consume(used);
         if complete {
             batch_bytes += line.len();
-            batch.push(Arrival {
+            batch.push(TimedLineEvent {
                 at: clock.now(),
-                item: take_line(&mut line, bytes, max),
+                event: take_line(&mut line, bytes, max),
             });
             bytes = 0;
             if batch.len() == BATCH_LINES || batch_bytes >= BATCH_BYTES {
@@ -282,12 +283,12 @@ fn read_lines<R: Read>(
     }
 }
 
-/// The line read so far, as an item; `line` is left empty.
-fn take_line(line: &mut Vec<u8>, bytes: u64, max: usize) -> Item {
+/// The line read so far, as an event; `line` is left empty.
+fn take_line(line: &mut Vec<u8>, bytes: u64, max: usize) -> LineEvent {
     if bytes > max as u64 {
-        Item::TooLong { bytes, limit: max }
+        LineEvent::TooLong { bytes, limit: max }
     } else {
-        Item::Line(std::mem::take(line))
+        LineEvent::Line(std::mem::take(line))
     }
 }
 
@@ -311,8 +312,8 @@ mod tests {
         let mut pipe = Pipe::new(Trickle(io::Cursor::new(input)), 10);
         let mut items = Vec::new();
         loop {
-            let item = pipe.next(None).unwrap().item;
-            let end = matches!(item, Item::End);
+            let item = pipe.next(None).unwrap().event;
+            let end = matches!(item, LineEvent::End);
             items.push(format!("{item:?}"));
             if end {
                 break;
@@ -321,21 +322,21 @@ mod tests {
         assert_eq!(
             items,
             [
-                format!("{:?}", Item::Line(b"ab".to_vec())),
+                format!("{:?}", LineEvent::Line(b"ab".to_vec())),
                 format!(
                     "{:?}",
-                    Item::TooLong {
+                    LineEvent::TooLong {
                         bytes: 100_000,
                         limit: 10
                     }
                 ),
-                format!("{:?}", Item::Line(b"cd\r".to_vec())),
-                format!("{:?}", Item::Line(b"last".to_vec())),
-                format!("{:?}", Item::End),
+                format!("{:?}", LineEvent::Line(b"cd\r".to_vec())),
+                format!("{:?}", LineEvent::Line(b"last".to_vec())),
+                format!("{:?}", LineEvent::End),
             ]
         );
         // Exactly the limit is accepted.
         let mut pipe = Pipe::new(&b"0123456789\n"[..], 10);
-        assert!(matches!(pipe.next(None).unwrap().item, Item::Line(l) if l.len() == 10));
+        assert!(matches!(pipe.next(None).unwrap().event, LineEvent::Line(l) if l.len() == 10));
     }
 }

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::pipe::{Item, Source};
+use super::pipe::{LineEvent, Source};
 use super::protocol::{self, output_line, Request};
 use crate::host::budget_store::{self, BudgetStore};
 use crate::host::thread::after;
@@ -353,11 +353,11 @@ pub fn serve<W: Write>(sidecar: &mut Sidecar<W>, source: &mut impl Source) -> io
         };
         sidecar.fire_due(arrival.at)?;
         let now = source.now();
-        match arrival.item {
-            Item::Line(line) => sidecar.feed_line(&line, now)?,
-            Item::TooLong { bytes, limit } => sidecar.too_long(bytes, limit)?,
-            Item::End => return sidecar.end_of_input(now),
-            Item::Failed(e) => {
+        match arrival.event {
+            LineEvent::Line(line) => sidecar.feed_line(&line, now)?,
+            LineEvent::TooLong { bytes, limit } => sidecar.too_long(bytes, limit)?,
+            LineEvent::End => return sidecar.end_of_input(now),
+            LineEvent::Failed(e) => {
                 sidecar.end_of_input(now)?;
                 return Err(e);
             }
