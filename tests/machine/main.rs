@@ -23,6 +23,7 @@ mod presentation;
 mod shared_copies;
 mod snapshot;
 mod snapshot_fuzz;
+mod stream;
 mod timers;
 mod usage_limit;
 mod vectors;

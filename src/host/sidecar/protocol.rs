@@ -130,6 +130,7 @@ impl Serialize for Line<'_, '_> {
         let field = match output {
             Output::Emit(event) => return event.serialize(serializer),
             Output::Sleep { .. }
+            | Output::Watch { .. }
             | Output::MarkUsageLimit { .. }
             | Output::SwitchModel { .. }
             | Output::ResumeAgent
@@ -144,7 +145,7 @@ impl Serialize for Line<'_, '_> {
         s.serialize_field("type", "action")?;
         s.serialize_field("action", output.type_name())?;
         match *output {
-            Output::Sleep { ms, .. } => s.serialize_field("ms", &ms)?,
+            Output::Sleep { ms, .. } | Output::Watch { ms, .. } => s.serialize_field("ms", &ms)?,
             Output::MarkUsageLimit { retry_after_ms } => {
                 s.serialize_field("retryAfterMs", &retry_after_ms)?;
             }
@@ -182,7 +183,7 @@ mod tests {
             attempt: 1,
             max_attempts: 3,
             delay_ms: 2000,
-            error_message: "503 \"x\"",
+            error_message: "503 \"x\"".into(),
         };
         let end = Event::End {
             success: false,
