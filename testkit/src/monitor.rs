@@ -1162,6 +1162,7 @@ impl Monitor {
                     self.pending.is_none() && self.awaiting.is_none(),
                     "a watch during a backoff or a hand-off wait (spec §12.2)"
                 );
+                assert!(self.watch.is_none(), "a second watch pending (spec §12.2)");
                 self.last_timer = timer.0;
                 self.watch = Some(timer);
                 self.watches += 1;
