@@ -322,13 +322,53 @@ impl<C: Clock> ThreadDriver<C> {
     /// Carries out a step's timer outputs.
     fn carry_out<'a>(&mut self, step: Step<'a>) -> Step<'a> {
         if let Ok(outputs) = &step.outputs {
-            let pending = self.machine.pending_timer();
+            // The backoff or the stream's watch (spec §12.2): never both.
+            let pending = self
+                .machine
+                .pending_timer()
+                .or(self.machine.pending_watch());
             // The clock is read only where an output arms the timer.
             let clock = &self.clock;
             self.timer
                 .carry_out(outputs, pending, |ms| after(clock.now(), ms));
         }
         step
+    }
+
+    /// `stream_start` (spec §12.2) at the driver's clock, in whole
+    /// milliseconds since its origin: the host sent a request to the
+    /// provider. A `watch` it gives runs on the same timer as a backoff
+    /// ([`ThreadDriver::deadline`], [`ThreadDriver::fire_due`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
+    /// use autoretry::host::{clock::VirtualClock, thread::ThreadDriver};
+    /// let settings = RetrySettings::DEFAULT.with_first_event_timeout_ms(500).with_idle_timeout_ms(500);
+    /// let clock = VirtualClock::new();
+    /// let mut driver = ThreadDriver::with_clock(Machine::new(settings, HostOptions::DEFAULT), clock.clone());
+    /// assert!(matches!(driver.stream_start().outputs.unwrap()[..], [Output::Watch { ms: 500, .. }]));
+    /// clock.advance(Duration::from_millis(300));
+    /// assert!(driver.stream_event().outputs.unwrap().is_empty()); // progress at 300 ms
+    /// // Only pings from here: the watch fires at 500 ms, then at 800 ms.
+    /// let step = driver.fire_due(driver.deadline().unwrap()).unwrap();
+    /// assert!(matches!(step.outputs.unwrap()[..], [Output::Watch { ms: 300, .. }]));
+    /// clock.advance(Duration::from_millis(500));
+    /// let step = driver.fire_due(clock.now()).unwrap();
+    /// assert_eq!(step.outputs.unwrap()[..], [Output::AbortAgent]);
+    /// # use autoretry::host::clock::Clock;
+    /// ```
+    pub fn stream_start(&mut self) -> Step<'static> {
+        let now_ms = clock_ms(self.clock.now());
+        self.handle(Input::StreamStart { now_ms })
+    }
+
+    /// `stream_event` (spec §12.2) at the driver's clock: the host received
+    /// an event of the answer that shows progress (never a keep-alive
+    /// ping). While the stream's watch is pending it only stores the time.
+    pub fn stream_event(&mut self) -> Step<'static> {
+        let now_ms = clock_ms(self.clock.now());
+        self.handle(Input::StreamEvent { now_ms })
     }
 
     /// Fires the pending timer if its deadline is at or before `now` (on
@@ -448,6 +488,12 @@ impl<C: Clock> ThreadDriver<C> {
 /// never due, only beyond `Duration`'s range, which no `u64` of
 /// milliseconds reaches from a clock's first 584 years). The sidecar's
 /// deadlines too.
+/// A reading of a driver's clock in whole milliseconds since its origin,
+/// for the stream's `nowMs` (saturating at `u64::MAX`).
+pub(crate) fn clock_ms(now: Duration) -> u64 {
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
+}
+
 pub(crate) fn after(now: Duration, ms: u64) -> Option<Duration> {
     now.checked_add(Duration::from_millis(ms))
 }
