@@ -111,6 +111,7 @@ impl<'a> Arbitrary<'a> for AssistantMessage<'a> {
                 None
             },
             partial: u.arbitrary()?,
+            empty: u.ratio(1u8, 4)?,
         })
     }
 }
@@ -179,6 +180,9 @@ impl<'a> Arbitrary<'a> for RetrySettings {
             model_fallback: u.arbitrary()?,
             max_usage_wait_ms: if u.ratio(1u8, 2)? { 0 } else { millis(u)? },
             max_total_delay_ms: if u.ratio(1u8, 2)? { 0 } else { millis(u)? },
+            first_event_timeout_ms: if u.ratio(1u8, 2)? { 0 } else { millis(u)? },
+            idle_timeout_ms: if u.ratio(1u8, 2)? { 0 } else { millis(u)? },
+            retry_empty: u.arbitrary()?,
         })
     }
 }
@@ -219,7 +223,12 @@ impl<'a> Arbitrary<'a> for Input<'a> {
             14 | 15 => Input::SetAutoRetry {
                 enabled: u.arbitrary()?,
             },
-            _ => Input::Settings(u.arbitrary()?),
+            // The stream's inputs (spec §12.2), with clocks that jump.
+            _ => match u.int_in_range(0u8..=3)? {
+                0 => Input::Settings(u.arbitrary()?),
+                1 => Input::StreamStart { now_ms: millis(u)? },
+                _ => Input::StreamEvent { now_ms: millis(u)? },
+            },
         })
     }
 }

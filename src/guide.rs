@@ -11,6 +11,7 @@
 //! | [`runtimes`] | the drivers: tokio, embassy, threads, your own runtime |
 //! | [`options`] | the policy options of spec §10: profiles, jitter, hints, the ceiling and fail fast |
 //! | [`beyond`] | spec §11: continuations, model fallback, the shared retry budget, usage-reset and total waits |
+//! | [`stream`] | spec §12: the stall watchdog (what counts as progress, the two limits, `watch` and the abort) and empty answers |
 //! | [`snapshots`] | saving and restoring a machine |
 //! | [`rules`] | your own error rules: the rules file, run-time compiling, blobs for firmware |
 //! | [`sidecar`] | the `autoretry` command line and the JSON-lines sidecar protocol |
@@ -37,6 +38,9 @@ pub mod options {}
 #[cfg(any(not(doctest), feature = "std"))]
 #[doc = include_str!("../docs/guide/beyond.md")]
 pub mod beyond {}
+
+#[doc = include_str!("../docs/guide/stream.md")]
+pub mod stream {}
 
 #[cfg(any(not(doctest), feature = "serde"))]
 #[doc = include_str!("../docs/guide/snapshots.md")]

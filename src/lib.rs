@@ -117,16 +117,18 @@ mod owned_output;
 pub use owned_output::{EventBuf, OutputBuf};
 
 mod snapshot;
-pub use snapshot::{Snapshot, SnapshotError, SnapshotV1};
+pub use snapshot::{Snapshot, SnapshotError, SnapshotV1, SnapshotV2};
 
 mod output;
 pub use output::{
-    Event, FallbackReason, FinalError, Output, Outputs, TimerId, MAX_OUTPUTS, RETRY_CANCELLED,
-    UNKNOWN_ERROR,
+    ErrorText, Event, FallbackReason, FinalError, Output, Outputs, TimerId, EMPTY_RESPONSE,
+    MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 
 mod settings;
 pub use settings::{HostOptions, JitterPct, Profile, RetrySettings};
+
+mod stream;
 
 mod text;
 pub use text::{FailureLine, LoaderLine};

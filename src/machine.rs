@@ -7,9 +7,11 @@ use crate::budget::RetryBudget;
 use crate::classify;
 use crate::message::{AssistantMessage, Partial, StopReason};
 use crate::output::{
-    Event, FallbackReason, FinalError, Output, Outputs, TimerId, RETRY_CANCELLED, UNKNOWN_ERROR,
+    ErrorText, Event, FallbackReason, FinalError, Output, Outputs, TimerId, EMPTY_RESPONSE,
+    RETRY_CANCELLED, UNKNOWN_ERROR,
 };
 use crate::settings::{HostOptions, RetrySettings};
+use crate::stream::Stream;
 
 /// One thing that happened to the host (spec §5–§7: agent events, timers, commands).
 ///
@@ -30,10 +32,28 @@ pub enum Input<'a> {
         /// only for the absolute forms of retry hints (spec §3.5, §10.4).
         now_ms: Option<u64>,
     },
-    /// `timer_fired`: the timer of an [`Output::Sleep`] fired.
+    /// `timer_fired`: the timer of an [`Output::Sleep`] or an
+    /// [`Output::Watch`] fired.
     TimerFired {
-        /// The id the `sleep` carried.
+        /// The id the `sleep` or `watch` carried.
         timer: TimerId,
+    },
+    /// `stream_start` (spec §12.2): the host sent a request to the
+    /// provider (the first of a run, or a later one). Refused, like
+    /// `agent_end`, while a backoff is pending or a hand-off answer is
+    /// awaited.
+    StreamStart {
+        /// The host's monotonic clock, in ms (any origin).
+        now_ms: u64,
+    },
+    /// `stream_event` (spec §12.2): the host received an event of the
+    /// answer that shows progress (a parsed text, thinking or tool-call
+    /// delta, or a message event; never a keep-alive ping, an SSE comment
+    /// or the bytes of an unfinished event).
+    StreamEvent {
+        /// The host's monotonic clock, in ms, on the same origin as the
+        /// stream's `stream_start`.
+        now_ms: u64,
     },
     /// `usage_limit_marked`: the host's answer to [`Output::MarkUsageLimit`].
     /// A switch starts the retry at once; otherwise it waits the delay fixed
@@ -153,6 +173,26 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// `stream_start` at the host's monotonic `now_ms` (spec §12.2).
+    ///
+    /// ```
+    /// use autoretry::Input;
+    /// assert_eq!(Input::stream_start(5), Input::StreamStart { now_ms: 5 });
+    /// ```
+    pub const fn stream_start(now_ms: u64) -> Self {
+        Input::StreamStart { now_ms }
+    }
+
+    /// `stream_event` at the host's monotonic `now_ms` (spec §12.2).
+    ///
+    /// ```
+    /// use autoretry::Input;
+    /// assert_eq!(Input::stream_event(9), Input::StreamEvent { now_ms: 9 });
+    /// ```
+    pub const fn stream_event(now_ms: u64) -> Self {
+        Input::StreamEvent { now_ms }
+    }
+
     /// `set_auto_retry`.
     ///
     /// ```
@@ -204,6 +244,9 @@ pub enum Refused {
     /// A `model_switched` carried an error text other than the one of the
     /// message whose decision asked for another model.
     ModelSwitchTextMismatch,
+    /// A `message_end` or `agent_end` whose message is `empty` while its
+    /// `partial` says it streamed text or a tool call (spec §12.3).
+    EmptyWithPartial,
 }
 
 impl Refused {
@@ -224,6 +267,9 @@ impl Refused {
             }
             Refused::ModelSwitchTextMismatch => {
                 "model_switched carries an error text other than the one of the decision"
+            }
+            Refused::EmptyWithPartial => {
+                "empty: an empty answer cannot have partial text or tool calls"
             }
         }
     }
@@ -303,6 +349,39 @@ pub(crate) struct Marked {
     pub(crate) continuation: bool,
     /// The attempt being decided is 2^32, one past the kept `u32::MAX`.
     pub(crate) beyond: bool,
+    /// Whose error text the decision reports: the message's (the answer
+    /// carries it), or the machine's for a stall or an empty answer
+    /// (spec §12).
+    pub(crate) made: Made,
+    /// With [`Made::Stalled`], the stall's silence.
+    pub(crate) silence_ms: u64,
+}
+
+/// The error text of a decision that the machine made itself (spec §12.2
+/// rule 4, §12.3); the hand-off answers carry the message's own text,
+/// which the events then do not show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) enum Made {
+    /// The message's own error text.
+    Host,
+    /// [`EMPTY_RESPONSE`].
+    Empty,
+    /// The stall sentence, with the silence kept beside the tag.
+    Stalled,
+}
+
+impl Marked {
+    /// The text the events of the decision show, given the message's.
+    pub(crate) const fn text<'a>(&self, host: &'a str) -> ErrorText<'a> {
+        match self.made {
+            Made::Host => ErrorText::Text(host),
+            Made::Empty => ErrorText::Text(EMPTY_RESPONSE),
+            Made::Stalled => ErrorText::Stalled {
+                silence_ms: self.silence_ms,
+            },
+        }
+    }
 }
 
 impl Marked {
@@ -318,6 +397,8 @@ impl Marked {
         usage_reset: false,
         continuation: false,
         beyond: false,
+        made: Made::Host,
+        silence_ms: 0,
     };
 }
 
@@ -385,12 +466,22 @@ pub struct Machine {
     /// In `Backoff`, the retry is a continuation: its timer gives
     /// [`Output::ResumeAgent`] (spec §11.2).
     pub(crate) resume: bool,
+    /// The watched stream and the declared stall (spec §12.2).
+    pub(crate) stream: Stream,
 }
 
-// Small enough to embed by value anywhere: at most 136 bytes on every
+// Small enough to embed by value anywhere: at most 192 bytes on every
 // target (the fields are integers only, so the size does not depend on
 // pointers).
-const _: () = assert!(core::mem::size_of::<Machine>() <= 136);
+//
+// What the fields cost on a 64-bit target: the settings 72 bytes (seven
+// u64 keys, `maxRetries` and seven one-byte keys; §12.1's three keys added
+// 16), the host options, jitter state, timer generation and chain total 32,
+// the decision awaiting an answer 48 (§12 added 8: the stall's silence,
+// and its one-byte `made` tag fits in the padding), the attempt, phase and
+// flags 8, and the watched stream of §12.2 32 (its start, last event and
+// due time, two flags and the tag; a stall keeps its silence there): 192.
+const _: () = assert!(core::mem::size_of::<Machine>() <= 192);
 
 impl Default for Machine {
     /// A machine with the default settings and host options.
@@ -421,6 +512,7 @@ impl Machine {
             phase: Phase::Idle,
             credential_store: host.credential_store,
             resume: false,
+            stream: Stream::None,
         }
     }
 
@@ -540,7 +632,7 @@ impl Machine {
     /// assert_eq!(out[0], Output::Emit(Event::End {
     ///     success: false,
     ///     attempt: 0,
-    ///     final_error: Some(FinalError::Throttled { error: "503" }),
+    ///     final_error: Some(FinalError::Throttled { error: "503".into() }),
     /// }));
     /// assert_eq!(budget.tokens_milli(), 500);
     /// ```
@@ -550,11 +642,10 @@ impl Machine {
         input: Input<'a>,
         budget: &mut RetryBudget,
     ) -> Result<Outputs<'a>, Refused> {
+        let refill = matches!(input, Input::AgentEnd { message, .. } if self.is_success(&message));
         let out = self.step(input, Some(budget))?;
-        if let Input::AgentEnd { message, .. } = input {
-            if message.stop_reason.is_success() {
-                budget.refill();
-            }
+        if refill {
+            budget.refill();
         }
         Ok(out)
     }
@@ -651,15 +742,31 @@ impl Machine {
         let output = match input {
             Input::MessageEnd { message } => {
                 self.check_agent_may_run()?;
+                check_empty(&message)?;
+                if self.stream != Stream::None {
+                    let mut out = Outputs::new();
+                    self.end_stream(&mut out);
+                    if let Some(end) = self.report_success(&message) {
+                        push(&mut out, end);
+                    }
+                    return Ok(out);
+                }
                 self.report_success(&message)
             }
-            // No chain open and nothing to classify: the prompt is over.
+            // No chain open, no stream, and nothing to classify: the
+            // prompt is over.
             Input::AgentEnd { message, .. }
-                if self.phase == Phase::Idle && self.attempt == 0 && !self.may_retry(&message) =>
+                if self.phase == Phase::Idle
+                    && self.attempt == 0
+                    && self.stream == Stream::None
+                    && !self.may_retry(&message)
+                    && !self.is_empty_failure(&message) =>
             {
+                check_empty(&message)?;
                 Some(Output::CheckCompaction)
             }
             Input::AgentEnd { message, now_ms } => return self.agent_end(&message, now_ms, budget),
+            Input::StreamEvent { now_ms } => self.stream_event(now_ms),
             Input::TimerFired { timer } => {
                 if self.pending_timer() == Some(timer) {
                     self.phase = Phase::Running;
@@ -668,9 +775,15 @@ impl Machine {
                     } else {
                         Some(Output::ContinueAgent)
                     }
+                } else if self.pending_watch() == Some(timer) {
+                    self.watch_fired()
                 } else {
                     None
                 }
+            }
+            Input::StreamStart { now_ms } => {
+                self.check_agent_may_run()?;
+                return Ok(self.stream_start(now_ms));
             }
             Input::ModelSwitched {
                 switched,
@@ -680,15 +793,25 @@ impl Machine {
                 switched,
                 error_message,
             } => return self.usage_limit_marked(switched, error_message),
-            Input::AbortRetry | Input::Abort => {
-                let abort = input == Input::Abort;
+            Input::AbortRetry => {
                 if self.phase != Phase::Idle {
-                    return Ok(self.cancel(abort));
+                    let mut out = Outputs::new();
+                    self.cancel(false, &mut out);
+                    return Ok(out);
                 }
                 // No chain: nothing to cancel.
                 self.attempt = 0;
                 self.marked = Marked::NONE;
-                abort.then_some(Output::AbortAgent)
+                None
+            }
+            Input::Abort => {
+                // The stream ends first (its watch cancelled, a stall
+                // forgotten), then the chain, then the agent.
+                let mut out = Outputs::new();
+                self.end_stream(&mut out);
+                self.stream = Stream::None;
+                self.cancel(true, &mut out);
+                return Ok(out);
             }
             Input::SetAutoRetry { enabled } => {
                 self.settings.enabled = enabled;
@@ -715,12 +838,79 @@ impl Machine {
         budget: Option<&mut RetryBudget>,
     ) -> Result<Outputs<'a>, Refused> {
         self.check_agent_may_run()?;
-        let retries = self.may_retry(message)
-            && message.is_retryable_with(self.context_window, self.settings.classifier);
-        Ok(match message.error_text() {
-            Some(text) if retries => self.retry(message, text, now_ms, budget),
-            _ => self.settle(message),
-        })
+        check_empty(message)?;
+        let mut out = Outputs::new();
+        // §12.2 rule 5: the stream ends, its watch cancelled first.
+        self.end_stream(&mut out);
+        // §13.3: a stall (§12.2 rule 4), else an empty answer (§12.3),
+        // makes the message's error; the stall is forgotten either way.
+        let stalled = core::mem::replace(&mut self.stream, Stream::None);
+        let text = match stalled {
+            Stream::Stalled { silence_ms } if !message.stop_reason.is_success() => {
+                Some(ErrorText::Stalled { silence_ms })
+            }
+            _ if self.is_empty_failure(message) => Some(ErrorText::Text(EMPTY_RESPONSE)),
+            _ => None,
+        };
+        let Some(text) = text else {
+            let retries = self.may_retry(message)
+                && message.is_retryable_with(self.context_window, self.settings.classifier);
+            match message.error_text() {
+                Some(text) if retries => {
+                    let decision = Decision {
+                        text: ErrorText::Text(text),
+                        made: Made::Host,
+                        fingerprint: fingerprint(text),
+                    };
+                    self.retry(message, text, decision, now_ms, budget, &mut out);
+                }
+                text => self.settle(
+                    message.stop_reason.is_success(),
+                    text.map(ErrorText::Text),
+                    &mut out,
+                ),
+            }
+            return Ok(out);
+        };
+        // The message as §12 rewrites it: an error with the machine's
+        // text, retryable by the host's own verdict; its other fields stay.
+        let mut buf = [0; ErrorText::STALLED_MAX_LEN];
+        let rules_text = text.write_into(&mut buf).unwrap_or(EMPTY_RESPONSE);
+        let rewritten = AssistantMessage {
+            stop_reason: StopReason::Error,
+            error_message: Some(rules_text),
+            should_retry: Some(true),
+            ..*message
+        };
+        let retries = self.may_retry(&rewritten)
+            && rewritten.is_retryable_with(self.context_window, self.settings.classifier);
+        if retries {
+            let decision = Decision {
+                text,
+                made: match text {
+                    ErrorText::Stalled { .. } => Made::Stalled,
+                    ErrorText::Text(_) => Made::Empty,
+                },
+                // The hand-off answers carry the text the host fed.
+                fingerprint: fingerprint(message.error_message.unwrap_or("")),
+            };
+            self.retry(&rewritten, rules_text, decision, now_ms, budget, &mut out);
+        } else {
+            self.settle(false, Some(text), &mut out);
+        }
+        Ok(out)
+    }
+
+    /// Whether the message is an empty answer that `retryEmpty` makes a
+    /// failure (spec §12.3).
+    fn is_empty_failure(&self, message: &AssistantMessage<'_>) -> bool {
+        self.settings.retry_empty && message.empty && message.stop_reason == StopReason::Stop
+    }
+
+    /// Whether the message is a good answer (spec §5.2), an empty one under
+    /// `retryEmpty` excepted (§12.3).
+    fn is_success(&self, message: &AssistantMessage<'_>) -> bool {
+        message.stop_reason.is_success() && !self.is_empty_failure(message)
     }
 
     fn check_agent_may_run(&self) -> Result<(), Refused> {
@@ -734,7 +924,7 @@ impl Machine {
 
     /// Spec §5.2: the first good message of a chain reports its success.
     fn report_success<'a>(&mut self, message: &AssistantMessage<'a>) -> Option<Output<'a>> {
-        (self.attempt > 0 && message.stop_reason.is_success()).then(|| self.end(true, None))
+        (self.attempt > 0 && self.is_success(message)).then(|| self.end(true, None))
     }
 
     /// Whether the run may retry at all: an error message with an error
@@ -748,44 +938,52 @@ impl Machine {
     /// Spec §5.2 and §9: a run that ends without a retry. A success ends an
     /// open chain's attempt with success, an error with the message's
     /// error; an open chain settles; the prompt is over.
-    fn settle<'a>(&mut self, message: &AssistantMessage<'a>) -> Outputs<'a> {
-        let end = if self.attempt == 0 {
-            None
-        } else if message.stop_reason.is_success() {
-            Some(self.end(true, None))
-        } else {
-            let text = message.error_text().unwrap_or(UNKNOWN_ERROR);
-            Some(self.end(false, Some(FinalError::Text(text))))
-        };
-        let settled = self.is_retrying();
-        self.phase = Phase::Idle;
-        match (end, settled) {
-            (Some(end), true) => outputs([end, Output::Settled, Output::CheckCompaction]),
-            (Some(end), false) => outputs([end, Output::CheckCompaction]),
-            (None, true) => outputs([Output::Settled, Output::CheckCompaction]),
-            (None, false) => outputs([Output::CheckCompaction]),
+    fn settle<'a>(&mut self, success: bool, text: Option<ErrorText<'a>>, out: &mut Outputs<'a>) {
+        if self.attempt > 0 {
+            let end = if success {
+                self.end(true, None)
+            } else {
+                let text = text.unwrap_or(ErrorText::Text(UNKNOWN_ERROR));
+                self.end(false, Some(FinalError::of(text)))
+            };
+            push(out, end);
         }
+        if self.is_retrying() {
+            push(out, Output::Settled);
+        }
+        push(out, Output::CheckCompaction);
+        self.phase = Phase::Idle;
     }
 
     /// Spec §5.1, §10.3 and §11.7: a run whose error retries, in the order
     /// of one decision.
+    ///
+    /// `message` is the message as the rules see it (rewritten by §12),
+    /// `rules_text` its error text; the events show `made.text`.
     fn retry<'a>(
         &mut self,
-        message: &AssistantMessage<'a>,
-        retry_text: &'a str,
+        message: &AssistantMessage<'_>,
+        rules_text: &str,
+        made: Decision<'a>,
         now_ms: Option<u64>,
         budget: Option<&mut RetryBudget>,
-    ) -> Outputs<'a> {
-        let mut out = Outputs::new();
+        out: &mut Outputs<'a>,
+    ) {
+        let retry_text = made.text;
         let settings = self.settings;
         let classifier = settings.classifier;
         let continuation = message.partial == Partial::Text;
         let mut decision = Marked {
             max_total_delay_ms: settings.max_total_delay_ms,
             max_attempts: settings.max_retries,
-            text_fingerprint: fingerprint(retry_text),
+            text_fingerprint: made.fingerprint,
             may_ask: settings.model_fallback && !continuation,
             continuation,
+            made: made.made,
+            silence_ms: match made.text {
+                ErrorText::Stalled { silence_ms } => silence_ms,
+                ErrorText::Text(_) => 0,
+            },
             ..Marked::NONE
         };
 
@@ -806,13 +1004,13 @@ impl Machine {
         });
         // 3. The max check (§5.1.2): past the maximum, or no timer id left.
         if decision.beyond || self.attempt > settings.max_retries || self.timer == u64::MAX {
-            self.policy(FallbackReason::Exhausted, retry_text, decision, &mut out);
-            return out;
+            self.policy(FallbackReason::Exhausted, retry_text, decision, out);
+            return;
         }
         // 4. The throttle (§11.4).
         if throttled {
-            self.policy(FallbackReason::Throttled, retry_text, decision, &mut out);
-            return out;
+            self.policy(FallbackReason::Throttled, retry_text, decision, out);
+            return;
         }
 
         // 5. §10.3 steps 1–6. Steps 1–3: the exponential backoff, capped,
@@ -827,7 +1025,7 @@ impl Machine {
         let hint = if settings.honor_hints {
             message
                 .retry_after_ms
-                .or_else(|| classify::wait_hint_ms(retry_text, now_ms))
+                .or_else(|| classify::wait_hint_ms(rules_text, now_ms))
         } else {
             None
         };
@@ -847,20 +1045,19 @@ impl Machine {
             } else {
                 message
                     .retry_after_ms
-                    .or_else(|| classify::retry_hint_ms(retry_text, now_ms))
+                    .or_else(|| classify::retry_hint_ms(rules_text, now_ms))
             };
             self.marked = decision;
             self.phase = Phase::AwaitingUsageLimit;
-            push(&mut out, Output::MarkUsageLimit { retry_after_ms });
+            push(out, Output::MarkUsageLimit { retry_after_ms });
         } else {
-            self.ceiling(retry_text, decision, &mut out);
+            self.ceiling(retry_text, decision, out);
         }
-        out
     }
 
     /// Spec §11.7 step 7: over the ceiling, another model, else the
     /// usage-reset wait (§11.5), else the fail-fast end; under it, step 8.
-    fn ceiling<'a>(&mut self, text: &'a str, decision: Marked, out: &mut Outputs<'a>) {
+    fn ceiling<'a>(&mut self, text: ErrorText<'a>, decision: Marked, out: &mut Outputs<'a>) {
         if decision.exceeded_ceiling_ms > 0 {
             self.policy(FallbackReason::WaitTooLong, text, decision, out);
         } else {
@@ -872,7 +1069,7 @@ impl Machine {
     /// then the start.
     fn total_then_start<'a>(
         &mut self,
-        text: &'a str,
+        text: ErrorText<'a>,
         mut decision: Marked,
         delay_ms: u64,
         out: &mut Outputs<'a>,
@@ -901,7 +1098,7 @@ impl Machine {
     fn policy<'a>(
         &mut self,
         reason: FallbackReason,
-        text: &'a str,
+        text: ErrorText<'a>,
         mut decision: Marked,
         out: &mut Outputs<'a>,
     ) {
@@ -922,12 +1119,12 @@ impl Machine {
     fn without_fallback<'a>(
         &mut self,
         reason: FallbackReason,
-        text: &'a str,
+        text: ErrorText<'a>,
         decision: Marked,
         out: &mut Outputs<'a>,
     ) {
         let final_error = match reason {
-            FallbackReason::Exhausted => FinalError::Text(text),
+            FallbackReason::Exhausted => FinalError::of(text),
             FallbackReason::Throttled => FinalError::Throttled { error: text },
             FallbackReason::WaitTooLong if decision.usage_reset => {
                 return self.total_then_start(text, decision, decision.delay_ms, out);
@@ -969,10 +1166,11 @@ impl Machine {
                 return Err(Refused::UsageLimitTextMismatch);
             }
             self.marked = Marked::NONE;
+            let text = marked.text(error_message);
             if switched {
-                self.total_then_start(error_message, marked, 0, &mut out);
+                self.total_then_start(text, marked, 0, &mut out);
             } else {
-                self.ceiling(error_message, marked, &mut out);
+                self.ceiling(text, marked, &mut out);
             }
         }
         Ok(out)
@@ -996,12 +1194,13 @@ impl Machine {
             self.marked = Marked::NONE;
             // With every timer id issued, a new model's retry could not
             // sleep: the chain ends as if none were found.
+            let text = marked.text(error_message);
             if switched && self.timer < u64::MAX {
                 self.attempt = 1;
                 self.total_ms = 0;
-                self.start(error_message, 0, marked.max_attempts, false, &mut out);
+                self.start(text, 0, marked.max_attempts, false, &mut out);
             } else {
-                self.without_fallback(marked.reason, error_message, marked, &mut out);
+                self.without_fallback(marked.reason, text, marked, &mut out);
             }
         }
         Ok(out)
@@ -1037,7 +1236,7 @@ impl Machine {
     /// continuation (§11.2) keeps the trailing error and resumes.
     fn start<'a>(
         &mut self,
-        text: &'a str,
+        text: ErrorText<'a>,
         delay_ms: u64,
         max_attempts: u32,
         continuation: bool,
@@ -1073,22 +1272,21 @@ impl Machine {
     /// Spec §5.3 and §6a: `abort_retry` while a chain is open, and with
     /// `abort` the global abort, which then aborts the agent.
     #[inline(never)]
-    fn cancel(&mut self, abort: bool) -> Outputs<'static> {
+    fn cancel(&mut self, abort: bool, out: &mut Outputs<'_>) {
         let cancelled = Some(FinalError::Text(RETRY_CANCELLED));
-        let out = match self.phase {
-            Phase::Idle => then_abort([], abort),
+        match self.phase {
+            Phase::Idle => {}
             Phase::Backoff => {
-                let timer = TimerId(self.timer);
+                push(
+                    out,
+                    Output::CancelTimer {
+                        timer: TimerId(self.timer),
+                    },
+                );
                 let end = self.end(false, cancelled);
-                then_abort(
-                    [
-                        Output::CancelTimer { timer },
-                        end,
-                        Output::Settled,
-                        Output::CheckCompaction,
-                    ],
-                    abort,
-                )
+                push(out, end);
+                push(out, Output::Settled);
+                push(out, Output::CheckCompaction);
             }
             Phase::AwaitingUsageLimit | Phase::AwaitingModelSwitch => {
                 // As during a backoff, but no timer runs, and the attempt
@@ -1101,25 +1299,26 @@ impl Machine {
                 }
                 if self.attempt > 0 {
                     let end = self.end(false, cancelled);
-                    then_abort([end, Output::Settled, Output::CheckCompaction], abort)
-                } else {
-                    then_abort([Output::Settled, Output::CheckCompaction], abort)
+                    push(out, end);
                 }
+                push(out, Output::Settled);
+                push(out, Output::CheckCompaction);
             }
             Phase::Running => {
                 if self.attempt > 0 {
                     let end = self.end(false, cancelled);
-                    then_abort([end, Output::Settled], abort)
-                } else {
-                    then_abort([Output::Settled], abort)
+                    push(out, end);
                 }
+                push(out, Output::Settled);
             }
-        };
+        }
+        if abort {
+            push(out, Output::AbortAgent);
+        }
         self.attempt = 0;
         self.marked = Marked::NONE;
         self.resume = false;
         self.phase = Phase::Idle;
-        out
     }
 
     /// The `auto_retry_end` of the current attempt; resets the attempt.
@@ -1134,30 +1333,28 @@ impl Machine {
     }
 }
 
-/// The outputs `items`, in order. `K` is at most [`crate::MAX_OUTPUTS`]
-/// wherever this is called, so nothing is dropped; a fixed list (rather
-/// than pushes after branches) keeps every output at a fixed place.
-fn outputs<'a, const K: usize>(items: [Output<'a>; K]) -> Outputs<'a> {
-    let mut out = Outputs::new();
-    for item in items {
-        push(&mut out, item);
-    }
-    out
-}
-
-/// `items`, then `abort_agent` when `abort` is set.
-fn then_abort<const K: usize>(items: [Output<'static>; K], abort: bool) -> Outputs<'static> {
-    let mut out = outputs(items);
-    if abort {
-        push(&mut out, Output::AbortAgent);
-    }
-    out
-}
-
 /// Appends an output. The buffer holds [`crate::MAX_OUTPUTS`], the most any
 /// input produces, so this never drops anything.
-fn push<'a>(out: &mut Outputs<'a>, output: Output<'a>) {
+pub(crate) fn push<'a>(out: &mut Outputs<'a>, output: Output<'a>) {
     let _ = out.push(output);
+}
+
+/// Spec §12.3: an `empty` answer cannot have streamed text or tools.
+fn check_empty(message: &AssistantMessage<'_>) -> Result<(), Refused> {
+    if message.empty && message.partial != Partial::None {
+        Err(Refused::EmptyWithPartial)
+    } else {
+        Ok(())
+    }
+}
+
+/// The text a retry decision's events show, with whose it is and the
+/// digest the hand-off answers are checked against.
+#[derive(Clone, Copy)]
+pub(crate) struct Decision<'a> {
+    pub(crate) text: ErrorText<'a>,
+    pub(crate) made: Made,
+    pub(crate) fingerprint: u32,
 }
 
 /// A 32-bit digest of the text (FNV-1a), to recognise the text of the

@@ -220,6 +220,13 @@ pub struct AssistantMessage<'a> {
     /// `partial` (spec §11.2): what the failed turn had streamed before its
     /// error; [`Partial::None`] when the host does not say.
     pub partial: Partial,
+    /// `empty` (spec §12.3): the host's account that the answer holds no
+    /// visible text, no tool call and no image (thinking or white space
+    /// alone is empty); `false` when the host does not say. Under
+    /// `retryEmpty` a `stop` that is empty is a failure to retry. It cannot
+    /// go with a [`Partial::Text`] or [`Partial::Tools`]: the machine
+    /// refuses such a message ([`Refused::EmptyWithPartial`](crate::Refused::EmptyWithPartial)).
+    pub empty: bool,
 }
 
 impl<'a> AssistantMessage<'a> {
@@ -233,6 +240,7 @@ impl<'a> AssistantMessage<'a> {
             should_retry: None,
             retry_after_ms: None,
             partial: Partial::None,
+            empty: false,
         }
     }
 
@@ -245,6 +253,7 @@ impl<'a> AssistantMessage<'a> {
             should_retry: None,
             retry_after_ms: None,
             partial: Partial::None,
+            empty: false,
         }
     }
 
@@ -293,6 +302,17 @@ impl<'a> AssistantMessage<'a> {
     /// ```
     pub const fn with_partial(mut self, partial: Partial) -> Self {
         self.partial = partial;
+        self
+    }
+
+    /// With `empty` (spec §12.3).
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, StopReason};
+    /// assert!(AssistantMessage::new(StopReason::Stop).with_empty(true).empty);
+    /// ```
+    pub const fn with_empty(mut self, empty: bool) -> Self {
+        self.empty = empty;
         self
     }
 

@@ -7,9 +7,164 @@ use core::fmt;
 pub const RETRY_CANCELLED: &str = "Retry cancelled";
 /// The `finalError` of a chain ended by a message without error text (spec §9).
 pub const UNKNOWN_ERROR: &str = "Unknown error";
+/// The error text of an empty answer under `retryEmpty` (spec §12.3).
+pub const EMPTY_RESPONSE: &str = "Empty response from the model";
 
-/// Names one backoff timer. Every [`Output::Sleep`] carries a fresh id; only
-/// the pending one continues the agent when it fires (spec §6).
+/// The error text of a retry decision: the message's own text, which the
+/// machine borrows, or the stall sentence of spec §12.2 rule 4,
+/// `Stream stalled: no event for <s>ms`, carried as its number so that
+/// nothing is allocated. `Display` (and `Serialize`, feature `serde`)
+/// write the text.
+///
+/// ```
+/// use autoretry::ErrorText;
+/// let stalled = ErrorText::Stalled { silence_ms: 300_000 };
+/// assert_eq!(stalled.to_string(), "Stream stalled: no event for 300000ms");
+/// assert_eq!(stalled, "Stream stalled: no event for 300000ms");
+/// assert_eq!(stalled.len(), 37);
+/// assert_eq!(ErrorText::Text("503"), "503");
+/// assert_eq!(ErrorText::from("503").as_str(), Some("503"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ErrorText<'a> {
+    /// The text as it is.
+    Text(&'a str),
+    /// `Stream stalled: no event for <silence_ms>ms`: the stream of the
+    /// run stalled after a silence of `silence_ms` (spec §12.2).
+    Stalled {
+        /// The silence that declared the stall, in ms.
+        silence_ms: u64,
+    },
+}
+
+impl<'a> ErrorText<'a> {
+    /// The longest text a [`ErrorText::Stalled`] writes, in bytes (a
+    /// silence of `u64::MAX`).
+    pub const STALLED_MAX_LEN: usize = STALLED_PREFIX.len() + 20 + 2;
+
+    /// The borrowed text; `None` for a text the machine writes.
+    pub const fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            ErrorText::Text(text) => Some(text),
+            ErrorText::Stalled { .. } => None,
+        }
+    }
+
+    /// The length of the written text, in bytes.
+    pub fn len(&self) -> usize {
+        match *self {
+            ErrorText::Text(text) => text.len(),
+            ErrorText::Stalled { silence_ms } => STALLED_PREFIX.len() + decimal_len(silence_ms) + 2,
+        }
+    }
+
+    /// Whether the written text is empty (only a [`ErrorText::Text`] can be).
+    pub const fn is_empty(&self) -> bool {
+        matches!(self, ErrorText::Text(text) if text.is_empty())
+    }
+
+    /// Writes the text into `buf` and returns it, without allocating; the
+    /// stall sentence needs at most [`ErrorText::STALLED_MAX_LEN`] bytes.
+    /// `None` when `buf` is too small.
+    ///
+    /// ```
+    /// use autoretry::ErrorText;
+    /// let mut buf = [0; ErrorText::STALLED_MAX_LEN];
+    /// let text = ErrorText::Stalled { silence_ms: u64::MAX }.write_into(&mut buf);
+    /// assert_eq!(text, Some("Stream stalled: no event for 18446744073709551615ms"));
+    /// assert_eq!(ErrorText::Stalled { silence_ms: 1 }.write_into(&mut [0; 8]), None);
+    /// ```
+    pub fn write_into<'b>(&self, buf: &'b mut [u8]) -> Option<&'b str> {
+        /// Fills a slice from its start.
+        struct Fill<'s> {
+            buf: &'s mut [u8],
+            len: usize,
+        }
+        impl fmt::Write for Fill<'_> {
+            fn write_str(&mut self, piece: &str) -> fmt::Result {
+                let end = self.len.checked_add(piece.len()).ok_or(fmt::Error)?;
+                let slot = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+                slot.copy_from_slice(piece.as_bytes());
+                self.len = end;
+                Ok(())
+            }
+        }
+        let mut fill = Fill { buf, len: 0 };
+        fmt::write(&mut fill, format_args!("{self}")).ok()?;
+        let Fill { buf, len } = fill;
+        // Whole `str` pieces were copied, so the bytes are UTF-8.
+        core::str::from_utf8(buf.get(..len)?).ok()
+    }
+}
+
+/// The start of the stall sentence (spec §12.2 rule 4).
+const STALLED_PREFIX: &str = "Stream stalled: no event for ";
+
+/// How many decimal digits `n` has.
+const fn decimal_len(mut n: u64) -> usize {
+    let mut len = 1;
+    while n >= 10 {
+        n /= 10;
+        len += 1;
+    }
+    len
+}
+
+impl<'a> From<&'a str> for ErrorText<'a> {
+    /// [`ErrorText::Text`].
+    fn from(text: &'a str) -> Self {
+        ErrorText::Text(text)
+    }
+}
+
+impl fmt::Display for ErrorText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ErrorText::Text(text) => f.write_str(text),
+            ErrorText::Stalled { silence_ms } => write!(f, "{STALLED_PREFIX}{silence_ms}ms"),
+        }
+    }
+}
+
+/// Compares the written text, without allocating.
+impl PartialEq<str> for ErrorText<'_> {
+    fn eq(&self, other: &str) -> bool {
+        written_eq(format_args!("{self}"), other)
+    }
+}
+
+/// Compares the written text, without allocating.
+impl PartialEq<&str> for ErrorText<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        *self == **other
+    }
+}
+
+/// Whether `args` writes exactly `other`, without allocating.
+fn written_eq(args: fmt::Arguments<'_>, other: &str) -> bool {
+    /// Consumes `rest` while the written pieces match its start.
+    struct Prefix<'t> {
+        rest: &'t str,
+    }
+    impl fmt::Write for Prefix<'_> {
+        fn write_str(&mut self, piece: &str) -> fmt::Result {
+            match self.rest.strip_prefix(piece) {
+                Some(rest) => {
+                    self.rest = rest;
+                    Ok(())
+                }
+                None => Err(fmt::Error),
+            }
+        }
+    }
+    let mut prefix = Prefix { rest: other };
+    fmt::write(&mut prefix, args).is_ok() && prefix.rest.is_empty()
+}
+
+/// Names one timer: a backoff ([`Output::Sleep`]) or a stall watch
+/// ([`Output::Watch`]). Every one carries a fresh id; only
+/// the pending one acts when it fires (spec §6, §12.2).
 ///
 /// Ids are generations: they only grow, so a late or duplicate
 /// `timer_fired` can never be mistaken for the pending timer.
@@ -38,18 +193,20 @@ impl fmt::Display for TimerId {
 /// The `finalError` of a failed `auto_retry_end` (spec §5, §9, §10.3).
 ///
 /// A text the machine borrows (the message's error text,
-/// [`RETRY_CANCELLED`], [`UNKNOWN_ERROR`]), or the fail-fast sentence of
-/// spec §10.3 step 8, carried as its parts so that nothing is allocated;
+/// [`RETRY_CANCELLED`], [`UNKNOWN_ERROR`], [`EMPTY_RESPONSE`]), the stall
+/// sentence of spec §12.2, or the sentences of spec §10.3 step 8, §11.4
+/// and §11.6, carried as their parts so that nothing is allocated;
 /// `Display` (and `Serialize`, feature `serde`) write the sentence:
 ///
 /// ```
 /// use autoretry::FinalError;
-/// let fail_fast = FinalError::WaitTooLong { requested_ms: 7_200_000, max_delay_ms: 300_000, error: "limit" };
+/// let fail_fast = FinalError::WaitTooLong { requested_ms: 7_200_000, max_delay_ms: 300_000, error: "limit".into() };
 /// assert_eq!(
 ///     fail_fast.to_string(),
 ///     "Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: limit",
 /// );
 /// assert_eq!(FinalError::Text("overloaded"), "overloaded");
+/// assert_eq!(FinalError::Stalled { silence_ms: 500 }, "Stream stalled: no event for 500ms");
 /// assert_eq!(fail_fast, "Provider requested 7200000ms wait, exceeds retry.maxDelayMs (300000ms). Original error: limit");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,6 +214,12 @@ impl fmt::Display for TimerId {
 pub enum FinalError<'a> {
     /// The text as it is.
     Text(&'a str),
+    /// `Stream stalled: no event for <silence_ms>ms` (spec §12.2): a
+    /// chain ended by a stall that was not retried.
+    Stalled {
+        /// The silence that declared the stall, in ms.
+        silence_ms: u64,
+    },
     /// The fail-fast end (spec §10.3 step 8): the provider asked for a
     /// wait longer than `retry.maxDelayMs`.
     WaitTooLong {
@@ -65,13 +228,13 @@ pub enum FinalError<'a> {
         /// The ceiling in force, `retry.maxDelayMs`.
         max_delay_ms: u64,
         /// The error text of the message.
-        error: &'a str,
+        error: ErrorText<'a>,
     },
     /// The throttled end (spec §11.4): the shared retry budget was at most
     /// half full.
     Throttled {
         /// The error text of the message.
-        error: &'a str,
+        error: ErrorText<'a>,
     },
     /// The total-wait end (spec §11.6): the chain's waits would have added
     /// up past `retry.maxTotalDelayMs`.
@@ -81,7 +244,7 @@ pub enum FinalError<'a> {
         /// The limit in force, `retry.maxTotalDelayMs`.
         max_total_delay_ms: u64,
         /// The error text of the message.
-        error: &'a str,
+        error: ErrorText<'a>,
     },
 }
 
@@ -91,15 +254,31 @@ impl<'a> FinalError<'a> {
     ///
     /// ```
     /// use autoretry::FinalError;
-    /// let e = FinalError::WaitTooLong { requested_ms: 2, max_delay_ms: 1, error: "429" };
+    /// let e = FinalError::WaitTooLong { requested_ms: 2, max_delay_ms: 1, error: "429".into() };
     /// assert_eq!(e.original(), "429");
     /// ```
-    pub const fn original(&self) -> &'a str {
+    pub const fn original(&self) -> ErrorText<'a> {
         match *self {
-            FinalError::Text(text)
-            | FinalError::WaitTooLong { error: text, .. }
-            | FinalError::Throttled { error: text }
-            | FinalError::TotalWait { error: text, .. } => text,
+            FinalError::Text(text) => ErrorText::Text(text),
+            FinalError::Stalled { silence_ms } => ErrorText::Stalled { silence_ms },
+            FinalError::WaitTooLong { error, .. }
+            | FinalError::Throttled { error }
+            | FinalError::TotalWait { error, .. } => error,
+        }
+    }
+
+    /// The plain end of a chain with the error text `text` (no sentence
+    /// around it).
+    ///
+    /// ```
+    /// use autoretry::{ErrorText, FinalError};
+    /// assert_eq!(FinalError::of(ErrorText::Stalled { silence_ms: 9 }), FinalError::Stalled { silence_ms: 9 });
+    /// assert_eq!(FinalError::of("503".into()), FinalError::Text("503"));
+    /// ```
+    pub const fn of(text: ErrorText<'a>) -> Self {
+        match text {
+            ErrorText::Text(text) => FinalError::Text(text),
+            ErrorText::Stalled { silence_ms } => FinalError::Stalled { silence_ms },
         }
     }
 
@@ -125,6 +304,9 @@ impl fmt::Display for FinalError<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             FinalError::Text(text) => f.write_str(text),
+            FinalError::Stalled { silence_ms } => {
+                fmt::Display::fmt(&ErrorText::Stalled { silence_ms }, f)
+            }
             FinalError::WaitTooLong {
                 requested_ms,
                 max_delay_ms,
@@ -154,23 +336,7 @@ impl fmt::Display for FinalError<'_> {
 /// Compares the written text, without allocating.
 impl PartialEq<str> for FinalError<'_> {
     fn eq(&self, other: &str) -> bool {
-        /// Consumes `rest` while the written pieces match its start.
-        struct Prefix<'t> {
-            rest: &'t str,
-        }
-        impl fmt::Write for Prefix<'_> {
-            fn write_str(&mut self, piece: &str) -> fmt::Result {
-                match self.rest.strip_prefix(piece) {
-                    Some(rest) => {
-                        self.rest = rest;
-                        Ok(())
-                    }
-                    None => Err(fmt::Error),
-                }
-            }
-        }
-        let mut prefix = Prefix { rest: other };
-        fmt::write(&mut prefix, format_args!("{self}")).is_ok() && prefix.rest.is_empty()
+        written_eq(format_args!("{self}"), other)
     }
 }
 
@@ -192,7 +358,7 @@ impl PartialEq<&str> for FinalError<'_> {
 ///
 /// ```
 /// use autoretry::Event;
-/// let start = Event::Start { attempt: 1, max_attempts: 3, delay_ms: 2000, error_message: "overloaded_error" };
+/// let start = Event::Start { attempt: 1, max_attempts: 3, delay_ms: 2000, error_message: "overloaded_error".into() };
 /// assert_eq!(start.to_string(), "Retrying (1/3) in 2s\u{2026} (esc to cancel)");
 /// let success = Event::End { success: true, attempt: 1, final_error: None };
 /// assert!(success.to_string().is_empty());
@@ -208,8 +374,10 @@ pub enum Event<'a> {
         max_attempts: u32,
         /// `delayMs`: the wait before the retry (0 after a credential switch).
         delay_ms: u64,
-        /// `errorMessage`: the error that caused the retry.
-        error_message: &'a str,
+        /// `errorMessage`: the error that caused the retry (the message's
+        /// own text, or the machine's for a stall or an empty answer,
+        /// spec §12).
+        error_message: ErrorText<'a>,
     },
     /// `auto_retry_end`: the chain is over.
     End {
@@ -295,6 +463,15 @@ pub enum Output<'a> {
         /// The timer's id.
         timer: TimerId,
     },
+    /// `watch`: start a stall-watchdog timer, exactly as for
+    /// [`Output::Sleep`] (spec §12.2); feed [`crate::Input::TimerFired`]
+    /// with this id when it fires. Ids are one sequence for both.
+    Watch {
+        /// How long, in milliseconds.
+        ms: u64,
+        /// The timer's id.
+        timer: TimerId,
+    },
     /// `cancel_timer`: cancel the timer; it must not fire any more (if it
     /// still does, the machine ignores it).
     CancelTimer {
@@ -344,6 +521,7 @@ impl Output<'_> {
             Output::Emit(_) => "emit",
             Output::DropTrailingError => "drop_trailing_error",
             Output::Sleep { .. } => "sleep",
+            Output::Watch { .. } => "watch",
             Output::CancelTimer { .. } => "cancel_timer",
             Output::ContinueAgent | Output::ResumeAgent => "continue_agent",
             Output::SwitchModel { .. } => "switch_model",

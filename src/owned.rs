@@ -42,6 +42,8 @@ pub struct MessageBuf {
     pub retry_after_ms: Option<u64>,
     /// `partial` (spec §11.2).
     pub partial: Partial,
+    /// `empty` (spec §12.3).
+    pub empty: bool,
 }
 
 impl MessageBuf {
@@ -54,6 +56,7 @@ impl MessageBuf {
             should_retry: None,
             retry_after_ms: None,
             partial: Partial::None,
+            empty: false,
         }
     }
 
@@ -103,6 +106,7 @@ impl MessageBuf {
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after_ms,
             partial: self.partial,
+            empty: self.empty,
         }
     }
 }
@@ -117,6 +121,7 @@ impl From<AssistantMessage<'_>> for MessageBuf {
             should_retry: message.should_retry,
             retry_after_ms: message.retry_after_ms,
             partial: message.partial,
+            empty: message.empty,
         }
     }
 }
@@ -158,6 +163,16 @@ pub enum InputBuf {
     TimerFired {
         /// The id the `sleep` carried.
         timer: TimerId,
+    },
+    /// [`Input::StreamStart`].
+    StreamStart {
+        /// The host's monotonic clock, in ms.
+        now_ms: u64,
+    },
+    /// [`Input::StreamEvent`].
+    StreamEvent {
+        /// The host's monotonic clock, in ms.
+        now_ms: u64,
     },
     /// [`Input::UsageLimitMarked`], without the decision's text (the
     /// driver keeps it).
@@ -236,6 +251,8 @@ impl InputBuf {
                 now_ms: *now_ms,
             },
             InputBuf::TimerFired { timer } => Input::TimerFired { timer: *timer },
+            InputBuf::StreamStart { now_ms } => Input::StreamStart { now_ms: *now_ms },
+            InputBuf::StreamEvent { now_ms } => Input::StreamEvent { now_ms: *now_ms },
             InputBuf::UsageLimitMarked { switched } => Input::UsageLimitMarked {
                 switched: *switched,
                 error_message: decision_text,
@@ -265,6 +282,8 @@ impl From<Input<'_>> for InputBuf {
                 now_ms,
             },
             Input::TimerFired { timer } => InputBuf::TimerFired { timer },
+            Input::StreamStart { now_ms } => InputBuf::StreamStart { now_ms },
+            Input::StreamEvent { now_ms } => InputBuf::StreamEvent { now_ms },
             Input::UsageLimitMarked { switched, .. } => InputBuf::UsageLimitMarked { switched },
             Input::ModelSwitched { switched, .. } => InputBuf::ModelSwitched { switched },
             Input::AbortRetry => InputBuf::AbortRetry,

@@ -60,6 +60,13 @@ pub enum OutputBuf {
         /// `timer`.
         timer: TimerId,
     },
+    /// [`Output::Watch`].
+    Watch {
+        /// `ms`.
+        ms: u64,
+        /// `timer`.
+        timer: TimerId,
+    },
     /// [`Output::CancelTimer`].
     CancelTimer {
         /// `timer`.
@@ -99,6 +106,7 @@ impl OutputBuf {
             OutputBuf::Emit(_) => "emit",
             OutputBuf::DropTrailingError => "drop_trailing_error",
             OutputBuf::Sleep { .. } => "sleep",
+            OutputBuf::Watch { .. } => "watch",
             OutputBuf::CancelTimer { .. } => "cancel_timer",
             OutputBuf::ContinueAgent | OutputBuf::ResumeAgent => "continue_agent",
             OutputBuf::SwitchModel { .. } => "switch_model",
@@ -122,7 +130,7 @@ impl From<&Event<'_>> for EventBuf {
                 attempt,
                 max_attempts,
                 delay_ms,
-                error_message: error_message.to_owned(),
+                error_message: error_message.to_string(),
             },
             Event::End {
                 success,
@@ -143,6 +151,7 @@ impl From<&Output<'_>> for OutputBuf {
             Output::Emit(ref event) => OutputBuf::Emit(event.into()),
             Output::DropTrailingError => OutputBuf::DropTrailingError,
             Output::Sleep { ms, timer } => OutputBuf::Sleep { ms, timer },
+            Output::Watch { ms, timer } => OutputBuf::Watch { ms, timer },
             Output::CancelTimer { timer } => OutputBuf::CancelTimer { timer },
             Output::ContinueAgent => OutputBuf::ContinueAgent,
             Output::ResumeAgent => OutputBuf::ResumeAgent,
@@ -182,7 +191,7 @@ impl EventBuf {
                 attempt: *attempt,
                 max_attempts: *max_attempts,
                 delay_ms: *delay_ms,
-                error_message,
+                error_message: crate::ErrorText::Text(error_message),
             },
             EventBuf::End {
                 success,
@@ -220,12 +229,14 @@ mod tests {
                 attempt: 1,
                 max_attempts: 3,
                 delay_ms: 2000,
-                error_message: "503",
+                error_message: "503".into(),
             }),
             Output::Emit(Event::End {
                 success: false,
                 attempt: 2,
-                final_error: Some(FinalError::Throttled { error: "429" }),
+                final_error: Some(FinalError::Throttled {
+                    error: "429".into(),
+                }),
             }),
             Output::DropTrailingError,
             Output::Sleep {

@@ -183,6 +183,10 @@ impl JitterPct {
 /// | `jitter_pct` | `0` | `25` |
 /// | `honor_hints` | `false` | `true` |
 /// | `classifier` | `Classic` | `Extended` |
+/// | `model_fallback`, `max_usage_wait_ms`, `max_total_delay_ms` | off | off |
+/// | `first_event_timeout_ms` | `0` (not watched) | `300000` |
+/// | `idle_timeout_ms` | `0` (not watched) | `300000` |
+/// | `retry_empty` | `false` | `true` |
 ///
 /// ```
 /// use autoretry::RetrySettings;
@@ -228,6 +232,17 @@ pub struct RetrySettings {
     /// `retry.maxTotalDelayMs`: the longest a chain may sleep in total; 0 =
     /// no limit (spec §11.6).
     pub max_total_delay_ms: u64,
+    /// `retry.firstEventTimeoutMs`: the longest a request may wait for its
+    /// first progress event before the stream counts as stalled; 0 = not
+    /// watched (spec §12.2).
+    pub first_event_timeout_ms: u64,
+    /// `retry.idleTimeoutMs`: the longest silence between two progress
+    /// events before the stream counts as stalled; 0 = not watched (spec
+    /// §12.2).
+    pub idle_timeout_ms: u64,
+    /// `retry.retryEmpty`: an answer that stops normally with nothing in it
+    /// (`empty` on the message) is a failure to retry (spec §12.3).
+    pub retry_empty: bool,
 }
 
 impl RetrySettings {
@@ -246,6 +261,9 @@ impl RetrySettings {
         model_fallback: false,
         max_usage_wait_ms: 0,
         max_total_delay_ms: 0,
+        first_event_timeout_ms: 0,
+        idle_timeout_ms: 0,
+        retry_empty: false,
     };
 
     /// The defaults: [`RetrySettings::CLASSIC`].
@@ -253,7 +271,9 @@ impl RetrySettings {
 
     /// The `modern` profile of spec §10.1: 10 retries from 500 ms, capped
     /// at 8 s, jittered down by up to 25 %, waits over 300 s refused, hints
-    /// honoured, the extended classifier (feature `extended`).
+    /// honoured, the extended classifier (feature `extended`); streams
+    /// watched for 300 s before their first event and between two events,
+    /// empty answers retried (spec §12.1).
     #[cfg(feature = "extended")]
     pub const MODERN: RetrySettings = RetrySettings {
         profile: Profile::Modern,
@@ -268,6 +288,9 @@ impl RetrySettings {
         model_fallback: false,
         max_usage_wait_ms: 0,
         max_total_delay_ms: 0,
+        first_event_timeout_ms: 300_000,
+        idle_timeout_ms: 300_000,
+        retry_empty: true,
     };
 
     /// The same settings with `profile` set; no other field changes (start
@@ -379,6 +402,43 @@ impl RetrySettings {
     /// ```
     pub const fn with_max_total_delay_ms(mut self, max_total_delay_ms: u64) -> Self {
         self.max_total_delay_ms = max_total_delay_ms;
+        self
+    }
+
+    /// The same settings with `first_event_timeout_ms` set (spec §12.1; 0:
+    /// not watched).
+    ///
+    /// ```
+    /// use autoretry::RetrySettings;
+    /// const S: RetrySettings = RetrySettings::DEFAULT.with_first_event_timeout_ms(120_000);
+    /// assert_eq!(S.first_event_timeout_ms, 120_000);
+    /// ```
+    pub const fn with_first_event_timeout_ms(mut self, first_event_timeout_ms: u64) -> Self {
+        self.first_event_timeout_ms = first_event_timeout_ms;
+        self
+    }
+
+    /// The same settings with `idle_timeout_ms` set (spec §12.1; 0: not
+    /// watched).
+    ///
+    /// ```
+    /// use autoretry::RetrySettings;
+    /// const S: RetrySettings = RetrySettings::DEFAULT.with_idle_timeout_ms(90_000);
+    /// assert_eq!(S.idle_timeout_ms, 90_000);
+    /// ```
+    pub const fn with_idle_timeout_ms(mut self, idle_timeout_ms: u64) -> Self {
+        self.idle_timeout_ms = idle_timeout_ms;
+        self
+    }
+
+    /// The same settings with `retry_empty` set (spec §12.3).
+    ///
+    /// ```
+    /// use autoretry::RetrySettings;
+    /// assert!(RetrySettings::DEFAULT.with_retry_empty(true).retry_empty);
+    /// ```
+    pub const fn with_retry_empty(mut self, retry_empty: bool) -> Self {
+        self.retry_empty = retry_empty;
         self
     }
 

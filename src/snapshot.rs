@@ -5,9 +5,10 @@
 use core::fmt;
 
 use crate::classify::Classifier;
-use crate::machine::{Machine, Marked, Phase};
+use crate::machine::{Machine, Made, Marked, Phase};
 use crate::output::FallbackReason;
 use crate::settings::{JitterPct, Profile, RetrySettings};
+use crate::stream::Stream;
 
 /// A saved [`Machine`]: its whole state, versioned and checked. Made by
 /// [`Machine::snapshot`], turned back into a machine by
@@ -25,8 +26,14 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 /// | the jitter generator | its state now, so the restored machine draws what this one would draw next |
 /// | the chain | where it is (idle, running, in a backoff, awaiting the usage-limit answer), the attempt, the last timer id (the pending one in a backoff) |
 /// | the usage-limit answer | the figures fixed at the `agent_end` and a 32-bit digest of the marked text (not the text) |
+/// | the watched stream (spec §12.2) | its start, last event and the due time of its pending watch timer (whose id is the last timer id), or the silence of a declared stall |
 ///
-/// It holds no time: the machine has no clock. In a backoff, the host keeps
+/// It holds no clock reading of its own: the stream's times are the
+/// host's `nowMs` as the inputs gave them. A pending watch timer is
+/// re-armed like a backoff (for the time left until its due time, on the
+/// host's monotonic clock); a host whose monotonic clock does not survive
+/// the move fires it at once, which re-arms it for what is left or
+/// declares the stall. In a backoff, the host keeps
 /// its own deadline next to the snapshot (a wall-clock or RTC time: a
 /// monotonic instant does not survive a reboot) and, after restoring,
 /// starts a timer for the time left (none when it has passed) and feeds
@@ -124,6 +131,34 @@ pub struct Snapshot {
     /// total wait.
     #[cfg_attr(feature = "serde", serde(default))]
     marked_reason: u8,
+    // Version 3 (spec §12); absent from versions 1 and 2 (zero).
+    #[cfg_attr(feature = "serde", serde(default))]
+    first_event_timeout_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    idle_timeout_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    retry_empty: bool,
+    /// Whose text the awaited decision shows: 0 the message's, 1 the empty
+    /// answer's, 2 the stall's (with `marked_silence_ms`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    marked_made: u8,
+    #[cfg_attr(feature = "serde", serde(default))]
+    marked_silence_ms: u64,
+    /// The stream: 0 none, 1 watched, 2 stalled (with `stall_silence_ms`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    stream: u8,
+    #[cfg_attr(feature = "serde", serde(default))]
+    stream_start_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    stream_last_ms: u64,
+    #[cfg_attr(feature = "serde", serde(default))]
+    stream_due_ms: u64,
+    /// The watched stream's flags: 1 a progress event came, 2 a watch
+    /// timer is pending.
+    #[cfg_attr(feature = "serde", serde(default))]
+    stream_flags: u8,
+    #[cfg_attr(feature = "serde", serde(default))]
+    stall_silence_ms: u64,
 }
 
 /// Why [`Machine::restore`] refused a snapshot. Nothing was made.
@@ -132,7 +167,7 @@ pub struct Snapshot {
 /// use autoretry::{Machine, SnapshotError};
 /// let err = Machine::restore(Machine::default().snapshot().with_version(9)).unwrap_err();
 /// assert_eq!(err, SnapshotError::Version { found: 9 });
-/// assert_eq!(err.to_string(), "snapshot format version 9, this build reads versions 1 to 2");
+/// assert_eq!(err.to_string(), "snapshot format version 9, this build reads versions 1 to 3");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -198,6 +233,10 @@ const ASKED: u8 = 2;
 const USAGE_RESET: u8 = 4;
 const CONTINUATION: u8 = 8;
 const BEYOND: u8 = 16;
+
+/// The stream flags of `stream_flags`.
+const HAS_LAST: u8 = 1;
+const PENDING: u8 = 2;
 
 /// A snapshot in format version 1 (before spec §11), as a build of that
 /// version wrote it, for formats that are not self-describing.
@@ -283,14 +322,152 @@ impl From<SnapshotV1> for Snapshot {
             marked_total_limit_ms: 0,
             marked_flags: 0,
             marked_reason: 0,
+            ..SnapshotV2::V3_ZERO
+        }
+    }
+}
+
+/// A snapshot in format version 2 (spec §11, before §12), as a build of
+/// that version wrote it, for formats that are not self-describing: as
+/// [`SnapshotV1`] is for version 1. In JSON a version 2 snapshot decodes
+/// as a [`Snapshot`] directly (the fields of version 3 read as zero).
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use autoretry::{Machine, Snapshot, SnapshotV2};
+/// // A default machine, saved by a version 2 build.
+/// let old: &[u8] = &[2, 226, 195, 235, 144, 15, 0, 1, 3, 208, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+/// let v2: SnapshotV2 = postcard::from_bytes(old).unwrap();
+/// assert_eq!(Machine::restore(Snapshot::from(v2)), Ok(Machine::default()));
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SnapshotV2 {
+    version: u16,
+    check: u32,
+    profile: u8,
+    enabled: bool,
+    max_retries: u32,
+    base_delay_ms: u64,
+    max_delay_ms: u64,
+    backoff_cap_ms: u64,
+    jitter_pct: u8,
+    honor_hints: bool,
+    classifier: u8,
+    context_window: u64,
+    credential_store: bool,
+    jitter_state: u64,
+    timer: u64,
+    phase: u8,
+    attempt: u32,
+    marked_delay_ms: u64,
+    marked_ceiling_ms: u64,
+    marked_max_attempts: u32,
+    marked_text_digest: u32,
+    model_fallback: bool,
+    max_usage_wait_ms: u64,
+    max_total_delay_ms: u64,
+    total_ms: u64,
+    resume: bool,
+    marked_total_limit_ms: u64,
+    marked_flags: u8,
+    marked_reason: u8,
+}
+
+impl SnapshotV2 {
+    /// A snapshot whose fields of version 3 are zero (the rest too).
+    const V3_ZERO: Snapshot = Snapshot {
+        version: 0,
+        check: 0,
+        profile: 0,
+        enabled: false,
+        max_retries: 0,
+        base_delay_ms: 0,
+        max_delay_ms: 0,
+        backoff_cap_ms: 0,
+        jitter_pct: 0,
+        honor_hints: false,
+        classifier: 0,
+        context_window: 0,
+        credential_store: false,
+        jitter_state: 0,
+        timer: 0,
+        phase: 0,
+        attempt: 0,
+        marked_delay_ms: 0,
+        marked_ceiling_ms: 0,
+        marked_max_attempts: 0,
+        marked_text_digest: 0,
+        model_fallback: false,
+        max_usage_wait_ms: 0,
+        max_total_delay_ms: 0,
+        total_ms: 0,
+        resume: false,
+        marked_total_limit_ms: 0,
+        marked_flags: 0,
+        marked_reason: 0,
+        first_event_timeout_ms: 0,
+        idle_timeout_ms: 0,
+        retry_empty: false,
+        marked_made: 0,
+        marked_silence_ms: 0,
+        stream: 0,
+        stream_start_ms: 0,
+        stream_last_ms: 0,
+        stream_due_ms: 0,
+        stream_flags: 0,
+        stall_silence_ms: 0,
+    };
+}
+
+/// The same fields, with those of version 3 zero; the version and digest
+/// are kept as they were, so [`Machine::restore`] checks them as version
+/// 2's.
+impl From<SnapshotV2> for Snapshot {
+    fn from(v2: SnapshotV2) -> Self {
+        Snapshot {
+            version: v2.version,
+            check: v2.check,
+            profile: v2.profile,
+            enabled: v2.enabled,
+            max_retries: v2.max_retries,
+            base_delay_ms: v2.base_delay_ms,
+            max_delay_ms: v2.max_delay_ms,
+            backoff_cap_ms: v2.backoff_cap_ms,
+            jitter_pct: v2.jitter_pct,
+            honor_hints: v2.honor_hints,
+            classifier: v2.classifier,
+            context_window: v2.context_window,
+            credential_store: v2.credential_store,
+            jitter_state: v2.jitter_state,
+            timer: v2.timer,
+            phase: v2.phase,
+            attempt: v2.attempt,
+            marked_delay_ms: v2.marked_delay_ms,
+            marked_ceiling_ms: v2.marked_ceiling_ms,
+            marked_max_attempts: v2.marked_max_attempts,
+            marked_text_digest: v2.marked_text_digest,
+            model_fallback: v2.model_fallback,
+            max_usage_wait_ms: v2.max_usage_wait_ms,
+            max_total_delay_ms: v2.max_total_delay_ms,
+            total_ms: v2.total_ms,
+            resume: v2.resume,
+            marked_total_limit_ms: v2.marked_total_limit_ms,
+            marked_flags: v2.marked_flags,
+            marked_reason: v2.marked_reason,
+            ..SnapshotV2::V3_ZERO
         }
     }
 }
 
 impl Snapshot {
-    /// The format version this build writes. It reads this one and
-    /// version 1 (before spec §11), whose new fields are absent (zero).
-    pub const VERSION: u16 = 2;
+    /// The format version this build writes. It reads this one, version 2
+    /// (before spec §12) and version 1 (before spec §11), whose later
+    /// fields are absent (zero).
+    pub const VERSION: u16 = 3;
 
     /// The most bytes a snapshot takes in postcard (varints at their
     /// longest): a buffer for `postcard::to_slice`.
@@ -314,7 +491,17 @@ impl Snapshot {
         + 4 * 10
         + 1
         + 1
-        + 1;
+        + 1
+        // Version 3: the two limits, `retryEmpty`, the decision's text and
+        // silence, the stream's kind, three times and flags, the stall.
+        + 2 * 10
+        + 1
+        + 1
+        + 10
+        + 1
+        + 3 * 10
+        + 1
+        + 10;
 
     /// The snapshot's format version.
     pub const fn version(&self) -> u16 {
@@ -363,6 +550,18 @@ impl Snapshot {
             feed(&[u8::from(self.resume)]);
             feed(&self.marked_total_limit_ms.to_le_bytes());
             feed(&[self.marked_flags, self.marked_reason]);
+        }
+        if self.version >= 3 {
+            feed(&self.first_event_timeout_ms.to_le_bytes());
+            feed(&self.idle_timeout_ms.to_le_bytes());
+            feed(&[u8::from(self.retry_empty), self.marked_made]);
+            feed(&self.marked_silence_ms.to_le_bytes());
+            feed(&[self.stream]);
+            feed(&self.stream_start_ms.to_le_bytes());
+            feed(&self.stream_last_ms.to_le_bytes());
+            feed(&self.stream_due_ms.to_le_bytes());
+            feed(&[self.stream_flags]);
+            feed(&self.stall_silence_ms.to_le_bytes());
         }
         hash
     }
@@ -439,7 +638,38 @@ impl Machine {
                 FallbackReason::WaitTooLong => 2,
                 FallbackReason::TotalWait => 3,
             },
+            first_event_timeout_ms: s.first_event_timeout_ms,
+            idle_timeout_ms: s.idle_timeout_ms,
+            retry_empty: s.retry_empty,
+            marked_made: match self.marked.made {
+                Made::Host => 0,
+                Made::Empty => 1,
+                Made::Stalled => 2,
+            },
+            marked_silence_ms: self.marked.silence_ms,
+            ..SnapshotV2::V3_ZERO
         };
+        match self.stream {
+            Stream::None => {}
+            Stream::Watched {
+                start_ms,
+                last_ms,
+                due_ms,
+                has_last,
+                pending,
+            } => {
+                snapshot.stream = 1;
+                snapshot.stream_start_ms = start_ms;
+                snapshot.stream_last_ms = last_ms;
+                snapshot.stream_due_ms = due_ms;
+                snapshot.stream_flags =
+                    if has_last { HAS_LAST } else { 0 } | if pending { PENDING } else { 0 };
+            }
+            Stream::Stalled { silence_ms } => {
+                snapshot.stream = 2;
+                snapshot.stall_silence_ms = silence_ms;
+            }
+        }
         snapshot.check = snapshot.digest();
         snapshot
     }
@@ -475,7 +705,7 @@ impl Machine {
     /// ```
     pub fn restore(snapshot: Snapshot) -> Result<Machine, SnapshotError> {
         let s = snapshot;
-        if s.version != Snapshot::VERSION && s.version != 1 {
+        if !(1..=Snapshot::VERSION).contains(&s.version) {
             return Err(SnapshotError::Version { found: s.version });
         }
         if s.check != s.digest() {
@@ -492,6 +722,22 @@ impl Machine {
         if s.version == 1 && version_2 {
             return Err(SnapshotError::Inconsistent(
                 "a version 1 snapshot with fields of version 2",
+            ));
+        }
+        let version_3 = s.first_event_timeout_ms != 0
+            || s.idle_timeout_ms != 0
+            || s.retry_empty
+            || s.marked_made != 0
+            || s.marked_silence_ms != 0
+            || s.stream != 0
+            || s.stream_start_ms != 0
+            || s.stream_last_ms != 0
+            || s.stream_due_ms != 0
+            || s.stream_flags != 0
+            || s.stall_silence_ms != 0;
+        if s.version < 3 && version_3 {
+            return Err(SnapshotError::Inconsistent(
+                "a snapshot before version 3 with fields of version 3",
             ));
         }
         if s.marked_flags & !(MAY_ASK | ASKED | USAGE_RESET | CONTINUATION | BEYOND) != 0 {
@@ -521,6 +767,13 @@ impl Machine {
         let phase = *PHASES
             .get(usize::from(s.phase))
             .ok_or(field("phase", "0 to 4"))?;
+        let made = match s.marked_made {
+            0 => Made::Host,
+            1 => Made::Empty,
+            2 => Made::Stalled,
+            _ => return Err(field("marked_made", "0 to 2")),
+        };
+        let stream = restore_stream(&s, phase)?;
         let marked = Marked {
             delay_ms: s.marked_delay_ms,
             exceeded_ceiling_ms: s.marked_ceiling_ms,
@@ -533,7 +786,15 @@ impl Machine {
             usage_reset: s.marked_flags & USAGE_RESET != 0,
             continuation: s.marked_flags & CONTINUATION != 0,
             beyond: s.marked_flags & BEYOND != 0,
+            made,
+            silence_ms: s.marked_silence_ms,
         };
+        // A stall's silence is at least its limit, which is at least 1.
+        if (made == Made::Stalled) != (marked.silence_ms > 0) {
+            return Err(SnapshotError::Inconsistent(
+                "a decision's stall silence without a stall, or a stall without one",
+            ));
+        }
         match phase {
             Phase::Idle if s.attempt != 0 => {
                 return Err(SnapshotError::Inconsistent("an attempt with no chain open"))
@@ -708,6 +969,9 @@ impl Machine {
                 model_fallback: s.model_fallback,
                 max_usage_wait_ms: s.max_usage_wait_ms,
                 max_total_delay_ms: s.max_total_delay_ms,
+                first_event_timeout_ms: s.first_event_timeout_ms,
+                idle_timeout_ms: s.idle_timeout_ms,
+                retry_empty: s.retry_empty,
             },
             context_window: s.context_window,
             jitter: s.jitter_state,
@@ -718,8 +982,68 @@ impl Machine {
             phase,
             credential_store: s.credential_store,
             resume: s.resume,
+            stream,
         })
     }
+}
+
+/// The watched stream of a snapshot, checked (spec §12.2): a stream is
+/// watched or a stall kept only while the agent may run (no backoff, no
+/// awaited answer); a pending watch is the last timer id issued; the times
+/// that do not apply are 0; a stall's silence is at least 1 (its limit).
+fn restore_stream(s: &Snapshot, phase: Phase) -> Result<Stream, SnapshotError> {
+    if s.stream_flags & !(HAS_LAST | PENDING) != 0 {
+        return Err(field("stream_flags", "bits 1 and 2 only"));
+    }
+    let has_last = s.stream_flags & HAS_LAST != 0;
+    let pending = s.stream_flags & PENDING != 0;
+    let stream = match s.stream {
+        0 => Stream::None,
+        1 => Stream::Watched {
+            start_ms: s.stream_start_ms,
+            last_ms: s.stream_last_ms,
+            due_ms: s.stream_due_ms,
+            has_last,
+            pending,
+        },
+        2 => Stream::Stalled {
+            silence_ms: s.stall_silence_ms,
+        },
+        _ => return Err(field("stream", "0 (none), 1 (watched) or 2 (stalled)")),
+    };
+    let agent_may_run = matches!(phase, Phase::Idle | Phase::Running);
+    let why = match stream {
+        Stream::None | Stream::Stalled { .. } if s.stream_flags != 0 => {
+            "stream flags with no stream watched"
+        }
+        Stream::None | Stream::Stalled { .. }
+            if s.stream_start_ms != 0 || s.stream_last_ms != 0 || s.stream_due_ms != 0 =>
+        {
+            "stream times with no stream watched"
+        }
+        Stream::None | Stream::Watched { .. } if s.stall_silence_ms != 0 => {
+            "a stall's silence with no stall declared"
+        }
+        Stream::Stalled { silence_ms: 0 } => "a stall after no silence",
+        Stream::Watched { .. } | Stream::Stalled { .. } if !agent_may_run => {
+            "a stream watched, or a stall kept, while the agent may not run"
+        }
+        Stream::Watched {
+            has_last: false,
+            last_ms,
+            ..
+        } if last_ms != 0 => "a last event time with no event",
+        Stream::Watched {
+            pending: false,
+            due_ms,
+            ..
+        } if due_ms != 0 => "a due time with no watch timer pending",
+        Stream::Watched { pending: true, .. } if s.timer == 0 => {
+            "a watch timer pending with no timer id issued"
+        }
+        _ => return Ok(stream),
+    };
+    Err(SnapshotError::Inconsistent(why))
 }
 
 const fn field(field: &'static str, expected: &'static str) -> SnapshotError {
@@ -786,11 +1110,130 @@ mod tests {
     #[test]
     fn the_version_is_checked_first() {
         let mut s = Machine::default().snapshot();
-        s.version = 3;
+        s.version = 4;
         assert_eq!(
             Machine::restore(s),
-            Err(SnapshotError::Version { found: 3 })
+            Err(SnapshotError::Version { found: 4 })
         );
+    }
+
+    #[test]
+    fn a_version_2_snapshot_still_restores() {
+        let machine = Machine::new(
+            RetrySettings::DEFAULT.with_max_total_delay_ms(9),
+            crate::HostOptions::DEFAULT.with_seed(11),
+        );
+        let old = machine.snapshot().with_version(2);
+        assert_eq!(Machine::restore(old), Ok(machine));
+        // A version 2 snapshot cannot carry a §12 figure.
+        let mut forged = old;
+        forged.idle_timeout_ms = 5;
+        forged.check = forged.digest();
+        assert!(matches!(
+            Machine::restore(forged),
+            Err(SnapshotError::Inconsistent(_))
+        ));
+    }
+
+    #[test]
+    fn unreachable_stream_states_are_refused() {
+        let cases: [Case; 10] = [
+            (
+                |s| s.stream = 3,
+                field("stream", "0 (none), 1 (watched) or 2 (stalled)"),
+            ),
+            (
+                |s| s.stream_flags = 4,
+                field("stream_flags", "bits 1 and 2 only"),
+            ),
+            (|s| s.marked_made = 3, field("marked_made", "0 to 2")),
+            (
+                |s| s.stream_flags = PENDING,
+                SnapshotError::Inconsistent("stream flags with no stream watched"),
+            ),
+            (
+                |s| s.stream_due_ms = 4,
+                SnapshotError::Inconsistent("stream times with no stream watched"),
+            ),
+            (
+                |s| s.stall_silence_ms = 4,
+                SnapshotError::Inconsistent("a stall's silence with no stall declared"),
+            ),
+            (
+                |s| s.stream = 2,
+                SnapshotError::Inconsistent("a stall after no silence"),
+            ),
+            (
+                |s| {
+                    s.stream = 1;
+                    s.stream_last_ms = 3;
+                },
+                SnapshotError::Inconsistent("a last event time with no event"),
+            ),
+            (
+                |s| {
+                    s.stream = 1;
+                    s.stream_due_ms = 3;
+                },
+                SnapshotError::Inconsistent("a due time with no watch timer pending"),
+            ),
+            (
+                |s| {
+                    s.stream = 1;
+                    s.stream_flags = PENDING;
+                },
+                SnapshotError::Inconsistent("a watch timer pending with no timer id issued"),
+            ),
+        ];
+        for (edit, want) in cases {
+            assert_eq!(Machine::restore(forged(edit)), Err(want));
+        }
+        // A stream during a backoff.
+        let mut m = Machine::default();
+        let _ = m
+            .handle(crate::Input::agent_end(crate::AssistantMessage::error(
+                "503",
+            )))
+            .unwrap();
+        let mut s = m.snapshot();
+        s.stream = 1;
+        s.check = s.digest();
+        assert_eq!(
+            Machine::restore(s),
+            Err(SnapshotError::Inconsistent(
+                "a stream watched, or a stall kept, while the agent may not run"
+            ))
+        );
+        // A decision's stall text with no silence.
+        let forged_made = forged(|s| s.marked_made = 2);
+        assert!(matches!(
+            Machine::restore(forged_made),
+            Err(SnapshotError::Inconsistent(_))
+        ));
+    }
+
+    #[test]
+    fn a_watched_stream_and_a_stall_round_trip() {
+        use crate::{Input, Output};
+        let settings = RetrySettings::DEFAULT
+            .with_first_event_timeout_ms(100)
+            .with_idle_timeout_ms(50)
+            .with_retry_empty(true);
+        let mut m = Machine::new(settings, crate::HostOptions::DEFAULT);
+        let _ = m.handle(Input::stream_start(10)).unwrap();
+        assert_eq!(Machine::restore(m.snapshot()), Ok(m.clone()));
+        let _ = m.handle(Input::stream_event(100)).unwrap();
+        assert_eq!(Machine::restore(m.snapshot()), Ok(m.clone()));
+        let timer = m.pending_watch().unwrap();
+        let _ = m.handle(Input::timer_fired(timer)).unwrap(); // re-armed for 30
+        let timer = m.pending_watch().unwrap();
+        assert_eq!(
+            m.handle(Input::timer_fired(timer)).unwrap()[..],
+            [Output::AbortAgent]
+        );
+        let restored = Machine::restore(m.snapshot()).unwrap();
+        assert_eq!(restored, m);
+        assert_eq!(restored.stalled_ms(), Some(50));
     }
 
     #[test]

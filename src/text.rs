@@ -63,7 +63,7 @@ impl fmt::Display for LoaderLine {
 /// use autoretry::{FailureLine, FinalError};
 /// let line = FailureLine { attempt: 1, final_error: None };
 /// assert_eq!(line.to_string(), "Retry failed after 1 attempts: Unknown error");
-/// let fail_fast = FinalError::WaitTooLong { requested_ms: 11_180_000, max_delay_ms: 300_000, error: "429" };
+/// let fail_fast = FinalError::WaitTooLong { requested_ms: 11_180_000, max_delay_ms: 300_000, error: "429".into() };
 /// let line = FailureLine { attempt: 0, final_error: Some(fail_fast) };
 /// assert_eq!(
 ///     line.to_string(),

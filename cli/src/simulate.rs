@@ -252,6 +252,7 @@ impl Sim {
                 self.aborted = true;
             }
             Output::Sleep { .. }
+            | Output::Watch { .. }
             | Output::CancelTimer { .. }
             | Output::DropTrailingError
             | Output::MarkUsageLimit { .. }

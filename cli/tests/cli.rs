@@ -30,7 +30,8 @@ fn root() -> PathBuf {
 }
 
 /// The vendored vector files of one folder of the root package
-/// (`tests/vectors`, `tests/vectors/options`, `tests/vectors/beyond`),
+/// (`tests/vectors`, `tests/vectors/options`, `tests/vectors/beyond`,
+/// `tests/vectors/stream`),
 /// sorted by name.
 fn vector_files(folder: &str) -> Vec<PathBuf> {
     let mut paths: Vec<_> = fs::read_dir(root().join(folder))
@@ -54,6 +55,13 @@ fn replay_every_beyond_vector_file() {
     let (files, steps) = replay_folder("tests/vectors/beyond");
     println!("cli replay, beyond: {files} files, {steps} steps");
     assert!(files >= 14 && steps >= 66, "{files} files, {steps} steps");
+}
+
+#[test]
+fn replay_every_stream_vector_file() {
+    let (files, steps) = replay_folder("tests/vectors/stream");
+    println!("cli replay, stream: {files} files, {steps} steps");
+    assert!(files >= 17 && steps >= 120, "{files} files, {steps} steps");
 }
 
 #[test]

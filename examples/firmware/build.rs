@@ -1,7 +1,8 @@
 //! Turns the vendored conformance vectors into Rust statics
 //! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`tests/vectors/*.jsonl`),
 //! those of the policy options of section 10 (`tests/vectors/options/*.jsonl`)
-//! and those of section 11 (`tests/vectors/beyond/*.jsonl`). Per scenario its
+//! those of section 11 (`tests/vectors/beyond/*.jsonl`) and those of
+//! section 12 (`tests/vectors/stream/*.jsonl`). Per scenario its
 //! file, folder, settings and host options (the jitter seed included) and
 //! its retry budget, if any; per step the input (the message fields of
 //! §10.2 and §11.2 included), the expected outputs (in the vectors' form:
@@ -40,6 +41,7 @@ fn main() {
         "tests/vectors",
         "tests/vectors/options",
         "tests/vectors/beyond",
+        "tests/vectors/stream",
     ];
     let mut paths: Vec<(usize, PathBuf)> = Vec::new();
     for (folder, dir) in folders.iter().enumerate() {
@@ -219,13 +221,14 @@ fn message_code(m: &MessageBuf) -> String {
     };
     format!(
         "AssistantMessage {{ stop_reason: StopReason::{:?}, error_message: {}, usage: {}, \
-         should_retry: {:?}, retry_after_ms: {}, partial: Partial::{:?} }}",
+         should_retry: {:?}, retry_after_ms: {}, partial: Partial::{:?}, empty: {} }}",
         m.stop_reason,
         opt_lit(m.error_message.as_deref()),
         usage,
         m.should_retry,
         opt_u64(m.retry_after_ms),
-        m.partial
+        m.partial,
+        m.empty
     )
 }
 
@@ -236,7 +239,8 @@ fn settings_code(s: &RetrySettings) -> String {
     format!(
         "Settings {{ profile: {:?}, enabled: {}, max_retries: {}, base_delay_ms: {}, \
          max_delay_ms: {}, backoff_cap_ms: {}, jitter_pct: {}, honor_hints: {}, classifier: {:?}, \
-         model_fallback: {}, max_usage_wait_ms: {}, max_total_delay_ms: {} }}",
+         model_fallback: {}, max_usage_wait_ms: {}, max_total_delay_ms: {}, \
+         first_event_timeout_ms: {}, idle_timeout_ms: {}, retry_empty: {} }}",
         s.profile.as_str(),
         s.enabled,
         s.max_retries,
@@ -248,7 +252,10 @@ fn settings_code(s: &RetrySettings) -> String {
         s.classifier.as_str(),
         s.model_fallback,
         s.max_usage_wait_ms,
-        s.max_total_delay_ms
+        s.max_total_delay_ms,
+        s.first_event_timeout_ms,
+        s.idle_timeout_ms,
+        s.retry_empty
     )
 }
 
@@ -268,6 +275,12 @@ fn input_code(input: &InputLine) -> String {
         ),
         InputBuf::TimerFired { timer } => {
             format!("In::TimerFired {{ ordinal: {} }}", timer.get())
+        }
+        InputBuf::StreamStart { now_ms } => {
+            format!("In::Machine(Input::StreamStart {{ now_ms: {now_ms} }})")
+        }
+        InputBuf::StreamEvent { now_ms } => {
+            format!("In::Machine(Input::StreamEvent {{ now_ms: {now_ms} }})")
         }
         InputBuf::UsageLimitMarked { switched, .. } => {
             format!("In::UsageLimitMarked {{ switched: {switched} }}")
@@ -317,7 +330,7 @@ fn output(o: &Value) -> Result<String, String> {
             let e = &o["event"];
             match str_field(e, "type")? {
                 "auto_retry_start" => format!(
-                    "Output::Emit(Event::Start {{ attempt: {}, max_attempts: {}, delay_ms: {}, error_message: {} }})",
+                    "Output::Emit(Event::Start {{ attempt: {}, max_attempts: {}, delay_ms: {}, error_message: autoretry::ErrorText::Text({}) }})",
                     u32_field(e, "attempt")?,
                     u32_field(e, "maxAttempts")?,
                     u64_field(e, "delayMs")?,
@@ -344,6 +357,11 @@ fn output(o: &Value) -> Result<String, String> {
         "drop_trailing_error" => "Output::DropTrailingError".into(),
         "sleep" => format!(
             "Output::Sleep {{ ms: {}, timer: TimerId({}) }}",
+            u64_field(o, "ms")?,
+            u64_field(o, "timer")?
+        ),
+        "watch" => format!(
+            "Output::Watch {{ ms: {}, timer: TimerId({}) }}",
             u64_field(o, "ms")?,
             u64_field(o, "timer")?
         ),

@@ -315,6 +315,8 @@ pub(super) unsafe fn feed_message<'a, T>(
         should_retry,
         retry_after_ms: fields.retry_after_ms,
         partial,
+        // The C ABI carries no `empty` (spec §12.3) yet: absent.
+        empty: false,
     };
     let input = match now {
         None => Input::MessageEnd { message },

@@ -99,7 +99,7 @@ mod tests {
             attempt: u32::MAX,
             max_attempts: u32::MAX,
             delay_ms: u64::MAX,
-            error_message: text,
+            error_message: text.into(),
         })
     }
 
@@ -134,7 +134,7 @@ mod tests {
                 final_error: Some(FinalError::WaitTooLong {
                     requested_ms: 11_180_000,
                     max_delay_ms: 300_000,
-                    error: "usage limit \u{1f} \"quoted\"",
+                    error: "usage limit \u{1f} \"quoted\"".into(),
                 }),
             }),
             Output::Settled,
@@ -204,7 +204,7 @@ mod tests {
                 attempt: *attempt,
                 max_attempts: *max_attempts,
                 delay_ms: *delay_ms,
-                error_message: text,
+                error_message: text.as_str().into(),
             }),
             Shape::End(success, attempt, final_error) => Output::Emit(Event::End {
                 success: *success,
@@ -218,7 +218,7 @@ mod tests {
                     final_error: Some(FinalError::WaitTooLong {
                         requested_ms: *requested_ms,
                         max_delay_ms: *max_delay_ms,
-                        error,
+                        error: error.as_str().into(),
                     }),
                 })
             }

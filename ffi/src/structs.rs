@@ -4,7 +4,7 @@
 //! the struct form's only mapping). Safe code; `c.rs` has their exports.
 
 use super::codes::{ERR_OUT_TOO_SMALL, PARTIAL_NONE, SHOULD_RETRY_ABSENT};
-use autoretry::{Event, FallbackReason, FinalError, Output};
+use autoretry::{ErrorText, Event, FallbackReason, FinalError, Output};
 
 /// `message_end`: the message fields of `autoretry_input`. The codes start
 /// at 1: a kind left at 0 is refused with `AUTORETRY_ERR_ARG`.
@@ -261,7 +261,13 @@ impl AutoretryOutput {
 
     /// The struct form of one output: the C form's only mapping.
     fn of(output: &Output<'_>) -> Self {
-        let text = |text: &str| (text.as_ptr(), text.len() as u32);
+        // A stall's text (spec §12.2) has no bytes to point at; the C ABI
+        // takes no stream inputs yet, so the machine behind it never
+        // declares a stall, and such a text is left empty.
+        let text = |text: ErrorText<'_>| match text.as_str() {
+            Some(text) => (text.as_ptr(), text.len() as u32),
+            None => (core::ptr::null(), 0),
+        };
         let mut o = AutoretryOutput::EMPTY;
         match *output {
             Output::Emit(Event::Start {
@@ -284,7 +290,11 @@ impl AutoretryOutput {
                     None => {}
                     Some(FinalError::Text(error)) => {
                         o.final_error = FINAL_ERROR_TEXT;
-                        (o.text, o.text_len) = text(error);
+                        (o.text, o.text_len) = text(error.into());
+                    }
+                    Some(FinalError::Stalled { silence_ms }) => {
+                        o.final_error = FINAL_ERROR_TEXT;
+                        (o.text, o.text_len) = text(ErrorText::Stalled { silence_ms });
                     }
                     Some(FinalError::WaitTooLong {
                         requested_ms,
@@ -315,6 +325,11 @@ impl AutoretryOutput {
                 (o.kind, o.ms, o.timer) = (OUTPUT_SLEEP, ms, timer.get());
             }
             Output::CancelTimer { timer } => (o.kind, o.timer) = (OUTPUT_CANCEL_TIMER, timer.get()),
+            // The C ABI takes no stream inputs yet: no watch is ever armed
+            // behind it. Its timer is a sleep's in every respect.
+            Output::Watch { ms, timer } => {
+                (o.kind, o.ms, o.timer) = (OUTPUT_SLEEP, ms, timer.get());
+            }
             Output::ContinueAgent => o.kind = OUTPUT_CONTINUE_AGENT,
             Output::ResumeAgent => o.kind = OUTPUT_RESUME_AGENT,
             Output::SwitchModel { reason } => {

@@ -449,7 +449,11 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
         };
         if let Ok(outputs) = &step.outputs {
             let sleeper = &self.sleeper;
-            let pending = self.machine.pending_timer();
+            // The backoff or the stream's watch (spec §12.2): never both.
+            let pending = self
+                .machine
+                .pending_timer()
+                .or(self.machine.pending_watch());
             self.timer
                 .carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
         }
@@ -569,11 +573,23 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
         }
     }
 
-    /// Clears the pending timer and feeds its `timer_fired`.
+    /// Clears the pending timer, feeds its `timer_fired` and carries out
+    /// the timer outputs (a stream's watch that fires may arm the next,
+    /// spec §12.2).
     fn fire(&mut self, timer: TimerId) -> Step<'_> {
         self.timer.disarm();
         self.input = None;
-        Step::of(&mut self.machine, Input::TimerFired { timer })
+        let step = Step::of(&mut self.machine, Input::TimerFired { timer });
+        if let Ok(outputs) = &step.outputs {
+            let sleeper = &self.sleeper;
+            let pending = self
+                .machine
+                .pending_timer()
+                .or(self.machine.pending_watch());
+            self.timer
+                .carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
+        }
+        step
     }
 }
 

@@ -421,6 +421,42 @@ impl<C: Clock> ThreadDriver<C> {
         step
     }
 
+    /// `stream_start` (spec §12.2) at the driver's clock, in whole
+    /// milliseconds since its origin: the host sent a request to the
+    /// provider. A `watch` it gives runs on the same timer as a backoff
+    /// ([`ThreadDriver::deadline`], [`ThreadDriver::fire_due`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings, StopReason};
+    /// use autoretry::host::{clock::VirtualClock, thread::ThreadDriver};
+    /// let settings = RetrySettings::DEFAULT.with_first_event_timeout_ms(500).with_idle_timeout_ms(500);
+    /// let clock = VirtualClock::new();
+    /// let mut driver = ThreadDriver::with_clock(Machine::new(settings, HostOptions::DEFAULT), clock.clone());
+    /// assert!(matches!(driver.stream_start().outputs.unwrap()[..], [Output::Watch { ms: 500, .. }]));
+    /// clock.advance(Duration::from_millis(300));
+    /// assert!(driver.stream_event().outputs.unwrap().is_empty()); // progress at 300 ms
+    /// // Only pings from here: the watch fires at 500 ms, then at 800 ms.
+    /// let step = driver.fire_due(driver.deadline().unwrap()).unwrap();
+    /// assert!(matches!(step.outputs.unwrap()[..], [Output::Watch { ms: 300, .. }]));
+    /// clock.advance(Duration::from_millis(500));
+    /// let step = driver.fire_due(clock.now()).unwrap();
+    /// assert_eq!(step.outputs.unwrap()[..], [Output::AbortAgent]);
+    /// # use autoretry::host::clock::Clock;
+    /// ```
+    pub fn stream_start(&mut self) -> Step<'static> {
+        let now_ms = clock_ms(self.clock.now());
+        self.handle(Input::StreamStart { now_ms })
+    }
+
+    /// `stream_event` (spec §12.2) at the driver's clock: the host received
+    /// an event of the answer that shows progress (never a keep-alive
+    /// ping). While the stream's watch is pending it only stores the time.
+    pub fn stream_event(&mut self) -> Step<'static> {
+        let now_ms = clock_ms(self.clock.now());
+        self.handle(Input::StreamEvent { now_ms })
+    }
+
     /// Fires the pending timer if its deadline is at or before `now` (on
     /// the driver's clock): clears it, feeds [`Input::TimerFired`] and
     /// returns the step (its outputs are the caller's to carry out). `None`
@@ -543,10 +579,17 @@ fn carry_out<C: Clock>(
     step: &Step<'_>,
 ) {
     if let Ok(outputs) = &step.outputs {
-        timer.carry_out(outputs, machine.pending_timer(), |ms| {
-            after(clock.now(), ms)
-        });
+        // The backoff or the stream's watch (spec §12.2): never both.
+        let pending = machine.pending_timer().or(machine.pending_watch());
+        // The clock is read only where an output arms the timer.
+        timer.carry_out(outputs, pending, |ms| after(clock.now(), ms));
     }
+}
+
+/// A reading of a driver's clock in whole milliseconds since its origin,
+/// for the stream's `nowMs` (saturating at `u64::MAX`).
+pub(crate) fn clock_ms(now: Duration) -> u64 {
+    u64::try_from(now.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The instant `ms` milliseconds after `now` on a host's clock (`None`,

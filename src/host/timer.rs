@@ -3,7 +3,8 @@
 //!
 //! The machine names its timers and says how long each waits; the host
 //! owns the clock. [`BackoffTimer::carry_out`] carries out the timer
-//! outputs of a step ([`Output::Sleep`] arms it, [`Output::CancelTimer`]
+//! outputs of a step ([`Output::Sleep`] arms it, and so does the stream's
+//! [`Output::Watch`] (spec §12.2: the machine never has both pending), [`Output::CancelTimer`]
 //! of the armed timer disarms it, a stale id changes nothing) and
 //! [`BackoffTimer::take_due`] hands out the timer to fire once its
 //! deadline has passed. The thread driver, the async driver and the
@@ -126,8 +127,10 @@ impl<T: Copy + PartialOrd> BackoffTimer<T> {
     /// `ms` milliseconds from now, rounded up to its clock's ticks; `None`
     /// when beyond its range: armed, never due), [`Output::CancelTimer`]
     /// disarms the armed timer when it names it, and a stale id changes
-    /// nothing. Then only the machine's pending timer (`pending`, its
-    /// [`Machine::pending_timer`](crate::Machine::pending_timer) after the
+    /// nothing; an [`Output::Watch`] arms it as a sleep does. Then only the
+    /// machine's pending timer (`pending`, its
+    /// [`Machine::pending_timer`](crate::Machine::pending_timer) or
+    /// [`Machine::pending_watch`](crate::Machine::pending_watch) after the
     /// step) stays armed: a timer the host fed itself, or one whose chain
     /// ended, is dropped.
     ///
@@ -149,7 +152,9 @@ impl<T: Copy + PartialOrd> BackoffTimer<T> {
     ) {
         for output in outputs {
             match *output {
-                Output::Sleep { ms, timer } => self.arm(timer, after(ms)),
+                Output::Sleep { ms, timer } | Output::Watch { ms, timer } => {
+                    self.arm(timer, after(ms));
+                }
                 Output::CancelTimer { timer } if self.timer() == Some(timer) => {
                     self.armed = None;
                 }

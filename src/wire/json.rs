@@ -529,8 +529,8 @@ pub fn settings_from_json(value: &Value) -> Result<RetrySettings, DecodeError> {
 
 impl MessageBuf {
     /// Decodes
-    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n,"partial":..}`
-    /// (spec §2, §10.2, §11.2; feature `json`).
+    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n,"partial":..,"empty":b}`
+    /// (spec §2, §10.2, §11.2, §12.3; feature `json`).
     /// `stopReason` is required and must be one of the five names;
     /// `role`, when present, must be `"assistant"`; other fields are ignored.
     /// An optional field given as `null` is absent; a missing count of
@@ -597,11 +597,25 @@ impl MessageBuf {
             usage,
             should_retry: boolean(obj, "shouldRetry")?,
             retry_after_ms: uint(obj, "retryAfterMs")?,
-            // Last: a bad `partial` in an otherwise good message is an
-            // input to refuse (spec §11.2), which `InputLine` tells apart.
+            // Last: a bad `partial` or `empty` in an otherwise good
+            // message is an input to refuse (spec §11.2, §12.3), which
+            // `InputLine` tells apart.
             partial: partial(obj)?,
+            empty: empty(obj)?,
         })
     }
+}
+
+/// `empty` of a message object (spec §12.3): absent or `null` is `false`;
+/// anything but a boolean is an error naming it.
+fn empty(obj: &Map<String, Value>) -> Result<bool, DecodeError> {
+    Ok(boolean(obj, "empty")?.unwrap_or(false))
+}
+
+/// The error of a message's fields that make an input to refuse rather
+/// than a malformed line (`partial`, `empty`), in the order decoded.
+fn refusable(obj: &Map<String, Value>) -> Option<DecodeError> {
+    partial(obj).err().or_else(|| empty(obj).err())
 }
 
 /// `partial` of a message object (spec §11.2): absent or `null` is
@@ -658,7 +672,8 @@ pub enum InputLine {
 /// A well-formed input line the host must refuse (spec §6a): a `settings`
 /// whose group fails validation, a `set_auto_retry` or `model_switched`
 /// whose boolean is missing or not a boolean, a message that is good but for
-/// its `partial` (spec §11.2).
+/// its `partial` or `empty` (spec §11.2, §12.3), a `stream_start` or
+/// `stream_event` whose `nowMs` is missing or not a u64 (§12.2).
 ///
 /// ```
 /// use autoretry::wire::json::{ErrorKind, InputLine};
@@ -706,8 +721,8 @@ impl InputLine {
                 Ok(message) => Ok(Ok(message)),
                 Err(e) => {
                     let e = e.within("message");
-                    let bad_partial = value.as_object().and_then(|m| partial(m).err());
-                    if bad_partial.map(|p| p.within("message")).as_ref() == Some(&e) {
+                    let refusable = value.as_object().and_then(refusable);
+                    if refusable.map(|p| p.within("message")).as_ref() == Some(&e) {
                         Ok(Err(e))
                     } else {
                         Err(e)
@@ -728,6 +743,16 @@ impl InputLine {
                     Err(reason) => refused("agent_end", reason),
                 }
             }
+            // A missing or ill-typed `nowMs` is an input to refuse (spec
+            // §12.2).
+            "stream_start" => match require(obj, "nowMs", "a non-negative integer", uint) {
+                Ok(now_ms) => InputLine::Input(InputBuf::StreamStart { now_ms }),
+                Err(reason) => refused("stream_start", reason),
+            },
+            "stream_event" => match require(obj, "nowMs", "a non-negative integer", uint) {
+                Ok(now_ms) => InputLine::Input(InputBuf::StreamEvent { now_ms }),
+                Err(reason) => refused("stream_event", reason),
+            },
             "timer_fired" => InputLine::Input(InputBuf::TimerFired {
                 timer: TimerId(require(obj, "timer", "a non-negative integer", uint)?),
             }),
@@ -759,8 +784,8 @@ impl InputLine {
                     ErrorKind::UnknownValue,
                     format!(
                         "unknown input {} (expected message_end, agent_end, timer_fired, \
-                         usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry \
-                         or settings)",
+                         stream_start, stream_event, usage_limit_marked, model_switched, \
+                         abort_retry, abort, set_auto_retry or settings)",
                         Value::String(other.into())
                     ),
                 ))

@@ -621,6 +621,8 @@ pub enum ErrorCode {
     AwaitingModelSwitchAnswer,
     /// `model_switch_text_mismatch`: [`Refused::ModelSwitchTextMismatch`].
     ModelSwitchTextMismatch,
+    /// `empty_with_partial`: [`Refused::EmptyWithPartial`].
+    EmptyWithPartial,
 }
 
 impl ErrorCode {
@@ -639,6 +641,7 @@ impl ErrorCode {
             ErrorCode::UsageLimitTextMismatch => "usage_limit_text_mismatch",
             ErrorCode::AwaitingModelSwitchAnswer => "awaiting_model_switch_answer",
             ErrorCode::ModelSwitchTextMismatch => "model_switch_text_mismatch",
+            ErrorCode::EmptyWithPartial => "empty_with_partial",
         }
     }
 
@@ -666,6 +669,7 @@ impl From<Refused> for ErrorCode {
             Refused::UsageLimitTextMismatch => ErrorCode::UsageLimitTextMismatch,
             Refused::AwaitingModelSwitchAnswer => ErrorCode::AwaitingModelSwitchAnswer,
             Refused::ModelSwitchTextMismatch => ErrorCode::ModelSwitchTextMismatch,
+            Refused::EmptyWithPartial => ErrorCode::EmptyWithPartial,
         }
     }
 }

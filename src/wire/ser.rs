@@ -5,7 +5,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::classify::Classification;
 use crate::machine::RetryState;
-use crate::output::{Event, FinalError, Output, TimerId};
+use crate::output::{ErrorText, Event, FinalError, Output, TimerId};
 
 /// `TimerId` serializes as its raw number.
 impl Serialize for TimerId {
@@ -22,9 +22,21 @@ impl Serialize for FinalError<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             FinalError::Text(text) => serializer.serialize_str(text),
-            FinalError::WaitTooLong { .. }
+            FinalError::Stalled { .. }
+            | FinalError::WaitTooLong { .. }
             | FinalError::Throttled { .. }
             | FinalError::TotalWait { .. } => serializer.collect_str(self),
+        }
+    }
+}
+
+/// An error text as a JSON string: a text as it is, the stall sentence
+/// (spec §12.2) written through `collect_str`.
+impl Serialize for ErrorText<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ErrorText::Text(text) => serializer.serialize_str(text),
+            ErrorText::Stalled { .. } => serializer.collect_str(self),
         }
     }
 }
@@ -47,7 +59,7 @@ impl Serialize for Event<'_> {
                 s.serialize_field("attempt", &attempt)?;
                 s.serialize_field("maxAttempts", &max_attempts)?;
                 s.serialize_field("delayMs", &delay_ms)?;
-                s.serialize_field("errorMessage", error_message)?;
+                s.serialize_field("errorMessage", &error_message)?;
                 s.end()
             }
             Event::End {
@@ -71,7 +83,8 @@ impl Serialize for Event<'_> {
 }
 
 /// As the conformance vectors write outputs: `{"type":"emit","event":{...}}`,
-/// `{"type":"sleep","ms":2000,"timer":1}`, `{"type":"cancel_timer","timer":1}`,
+/// `{"type":"sleep","ms":2000,"timer":1}`, `{"type":"watch","ms":300000,"timer":2}`,
+/// `{"type":"cancel_timer","timer":1}`,
 /// `{"type":"mark_usage_limit","retryAfterMs":null}`,
 /// `{"type":"switch_model","reason":"exhausted"}`,
 /// `{"type":"continue_agent","resume":true}` (a continuation's, spec §11.2),
@@ -88,7 +101,7 @@ impl Serialize for Output<'_> {
                 s.serialize_field("event", event)?;
                 s.end()
             }
-            Output::Sleep { ms, timer } => {
+            Output::Sleep { ms, timer } | Output::Watch { ms, timer } => {
                 let mut s = serializer.serialize_struct("Output", 3)?;
                 s.serialize_field("type", ty)?;
                 s.serialize_field("ms", ms)?;
@@ -169,7 +182,7 @@ mod tests {
             attempt: 1,
             max_attempts: 3,
             delay_ms: 2000,
-            error_message: "overloaded_error",
+            error_message: "overloaded_error".into(),
         };
         assert_eq!(
             json(&start),
@@ -199,7 +212,7 @@ mod tests {
             final_error: Some(crate::FinalError::WaitTooLong {
                 requested_ms: 11_180_000,
                 max_delay_ms: 300_000,
-                error: "429 \"quoted\"\n",
+                error: "429 \"quoted\"\n".into(),
             }),
         };
         assert_eq!(

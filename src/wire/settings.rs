@@ -23,8 +23,8 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 ///   (serde_json reads all three, and integers beyond `u64`, as floats; every
 ///   float is rejected);
 /// - a negative or out-of-range integer (`maxRetries` must fit `u32`,
-///   `baseDelayMs`, `maxDelayMs`, `backoffCapMs`, `maxUsageWaitMs` and
-///   `maxTotalDelayMs` must fit `u64`, up to
+///   `baseDelayMs`, `maxDelayMs`, `backoffCapMs`, `maxUsageWaitMs`,
+///   `maxTotalDelayMs`, `firstEventTimeoutMs` and `idleTimeoutMs` must fit `u64`, up to
 ///   `18446744073709551615` exactly, `jitterPct` must be at most 100):
 ///   `retry.maxRetries: expected a non-negative integer that fits u32, found -1`,
 ///   `retry.jitterPct: expected an integer from 0 to 100, found 101`;
@@ -42,7 +42,7 @@ use crate::settings::{JitterPct, Profile, RetrySettings};
 ///
 /// It serializes as `{"enabled":true,"maxRetries":3,"baseDelayMs":2000}`
 /// at the defaults: `profile` first when it is `modern`, the keys of §4
-/// always, and each key of §10.1 and §11.1 only where it differs from the profile's
+/// always, and each key of §10.1, §11.1 and §12.1 only where it differs from the profile's
 /// default, so that decoding gives the same settings back.
 ///
 /// ```
@@ -95,6 +95,9 @@ impl Serialize for SettingsGroup {
             s.model_fallback != d.model_fallback,
             s.max_usage_wait_ms != d.max_usage_wait_ms,
             s.max_total_delay_ms != d.max_total_delay_ms,
+            s.first_event_timeout_ms != d.first_event_timeout_ms,
+            s.idle_timeout_ms != d.idle_timeout_ms,
+            s.retry_empty != d.retry_empty,
         ];
         let len = 3 + usize::from(modern) + options.iter().filter(|&&b| b).count();
         let mut out = serializer.serialize_struct("retry", len)?;
@@ -123,6 +126,9 @@ impl Serialize for SettingsGroup {
         option!(5, "modelFallback", s.model_fallback);
         option!(6, "maxUsageWaitMs", s.max_usage_wait_ms);
         option!(7, "maxTotalDelayMs", s.max_total_delay_ms);
+        option!(8, "firstEventTimeoutMs", s.first_event_timeout_ms);
+        option!(9, "idleTimeoutMs", s.idle_timeout_ms);
+        option!(10, "retryEmpty", s.retry_empty);
         out.end()
     }
 }
@@ -203,10 +209,13 @@ enum Key {
     ModelFallback,
     MaxUsageWaitMs,
     MaxTotalDelayMs,
+    FirstEventTimeoutMs,
+    IdleTimeoutMs,
+    RetryEmpty,
 }
 
 impl Key {
-    const ALL: [Key; 12] = [
+    const ALL: [Key; 15] = [
         Key::Profile,
         Key::Enabled,
         Key::MaxRetries,
@@ -219,6 +228,9 @@ impl Key {
         Key::ModelFallback,
         Key::MaxUsageWaitMs,
         Key::MaxTotalDelayMs,
+        Key::FirstEventTimeoutMs,
+        Key::IdleTimeoutMs,
+        Key::RetryEmpty,
     ];
 
     const fn name(self) -> &'static str {
@@ -235,6 +247,9 @@ impl Key {
             Key::ModelFallback => "modelFallback",
             Key::MaxUsageWaitMs => "maxUsageWaitMs",
             Key::MaxTotalDelayMs => "maxTotalDelayMs",
+            Key::FirstEventTimeoutMs => "firstEventTimeoutMs",
+            Key::IdleTimeoutMs => "idleTimeoutMs",
+            Key::RetryEmpty => "retryEmpty",
         }
     }
 
@@ -267,6 +282,9 @@ struct Given {
     model_fallback: Option<bool>,
     max_usage_wait_ms: Option<u64>,
     max_total_delay_ms: Option<u64>,
+    first_event_timeout_ms: Option<u64>,
+    idle_timeout_ms: Option<u64>,
+    retry_empty: Option<bool>,
 }
 
 impl Given {
@@ -287,6 +305,11 @@ impl Given {
             model_fallback: self.model_fallback.unwrap_or(d.model_fallback),
             max_usage_wait_ms: self.max_usage_wait_ms.unwrap_or(d.max_usage_wait_ms),
             max_total_delay_ms: self.max_total_delay_ms.unwrap_or(d.max_total_delay_ms),
+            first_event_timeout_ms: self
+                .first_event_timeout_ms
+                .unwrap_or(d.first_event_timeout_ms),
+            idle_timeout_ms: self.idle_timeout_ms.unwrap_or(d.idle_timeout_ms),
+            retry_empty: self.retry_empty.unwrap_or(d.retry_empty),
         }
     }
 }
@@ -379,6 +402,15 @@ impl<'de> Visitor<'de> for GroupVisitor<'_> {
                 }
                 Key::MaxTotalDelayMs => {
                     given.max_total_delay_ms = Some(map.next_value_seed(key.u64_seed())?);
+                }
+                Key::FirstEventTimeoutMs => {
+                    given.first_event_timeout_ms = Some(map.next_value_seed(key.u64_seed())?);
+                }
+                Key::IdleTimeoutMs => {
+                    given.idle_timeout_ms = Some(map.next_value_seed(key.u64_seed())?);
+                }
+                Key::RetryEmpty => {
+                    given.retry_empty = Some(map.next_value_seed(BoolSeed(key.name()))?);
                 }
             }
         }

@@ -60,6 +60,23 @@ pub const FIELDS_V2: [(&str, usize); 8] = [
     ("marked_reason", 1),
 ];
 
+/// The fields version 3 added (spec §12), with their widths, in the
+/// digest's order after [`FIELDS_V2`]; a snapshot before version 3 leaves
+/// them out of its digest.
+pub const FIELDS_V3: [(&str, usize); 11] = [
+    ("first_event_timeout_ms", 8),
+    ("idle_timeout_ms", 8),
+    ("retry_empty", 1),
+    ("marked_made", 1),
+    ("marked_silence_ms", 8),
+    ("stream", 1),
+    ("stream_start_ms", 8),
+    ("stream_last_ms", 8),
+    ("stream_due_ms", 8),
+    ("stream_flags", 1),
+    ("stall_silence_ms", 8),
+];
+
 /// The snapshot's fields, as serde names them, after `edit`, with the
 /// check digest made again.
 ///
@@ -82,8 +99,11 @@ pub fn forge(snapshot: Snapshot, edit: impl FnOnce(&mut Map<String, Value>)) -> 
     };
     edit(&mut fields);
     let mut bytes = Vec::new();
-    let version_2 = fields["version"].as_u64().is_some_and(|v| v >= 2);
-    let digested = FIELDS.iter().chain(FIELDS_V2.iter().filter(|_| version_2));
+    let version = fields["version"].as_u64().unwrap_or(0);
+    let digested = FIELDS
+        .iter()
+        .chain(FIELDS_V2.iter().filter(|_| version >= 2))
+        .chain(FIELDS_V3.iter().filter(|_| version >= 3));
     for &(name, width) in digested {
         let value = match &fields[name] {
             Value::Bool(b) => u64::from(*b),

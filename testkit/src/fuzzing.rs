@@ -539,6 +539,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         should_retry,
         retry_after_ms,
         partial,
+        empty: false,
     }
 }
 
@@ -736,6 +737,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         model_fallback: false,
         max_usage_wait_ms: 0,
         max_total_delay_ms: 0,
+        first_event_timeout_ms: 0,
+        idle_timeout_ms: 0,
+        retry_empty: false,
     };
     let modern = RetrySettings {
         profile: Profile::Modern,
@@ -750,6 +754,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
         model_fallback: false,
         max_usage_wait_ms: 0,
         max_total_delay_ms: 0,
+        first_event_timeout_ms: 300_000,
+        idle_timeout_ms: 300_000,
+        retry_empty: true,
     };
     // The columns of the table of §10.1, picked by the group's profile.
     let mut s = match obj.get("profile") {
@@ -773,6 +780,9 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
             "modelFallback" => s.model_fallback = v.as_bool()?,
             "maxUsageWaitMs" => s.max_usage_wait_ms = v.as_u64()?,
             "maxTotalDelayMs" => s.max_total_delay_ms = v.as_u64()?,
+            "firstEventTimeoutMs" => s.first_event_timeout_ms = v.as_u64()?,
+            "idleTimeoutMs" => s.idle_timeout_ms = v.as_u64()?,
+            "retryEmpty" => s.retry_empty = v.as_bool()?,
             "classifier" => {
                 s.classifier = match v.as_str()? {
                     "classic" => Classifier::Classic,

@@ -1,7 +1,7 @@
 //! The host side of the conformance vectors, `no_std` and allocation-free.
 //!
 //! Vectors write timers as ordinals within a scenario (`1` is the first
-//! `sleep` the scenario produced) and leave the usage-limit answer's text
+//! `sleep` or `watch` the scenario produced) and leave the usage-limit answer's text
 //! to the host (vectors README, "Timers" and "Inputs"). [`VectorHost`] is
 //! that host: it maps ordinals to the machine's timer ids and back, and
 //! keeps the error text of the `agent_end` the machine asked to mark.
@@ -190,8 +190,8 @@ impl<T, const N: usize> VectorHost<T, N> {
     }
 
     /// One output of the machine in the vectors' form, noting what the host
-    /// must remember: a `sleep`'s timer is recorded and written as its
-    /// ordinal, a `cancel_timer`'s as its ordinal (0 for an id this host
+    /// must remember: a `sleep`'s or a `watch`'s timer is recorded and
+    /// written as its ordinal (one sequence for both), a `cancel_timer`'s as its ordinal (0 for an id this host
     /// never recorded, which the machine never cancels), and a
     /// `mark_usage_limit` keeps the error text of `input`, the `agent_end`
     /// whose outputs these are (an empty text when it has none). Other
@@ -212,6 +212,12 @@ impl<T, const N: usize> VectorHost<T, N> {
     {
         match output {
             Output::Sleep { ms, timer } => Output::Sleep {
+                ms,
+                timer: TimerId(self.record_sleep(timer)),
+            },
+            // Ordinals count `sleep` and `watch` together (vectors README,
+            // "Timers").
+            Output::Watch { ms, timer } => Output::Watch {
                 ms,
                 timer: TimerId(self.record_sleep(timer)),
             },

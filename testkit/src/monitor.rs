@@ -8,9 +8,10 @@ use std::collections::HashSet;
 
 use autoretry::classify::{self, Classifier};
 use autoretry::{
-    AssistantMessage, Event, FallbackReason, FinalError, HostOptions, Input, Machine, Output,
-    Outputs, Partial, Refused, RetryBudget, RetrySettings, RetryState, Snapshot, SnapshotError,
-    StopReason, TimerId, MAX_OUTPUTS, RETRY_CANCELLED, UNKNOWN_ERROR,
+    AssistantMessage, ErrorText, Event, FallbackReason, FinalError, HostOptions, Input, Machine,
+    Output, Outputs, Partial, Refused, RetryBudget, RetrySettings, RetryState, Snapshot,
+    SnapshotError, StopReason, TimerId, EMPTY_RESPONSE, MAX_OUTPUTS, RETRY_CANCELLED,
+    UNKNOWN_ERROR,
 };
 
 use crate::spec::{
@@ -106,8 +107,29 @@ enum Question {
 #[derive(Clone, Debug)]
 struct Awaiting {
     question: Question,
+    /// The text the answer carries: the message's own.
     text: String,
+    /// The text the decision's events show: the message's, or the stall's
+    /// or the empty answer's (spec §12).
+    shown: String,
     decision: Decision,
+}
+
+/// The watched stream as the spec runs it (§12.2), from the inputs alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Watched {
+    /// No stream watched, no stall kept.
+    None,
+    /// A request in flight: its start `S`, last event `L`, and the due time
+    /// `D` of its pending watch timer.
+    Stream {
+        start: u64,
+        last: Option<u64>,
+        due: Option<u64>,
+    },
+    /// A stall declared after this silence, kept until the next
+    /// `agent_end`, `abort` or `stream_start` (rule 4).
+    Stalled(u64),
 }
 
 /// The monitor's own account of a retry budget over one input (spec
@@ -232,6 +254,22 @@ pub struct Monitor {
     continuations: u64,
     /// Number of throttled ends (spec §11.4).
     throttled: u64,
+    /// The watched stream (spec §12.2).
+    stream: Watched,
+    /// The pending watch timer.
+    watch: Option<TimerId>,
+    /// The text the events of the decision being made show (spec §12).
+    shown: String,
+    /// Number of watch timers issued.
+    watches: u64,
+    /// Number of watch timers that fired while pending.
+    watches_fired: u64,
+    /// Number of stalls declared (spec §12.2 rule 4).
+    stalls: u64,
+    /// Number of `agent_end`s decided as a stall.
+    stalls_decided: u64,
+    /// Number of empty answers decided as failures (spec §12.3).
+    empty_failures: u64,
 }
 
 impl Monitor {
@@ -268,6 +306,14 @@ impl Monitor {
             model_questions: 0,
             continuations: 0,
             throttled: 0,
+            stream: Watched::None,
+            watch: None,
+            shown: String::new(),
+            watches: 0,
+            watches_fired: 0,
+            stalls: 0,
+            stalls_decided: 0,
+            empty_failures: 0,
         }
     }
 
@@ -309,8 +355,27 @@ impl Monitor {
         } else {
             None
         };
+        let shown = match field("marked_made") {
+            1 => EMPTY_RESPONSE.to_owned(),
+            2 => ErrorText::Stalled {
+                silence_ms: field("marked_silence_ms"),
+            }
+            .to_string(),
+            _ => awaited_text.to_owned(),
+        };
+        let flag = |bit: u64| field("stream_flags") & bit != 0;
+        let stream = match field("stream") {
+            1 => Watched::Stream {
+                start: field("stream_start_ms"),
+                last: flag(1).then(|| field("stream_last_ms")),
+                due: flag(2).then(|| field("stream_due_ms")),
+            },
+            2 => Watched::Stalled(field("stall_silence_ms")),
+            _ => Watched::None,
+        };
         let awaiting = question.map(|question| Awaiting {
             question,
+            shown: shown.clone(),
             text: awaited_text.to_owned(),
             decision: Decision {
                 attempt,
@@ -355,6 +420,14 @@ impl Monitor {
             model_questions: 0,
             continuations: 0,
             throttled: 0,
+            stream,
+            watch: machine.pending_watch(),
+            shown,
+            watches: 0,
+            watches_fired: 0,
+            stalls: 0,
+            stalls_decided: 0,
+            empty_failures: 0,
             machine,
         })
     }
@@ -425,6 +498,39 @@ impl Monitor {
     /// ```
     pub fn throttled(&self) -> u64 {
         self.throttled
+    }
+
+    /// How many watch timers (spec §12.2) the machine issued so far.
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, Input, RetrySettings};
+    /// use autoretry_testkit::Monitor;
+    /// let mut mon = Monitor::new(RetrySettings::DEFAULT.with_first_event_timeout_ms(5), HostOptions::default());
+    /// mon.step(Input::StreamStart { now_ms: 0 }).unwrap();
+    /// assert_eq!(mon.watches(), 1);
+    /// ```
+    pub fn watches(&self) -> u64 {
+        self.watches
+    }
+
+    /// How many pending watch timers fired so far.
+    pub fn watches_fired(&self) -> u64 {
+        self.watches_fired
+    }
+
+    /// How many stalls (spec §12.2 rule 4) the machine declared so far.
+    pub fn stalls(&self) -> u64 {
+        self.stalls
+    }
+
+    /// How many `agent_end`s were decided as a stall so far.
+    pub fn stalls_decided(&self) -> u64 {
+        self.stalls_decided
+    }
+
+    /// How many empty answers were decided as failures (spec §12.3) so far.
+    pub fn empty_failures(&self) -> u64 {
+        self.empty_failures
     }
 
     /// The text whose usage-limit or model-switch answer is awaited, if any
@@ -518,6 +624,11 @@ impl Monitor {
             }
             Ok(_) => {
                 assert_eq!(self.machine.pending_timer(), self.pending);
+                assert_eq!(
+                    self.machine.pending_watch(),
+                    self.watch,
+                    "the pending watch"
+                );
                 assert_eq!(
                     self.machine.awaits_usage_limit_answer(),
                     self.awaiting_question() == Some(Question::UsageLimit)
@@ -671,9 +782,13 @@ impl Monitor {
                     assert_eq!(before, after, "a refused input changed the budget");
                 }
                 let expected = match input {
-                    Input::AgentEnd { .. } | Input::MessageEnd { .. } => {
-                        self.pending.is_some() || self.awaiting.is_some()
+                    Input::AgentEnd { message, .. } | Input::MessageEnd { message } => {
+                        self.pending.is_some()
+                            || self.awaiting.is_some()
+                            || (message.empty && message.partial != Partial::None)
                     }
+                    // §12.2 rule 1: no request during a backoff or a wait.
+                    Input::StreamStart { .. } => self.pending.is_some() || self.awaiting.is_some(),
                     Input::UsageLimitMarked { error_message, .. } => {
                         self.awaiting.as_ref().is_some_and(|a| {
                             a.question == Question::UsageLimit && a.text != error_message
@@ -711,9 +826,13 @@ impl Monitor {
     /// The spec's decision on an `agent_end` the machine accepted (spec
     /// §3, §5.1, §9, §10.2–10.3, §11.2–11.7), with this monitor's own
     /// jitter draw and its own account of the budget's tokens.
+    ///
+    /// `message` is the message as the rules read it (rewritten by §12);
+    /// `host_text` is the text the host's answers carry.
     fn decide(
         &mut self,
         message: &AssistantMessage<'_>,
+        host_text: &str,
         now_ms: Option<u64>,
         host: HostOptions,
         tokens: Option<&mut Tokens>,
@@ -766,11 +885,11 @@ impl Monitor {
         // Step 3: the max check. With every timer id issued no retry can
         // sleep either.
         if attempt > u64::from(s.max_retries) || self.last_timer == u64::MAX {
-            return self.policy(FallbackReason::Exhausted, d, text);
+            return self.policy(FallbackReason::Exhausted, d, host_text);
         }
         // Step 4: the throttle.
         if throttled {
-            return self.policy(FallbackReason::Throttled, d, text);
+            return self.policy(FallbackReason::Throttled, d, host_text);
         }
         // Step 5: the wait of §10.3 steps 1–6.
         let n = u32::try_from(attempt).expect("at most maxRetries");
@@ -813,12 +932,13 @@ impl Monitor {
             };
             self.awaiting = Some(Awaiting {
                 question: Question::UsageLimit,
-                text: text.to_owned(),
+                text: host_text.to_owned(),
+                shown: self.shown.clone(),
                 decision: d,
             });
             return Expect::Mark { hint: mark };
         }
-        self.ceiling(d, text)
+        self.ceiling(d, host_text)
     }
 
     /// §11.7 step 7: over the ceiling, a policy reason; else the total.
@@ -855,6 +975,7 @@ impl Monitor {
             self.awaiting = Some(Awaiting {
                 question: Question::Model(reason),
                 text: text.to_owned(),
+                shown: self.shown.clone(),
                 decision: d,
             });
             return Expect::Ask { reason };
@@ -897,6 +1018,7 @@ impl Monitor {
             return Expect::Nothing;
         };
         let d = a.decision;
+        self.shown = a.shown;
         match a.question {
             // A switched credential skips the ceiling: the total, with 0.
             Question::UsageLimit if switched => self.total_then_start(d, 0, text),
@@ -917,6 +1039,151 @@ impl Monitor {
         }
     }
 
+    /// Spec §12.2: checks the stream's part of an input's outputs (a
+    /// watch cancelled first at the stream's end, a watch armed, a stall's
+    /// `abort_agent`) against this monitor's own account of the watched
+    /// stream, and returns the rest of the outputs, which the chain's
+    /// checks read, with the silence of the stall an `agent_end` ends.
+    fn check_stream<'s, 'o>(
+        &mut self,
+        input: Input<'_>,
+        out: &'s [Output<'o>],
+    ) -> (&'s [Output<'o>], Option<u64>) {
+        let s = self.settings;
+        let mut rest = out;
+        // Rule 5 (and rule 1): the stream ends, its watch cancelled first.
+        if let Input::MessageEnd { .. }
+        | Input::AgentEnd { .. }
+        | Input::Abort
+        | Input::StreamStart { .. } = input
+        {
+            if let Some(timer) = self.watch.take() {
+                assert_eq!(
+                    out.first(),
+                    Some(&Output::CancelTimer { timer }),
+                    "the stream's end cancels its watch first (spec §12.2 rule 5): {out:?} for {input:?}"
+                );
+                rest = &out[1..];
+            }
+            if matches!(self.stream, Watched::Stream { .. }) {
+                self.stream = Watched::None;
+            }
+        }
+        let mut stall = None;
+        let expected: Option<Output<'static>> = match input {
+            Input::AgentEnd { .. } => {
+                if let Watched::Stalled(silence) = self.stream {
+                    stall = Some(silence);
+                }
+                self.stream = Watched::None;
+                return (rest, stall);
+            }
+            Input::Abort => {
+                self.stream = Watched::None;
+                return (rest, None);
+            }
+            Input::MessageEnd { .. } => return (rest, None),
+            Input::StreamStart { now_ms } => {
+                let due = (s.first_event_timeout_ms > 0 && self.last_timer < u64::MAX)
+                    .then(|| now_ms.saturating_add(s.first_event_timeout_ms));
+                self.stream = Watched::Stream {
+                    start: now_ms,
+                    last: None,
+                    due,
+                };
+                due.map(|_| Output::Watch {
+                    ms: s.first_event_timeout_ms,
+                    timer: TimerId(0),
+                })
+            }
+            Input::StreamEvent { now_ms } => match &mut self.stream {
+                Watched::Stream { last, due, .. } => {
+                    *last = Some(now_ms);
+                    if due.is_none() && s.idle_timeout_ms > 0 && self.last_timer < u64::MAX {
+                        *due = Some(now_ms.saturating_add(s.idle_timeout_ms));
+                        Some(Output::Watch {
+                            ms: s.idle_timeout_ms,
+                            timer: TimerId(0),
+                        })
+                    } else {
+                        None
+                    }
+                }
+                Watched::None | Watched::Stalled(_) => None,
+            },
+            Input::TimerFired { timer } if self.watch == Some(timer) => {
+                self.watch = None;
+                self.watches_fired += 1;
+                let Watched::Stream { start, last, due } = self.stream else {
+                    panic!("a watch timer pending with no stream watched");
+                };
+                let due = due.expect("a pending watch has a due time");
+                let (limit, reference) = match last {
+                    None => (s.first_event_timeout_ms, start),
+                    Some(last) => (s.idle_timeout_ms, last),
+                };
+                let silence = due.saturating_sub(reference);
+                if limit == 0 {
+                    self.stream = Watched::Stream {
+                        start,
+                        last,
+                        due: None,
+                    };
+                    None
+                } else if silence >= limit {
+                    self.stream = Watched::Stalled(silence);
+                    self.stalls += 1;
+                    assert_eq!(
+                        out,
+                        [Output::AbortAgent],
+                        "a stall aborts the stream (spec §12.2 rule 4)"
+                    );
+                    return (&[], None);
+                } else {
+                    let ms = limit - silence;
+                    let next = (self.last_timer < u64::MAX).then(|| due.saturating_add(ms));
+                    self.stream = Watched::Stream {
+                        start,
+                        last,
+                        due: next,
+                    };
+                    next.map(|_| Output::Watch {
+                        ms,
+                        timer: TimerId(0),
+                    })
+                }
+            }
+            _ => return (rest, None),
+        };
+        match expected {
+            None => assert!(
+                rest.iter().all(|o| !matches!(o, Output::Watch { .. })),
+                "a watch the spec does not arm: {out:?} for {input:?}"
+            ),
+            Some(Output::Watch { ms: want, .. }) => {
+                let Some(&Output::Watch { ms, timer }) = rest.first() else {
+                    panic!("no watch where the spec arms one (spec §12.2): {out:?} for {input:?}");
+                };
+                assert_eq!(ms, want, "the watch's ms (spec §12.2): {input:?}");
+                assert!(
+                    timer.0 > self.last_timer && self.issued.insert(timer.0),
+                    "a watch timer id was reused"
+                );
+                assert!(
+                    self.pending.is_none() && self.awaiting.is_none(),
+                    "a watch during a backoff or a hand-off wait (spec §12.2)"
+                );
+                assert!(self.watch.is_none(), "a second watch pending (spec §12.2)");
+                self.last_timer = timer.0;
+                self.watch = Some(timer);
+                self.watches += 1;
+                rest = &rest[1..];
+            }
+            Some(_) => unreachable!(),
+        }
+        (rest, None)
+    }
+
     fn check(
         &mut self,
         input: Input<'_>,
@@ -927,9 +1194,19 @@ impl Monitor {
         let host = self.host;
         // Inputs that must be refused were not.
         match input {
-            Input::AgentEnd { .. } | Input::MessageEnd { .. } => assert!(
+            Input::AgentEnd { message, .. } | Input::MessageEnd { message } => {
+                assert!(
+                    self.pending.is_none() && self.awaiting.is_none(),
+                    "the agent ran during a backoff or while an answer was awaited: {input:?}"
+                );
+                assert!(
+                    !message.empty || message.partial == Partial::None,
+                    "an empty answer with partial output was accepted (spec §12.3)"
+                );
+            }
+            Input::StreamStart { .. } => assert!(
                 self.pending.is_none() && self.awaiting.is_none(),
-                "the agent ran during a backoff or while an answer was awaited: {input:?}"
+                "a request started during a backoff or while an answer was awaited (spec §12.2)"
             ),
             Input::UsageLimitMarked { error_message, .. } => {
                 if let Some(a) = self
@@ -957,6 +1234,7 @@ impl Monitor {
             }
             _ => {}
         }
+        let (out, stall) = self.check_stream(input, out);
         let shape = shape(out);
         let allowed: &[&str] = match input {
             Input::MessageEnd { .. } => &["", "E+"],
@@ -968,7 +1246,10 @@ impl Monitor {
             Input::ModelSwitched { .. } => &["", "SDZ", "E-TC"],
             Input::AbortRetry => &["", "XE-TC", "E-TC", "TC", "E-T", "T"],
             Input::Abort => &["A", "XE-TCA", "E-TCA", "TCA", "E-TA", "TA"],
-            Input::SetAutoRetry { .. } | Input::Settings(_) => &[""],
+            Input::SetAutoRetry { .. }
+            | Input::Settings(_)
+            | Input::StreamStart { .. }
+            | Input::StreamEvent { .. } => &[""],
         };
         assert!(
             allowed.contains(&shape.as_str()),
@@ -976,13 +1257,46 @@ impl Monitor {
         );
 
         // The text a decision is about: the message's, or the awaited one.
-        let mut decided_text = "";
+        let empty_failure = |message: &AssistantMessage<'_>, settings: &RetrySettings| {
+            settings.retry_empty && message.empty && message.stop_reason == StopReason::Stop
+        };
         let expect = match input {
             Input::AgentEnd { message, now_ms } => {
-                decided_text = message.error_message.unwrap_or("");
-                let expect = self.decide(&message, now_ms, host, tokens.as_deref_mut());
-                // §11.4: a run that ended well refills the budget.
-                if let (true, Some(tokens)) = (message.stop_reason.is_success(), tokens) {
+                let host_text = message.error_message.unwrap_or("");
+                // §13.3: a stall (§12.2 rule 4), else an empty answer
+                // (§12.3), makes the message's error.
+                let made = match stall {
+                    Some(silence_ms) if !message.stop_reason.is_success() => {
+                        self.stalls_decided += 1;
+                        Some(ErrorText::Stalled { silence_ms }.to_string())
+                    }
+                    _ if empty_failure(&message, &self.settings) => {
+                        self.empty_failures += 1;
+                        Some(EMPTY_RESPONSE.to_owned())
+                    }
+                    _ => None,
+                };
+                let expect = match made {
+                    Some(text) => {
+                        let rewritten = AssistantMessage {
+                            stop_reason: StopReason::Error,
+                            error_message: Some(&text),
+                            should_retry: Some(true),
+                            ..message
+                        };
+                        self.shown = text.clone();
+                        self.decide(&rewritten, host_text, now_ms, host, tokens.as_deref_mut())
+                    }
+                    None => {
+                        self.shown = host_text.to_owned();
+                        self.decide(&message, host_text, now_ms, host, tokens.as_deref_mut())
+                    }
+                };
+                // §11.4: a run that ended well refills the budget (an
+                // empty answer under retryEmpty did not, §12.3).
+                let good =
+                    message.stop_reason.is_success() && !empty_failure(&message, &self.settings);
+                if let (true, Some(tokens)) = (good, tokens) {
                     tokens.refill();
                 }
                 expect
@@ -991,22 +1305,36 @@ impl Monitor {
                 switched,
                 error_message,
             } => {
-                decided_text = error_message;
+                self.shown = error_message.to_owned();
                 self.answer(Question::UsageLimit, switched, error_message)
             }
             Input::ModelSwitched {
                 switched,
                 error_message,
             } => {
-                decided_text = error_message;
+                self.shown = error_message.to_owned();
                 self.answer(
                     Question::Model(FallbackReason::Exhausted),
                     switched,
                     error_message,
                 )
             }
+            Input::MessageEnd { message } => {
+                // §5.2 and §12.3: the first good message of a chain
+                // reports its success; an empty stop under retryEmpty is
+                // none.
+                let good =
+                    message.stop_reason.is_success() && !empty_failure(&message, &self.settings);
+                let want = if self.started > 0 && good { "E+" } else { "" };
+                assert_eq!(
+                    shape, want,
+                    "the success of a message_end (spec §5.2, §12.3)"
+                );
+                Expect::Nothing
+            }
             _ => Expect::Nothing,
         };
+        let decided_text = self.shown.clone();
         let expected_shape = match expect {
             Expect::Fail(_) => Some("E-TC"),
             Expect::Mark { .. } => Some("M"),
@@ -1091,7 +1419,9 @@ impl Monitor {
             }
             Input::MessageEnd { .. }
             | Input::UsageLimitMarked { .. }
-            | Input::ModelSwitched { .. } => {}
+            | Input::ModelSwitched { .. }
+            | Input::StreamStart { .. }
+            | Input::StreamEvent { .. } => {}
         }
 
         for output in out {
@@ -1127,7 +1457,7 @@ impl Monitor {
                         (a, max, delay),
                         "the start's attempt, maxAttempts and delayMs (spec §10.3, §11)"
                     );
-                    assert_eq!(error_message, decided_text);
+                    assert_eq!(error_message, decided_text.as_str());
                     assert!(
                         attempt <= max_attempts || switched_model,
                         "attempt beyond maxRetries"
@@ -1156,11 +1486,11 @@ impl Monitor {
                     if let (Input::AbortRetry | Input::Abort, false) = (input, success) {
                         assert_eq!(final_error, Some(FinalError::Text(RETRY_CANCELLED)));
                     }
-                    let error = decided_text;
+                    let error = ErrorText::Text(&decided_text);
                     match expect {
                         Expect::Fail(failure) => {
                             let want = match failure {
-                                Failure::Exhausted => FinalError::Text(error),
+                                Failure::Exhausted => FinalError::Text(&decided_text),
                                 Failure::Throttled => {
                                     self.throttled += 1;
                                     FinalError::Throttled { error }
@@ -1190,18 +1520,24 @@ impl Monitor {
                                     }
                                 }
                             };
+                            // Compared as written: the machine carries a
+                            // stall's text as its number (§12.2).
                             assert_eq!(
-                                final_error,
-                                Some(want),
+                                final_error.map(|e| e.to_string()),
+                                Some(want.to_string()),
                                 "the policy end (spec §5.1.2, §10.3, §11.4, §11.6)"
                             );
                         }
                         _ if !success && matches!(input, Input::AgentEnd { .. }) => {
-                            let expected = match decided_text {
+                            let expected = match decided_text.as_str() {
                                 "" => UNKNOWN_ERROR,
                                 t => t,
                             };
-                            assert_eq!(final_error, Some(FinalError::Text(expected)));
+                            assert_eq!(
+                                final_error.map(|e| e.to_string()),
+                                Some(expected.to_owned()),
+                                "the final error of a run that starts no retry (spec §9, §12)"
+                            );
                         }
                         _ => {}
                     }
@@ -1219,6 +1555,10 @@ impl Monitor {
                     );
                     self.last_timer = self.last_timer.max(timer.0);
                     assert!(self.pending.is_none());
+                    assert!(
+                        self.watch.is_none(),
+                        "a backoff with a watch timer pending (spec §12.2)"
+                    );
                     assert_eq!(
                         Some(ms),
                         out.iter().find_map(|o| match o {
@@ -1265,6 +1605,9 @@ impl Monitor {
                     );
                     self.model_questions += 1;
                 }
+                Output::Watch { .. } => {
+                    panic!("a watch outside the stream's rules (spec §12.2): {out:?} for {input:?}")
+                }
                 Output::DropTrailingError | Output::AbortAgent => {}
             }
         }
@@ -1303,7 +1646,7 @@ impl Monitor {
 }
 
 /// The kinds of the outputs as a short string: `S` start, `E+`/`E-` end,
-/// `D` drop, `Z` sleep, `X` cancel timer, `K` continue, `R` resume, `M`
+/// `D` drop, `Z` sleep, `V` watch, `X` cancel timer, `K` continue, `R` resume, `M`
 /// mark, `W` switch model, `C` check compaction, `A` abort agent, `T`
 /// settled.
 fn shape(out: &[Output<'_>]) -> String {
@@ -1315,6 +1658,7 @@ fn shape(out: &[Output<'_>]) -> String {
             Output::Emit(Event::End { success: false, .. }) => "E-",
             Output::DropTrailingError => "D",
             Output::Sleep { .. } => "Z",
+            Output::Watch { .. } => "V",
             Output::CancelTimer { .. } => "X",
             Output::ContinueAgent => "K",
             Output::ResumeAgent => "R",

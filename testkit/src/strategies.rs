@@ -10,7 +10,12 @@
 //! `maxUsageWaitMs` and `maxTotalDelayMs` ([`settings`]), messages with
 //! `partial` ([`partial`]), the host's `model_switched` answer
 //! ([`Step::ModelAnswer`]) and a shared retry budget ([`budget`],
-//! [`Scenario::budget`]); [`classic_settings`] keeps them off.
+//! [`Scenario::budget`]); [`classic_settings`] keeps them off. And spec
+//! section 12: the stream's limits and `retryEmpty` ([`settings`]),
+//! `empty` answers ([`message`]), and the stream's inputs with a host
+//! clock that jumps, stalls and goes backwards ([`clock_ms`],
+//! [`Step::StreamStart`], [`Step::StreamEvent`]; [`Step::FirePending`]
+//! fires a pending watch as it fires a backoff).
 //!
 //! A [`Scenario`] is what happens *to* a host: the agent's runs end with
 //! these messages, the pending timer fires, the user cancels, the settings
@@ -32,7 +37,9 @@
 //!     fn feed<'a>(&mut self, input: Input<'a>) -> Result<Outputs<'a>, Refused> {
 //!         self.machine.handle(input)
 //!     }
-//!     fn pending_timer(&self) -> Option<TimerId> { self.machine.pending_timer() }
+//!     fn pending_timer(&self) -> Option<TimerId> {
+//!         self.machine.pending_timer().or(self.machine.pending_watch())
+//!     }
 //!     fn state(&self) -> RetryState { self.machine.state() }
 //! }
 //!
@@ -220,9 +227,10 @@ pub fn section_10_settings() -> impl Strategy<Value = RetrySettings> {
         )
 }
 
-/// Settings with every key of spec §4, §10.1 and §11.1: those of
+/// Settings with every key of spec §4, §10.1, §11.1 and §12.1: those of
 /// [`section_10_settings`], then `modelFallback` (half the time),
-/// `maxUsageWaitMs` and `maxTotalDelayMs` ([`wait_limit_ms`]).
+/// `maxUsageWaitMs` and `maxTotalDelayMs` ([`wait_limit_ms`]), then the
+/// stream's limits ([`stream_limit_ms`]) and `retryEmpty`.
 ///
 /// ```
 /// use proptest::prelude::*;
@@ -236,15 +244,53 @@ pub fn settings() -> impl Strategy<Value = RetrySettings> {
         any::<bool>(),
         wait_limit_ms(),
         wait_limit_ms(),
+        (stream_limit_ms(), stream_limit_ms(), any::<bool>()),
     )
         .prop_map(
-            |(settings, model_fallback, max_usage_wait_ms, max_total_delay_ms)| RetrySettings {
-                model_fallback,
-                max_usage_wait_ms,
-                max_total_delay_ms,
-                ..settings
+            |(settings, model_fallback, max_usage_wait_ms, max_total_delay_ms, stream)| {
+                let (first_event_timeout_ms, idle_timeout_ms, retry_empty) = stream;
+                RetrySettings {
+                    model_fallback,
+                    max_usage_wait_ms,
+                    max_total_delay_ms,
+                    first_event_timeout_ms,
+                    idle_timeout_ms,
+                    retry_empty,
+                    ..settings
+                }
             },
         )
+}
+
+/// A limit of the stream (spec §12.1): off (0) a third of the time, else
+/// short, the `modern` 300 s, or `u64::MAX`.
+///
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(|(ms in autoretry_testkit::strategies::stream_limit_ms())| {
+///     prop_assert!(ms == 0 || ms >= 1);
+/// });
+/// ```
+pub fn stream_limit_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => Just(0u64),
+        6 => 1u64..2000,
+        1 => Just(300_000),
+        1 => Just(u64::MAX),
+    ]
+}
+
+/// A reading of the host's monotonic clock (spec §12.2): mostly small
+/// times, so that events come before, at and after the limits, and
+/// sometimes far ones and `u64::MAX`; in a sequence of steps the clock so
+/// jumps ahead, stalls (the same reading) and goes backwards.
+pub fn clock_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 0u64..5000,
+        1 => Just(0u64),
+        1 => any::<u64>(),
+        1 => Just(u64::MAX),
+    ]
 }
 
 /// A context window: unknown (0), small, a real model's, `u64::MAX`, any.
@@ -386,15 +432,19 @@ pub fn message() -> impl Strategy<Value = MessageBuf> {
         prop_oneof![5 => Just(None), 1 => Just(Some(true)), 1 => Just(Some(false))],
         retry_after_ms(),
         partial(),
+        prop_oneof![3 => Just(false), 1 => Just(true)],
     )
         .prop_map(
-            |(stop_reason, error_message, usage, should_retry, retry_after_ms, partial)| {
+            |(stop_reason, error_message, usage, should_retry, retry_after_ms, partial, empty)| {
                 MessageBuf {
                     error_message,
                     usage,
                     should_retry,
                     retry_after_ms,
                     partial,
+                    // Mostly without partial output, as hosts send it; now
+                    // and then with it, which the machine refuses.
+                    empty: empty && (partial == Partial::None || stop_reason == StopReason::Length),
                     ..MessageBuf::new(stop_reason)
                 }
             },
@@ -434,6 +484,8 @@ pub fn input() -> impl Strategy<Value = InputLine> {
         1 => Just(InputBuf::Abort),
         1 => any::<bool>().prop_map(|enabled| InputBuf::SetAutoRetry { enabled }),
         1 => settings().prop_map(InputBuf::Settings),
+        1 => clock_ms().prop_map(|now_ms| InputBuf::StreamStart { now_ms }),
+        2 => clock_ms().prop_map(|now_ms| InputBuf::StreamEvent { now_ms }),
     ]
     .prop_map(InputLine::Input)
 }
@@ -448,9 +500,16 @@ pub enum Step {
     /// A run of the agent ended with this message (`agent_end`), at this
     /// wall-clock time.
     AgentEnd(MessageBuf, Option<u64>),
-    /// The pending backoff timer fired (none pending: a timer the machine
-    /// never issued).
+    /// The pending timer fired: the backoff's, or the stream's watch
+    /// (spec §12.2), on time (none pending: a timer the machine never
+    /// issued).
     FirePending,
+    /// The host sent a request (`stream_start`, spec §12.2) at this
+    /// reading of its monotonic clock.
+    StreamStart(u64),
+    /// The host received a progress event (`stream_event`) at this
+    /// reading of its monotonic clock.
+    StreamEvent(u64),
     /// A timer with this id fired: stale, unknown, or by chance the pending one.
     FireTimer(u64),
     /// The host answers `mark_usage_limit` (`usage_limit_marked`) with the
@@ -477,7 +536,7 @@ pub enum Step {
 
 impl Step {
     /// The machine's input for this step: `pending` is the host's pending
-    /// backoff timer, `marked` the error text of the question it answers,
+    /// timer (the backoff's or the watch's), `marked` the error text of the question it answers,
     /// usage limit or model ([`Step::marks`] of the step that asked it).
     ///
     /// ```
@@ -504,6 +563,8 @@ impl Step {
             Step::FireTimer(id) => Input::TimerFired {
                 timer: TimerId(*id),
             },
+            Step::StreamStart(now_ms) => Input::StreamStart { now_ms: *now_ms },
+            Step::StreamEvent(now_ms) => Input::StreamEvent { now_ms: *now_ms },
             Step::Answer { switched } => Input::UsageLimitMarked {
                 switched: *switched,
                 error_message: marked,
@@ -583,6 +644,8 @@ pub fn step() -> impl Strategy<Value = Step> {
         3 => message().prop_map(Step::MessageEnd),
         8 => Just(Step::FirePending),
         2 => prop_oneof![0u64..8, any::<u64>()].prop_map(Step::FireTimer),
+        2 => clock_ms().prop_map(Step::StreamStart),
+        4 => clock_ms().prop_map(Step::StreamEvent),
         4 => any::<bool>().prop_map(|switched| Step::Answer { switched }),
         3 => any::<bool>().prop_map(|switched| Step::ModelAnswer { switched }),
         1 => Just(Step::AbortRetry),
@@ -610,7 +673,7 @@ pub fn step() -> impl Strategy<Value = Step> {
 ///     let mut budget = scenario.budget;
 ///     let mut marked = "";
 ///     for step in &scenario.steps {
-///         let input = step.input(machine.pending_timer(), marked);
+///         let input = step.input(machine.pending_timer().or(machine.pending_watch()), marked);
 ///         match budget.as_mut() {
 ///             Some(budget) => {
 ///                 let before = *budget;

@@ -93,7 +93,7 @@ fn a_retried_tool_call_is_caught() {
                     attempt: 1,
                     max_attempts: 3,
                     delay_ms: 2000,
-                    error_message: TEXT,
+                    error_message: TEXT.into(),
                 }),
                 Output::DropTrailingError,
                 Output::Sleep {
@@ -166,7 +166,7 @@ fn a_total_wait_end_with_a_wrong_total_is_caught() {
             final_error: Some(FinalError::TotalWait {
                 total_ms: 4000,
                 max_total_delay_ms: 1000,
-                error: TEXT,
+                error: TEXT.into(),
             }),
         });
         o

@@ -44,7 +44,7 @@ pub fn start(attempt: u32, max_attempts: u32, delay_ms: u64, text: &str) -> Outp
         attempt,
         max_attempts,
         delay_ms,
-        error_message: text,
+        error_message: autoretry::ErrorText::Text(text),
     })
 }
 

@@ -7,9 +7,13 @@ use autoretry::wire::json::InputLine;
 use autoretry_testkit::vector::{ScenarioHeader, VectorLine};
 use serde_json::Value;
 
-/// The folders of vectors: those of sections 1–9 and those of the policy
-/// options of section 10.
-pub const FOLDERS: [&str; 2] = ["tests/vectors", "tests/vectors/options"];
+/// The folders of vectors: those of sections 1–9, those of the policy
+/// options of section 10 and those of the stream of section 12.
+pub const FOLDERS: [&str; 3] = [
+    "tests/vectors",
+    "tests/vectors/options",
+    "tests/vectors/stream",
+];
 
 /// One scenario of a vector file: its header and its steps (input, the
 /// whole expected line, place).

@@ -2,9 +2,10 @@
 //! time: embassy-time's mock driver stands still unless the test advances
 //! it, so a backoff must not end one millisecond before its `sleep` says and
 //! must end exactly then; every other input travels through the channel.
-//! Both folders run: the vectors of sections 1–9 and those of the policy
-//! options of section 10 (capped, jittered and hinted waits, fail-fast
-//! ends). The mock clock is global: this file has one test.
+//! The vectors of sections 1–9, those of the policy options of section 10
+//! (capped, jittered and hinted waits, fail-fast ends) and those of the
+//! stream of section 12 (a `watch` on the driver's timer, as a `sleep`)
+//! run. The mock clock is global: this file has one test.
 #![cfg(all(feature = "embassy", feature = "json"))]
 
 use crate::common::scenarios::{refused, scenarios, Scenario, FOLDERS};
@@ -22,6 +23,12 @@ use autoretry_testkit::VectorHost;
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_time::{Duration, Instant, MockDriver};
 use serde_json::Value;
+
+/// The timer the driver runs: the backoff's, or the stream's watch (spec
+/// §12.2), never both.
+fn pending(machine: &Machine) -> Option<TimerId> {
+    machine.pending_timer().or(machine.pending_watch())
+}
 
 struct Noop;
 
@@ -87,7 +94,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
             }
             InputLine::Input(InputBuf::TimerFired { timer: ordinal }) => {
                 match host.machine_timer(ordinal.get()) {
-                    Some(id) if driver.machine().pending_timer() == Some(id) => None,
+                    Some(id) if pending(driver.machine()) == Some(id) => None,
                     // A stale or never-produced timer: the host delivers it late.
                     other => Some(Input::TimerFired {
                         timer: other.unwrap_or(TimerId(u64::MAX)),
@@ -106,7 +113,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
             let step: Step<'_> = match fed {
                 Some(input) => send(&inputs, input, &mut driver, at)?,
                 None => {
-                    let id = driver.machine().pending_timer();
+                    let id = pending(driver.machine());
                     // The driver's own timer: advance virtual time to when
                     // the `sleep` said, not when the driver thinks.
                     let mut next = pin!(driver.next(receive(&rx)));
@@ -154,7 +161,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
             let input = fed.unwrap_or(Input::TimerFired { timer: TimerId(0) });
             let mut out = Vec::new();
             for output in step.outputs.iter().flatten() {
-                if let Output::Sleep { ms, .. } = *output {
+                if let Output::Sleep { ms, .. } | Output::Watch { ms, .. } = *output {
                     due = Instant::now().saturating_add(duration_from_ms(ms));
                 }
                 let output = host.vector_output(&input, *output);
@@ -173,7 +180,7 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
         // The driver's timer is armed exactly while the machine's is pending.
         check_eq!(
             driver.deadline().is_some(),
-            driver.machine().pending_timer().is_some(),
+            pending(driver.machine()).is_some(),
             at
         );
         passed += 1;

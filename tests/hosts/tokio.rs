@@ -3,8 +3,9 @@
 //! waits, and then straight to the next timer. A backoff must end exactly
 //! when its `sleep` said (not a millisecond early or late), every other
 //! input must be taken at once, and the inputs are owned (`InputBuf`)
-//! through a tokio channel. Both folders run: the vectors of sections 1–9
-//! and those of the policy options of section 10.
+//! through a tokio channel. The folders of sections 1–9, of the policy
+//! options of section 10 and of the stream of section 12 run (a `watch`
+//! on the driver's timer, as a `sleep`).
 #![cfg(all(feature = "tokio", feature = "json"))]
 
 use crate::common::scenarios::{refused, scenarios, Scenario, FOLDERS};
@@ -56,7 +57,7 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
             }
             InputLine::Input(InputBuf::TimerFired { timer: ordinal }) => {
                 match host.machine_timer(ordinal.get()) {
-                    Some(id) if driver.machine().pending_timer() == Some(id) => None,
+                    Some(id) if pending(driver.machine()) == Some(id) => None,
                     // A stale or never-produced timer: the host delivers it late.
                     other => Some(InputBuf::TimerFired {
                         timer: other.unwrap_or(TimerId(u64::MAX)),
@@ -99,7 +100,7 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
             );
             let mut out = Vec::new();
             for output in step.outputs.iter().flatten() {
-                if let Output::Sleep { ms, .. } = output {
+                if let Output::Sleep { ms, .. } | Output::Watch { ms, .. } = output {
                     due = Instant::now() + Duration::from_millis(*ms);
                 }
                 let output = host.vector_output(&step.input, *output);
@@ -114,12 +115,18 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
         );
         check!(state(&driver) == want["state"], "{at}: state");
         check!(
-            driver.deadline().is_some() == driver.machine().pending_timer().is_some(),
+            driver.deadline().is_some() == pending(driver.machine()).is_some(),
             "{at}: the timer is armed while the machine's is not pending, or not armed while it is"
         );
         passed += 1;
     }
     Ok(passed)
+}
+
+/// The timer the driver runs: the backoff's, or the stream's watch (spec
+/// §12.2), never both.
+fn pending(machine: &Machine) -> Option<TimerId> {
+    machine.pending_timer().or(machine.pending_watch())
 }
 
 #[tokio::test(start_paused = true)]

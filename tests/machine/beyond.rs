@@ -167,7 +167,7 @@ fn the_total_wait_ends_the_chain_before_it_would_be_passed() {
         FinalError::TotalWait {
             total_ms: 3000,
             max_total_delay_ms: 2500,
-            error: OVERLOADED
+            error: OVERLOADED.into()
         }
     );
     assert_eq!(

@@ -247,7 +247,8 @@ fn run_shared(
         .collect();
     for (i, step) in scenario.steps.iter().enumerate() {
         let (machine, monitor, marked) = &mut hosts[picks.get(i).copied().unwrap_or(0) % sessions];
-        let input = step.input(machine.pending_timer(), marked);
+        let pending = machine.pending_timer().or(machine.pending_watch());
+        let input = step.input(pending, marked);
         match budget.as_mut() {
             Some(budget) => {
                 let before = *budget;

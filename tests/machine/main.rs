@@ -23,6 +23,8 @@ mod presentation;
 mod shared_copies;
 mod snapshot;
 mod snapshot_fuzz;
+mod stream;
+mod stream_props;
 mod timers;
 mod usage_limit;
 mod vectors;

@@ -287,10 +287,14 @@ fn settings_json(gen: Gen) -> BoxedStrategy<(String, Option<RetrySettings>)> {
                     d.honor_hints
                 },
                 classifier: if keep[7] { s.classifier } else { d.classifier },
-                // The keys of §11.1 are not generated here (beyond.rs).
+                // The keys of §11.1 and §12.1 are not generated here
+                // (beyond.rs, stream.rs).
                 model_fallback: d.model_fallback,
                 max_usage_wait_ms: d.max_usage_wait_ms,
                 max_total_delay_ms: d.max_total_delay_ms,
+                first_event_timeout_ms: d.first_event_timeout_ms,
+                idle_timeout_ms: d.idle_timeout_ms,
+                retry_empty: d.retry_empty,
             };
             (Value::Object(obj).to_string(), Some(expected))
         });
@@ -427,7 +431,7 @@ fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
                 attempt,
                 max: max_attempts,
                 delay: delay_ms,
-                text: error_message.to_owned(),
+                text: error_message.to_string(),
             },
             Output::Emit(Event::End {
                 success,
@@ -455,9 +459,9 @@ fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
             Output::AbortAgent => Out::AbortAgent,
             Output::Settled => Out::Settled,
             // The model covers sections 1–10, whose machines never ask for a
-            // model or continue a partial turn.
-            Output::ResumeAgent | Output::SwitchModel { .. } => {
-                panic!("a section 11 output from sections 1-10: {o:?}")
+            // model, continue a partial turn or watch a stream.
+            Output::ResumeAgent | Output::SwitchModel { .. } | Output::Watch { .. } => {
+                panic!("a section 11 or 12 output from sections 1-10: {o:?}")
             }
         })
         .collect()

@@ -68,7 +68,7 @@ fn wait_too_long(requested_ms: u64, max_delay_ms: u64, error: &str) -> FinalErro
     FinalError::WaitTooLong {
         requested_ms,
         max_delay_ms,
-        error,
+        error: error.into(),
     }
 }
 

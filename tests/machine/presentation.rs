@@ -82,7 +82,7 @@ fn the_fail_fast_end_shows_its_sentence() {
         final_error: Some(FinalError::WaitTooLong {
             requested_ms: 11_180_000,
             max_delay_ms: 300_000,
-            error: "429 rate_limit_error",
+            error: "429 rate_limit_error".into(),
         }),
     };
     assert_eq!(
@@ -94,7 +94,7 @@ fn the_fail_fast_end_shows_its_sentence() {
     let empty = FinalError::WaitTooLong {
         requested_ms: u64::MAX,
         max_delay_ms: 1,
-        error: "",
+        error: "".into(),
     };
     assert!(!empty.is_empty());
     assert_eq!(
@@ -113,7 +113,7 @@ fn final_errors_compare_by_their_text() {
     let e = FinalError::WaitTooLong {
         requested_ms: 5,
         max_delay_ms: 4,
-        error: "x",
+        error: "x".into(),
     };
     let text = "Provider requested 5ms wait, exceeds retry.maxDelayMs (4ms). Original error: x";
     assert_eq!(e, text);

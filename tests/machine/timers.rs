@@ -47,7 +47,9 @@ fn the_machine_stays_small() {
     // new keys, the jitter state, the fail-fast figures kept while the
     // usage-limit answer is awaited) take it to 96; section 11 (its three
     // keys, the chain's total, the continuation flag, the figures kept
-    // while a model-switch answer is awaited) to at most 136.
-    assert!(core::mem::size_of::<Machine>() <= 136);
+    // while a model-switch answer is awaited) to at most 136; section 12
+    // (its three keys, the watched stream, the stall's silence kept with
+    // an awaited decision) to at most 192.
+    assert!(core::mem::size_of::<Machine>() <= 192);
     let _ = Input::AbortRetry;
 }

@@ -21,8 +21,9 @@ use core::panic::PanicInfo;
 
 use autoretry::classify::Classifier;
 use autoretry::{
-    AssistantMessage, Event, FallbackReason, FinalError, HostOptions, Input, JitterPct, Machine,
-    Output, Partial, Profile, RetryBudget, RetrySettings, RetryState, StopReason, TimerId, Usage,
+    AssistantMessage, ErrorText, Event, FallbackReason, FinalError, HostOptions, Input, JitterPct,
+    Machine, Output, Partial, Profile, RetryBudget, RetrySettings, RetryState, StopReason, TimerId,
+    Usage,
 };
 use autoretry_testkit::VectorHost;
 use cortex_m_rt::entry;
@@ -91,6 +92,9 @@ struct Settings {
     model_fallback: bool,
     max_usage_wait_ms: u64,
     max_total_delay_ms: u64,
+    first_event_timeout_ms: u64,
+    idle_timeout_ms: u64,
+    retry_empty: bool,
 }
 
 impl Settings {
@@ -110,6 +114,9 @@ impl Settings {
             model_fallback: self.model_fallback,
             max_usage_wait_ms: self.max_usage_wait_ms,
             max_total_delay_ms: self.max_total_delay_ms,
+            first_event_timeout_ms: self.first_event_timeout_ms,
+            idle_timeout_ms: self.idle_timeout_ms,
+            retry_empty: self.retry_empty,
         })
     }
 }
@@ -230,7 +237,8 @@ impl Host {
         }
         for (&got, want) in outputs.iter().zip(step.out) {
             match got {
-                Output::Sleep { ms, timer } => {
+                // A watch (spec §12.2) runs on the same timer as a sleep.
+                Output::Sleep { ms, timer } | Output::Watch { ms, timer } => {
                     self.pending = Some((timer, self.now_ms.saturating_add(ms)));
                 }
                 Output::CancelTimer { timer }
@@ -382,6 +390,27 @@ fn main() -> ! {
 /// writes it (`FinalError::WaitTooLong`), compared without allocating.
 fn same_output(got: &Output<'_>, want: &Output<'_>) -> bool {
     match (got, want) {
+        // A start's text compares as written too: the machine carries a
+        // stall's (spec §12.2) as its number.
+        (
+            Output::Emit(Event::Start {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            }),
+            Output::Emit(Event::Start {
+                attempt: want_attempt,
+                max_attempts: want_max,
+                delay_ms: want_delay,
+                error_message: ErrorText::Text(want_text),
+            }),
+        ) => {
+            attempt == want_attempt
+                && max_attempts == want_max
+                && delay_ms == want_delay
+                && error_message == want_text
+        }
         (
             Output::Emit(Event::End {
                 success,

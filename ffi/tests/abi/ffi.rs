@@ -243,6 +243,9 @@ impl Handle {
             InputBuf::Settings(s) => {
                 (c.kind, c.settings) = (INPUT_SETTINGS, settings_struct(*s));
             }
+            InputBuf::StreamStart { .. } | InputBuf::StreamEvent { .. } => {
+                unreachable!("no stream vectors are replayed through the C ABI")
+            }
         }
         c
     }
@@ -308,6 +311,9 @@ impl Handle {
                 },
                 InputBuf::ModelSwitched { switched, .. } => {
                     autoretry_model_switched(h, u32::from(*switched), o, cap)
+                }
+                InputBuf::StreamStart { .. } | InputBuf::StreamEvent { .. } => {
+                    unreachable!("no stream vectors are replayed through the C ABI")
                 }
             }
         };
@@ -1437,6 +1443,7 @@ fn same_as_the_library(
                     should_retry: *should_retry,
                     retry_after_ms: *retry_after_ms,
                     partial: autoretry::Partial::None,
+                    empty: false,
                 };
                 if *agent_end {
                     InputBuf::AgentEnd {

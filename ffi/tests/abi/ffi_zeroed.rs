@@ -105,7 +105,7 @@ fn said_by_library(o: &Output<'_>) -> Said {
         }) => Said {
             attempt,
             ms: delay_ms,
-            text: Some(error_message.to_owned()),
+            text: Some(error_message.to_string()),
             ..plain(OUTPUT_START)
         },
         Output::Emit(Event::End {
@@ -117,13 +117,13 @@ fn said_by_library(o: &Output<'_>) -> Said {
             text: final_error.map(|e| match e {
                 FinalError::WaitTooLong { error, .. }
                 | FinalError::Throttled { error }
-                | FinalError::TotalWait { error, .. } => error.to_owned(),
+                | FinalError::TotalWait { error, .. } => error.to_string(),
                 other => other.to_string(),
             }),
             ..plain(OUTPUT_END)
         },
         Output::DropTrailingError => plain(OUTPUT_DROP_TRAILING_ERROR),
-        Output::Sleep { ms, .. } => Said {
+        Output::Sleep { ms, .. } | Output::Watch { ms, .. } => Said {
             ms,
             ..plain(OUTPUT_SLEEP)
         },

@@ -18,7 +18,13 @@
 //!   `mark_usage_limit` action; the sidecar remembers the marked text) and
 //!   `{"type":"model_switched","switched":b}` (the answer to a
 //!   `switch_model` action, spec §11.3). A message may carry `partial`
-//!   (spec §11.2).
+//!   (spec §11.2) and `empty` (spec §12.3);
+//! - the stream's events (spec §12.2): `{"type":"stream_start"}` when the
+//!   agent sends a request to its provider and `{"type":"stream_event"}`
+//!   when it receives an event that shows progress (never a keep-alive
+//!   ping). A line without `nowMs` is stamped with the sidecar's clock when
+//!   it arrived, in ms (scaled as its deadlines are, `--time-scale`), so
+//!   an agent never passes time by hand; one with `nowMs` keeps it.
 //!
 //! Blank lines are skipped. A line that is not a JSON object with a string
 //! `type` answers the `parse` error of spec §7 (an object that gives a key
@@ -40,8 +46,10 @@
 //!   timer fires), `check_compaction`, `abort_agent`, `settled`,
 //!   `mark_usage_limit` (with `"retryAfterMs":n|null`; answer with
 //!   `usage_limit_marked`), `switch_model` (with `"reason":"..."`; answer
-//!   with `model_switched`) and `sleep` (with `"ms":n`: informational, the
-//!   sidecar owns the timer). A continuation's `continue_agent` carries
+//!   with `model_switched`), `sleep` and the stream's `watch` (spec §12.2;
+//!   each with `"ms":n`: informational, the sidecar owns the timer and
+//!   runs a watch as a sleep; when it fires with the stream silent too
+//!   long, the action is `abort_agent`). A continuation's `continue_agent` carries
 //!   `"resume":true` (spec §11.2). Timer cancellation stays inside the
 //!   sidecar. Every line out is written by a `Serialize` impl through
 //!   serde_json ([`output_line`]).

@@ -12,12 +12,18 @@ use crate::wire::json::{to_json, InputLine};
 use crate::wire::rpc::{Command, Envelope, ErrorCode, Failure, Response};
 
 /// The agent's events the sidecar takes besides the commands.
-const AGENT_EVENTS: [&str; 4] = [
+const AGENT_EVENTS: [&str; 6] = [
     "message_end",
     "agent_end",
     "usage_limit_marked",
     "model_switched",
+    "stream_start",
+    "stream_event",
 ];
+
+/// The events of the stream (spec §12.2): a line without `nowMs` is
+/// stamped with the sidecar's clock.
+const STREAM_EVENTS: [&str; 2] = ["stream_start", "stream_event"];
 
 /// One input line, read.
 pub(super) enum Request {
@@ -31,8 +37,10 @@ pub(super) enum Request {
     Answer(Response),
 }
 
-/// Reads one line (without its newline; a trailing `\r` is ignored).
-pub(super) fn read_line(line: &[u8]) -> Request {
+/// Reads one line (without its newline; a trailing `\r` is ignored);
+/// `now_ms` is the sidecar's clock when the line arrived, in ms, which a
+/// stream line without its own `nowMs` carries.
+pub(super) fn read_line(line: &[u8], now_ms: u64) -> Request {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.iter().all(|b| matches!(b, b' ' | b'\t')) {
         return Request::Blank;
@@ -53,6 +61,9 @@ pub(super) fn read_line(line: &[u8]) -> Request {
     if AGENT_EVENTS.contains(&envelope.type_name()) {
         let mut object = envelope.fields().clone();
         object.insert("type".into(), Value::String(envelope.type_name().into()));
+        if STREAM_EVENTS.contains(&envelope.type_name()) && !object.contains_key("nowMs") {
+            object.insert("nowMs".into(), now_ms.into());
+        }
         return match InputLine::from_json(&Value::Object(object)) {
             Ok(event) => Request::Event(envelope, event),
             Err(e) => Request::Answer(envelope.error(ErrorCode::of(&e), e.to_string())),
@@ -130,6 +141,7 @@ impl Serialize for Line<'_, '_> {
         let field = match output {
             Output::Emit(event) => return event.serialize(serializer),
             Output::Sleep { .. }
+            | Output::Watch { .. }
             | Output::MarkUsageLimit { .. }
             | Output::SwitchModel { .. }
             | Output::ResumeAgent
@@ -144,7 +156,7 @@ impl Serialize for Line<'_, '_> {
         s.serialize_field("type", "action")?;
         s.serialize_field("action", output.type_name())?;
         match *output {
-            Output::Sleep { ms, .. } => s.serialize_field("ms", &ms)?,
+            Output::Sleep { ms, .. } | Output::Watch { ms, .. } => s.serialize_field("ms", &ms)?,
             Output::MarkUsageLimit { retry_after_ms } => {
                 s.serialize_field("retryAfterMs", &retry_after_ms)?;
             }
@@ -182,7 +194,7 @@ mod tests {
             attempt: 1,
             max_attempts: 3,
             delay_ms: 2000,
-            error_message: "503 \"x\"",
+            error_message: "503 \"x\"".into(),
         };
         let end = Event::End {
             success: false,

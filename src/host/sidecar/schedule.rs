@@ -159,7 +159,7 @@ impl<W: Write> Sidecar<W> {
     pub fn feed_line(&mut self, line: &[u8], now: Duration) -> io::Result<()> {
         self.line += 1;
         let mut held = Vec::new();
-        let response = match protocol::read_line(line) {
+        let response = match protocol::read_line(line, crate::host::thread::clock_ms(now)) {
             Request::Blank => return Ok(()),
             Request::Answer(response) => Some(response),
             Request::Command(envelope, command) => {
@@ -266,8 +266,12 @@ impl<W: Write> Sidecar<W> {
             }
             None => self.machine.handle(input)?,
         };
-        self.timer
-            .carry_out(&outputs, self.machine.pending_timer(), |ms| after(now, ms));
+        // The backoff or the stream's watch (spec §12.2): never both.
+        let pending = self
+            .machine
+            .pending_timer()
+            .or(self.machine.pending_watch());
+        self.timer.carry_out(&outputs, pending, |ms| after(now, ms));
         Ok(outputs)
     }
 
@@ -380,6 +384,50 @@ mod tests {
             .lines()
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The lines written for `line` arriving at `now`.
+    fn run_at(sidecar: &mut Sidecar<Vec<u8>>, line: &str, now: Duration) -> Vec<String> {
+        let before = sidecar.out.len();
+        sidecar.feed_line(line.as_bytes(), now).unwrap();
+        String::from_utf8(sidecar.out[before..].to_vec())
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn stream_lines_are_stamped_with_the_sidecar_clock_and_watched_like_a_sleep() {
+        let ms = Duration::from_millis;
+        let settings = RetrySettings::DEFAULT
+            .with_first_event_timeout_ms(1000)
+            .with_idle_timeout_ms(400);
+        let mut s = Sidecar::new(Machine::new(settings, HostOptions::DEFAULT), Vec::new());
+        // A request at 5 s on the sidecar's clock: a watch due at 6 s.
+        let start = run_at(&mut s, r#"{"type":"stream_start"}"#, ms(5000));
+        assert_eq!(start, [r#"{"type":"action","action":"watch","ms":1000}"#]);
+        assert_eq!(s.deadline(), Some(ms(6000)));
+        // Progress at 5.9 s, stamped by the clock: a store.
+        assert!(run_at(&mut s, r#"{"type":"stream_event"}"#, ms(5900)).is_empty());
+        // The watch fires at 6 s: 100 ms of silence, 300 ms left.
+        assert!(s.fire_due(ms(6000)).unwrap());
+        assert_eq!(s.deadline(), Some(ms(6300)));
+        // Only pings from here: at 6.3 s the stream stalled.
+        let before = s.out.len();
+        assert!(s.fire_due(ms(6300)).unwrap());
+        let out = String::from_utf8(s.out[before..].to_vec()).unwrap();
+        assert!(
+            out.ends_with("{\"type\":\"action\",\"action\":\"abort_agent\"}\n"),
+            "{out}"
+        );
+        assert_eq!(s.machine().stalled_ms(), Some(400));
+        // A line with its own nowMs keeps it; a bad one is refused.
+        let refused = run(&mut s, r#"{"type":"stream_event","nowMs":-1}"#);
+        assert!(refused[0].contains(r#""success":false"#), "{refused:?}");
+        assert!(
+            run(&mut s, r#"{"type":"stream_start","nowMs":7}"#)[0].contains(r#""action":"watch""#)
+        );
     }
 
     #[test]

@@ -1,0 +1,222 @@
+//! The stall watchdog of spec §12.2: the watched stream, its one lazy
+//! watch timer, and the declared stall.
+//!
+//! The machine reads no clock: time is the `nowMs` of the host's
+//! `stream_start` and `stream_event` inputs, and a watch timer is taken to
+//! fire at its due time. The lease is lazy: a progress event only stores
+//! its time, and the pending timer, when it fires, either declares the
+//! stall or is armed again for what is left of the limit.
+
+use crate::machine::{push, Machine};
+use crate::output::{Output, Outputs, TimerId};
+
+/// The stream the machine watches, if any (spec §12.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) enum Stream {
+    /// No stream is watched and no stall is kept.
+    None,
+    /// A request is in flight and watched.
+    Watched {
+        /// `S`: the `nowMs` of its `stream_start`.
+        start_ms: u64,
+        /// `L`: the `nowMs` of its last progress event, when `has_last`.
+        last_ms: u64,
+        /// `D`: the due time of the pending watch timer, when `pending`;
+        /// else 0.
+        due_ms: u64,
+        /// A progress event came (the idle phase).
+        has_last: bool,
+        /// A watch timer is pending: the machine's last timer id.
+        pending: bool,
+    },
+    /// The stream stalled after a silence of `silence_ms`; kept until the
+    /// next `agent_end`, `abort` or `stream_start` (rule 4).
+    Stalled {
+        /// The silence `s` that declared the stall.
+        silence_ms: u64,
+    },
+}
+
+impl Machine {
+    /// The watch timer currently pending, if any (spec §12.2): at most one,
+    /// and never while a backoff timer is pending.
+    ///
+    /// ```
+    /// use autoretry::{Input, Machine, Output, RetrySettings};
+    /// let mut m = Machine::new(RetrySettings::DEFAULT.with_first_event_timeout_ms(1000), Default::default());
+    /// let out = m.handle(Input::StreamStart { now_ms: 0 }).unwrap();
+    /// let Output::Watch { ms: 1000, timer } = out[0] else { panic!("{out:?}") };
+    /// assert_eq!(m.pending_watch(), Some(timer));
+    /// ```
+    pub const fn pending_watch(&self) -> Option<crate::TimerId> {
+        match self.stream {
+            Stream::Watched { pending: true, .. } => Some(TimerId(self.timer)),
+            _ => None,
+        }
+    }
+
+    /// Whether a stall was declared and waits for the run's `agent_end`
+    /// (spec §12.2 rule 4), with its silence.
+    ///
+    /// ```
+    /// use autoretry::{Input, Machine, Output, RetrySettings};
+    /// let mut m = Machine::new(RetrySettings::DEFAULT.with_first_event_timeout_ms(50), Default::default());
+    /// let Output::Watch { timer, .. } = m.handle(Input::StreamStart { now_ms: 7 }).unwrap()[0] else { unreachable!() };
+    /// assert_eq!(m.handle(Input::TimerFired { timer }).unwrap()[..], [Output::AbortAgent]);
+    /// assert_eq!(m.stalled_ms(), Some(50));
+    /// ```
+    pub const fn stalled_ms(&self) -> Option<u64> {
+        match self.stream {
+            Stream::Stalled { silence_ms } => Some(silence_ms),
+            _ => None,
+        }
+    }
+
+    /// Whether a stream is watched (started, not ended, not stalled).
+    pub const fn watches_stream(&self) -> bool {
+        matches!(self.stream, Stream::Watched { .. })
+    }
+
+    /// Issues the next timer id for a watch of `ms`, due at `now + ms`;
+    /// `None` once every id is spent (then nothing is watched).
+    fn arm(&mut self, ms: u64) -> Option<Output<'static>> {
+        if self.timer == u64::MAX {
+            return None;
+        }
+        self.timer += 1;
+        Some(Output::Watch {
+            ms,
+            timer: TimerId(self.timer),
+        })
+    }
+
+    /// Rule 1: a request starts at `now_ms` (the caller checked that the
+    /// agent may run).
+    pub(crate) fn stream_start(&mut self, now_ms: u64) -> Outputs<'static> {
+        let mut out = Outputs::new();
+        self.end_stream(&mut out);
+        let limit = self.settings.first_event_timeout_ms;
+        let watch = if limit > 0 { self.arm(limit) } else { None };
+        self.stream = Stream::Watched {
+            start_ms: now_ms,
+            last_ms: 0,
+            due_ms: if watch.is_some() {
+                now_ms.saturating_add(limit)
+            } else {
+                0
+            },
+            has_last: false,
+            pending: watch.is_some(),
+        };
+        if let Some(watch) = watch {
+            push(&mut out, watch);
+        }
+        out
+    }
+
+    /// Rule 2: a progress event at `now_ms`: a store, and a watch armed
+    /// only when none is pending.
+    #[inline(always)]
+    pub(crate) fn stream_event(&mut self, now_ms: u64) -> Option<Output<'static>> {
+        let Stream::Watched {
+            last_ms,
+            has_last,
+            pending,
+            ..
+        } = &mut self.stream
+        else {
+            return None;
+        };
+        *last_ms = now_ms;
+        *has_last = true;
+        if *pending {
+            return None;
+        }
+        self.arm_idle(now_ms)
+    }
+
+    /// Rule 2's second half, kept out of the store's path.
+    #[inline(never)]
+    fn arm_idle(&mut self, now_ms: u64) -> Option<Output<'static>> {
+        let limit = self.settings.idle_timeout_ms;
+        if limit == 0 {
+            return None;
+        }
+        let watch = self.arm(limit)?;
+        if let Stream::Watched {
+            due_ms, pending, ..
+        } = &mut self.stream
+        {
+            *due_ms = now_ms.saturating_add(limit);
+            *pending = true;
+        }
+        Some(watch)
+    }
+
+    /// Rule 3: the pending watch timer fired (the caller checked its id).
+    pub(crate) fn watch_fired(&mut self) -> Option<Output<'static>> {
+        let Stream::Watched {
+            start_ms,
+            last_ms,
+            due_ms,
+            has_last,
+            // Only the pending watch's id reaches here: it is set.
+            pending: _,
+        } = self.stream
+        else {
+            return None;
+        };
+        let (limit, reference) = if has_last {
+            (self.settings.idle_timeout_ms, last_ms)
+        } else {
+            (self.settings.first_event_timeout_ms, start_ms)
+        };
+        let silence_ms = due_ms.saturating_sub(reference);
+        if limit == 0 {
+            self.set_pending(false, 0);
+            None
+        } else if silence_ms >= limit {
+            // Rule 4: the stall aborts the stream.
+            self.stream = Stream::Stalled { silence_ms };
+            Some(Output::AbortAgent)
+        } else {
+            let ms = limit - silence_ms;
+            let watch = self.arm(ms);
+            let next_due_ms = if watch.is_some() {
+                due_ms.saturating_add(ms)
+            } else {
+                0
+            };
+            self.set_pending(watch.is_some(), next_due_ms);
+            watch
+        }
+    }
+
+    fn set_pending(&mut self, now_pending: bool, now_due_ms: u64) {
+        if let Stream::Watched {
+            due_ms, pending, ..
+        } = &mut self.stream
+        {
+            *due_ms = now_due_ms;
+            *pending = now_pending;
+        }
+    }
+
+    /// Rule 5: the stream ends (`message_end`, `agent_end`, `abort`, and a
+    /// new `stream_start`): a pending watch is cancelled first and the
+    /// stream is no longer watched; a declared stall is kept.
+    pub(crate) fn end_stream<'a>(&mut self, out: &mut Outputs<'a>) {
+        if let Stream::Watched { pending, .. } = self.stream {
+            if pending {
+                push(
+                    out,
+                    Output::CancelTimer {
+                        timer: TimerId(self.timer),
+                    },
+                );
+            }
+            self.stream = Stream::None;
+        }
+    }
+}
