@@ -111,6 +111,7 @@ impl<'a> Arbitrary<'a> for AssistantMessage<'a> {
                 None
             },
             partial: u.arbitrary()?,
+            headers: crate::Headers::NONE,
         })
     }
 }

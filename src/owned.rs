@@ -14,6 +14,7 @@
 //! assert!(matches!(out[2], Output::Sleep { ms: 2000, .. }));
 //! ```
 
+use crate::headers::Headers;
 use crate::machine::Input;
 use crate::message::{AssistantMessage, Partial, StopReason, Usage};
 use crate::settings::RetrySettings;
@@ -42,6 +43,9 @@ pub struct MessageBuf {
     pub retry_after_ms: Option<u64>,
     /// `partial` (spec §11.2).
     pub partial: Partial,
+    /// `headers` (spec §13.1): `(name, value)` pairs in the order received;
+    /// empty when absent.
+    pub headers: Vec<(String, String)>,
 }
 
 impl MessageBuf {
@@ -54,6 +58,7 @@ impl MessageBuf {
             should_retry: None,
             retry_after_ms: None,
             partial: Partial::None,
+            headers: Vec::new(),
         }
     }
 
@@ -94,6 +99,29 @@ impl MessageBuf {
         self
     }
 
+    /// With the response's `headers` (spec §13.1).
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, InputBuf, Machine, MessageBuf, Output, RetrySettings};
+    /// let msg = MessageBuf::error("503 Service Unavailable")
+    ///     .with_headers([("retry-after", "10"), ("x-request-id", "abc")]);
+    /// let settings = RetrySettings::default().with_honor_hints(true);
+    /// let mut machine = Machine::new(settings, HostOptions::default());
+    /// let input = InputBuf::agent_end(msg);
+    /// let out = machine.handle(input.as_input()).unwrap();
+    /// assert!(matches!(out[2], Output::Sleep { ms: 10_000, .. }));
+    /// ```
+    pub fn with_headers<N: Into<String>, V: Into<String>>(
+        mut self,
+        headers: impl IntoIterator<Item = (N, V)>,
+    ) -> Self {
+        self.headers = headers
+            .into_iter()
+            .map(|(n, v)| (n.into(), v.into()))
+            .collect();
+        self
+    }
+
     /// The message as the machine reads it, borrowing the text.
     pub fn as_message(&self) -> AssistantMessage<'_> {
         AssistantMessage {
@@ -103,6 +131,7 @@ impl MessageBuf {
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after_ms,
             partial: self.partial,
+            headers: Headers::from_owned(&self.headers),
         }
     }
 }
@@ -117,6 +146,11 @@ impl From<AssistantMessage<'_>> for MessageBuf {
             should_retry: message.should_retry,
             retry_after_ms: message.retry_after_ms,
             partial: message.partial,
+            headers: message
+                .headers
+                .iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect(),
         }
     }
 }

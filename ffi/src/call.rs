@@ -315,6 +315,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         should_retry,
         retry_after_ms: fields.retry_after_ms,
         partial,
+        headers: autoretry::Headers::NONE,
     };
     let input = match now {
         None => Input::MessageEnd { message },

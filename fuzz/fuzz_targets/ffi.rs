@@ -702,6 +702,7 @@ fn run(data: &[u8]) {
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
             // Only the input struct carries a partial turn.
             partial: partial(partial_code).unwrap_or(Partial::None),
+            headers: autoretry::Headers::NONE,
         };
         let (tp, o) = (tp.cast_const(), o);
         // SAFETY: every buffer is valid memory of its length, or one the

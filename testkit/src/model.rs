@@ -149,6 +149,7 @@ impl Msg {
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after,
             partial: autoretry::Partial::None,
+            headers: autoretry::Headers::NONE,
         }
     }
 

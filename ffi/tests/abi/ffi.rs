@@ -1443,6 +1443,7 @@ fn same_as_the_library(
                     should_retry: *should_retry,
                     retry_after_ms: *retry_after_ms,
                     partial: autoretry::Partial::None,
+                    headers: Vec::new(),
                 };
                 if *agent_end {
                     InputBuf::AgentEnd {

@@ -33,6 +33,7 @@ fn main() -> ! {
             should_retry: black_box(None),
             retry_after_ms: black_box(None),
             partial: black_box(Partial::None),
+            headers: autoretry::Headers::NONE,
         };
         let inputs = [
             Input::MessageEnd { message },
