@@ -494,3 +494,53 @@ fn classify_lines() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
 }
+
+/// Every `js` and `python` example of `docs/guide/headers.md` runs (node,
+/// python3), and `autoretry headers` answers the line it prints with the
+/// answer its `→` comment shows.
+#[test]
+fn the_headers_guide_examples_read_as_shown() {
+    let guide = fs::read_to_string(root().join("docs/guide/headers.md")).unwrap();
+    let mut ran = 0;
+    for (lang, program, comment) in [("js", "node", "// → "), ("python", "python3", "# → ")] {
+        let fence = format!("```{lang}\n");
+        for block in guide.split(&fence).skip(1) {
+            let code = block.split("```").next().unwrap();
+            let want = code
+                .lines()
+                .find_map(|l| l.strip_prefix(comment))
+                .unwrap_or_else(|| panic!("a {lang} example without its {comment:?} line"));
+            let mut child = Command::new(program)
+                .arg(if lang == "js" {
+                    "--input-type=module"
+                } else {
+                    "-"
+                })
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{program}: {e}"));
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(code.as_bytes())
+                .unwrap();
+            let printed = child.wait_with_output().unwrap();
+            assert!(printed.status.success(), "the {lang} example failed");
+            let answer = run_stdin(&["headers"], &printed.stdout);
+            assert!(
+                answer.status.success(),
+                "{}",
+                String::from_utf8_lossy(&answer.stderr)
+            );
+            assert_eq!(
+                String::from_utf8(answer.stdout).unwrap().trim_end(),
+                want,
+                "{lang}"
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 2, "one js and one python example");
+}
