@@ -121,20 +121,32 @@ where
     N: AsRef<[u8]>,
     V: AsRef<[u8]>,
 {
-    // For each name read, the outer `Some` says its first occurrence was
-    // seen, the inner value what it yielded.
-    let mut should_retry: Option<Option<bool>> = None;
-    let mut retry_after_ms: Option<Option<u64>> = None;
-    let mut retry_after: Option<Option<u64>> = None;
-    let mut resets: [Option<Option<u64>>; 6] = [None; 6];
-    let mut spent: [Option<bool>; 6] = [None; 6];
-
+    let mut reading = Reading::default();
     for (name, value) in headers {
-        let name = name.as_ref();
-        let value = trim(value.as_ref());
+        reading.pair(name.as_ref(), value.as_ref(), now_ms);
+    }
+    reading.hints()
+}
+
+/// What the first occurrence of each name yielded, so far: for each name,
+/// the outer `Some` says its first occurrence was seen, the inner value what
+/// it yielded. (Not generic, so every caller shares one copy of the rules.)
+#[derive(Default)]
+struct Reading {
+    should_retry: Option<Option<bool>>,
+    retry_after_ms: Option<Option<u64>>,
+    retry_after: Option<Option<u64>>,
+    resets: [Option<Option<u64>>; 6],
+    spent: [Option<bool>; 6],
+}
+
+impl Reading {
+    /// One header field, in order.
+    fn pair(&mut self, name: &[u8], value: &[u8], now_ms: Option<u64>) {
+        let value = trim(value);
         let is = |wanted: &str| name.eq_ignore_ascii_case(wanted.as_bytes());
         if is("x-should-retry") {
-            should_retry.get_or_insert_with(|| {
+            self.should_retry.get_or_insert_with(|| {
                 if value.eq_ignore_ascii_case(b"true") {
                     Some(true)
                 } else if value.eq_ignore_ascii_case(b"false") {
@@ -144,15 +156,16 @@ where
                 }
             });
         } else if is("retry-after-ms") {
-            retry_after_ms.get_or_insert_with(|| numeral_ms(value, 1));
+            self.retry_after_ms
+                .get_or_insert_with(|| numeral_ms(value, 1));
         } else if is("retry-after") {
-            retry_after.get_or_insert_with(|| {
+            self.retry_after.get_or_insert_with(|| {
                 numeral_ms(value, 1000).or_else(|| until(imf_fixdate_ms(value)?, now_ms?))
             });
         } else {
             for (i, &(reset, is_time, remaining)) in BUCKETS.iter().enumerate() {
                 if is(reset) {
-                    if let Some(slot) = resets.get_mut(i) {
+                    if let Some(slot) = self.resets.get_mut(i) {
                         slot.get_or_insert_with(|| {
                             if is_time {
                                 until(rfc3339_ms(value)?, now_ms?)
@@ -162,7 +175,7 @@ where
                         });
                     }
                 } else if is(remaining) {
-                    if let Some(slot) = spent.get_mut(i) {
+                    if let Some(slot) = self.spent.get_mut(i) {
                         slot.get_or_insert(value == b"0");
                     }
                 }
@@ -170,22 +183,30 @@ where
         }
     }
 
-    let yielded = resets.iter().zip(&spent).filter_map(|(reset, spent)| {
-        let reset = reset.flatten()?;
-        Some((reset, spent.unwrap_or(false)))
-    });
-    let latest_spent = yielded
-        .clone()
-        .filter(|&(_, spent)| spent)
-        .map(|(reset, _)| reset)
-        .max();
-    let bucket = latest_spent.or_else(|| yielded.map(|(reset, _)| reset).max());
-    HeaderHints {
-        should_retry: should_retry.flatten(),
-        retry_after_ms: retry_after_ms
-            .flatten()
-            .or(retry_after.flatten())
-            .or(bucket),
+    /// The two fields, once every pair was read.
+    fn hints(&self) -> HeaderHints {
+        let yielded = self
+            .resets
+            .iter()
+            .zip(&self.spent)
+            .filter_map(|(reset, spent)| {
+                let reset = reset.flatten()?;
+                Some((reset, spent.unwrap_or(false)))
+            });
+        let latest_spent = yielded
+            .clone()
+            .filter(|&(_, spent)| spent)
+            .map(|(reset, _)| reset)
+            .max();
+        let bucket = latest_spent.or_else(|| yielded.map(|(reset, _)| reset).max());
+        HeaderHints {
+            should_retry: self.should_retry.flatten(),
+            retry_after_ms: self
+                .retry_after_ms
+                .flatten()
+                .or(self.retry_after.flatten())
+                .or(bucket),
+        }
     }
 }
 
@@ -229,7 +250,19 @@ pub struct Headers<'a>(Repr<'a>);
 enum Repr<'a> {
     Borrowed(&'a [(&'a str, &'a str)]),
     #[cfg(feature = "std")]
-    Owned(&'a [(std::string::String, std::string::String)]),
+    Owned(&'a [OwnedPair]),
+}
+
+/// A pair as [`MessageBuf`](crate::MessageBuf) owns it (without std, a type
+/// no value is ever made of).
+#[cfg(feature = "std")]
+type OwnedPair = (std::string::String, std::string::String);
+#[cfg(not(feature = "std"))]
+type OwnedPair = (&'static str, &'static str);
+
+/// An owned pair, borrowed.
+fn as_strs(pair: &OwnedPair) -> (&str, &str) {
+    (&pair.0, &pair.1)
 }
 
 impl<'a> Headers<'a> {
@@ -260,10 +293,8 @@ impl<'a> Headers<'a> {
             #[cfg(feature = "std")]
             Repr::Owned(pairs) => (&[][..], Some(pairs)),
         };
-        let owned = owned
-            .into_iter()
-            .flatten()
-            .map(|(n, v)| (n.as_str(), v.as_str()));
+        let owned: Option<&'a [OwnedPair]> = owned;
+        let owned = owned.into_iter().flatten().map(as_strs);
         borrowed.iter().copied().chain(owned)
     }
 

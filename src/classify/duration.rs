@@ -17,25 +17,27 @@
 //! `c × 10^-k` ms for some `k`: the digits with `k <= 0` make the whole
 //! milliseconds, summed saturating. The digits below a millisecond are
 //! summed in *levels* of [`LEVEL_DIGITS`] decimal places (level `L` holds
-//! `k` in `38(L-1)+1 ..= 38L`), each level's sum an integer in units of
-//! `10^-38L` ms. The first level and a flag for anything deeper settle the
+//! `k` in `18(L-1)+1 ..= 18L`), each level's sum an integer in units of
+//! `10^-18L` ms. The first level and a flag for anything deeper settle the
 //! rounding unless the sum lands within `Σ c` units of a whole millisecond
 //! with deeper digits present; only then is the next level read (one more
 //! pass over the duration), and so on. Real durations never need a second
 //! pass; a crafted one with fractions that cancel over many digits needs
-//! one pass per 38 digits of its longest fraction.
+//! one pass per 18 digits of its longest fraction. (Levels of 18 digits
+//! keep every figure in a `u64`: no 128-bit division is linked, which a
+//! WebAssembly module or a firmware would pay for in size.)
 //!
 //! Every function here is allocation-free and panic-free, and the first
 //! pass is linear in the length of the input.
 
-/// Decimal places below a millisecond summed per level: `10^38 < 2^127`,
-/// so a level's digits fit a `u128`.
-const LEVEL_DIGITS: i64 = 38;
-/// One unit of the level above, in units of a level: `10^38`.
-const LEVEL: u128 = 100_000_000_000_000_000_000_000_000_000_000_000_000;
-/// `10^19`, half of a level's digits, to multiply a level's value by a
+/// Decimal places below a millisecond summed per level: `10^18 < 2^63`,
+/// so a level's digits fit a `u64`.
+const LEVEL_DIGITS: i64 = 18;
+/// One unit of the level above, in units of a level: `10^18`.
+const LEVEL: u64 = 1_000_000_000_000_000_000;
+/// `10^9`, half of a level's digits, to multiply a level's value by a
 /// unit's `c` without overflow.
-const HALF_LEVEL: u128 = 10_000_000_000_000_000_000;
+const HALF_LEVEL: u64 = 1_000_000_000;
 
 /// A unit in milliseconds: `c × 10^e`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,18 +233,18 @@ impl Part<'_> {
             .saturating_mul(self.unit.c)
     }
 
-    /// Level `level`'s digits as an integer in units of `10^-38·level` ms
-    /// (before `c`), below `10^38`.
-    fn level_value(&self, level: i64) -> u128 {
+    /// Level `level`'s digits as an integer in units of `10^-18·level` ms
+    /// (before `c`), below `10^18`.
+    fn level_value(&self, level: i64) -> u64 {
         let last = level.saturating_mul(LEVEL_DIGITS);
         let first = last.saturating_sub(LEVEL_DIGITS - 1);
-        (first..=last).fold(0u128, |v, k| v * 10 + u128::from(self.digit(k)))
+        (first..=last).fold(0u64, |v, k| v * 10 + u64::from(self.digit(k)))
     }
 
-    /// Whether a digit with `k > 38·level` is not zero.
+    /// Whether a digit with `k > 18·level` is not zero.
     fn deeper(&self, level: i64) -> bool {
-        // Position p = k + e > 38·level + e: the fraction from index
-        // 38·level + e on, and the integer part's digits with p <= 0 there.
+        // Position p = k + e > 18·level + e: the fraction from index
+        // 18·level + e on, and the integer part's digits with p <= 0 there.
         let from = level
             .saturating_mul(LEVEL_DIGITS)
             .saturating_add(self.unit.e);
@@ -260,22 +262,22 @@ impl Part<'_> {
     }
 }
 
-/// One level's sum over the parts: `carry × 10^38 + rem` units, whether a
+/// One level's sum over the parts: `carry × 10^18 + rem` units, whether a
 /// deeper digit is non-zero, and `Σ c`, the bound of everything deeper
 /// (each part's deeper digits are worth less than its `c` units).
 #[derive(Default)]
 struct Level {
-    carry: u128,
-    rem: u128,
+    carry: u64,
+    rem: u64,
     deeper: bool,
-    bound: u128,
+    bound: u64,
 }
 
 impl Level {
     fn add(&mut self, part: &Part<'_>, level: i64) {
-        let c = u128::from(part.unit.c);
+        let c = part.unit.c;
         let w = part.level_value(level);
-        // w × c = hi × 10^19 + lo, with hi and lo below 10^22.
+        // w × c = hi × 10^9 + lo, with hi and lo below 10^12.
         let (hi, lo) = (w / HALF_LEVEL * c, w % HALF_LEVEL * c);
         self.rem += lo;
         self.normalize();
@@ -301,22 +303,21 @@ impl Level {
     /// `ceil` of everything below a millisecond, for the first level `self`
     /// of the duration `s`.
     fn round_up(&self, s: &[u8]) -> u64 {
-        let ceil = if self.rem == 0 && !self.deeper {
+        if self.rem == 0 && !self.deeper {
             self.carry
         } else if self.deeper && exceeds(s, 1, LEVEL - self.rem, self.bound) {
-            // rem + deeper > 10^38: one more than the carry and the rem.
+            // rem + deeper > 10^18: one more than the carry and the rem.
             self.carry.saturating_add(2)
         } else {
             self.carry.saturating_add(1)
-        };
-        u64::try_from(ceil).unwrap_or(u64::MAX)
+        }
     }
 }
 
 /// Whether the digits below level `level` of `s` (in units of that level)
 /// sum to more than `target` (at least 1). Each step reads one level more,
 /// and only while the answer is still open.
-fn exceeds(s: &[u8], mut level: i64, mut target: u128, bound: u128) -> bool {
+fn exceeds(s: &[u8], mut level: i64, mut target: u64, bound: u64) -> bool {
     loop {
         // Everything below `level` is worth less than `bound` units.
         if target >= bound {
@@ -324,7 +325,7 @@ fn exceeds(s: &[u8], mut level: i64, mut target: u128, bound: u128) -> bool {
         }
         level = level.saturating_add(1);
         let next = Level::read(s, level);
-        // Below `level - 1`, in its units: carry + (rem + deeper) / 10^38,
+        // Below `level - 1`, in its units: carry + (rem + deeper) / 10^18,
         // whose fractional share lies in [0, 2).
         if next.carry > target {
             return true;
@@ -335,7 +336,7 @@ fn exceeds(s: &[u8], mut level: i64, mut target: u128, bound: u128) -> bool {
         if next.carry.saturating_add(1) < target {
             return false;
         }
-        // carry + 1 == target: is rem + deeper > 10^38?
+        // carry + 1 == target: is rem + deeper > 10^18?
         if !next.deeper {
             return false;
         }
