@@ -803,6 +803,8 @@ fn run(data: &[u8]) {
                         },
                         partial: partial_code,
                         budget,
+                        headers: std::ptr::null(),
+                        headers_len: 0,
                     };
                     autoretry_handle_json(handle, &input, o, cap)
                 }
