@@ -2,7 +2,9 @@
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
 
 The seeds come from the committed vectors (tests/vectors/ and
-tests/vectors/options/) and the error-text corpus (tests/corpus/errors.jsonl),
+tests/vectors/options/), the error-text corpus (tests/corpus/errors.jsonl),
+the header cases (tests/corpus/headers.jsonl and the header vectors of
+tests/vectors/response/),
 plus machine inputs encoded in the byte format that
 `autoretry_testkit::fuzzing::fuzz_machine` reads (the policy options of spec
 section 10 included). Deterministic: running
@@ -61,6 +63,28 @@ for v in lines:
     t = msg.get("errorMessage")
     if t and ("retry" in t.lower() or "reset" in t.lower()):
         write("hint", b"\x01" + now + t.encode())
+
+# headers: every case of the header corpus (spec 13.1), and every message
+# headers of the response vectors, as `name:value` lines after the clock.
+def headers_seed(pairs, now_ms):
+    head = b"\x00" if now_ms is None else b"\x01" + struct.pack(">Q", now_ms)
+    return head + b"\n".join(n.encode() + b":" + v.encode() for n, v in pairs)
+
+
+with open(ROOT / "tests" / "corpus" / "headers.jsonl", encoding="utf-8") as f:
+    for line in f:
+        if line.strip():
+            case = json.loads(line)
+            write("headers", headers_seed(case["headers"], case["nowMs"]))
+for path in sorted((ROOT / "tests" / "vectors" / "response").glob("headers-*.jsonl")):
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            headers = ((json.loads(line).get("in") or {}).get("message") or {}).get("headers")
+            if isinstance(headers, list) and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                for p in headers
+            ):
+                write("headers", headers_seed(headers, 1_790_000_000_000))
 
 # settings_json: every settings group of the vectors, valid or not.
 for v in lines:

@@ -89,8 +89,9 @@ export const REFUSALS = Object.freeze({
 });
 
 // The wasm32 layout of `autoretry_retry_settings` (72 bytes) and of
-// `autoretry_input` (168 bytes, the settings at 88).
-const INPUT_SIZE = 168;
+// `autoretry_input` (176 bytes, the settings at 88; `headers` and
+// `headers_len` at 168 and 172, left 0: none).
+const INPUT_SIZE = 176;
 const INPUT_SETTINGS_AT = 88;
 
 /** Each error code's name, e.g. `ERROR_NAMES[-2] === "ERR_REFUSED"`. */

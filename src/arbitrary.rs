@@ -112,6 +112,7 @@ impl<'a> Arbitrary<'a> for AssistantMessage<'a> {
             },
             partial: u.arbitrary()?,
             empty: u.ratio(1u8, 4)?,
+            headers: crate::Headers::NONE,
         })
     }
 }

@@ -19,6 +19,7 @@
 //! | [`javascript`] | the JavaScript and TypeScript wrapper |
 //! | [`testkit`] | property tests and fuzzing of your host with the test kit |
 //! | [`classifier`] | how error texts are classified |
+//! | [`headers`] | response headers (spec §13.1): reqwest, hyper, fetch and Python clients |
 //!
 //! A new guide is a file of `docs/guide/` and a module here, gated on the
 //! features its examples need (`cfg(any(not(doctest), ...))`: rendered
@@ -69,3 +70,7 @@ pub mod testkit {}
 
 #[doc = include_str!("../docs/guide/classifier.md")]
 pub mod classifier {}
+
+#[cfg(any(not(doctest), feature = "std"))]
+#[doc = include_str!("../docs/guide/headers.md")]
+pub mod headers {}

@@ -103,6 +103,9 @@ pub use machine::{Input, Machine, Refused, RetryState};
 mod message;
 pub use message::{AssistantMessage, Partial, StopReason, Usage};
 
+mod headers;
+pub use headers::{read_headers, HeaderHints, Headers};
+
 mod budget;
 pub use budget::{BudgetError, RetryBudget};
 
@@ -175,6 +178,8 @@ const _: () = {
     formats::<AssistantMessage<'static>>();
     formats::<StopReason>();
     formats::<Usage>();
+    formats::<Headers<'static>>();
+    formats::<HeaderHints>();
     formats::<Partial>();
     formats::<RetryBudget>();
     formats::<BudgetError>();

@@ -29,7 +29,8 @@ pub enum Input<'a> {
         /// The run's last assistant message.
         message: AssistantMessage<'a>,
         /// The host's wall clock in Unix milliseconds, if it has one; used
-        /// only for the absolute forms of retry hints (spec §3.5, §10.4).
+        /// only for the absolute forms of retry hints (spec §3.5, §10.4)
+        /// and the dates of the message's `headers` (§13.1).
         now_ms: Option<u64>,
     },
     /// `timer_fired`: the timer of an [`Output::Sleep`] or an
@@ -765,7 +766,11 @@ impl Machine {
                 check_empty(&message)?;
                 Some(Output::CheckCompaction)
             }
-            Input::AgentEnd { message, now_ms } => return self.agent_end(&message, now_ms, budget),
+            // §13.3: the headers are read, then the message classified.
+            Input::AgentEnd { message, now_ms } => {
+                let message = message.with_header_hints(now_ms);
+                return self.agent_end(&message, now_ms, budget);
+            }
             Input::StreamEvent { now_ms } => self.stream_event(now_ms),
             Input::TimerFired { timer } => {
                 if self.pending_timer() == Some(timer) {

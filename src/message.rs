@@ -2,6 +2,7 @@
 //! message-level tests built on the text classifier (spec §3).
 
 use crate::classify::Classifier;
+use crate::headers::Headers;
 
 /// Why the provider stopped generating an assistant message (`stopReason`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -227,6 +228,11 @@ pub struct AssistantMessage<'a> {
     /// go with a [`Partial::Text`] or [`Partial::Tools`]: the machine
     /// refuses such a message ([`Refused::EmptyWithPartial`](crate::Refused::EmptyWithPartial)).
     pub empty: bool,
+    /// `headers` (spec §13.1): the provider response's header fields, in
+    /// the order received; [`Headers::NONE`] when absent. The machine reads
+    /// `should_retry` and `retry_after_ms` from them where the message does
+    /// not carry its own ([`AssistantMessage::with_header_hints`]).
+    pub headers: Headers<'a>,
 }
 
 impl<'a> AssistantMessage<'a> {
@@ -241,6 +247,7 @@ impl<'a> AssistantMessage<'a> {
             retry_after_ms: None,
             partial: Partial::None,
             empty: false,
+            headers: Headers::NONE,
         }
     }
 
@@ -254,6 +261,7 @@ impl<'a> AssistantMessage<'a> {
             retry_after_ms: None,
             partial: Partial::None,
             empty: false,
+            headers: Headers::NONE,
         }
     }
 
@@ -313,6 +321,48 @@ impl<'a> AssistantMessage<'a> {
     /// ```
     pub const fn with_empty(mut self, empty: bool) -> Self {
         self.empty = empty;
+        self
+    }
+
+    /// With the response's `headers` (spec §13.1).
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Headers};
+    /// let pairs = [("retry-after", "5")];
+    /// let msg = AssistantMessage::error("429 Too Many Requests").with_headers(Headers::new(&pairs));
+    /// assert_eq!(msg.headers.len(), 1);
+    /// ```
+    pub const fn with_headers(mut self, headers: Headers<'a>) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// The message as the machine decides on it (spec §13.1): its
+    /// `should_retry` and `retry_after_ms`, each read from its `headers`
+    /// ([`read_headers`](crate::read_headers), with the clock `now_ms`)
+    /// where the message does not carry it itself. The machine does this
+    /// for every `agent_end`; the tests of this type
+    /// ([`is_retryable_with`](Self::is_retryable_with), ...) read the
+    /// fields alone.
+    ///
+    /// ```
+    /// use autoretry::{AssistantMessage, Headers};
+    /// let pairs = [("x-should-retry", "false"), ("retry-after", "30")];
+    /// let msg = AssistantMessage::error("503 Service Unavailable").with_headers(Headers::new(&pairs));
+    /// let read = msg.with_header_hints(None);
+    /// assert_eq!((read.should_retry, read.retry_after_ms), (Some(false), Some(30_000)));
+    /// assert!(!read.is_retryable(0));
+    /// // The message's own fields come first.
+    /// let own = msg.with_retry_after_ms(5).with_header_hints(None);
+    /// assert_eq!(own.retry_after_ms, Some(5));
+    /// ```
+    pub fn with_header_hints(mut self, now_ms: Option<u64>) -> Self {
+        if self.headers.is_empty() || self.should_retry.is_some() && self.retry_after_ms.is_some() {
+            return self;
+        }
+        let read = self.headers.read(now_ms);
+        self.should_retry = self.should_retry.or(read.should_retry);
+        self.retry_after_ms = self.retry_after_ms.or(read.retry_after_ms);
         self
     }
 

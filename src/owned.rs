@@ -14,6 +14,7 @@
 //! assert!(matches!(out[2], Output::Sleep { ms: 2000, .. }));
 //! ```
 
+use crate::headers::Headers;
 use crate::machine::Input;
 use crate::message::{AssistantMessage, Partial, StopReason, Usage};
 use crate::settings::RetrySettings;
@@ -44,6 +45,9 @@ pub struct MessageBuf {
     pub partial: Partial,
     /// `empty` (spec §12.3).
     pub empty: bool,
+    /// `headers` (spec §13.1): `(name, value)` pairs in the order received;
+    /// empty when absent.
+    pub headers: Vec<(String, String)>,
 }
 
 impl MessageBuf {
@@ -57,6 +61,7 @@ impl MessageBuf {
             retry_after_ms: None,
             partial: Partial::None,
             empty: false,
+            headers: Vec::new(),
         }
     }
 
@@ -97,6 +102,29 @@ impl MessageBuf {
         self
     }
 
+    /// With the response's `headers` (spec §13.1).
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, InputBuf, Machine, MessageBuf, Output, RetrySettings};
+    /// let msg = MessageBuf::error("503 Service Unavailable")
+    ///     .with_headers([("retry-after", "10"), ("x-request-id", "abc")]);
+    /// let settings = RetrySettings::default().with_honor_hints(true);
+    /// let mut machine = Machine::new(settings, HostOptions::default());
+    /// let input = InputBuf::agent_end(msg);
+    /// let out = machine.handle(input.as_input()).unwrap();
+    /// assert!(matches!(out[2], Output::Sleep { ms: 10_000, .. }));
+    /// ```
+    pub fn with_headers<N: Into<String>, V: Into<String>>(
+        mut self,
+        headers: impl IntoIterator<Item = (N, V)>,
+    ) -> Self {
+        self.headers = headers
+            .into_iter()
+            .map(|(n, v)| (n.into(), v.into()))
+            .collect();
+        self
+    }
+
     /// The message as the machine reads it, borrowing the text.
     pub fn as_message(&self) -> AssistantMessage<'_> {
         AssistantMessage {
@@ -107,6 +135,7 @@ impl MessageBuf {
             retry_after_ms: self.retry_after_ms,
             partial: self.partial,
             empty: self.empty,
+            headers: Headers::from_owned(&self.headers),
         }
     }
 }
@@ -122,6 +151,11 @@ impl From<AssistantMessage<'_>> for MessageBuf {
             retry_after_ms: message.retry_after_ms,
             partial: message.partial,
             empty: message.empty,
+            headers: message
+                .headers
+                .iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect(),
         }
     }
 }

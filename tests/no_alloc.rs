@@ -79,8 +79,13 @@ impl std::fmt::Write for Sink {
 /// noted their outputs, and their events were written (terminal text and
 /// JSON, into fixed buffers).
 fn replay_counted(dir: &str) -> (usize, u64) {
+    replay_counted_files(common::vector_files_in(dir))
+}
+
+/// [`replay_counted`] on these files.
+fn replay_counted_files(paths: Vec<std::path::PathBuf>) -> (usize, u64) {
     let (mut steps, mut total_allocs) = (0, 0);
-    for path in common::vector_files_in(dir) {
+    for path in paths {
         let text = std::fs::read_to_string(path).unwrap();
         let lines: Vec<VectorLine> = text
             .split('\n')
@@ -138,6 +143,33 @@ fn the_machine_allocates_nothing_on_any_option_vector() {
     let (steps, allocs) = replay_counted("tests/vectors/options");
     assert!(steps > 100, "only {steps} steps ran");
     assert_eq!(allocs, 0, "the machine or the vector host allocated");
+}
+
+#[test]
+fn the_machine_allocates_nothing_on_the_header_vectors() {
+    replay_counted_files(common::response_vector_files());
+    let (steps, allocs) = replay_counted_files(common::response_vector_files());
+    assert!(steps > 30, "only {steps} steps ran");
+    assert_eq!(allocs, 0, "the machine or the vector host allocated");
+}
+
+#[test]
+fn the_header_reading_allocates_nothing() {
+    let corpus = include_str!("corpus/headers.jsonl");
+    let cases: Vec<_> = corpus
+        .split('\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| autoretry::wire::json::headers_line(l).unwrap())
+        .collect();
+    let (read, allocs) = counted(|| {
+        cases
+            .iter()
+            .map(|(pairs, now)| autoretry::Headers::from_owned(pairs).read(*now))
+            .filter(|h| h.retry_after_ms.is_some())
+            .count()
+    });
+    assert!(read > 20, "{read}");
+    assert_eq!(allocs, 0, "the header reading allocated");
 }
 
 #[test]

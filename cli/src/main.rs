@@ -10,6 +10,9 @@
 //!   `{"retryable":b,"overflow":b,"usageLimit":b,"hintMs":n|null}` for each;
 //!   with `--rules FILE`, also `"verdict":b|null`, and `retryable` with the
 //!   verdict as the text's `shouldRetry`.
+//! - `autoretry headers [FILE]`: reads `{"headers":[[name,value],...],"nowMs":n|null}`
+//!   lines and prints the header reading of spec 13.1,
+//!   `{"shouldRetry":b|null,"retryAfterMs":n|null}`, for each.
 //! - `autoretry rules compile RULES.json -o RULES.bin`: compiles a rules
 //!   file into the blob that `autoretry::rules::Rules::from_bytes` loads.
 //!
@@ -18,7 +21,7 @@
 //! - `autoretry rpc`: the JSON-lines sidecar of `autoretry::host::sidecar`
 //!   on stdin and stdout.
 //!
-//! For `replay` and `classify`, input comes from FILE, or stdin when absent. Lines are split on `\n`
+//! For `replay`, `classify` and `headers`, input comes from FILE, or stdin when absent. Lines are split on `\n`
 //! only (texts may contain U+2028). They stream: each answer is written,
 //! and flushed before the next line is waited for, before the next line is
 //! read. A malformed line is reported on stderr as `line N: ...` (1-based,
@@ -34,7 +37,7 @@ use autoretry::classify::{Classification, Classifier};
 use autoretry::host::sidecar;
 use autoretry::rules::{DfaKind, Endian, RuleSet, Rules};
 use autoretry::wire::json::{
-    parse_object, parse_value, settings_from_json, DecodeError, ErrorKind,
+    headers_line, parse_object, parse_value, settings_from_json, DecodeError, ErrorKind,
 };
 use autoretry::{HostOptions, JitterPct, Machine, Partial, Profile, RetryBudget, RetrySettings};
 use autoretry_testkit::replay::Replayer;
@@ -186,6 +189,12 @@ enum Command {
         /// verdict as the text's `shouldRetry`.
         #[arg(long, value_name = "FILE")]
         rules: Option<PathBuf>,
+    },
+    /// Read response headers (spec §13.1): `{"headers":[[name,value],...],"nowMs":n|null}`
+    /// lines in, `{"shouldRetry":b|null,"retryAfterMs":n|null}` per line out.
+    Headers {
+        /// The input file (JSON lines); stdin when absent.
+        file: Option<PathBuf>,
     },
     /// Your own error rules.
     Rules {
@@ -420,6 +429,19 @@ fn main() -> ExitCode {
                 }),
             )
         }
+        Command::Headers { file } => (
+            file,
+            Box::new(|line| {
+                if is_blank(line) {
+                    return Ok(None);
+                }
+                let (pairs, now_ms) = headers_line(line)?;
+                let read = autoretry::read_headers(pairs, now_ms);
+                Ok(Some(serde_json::to_string(&read).unwrap_or_else(|e| {
+                    format!("\"serialization failed: {e}\"")
+                })))
+            }),
+        ),
     };
     let input: Box<dyn Read> = match &file {
         None => Box::new(io::stdin()),

@@ -1,5 +1,5 @@
 //! The `autoretry` binary: `replay` on every vector file, `classify` on the
-//! corpus, and the error paths.
+//! corpus, `headers` on the header cases, and the error paths.
 
 use std::fs;
 use std::io::Write;
@@ -71,12 +71,100 @@ fn replay_every_option_vector_file() {
     assert!(files >= 16 && steps >= 126, "{files} files, {steps} steps");
 }
 
+/// The response vectors of spec 13 that the crate implements: the
+/// headers (`headers-*.jsonl`) and the `agent_end` clock. (The
+/// `curated-*.jsonl` ones need the curated classifier of 13.2.)
+#[test]
+fn replay_every_response_header_vector_file() {
+    let paths: Vec<PathBuf> = vector_files("tests/vectors/response")
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            name.starts_with("headers-") || name == "agent-end-now-refused.jsonl"
+        })
+        .collect();
+    let (files, steps) = replay_files(&paths);
+    println!("cli replay, response headers: {files} files, {steps} steps");
+    assert!(files >= 7 && steps >= 36, "{files} files, {steps} steps");
+}
+
+/// Every case of `tests/corpus/headers.jsonl` through `autoretry headers`,
+/// exactly: one answer line per case, in the corpus's key order.
+#[test]
+fn headers_the_corpus() {
+    let path = root().join("tests/corpus/headers.jsonl");
+    let output = bin().arg("headers").arg(&path).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let got: Vec<&str> = stdout.lines().collect();
+    let text = fs::read_to_string(&path).unwrap();
+    let cases: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(cases.len(), 43);
+    assert_eq!(got.len(), cases.len(), "one answer per case");
+    for (i, (got, case)) in got.iter().zip(&cases).enumerate() {
+        let want = format!(
+            r#"{{"shouldRetry":{},"retryAfterMs":{}}}"#,
+            case["shouldRetry"], case["retryAfterMs"]
+        );
+        assert_eq!(*got, want, "case {}", i + 1);
+    }
+}
+
+#[test]
+fn headers_bad_lines_name_the_line_and_fail() {
+    let input = concat!(
+        "{\"headers\":[[\"retry-after\",\"5\"]],\"nowMs\":null}\n",
+        "{\"headers\":{\"retry-after\":\"5\"}}\n",
+        "\n",
+        "{\"headers\":[[\"a\",1]]}\n",
+        "{\"headers\":[],\"nowMs\":1.5}\n",
+        "{\"nowMs\":1}\n",
+        "not json\n",
+        "{\"headers\":[[\"x-should-retry\",\"true\"]]}\n",
+    );
+    let output = run_stdin(&["headers"], input.as_bytes());
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "{\"shouldRetry\":null,\"retryAfterMs\":5000}\n{\"shouldRetry\":true,\"retryAfterMs\":null}\n"
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 5, "{stderr}");
+    assert!(
+        lines[0].starts_with("line 2: headers: expected a list of [name, value] pairs"),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].starts_with("line 4: headers[0]: expected a [name, value] pair"),
+        "{stderr}"
+    );
+    assert!(
+        lines[2].starts_with("line 5: nowMs: expected a non-negative integer"),
+        "{stderr}"
+    );
+    assert!(lines[3].starts_with("line 6: headers: missing"), "{stderr}");
+    assert!(lines[4].starts_with("line 7: "), "{stderr}");
+}
+
 /// Replays each vector file of `folder` through `autoretry replay` and
 /// checks every step's line; returns the files and steps checked.
 fn replay_folder(folder: &str) -> (usize, usize) {
-    let paths = vector_files(folder);
+    replay_files(&vector_files(folder))
+}
+
+/// [`replay_folder`] on these files.
+fn replay_files(paths: &[PathBuf]) -> (usize, usize) {
     let (mut files, mut steps) = (0, 0);
-    for path in &paths {
+    for path in paths {
         let output = bin().arg("replay").arg(path).output().unwrap();
         let name = path.display();
         assert!(
@@ -457,4 +545,54 @@ fn classify_lines() {
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
+}
+
+/// Every `js` and `python` example of `docs/guide/headers.md` runs (node,
+/// python3), and `autoretry headers` answers the line it prints with the
+/// answer its `→` comment shows.
+#[test]
+fn the_headers_guide_examples_read_as_shown() {
+    let guide = fs::read_to_string(root().join("docs/guide/headers.md")).unwrap();
+    let mut ran = 0;
+    for (lang, program, comment) in [("js", "node", "// → "), ("python", "python3", "# → ")] {
+        let fence = format!("```{lang}\n");
+        for block in guide.split(&fence).skip(1) {
+            let code = block.split("```").next().unwrap();
+            let want = code
+                .lines()
+                .find_map(|l| l.strip_prefix(comment))
+                .unwrap_or_else(|| panic!("a {lang} example without its {comment:?} line"));
+            let mut child = Command::new(program)
+                .arg(if lang == "js" {
+                    "--input-type=module"
+                } else {
+                    "-"
+                })
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{program}: {e}"));
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(code.as_bytes())
+                .unwrap();
+            let printed = child.wait_with_output().unwrap();
+            assert!(printed.status.success(), "the {lang} example failed");
+            let answer = run_stdin(&["headers"], &printed.stdout);
+            assert!(
+                answer.status.success(),
+                "{}",
+                String::from_utf8_lossy(&answer.stderr)
+            );
+            assert_eq!(
+                String::from_utf8(answer.stdout).unwrap().trim_end(),
+                want,
+                "{lang}"
+            );
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 2, "one js and one python example");
 }

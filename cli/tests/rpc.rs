@@ -925,3 +925,51 @@ fn redis_url() -> Option<String> {
         }
     }
 }
+
+/// Spec §13.1 through the sidecar: a message's `headers` set the wait
+/// under `honorHints`, and a message whose `headers` are not a list of
+/// string pairs, or an `agent_end` whose `nowMs` is not a u64, is refused
+/// naming the field while the sidecar keeps serving.
+#[test]
+fn headers_travel_through_the_sidecar() {
+    let mut c = Client::start(&["--settings", r#"{"baseDelayMs":5,"honorHints":true}"#]);
+    c.send(r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"x","headers":{"retry-after":"1"}},"id":"h"}"#);
+    let refused = c.next();
+    assert_eq!(refused["success"], json!(false), "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("message.headers: "),
+        "{refused}"
+    );
+    c.send(r#"{"type":"agent_end","message":{"stopReason":"error","errorMessage":"x"},"nowMs":-1,"id":"n"}"#);
+    let refused = c.next();
+    assert_eq!(refused["success"], json!(false), "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().starts_with("nowMs: "),
+        "{refused}"
+    );
+    c.send_json(json!({"type": "agent_end", "message": {
+        "stopReason": "error", "errorMessage": "503 Service Unavailable",
+        "headers": [["Retry-After-Ms", "30"], ["x-request-id", "abc"]]}}));
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":30,"errorMessage":"503 Service Unavailable"}"#,
+            &action("drop_trailing_error"),
+            r#"{"type":"action","action":"sleep","ms":30}"#,
+        ]
+    );
+    assert_eq!(c.next_text(), action("continue_agent"));
+    c.send_json(answered());
+    assert_eq!(
+        c.take(3),
+        [
+            r#"{"type":"auto_retry_end","success":true,"attempt":1}"#.to_string(),
+            action("settled"),
+            action("check_compaction")
+        ]
+    );
+    assert!(c.finish().is_empty());
+}

@@ -324,6 +324,27 @@ typedef struct autoretry_retry_settings {
   uint64_t max_total_delay_ms;
 } autoretry_retry_settings;
 
+// One response header field (spec §13.1), for `autoretry_input`'s
+// `headers` and `autoretry_read_headers()`: `name_len` bytes at `name`
+// and `value_len` bytes at `value` (read as bytes: a header this module
+// reads is ASCII, so other bytes only make a value that yields nothing).
+//
+// ```c
+// autoretry_header h[] = {
+//     {(const uint8_t *)"retry-after", 11, (const uint8_t *)"120", 3},
+// };
+// ```
+typedef struct autoretry_header {
+  // The name's bytes (any ASCII case).
+  const uint8_t *name;
+  // The name's length.
+  uint32_t name_len;
+  // The value's bytes.
+  const uint8_t *value;
+  // The value's length.
+  uint32_t value_len;
+} autoretry_header;
+
 // One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
 // `autoretry_handle_json()`. `kind` is an
 // `AUTORETRY_INPUT_*` code and says which fields are read; the others are
@@ -389,6 +410,15 @@ typedef struct autoretry_input {
   // no accounting. A handle that names no budget is refused with
   // `AUTORETRY_ERR_BUDGET`.
   int32_t budget;
+  // Messages: the response's header fields (spec §13.1), `headers_len`
+  // of them in the order received; null with a length of 0: none. For
+  // an `agent_end` the module reads `should_retry` and `retry_after_ms`
+  // from them where the struct does not set its own (as
+  // `autoretry_read_headers()` with `now_ms`). A range that fails the
+  // buffer checks is refused as a text's is.
+  const struct autoretry_header *headers;
+  // The number of `headers`.
+  uint32_t headers_len;
 } autoretry_input;
 
 // One output, as `autoretry_handle_c()` writes it. `kind` is an
@@ -431,6 +461,18 @@ typedef struct autoretry_output {
   // `switch_model`: `AUTORETRY_FALLBACK_*`.
   uint32_t reason;
 } autoretry_output;
+
+// What `autoretry_read_headers()` found: spec §10.2's `shouldRetry` as an
+// `AUTORETRY_SHOULD_RETRY_*` code (`ABSENT` when the headers do not say)
+// and `retryAfterMs` when `has_retry_after` is 1.
+typedef struct autoretry_header_hints {
+  // `AUTORETRY_SHOULD_RETRY_*`.
+  int32_t should_retry;
+  // 1 when `retry_after_ms` is set, else 0.
+  uint32_t has_retry_after;
+  // `retryAfterMs`.
+  uint64_t retry_after_ms;
+} autoretry_header_hints;
 
 // The machine's state, as `autoretry_state_c()` writes it:
 // `autoRetryEnabled`, `isRetrying` (1 or 0) and `retryAttempt`.
@@ -952,6 +994,34 @@ int32_t autoretry_handle_json(int32_t handle,
                               const struct autoretry_input *input,
                               uint8_t *out,
                               uint32_t out_cap);
+
+// Reads response headers as spec §13.1 says (the library's
+// `read_headers`): `len` header fields at `headers` (null with a length
+// of 0: none), the wall clock `now_ms` in Unix ms when `has_now` is
+// non-zero (dates need it), the answer into `*out`. Returns 0, or
+// `AUTORETRY_ERR_ARG` (a null or misaligned array with a length, or
+// `out`) or `AUTORETRY_ERR_BUFFER` (a range the module may not read or
+// write). Touches no machine.
+//
+// # Safety
+//
+// `headers` valid for reads of `len` structs and each name and value for
+// its length; `out` valid for writes of one `autoretry_header_hints`.
+//
+// ```c
+// autoretry_header h[] = {
+//     {(const uint8_t *)"x-ratelimit-remaining-requests", 30, (const uint8_t *)"0", 1},
+//     {(const uint8_t *)"x-ratelimit-reset-requests", 26, (const uint8_t *)"6m0s", 4},
+// };
+// autoretry_header_hints hints;
+// if (autoretry_read_headers(h, 2, 0, 0, &hints) == 0 && hints.has_retry_after)
+//   printf("wait %llu ms\n", (unsigned long long)hints.retry_after_ms); /* 360000 */
+// ```
+int32_t autoretry_read_headers(const struct autoretry_header *headers,
+                               uint32_t len,
+                               uint32_t has_now,
+                               uint64_t now_ms,
+                               struct autoretry_header_hints *out);
 
 // Creates a machine with the whole `retry` group as a struct (every key,
 // spec §11.1's included) and the host options of `autoretry_new_ex()`.

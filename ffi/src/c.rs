@@ -10,15 +10,17 @@
 
 use super::call::{self, Answer, Fields, Sink};
 use super::codes::{
-    CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, ERR_ARG, ERR_SETTINGS, PROFILE_CLASSIC, PROFILE_MODERN,
+    CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, ERR_ARG, ERR_SETTINGS, PROFILE_CLASSIC,
+    PROFILE_MODERN, SHOULD_RETRY_ABSENT, SHOULD_RETRY_NO, SHOULD_RETRY_YES,
 };
 use super::pool;
 use super::structs::{
-    AutoretryInput, AutoretryOutput, AutoretrySettings, AutoretryState, INPUT_ABORT,
-    INPUT_ABORT_RETRY, INPUT_AGENT_END, INPUT_MESSAGE_END, INPUT_MODEL_SWITCHED, INPUT_SETTINGS,
-    INPUT_SET_AUTO_RETRY, INPUT_TIMER_FIRED, INPUT_USAGE_LIMIT_MARKED,
+    AutoretryHeader, AutoretryHeaderHints, AutoretryInput, AutoretryOutput, AutoretrySettings,
+    AutoretryState, INPUT_ABORT, INPUT_ABORT_RETRY, INPUT_AGENT_END, INPUT_MESSAGE_END,
+    INPUT_MODEL_SWITCHED, INPUT_SETTINGS, INPUT_SET_AUTO_RETRY, INPUT_TIMER_FIRED,
+    INPUT_USAGE_LIMIT_MARKED,
 };
-use autoretry::{Input, RetrySettings, Usage};
+use autoretry::{HeaderHints, Input, RetrySettings, Usage};
 
 impl AutoretrySettings {
     /// The settings, or [`ERR_SETTINGS`].
@@ -136,16 +138,33 @@ unsafe fn handle_input<'a, T>(
     if let INPUT_MESSAGE_END | INPUT_AGENT_END = input.kind {
         let usage = Usage::new(input.usage_input, input.usage_cache_read)
             .with_cache_write(input.usage_cache_write);
+        let now =
+            (input.kind == INPUT_AGENT_END).then_some((input.has_now != 0).then_some(input.now_ms));
+        // Spec §13.1: the headers fill in the fields the struct leaves
+        // absent, read (and let go) before the output buffer is taken. A
+        // `message_end`'s are only checked.
+        // SAFETY: the caller's contract, forwarded.
+        let read = match unsafe {
+            pool::host_header_hints(input.headers, input.headers_len, now.flatten())
+        } {
+            Ok(read) if now.is_some() => read,
+            Ok(_) => HeaderHints::default(),
+            Err(code) => return code,
+        };
+        let should_retry = match (input.should_retry, read.should_retry) {
+            (SHOULD_RETRY_ABSENT, Some(verdict)) => should_retry_code(Some(verdict)),
+            (code, _) => code,
+        };
         let fields = Fields {
             stop_reason: input.stop_reason,
             usage: (input.has_usage != 0).then_some(usage),
-            should_retry: input.should_retry,
-            retry_after_ms: (input.has_retry_after != 0).then_some(input.retry_after_ms),
+            should_retry,
+            retry_after_ms: (input.has_retry_after != 0)
+                .then_some(input.retry_after_ms)
+                .or(read.retry_after_ms),
             partial: input.partial,
             budget: input.budget,
         };
-        let now =
-            (input.kind == INPUT_AGENT_END).then_some((input.has_now != 0).then_some(input.now_ms));
         // A null text of length 0 (a zero-initialised struct) is no text.
         let text_len = match (input.text.is_null(), input.text_len) {
             (true, 0) => -1,
@@ -182,6 +201,66 @@ unsafe fn handle_input<'a, T>(
         }
         (None, _) => call::answer(handle, (Answer::UsageLimitMarked, input.flag, budget), out),
     }
+}
+
+/// An `AUTORETRY_SHOULD_RETRY_*` code.
+fn should_retry_code(verdict: Option<bool>) -> i32 {
+    match verdict {
+        None => SHOULD_RETRY_ABSENT,
+        Some(false) => SHOULD_RETRY_NO,
+        Some(true) => SHOULD_RETRY_YES,
+    }
+}
+
+/// Reads response headers as spec §13.1 says (the library's
+/// `read_headers`): `len` header fields at `headers` (null with a length
+/// of 0: none), the wall clock `now_ms` in Unix ms when `has_now` is
+/// non-zero (dates need it), the answer into `*out`. Returns 0, or
+/// `AUTORETRY_ERR_ARG` (a null or misaligned array with a length, or
+/// `out`) or `AUTORETRY_ERR_BUFFER` (a range the module may not read or
+/// write). Touches no machine.
+///
+/// # Safety
+///
+/// `headers` valid for reads of `len` structs and each name and value for
+/// its length; `out` valid for writes of one `autoretry_header_hints`.
+///
+/// ```c
+/// autoretry_header h[] = {
+///     {(const uint8_t *)"x-ratelimit-remaining-requests", 30, (const uint8_t *)"0", 1},
+///     {(const uint8_t *)"x-ratelimit-reset-requests", 26, (const uint8_t *)"6m0s", 4},
+/// };
+/// autoretry_header_hints hints;
+/// if (autoretry_read_headers(h, 2, 0, 0, &hints) == 0 && hints.has_retry_after)
+///   printf("wait %llu ms\n", (unsigned long long)hints.retry_after_ms); /* 360000 */
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_read_headers(
+    headers: *const AutoretryHeader,
+    len: u32,
+    has_now: u32,
+    now_ms: u64,
+    out: *mut AutoretryHeaderHints,
+) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    let read =
+        match unsafe { pool::host_header_hints(headers, len, (has_now != 0).then_some(now_ms)) } {
+            Ok(read) => read,
+            Err(code) => return code,
+        };
+    // SAFETY: the caller's contract.
+    let out = match unsafe { pool::host_out(out, 1) } {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
+    if let Some(slot) = out.first_mut() {
+        *slot = AutoretryHeaderHints {
+            should_retry: should_retry_code(read.should_retry),
+            has_retry_after: u32::from(read.retry_after_ms.is_some()),
+            retry_after_ms: read.retry_after_ms.unwrap_or(0),
+        };
+    }
+    0
 }
 
 /// Creates a machine with the whole `retry` group as a struct (every key,

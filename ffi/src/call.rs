@@ -317,6 +317,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         partial,
         // The C ABI carries no `empty` (spec §12.3) yet: absent.
         empty: false,
+        headers: autoretry::Headers::NONE,
     };
     let input = match now {
         None => Input::MessageEnd { message },

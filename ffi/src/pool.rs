@@ -36,9 +36,11 @@ use core::sync::atomic::Ordering;
 
 use super::budget::Budgets;
 use super::codes::{ERR_ARG, ERR_BUFFER, ERR_TEXT_LEN, MAX_TEXT, OUT_BUFFER_LEN, POOL_SIZE};
+use super::structs::AutoretryHeader;
 #[cfg(feature = "rules")]
 use autoretry::rules::Rules;
 use autoretry::Machine;
+use autoretry::{read_headers, HeaderHints};
 #[cfg(feature = "rules")]
 use core::sync::atomic::AtomicUsize;
 
@@ -474,6 +476,55 @@ pub(super) unsafe fn host_buffers<'a, T>(
         Some(n) => Some(unsafe { core::slice::from_raw_parts(text, n) }),
     };
     Ok((text, out))
+}
+
+/// The header reading of spec §13.1 over the host's `len` header fields at
+/// `headers`, each checked before any is read: [`ERR_ARG`] for a null or
+/// misaligned array with a length, [`check_range`] on the array and on
+/// every name and value. No slice outlives the call, and none is made
+/// before every range passed.
+///
+/// # Safety
+///
+/// `headers` valid for reads of `len` structs, and each one's `name` and
+/// `value` for their lengths, not written during the call, when the ranges
+/// pass these checks.
+pub(super) unsafe fn host_header_hints(
+    headers: *const AutoretryHeader,
+    len: u32,
+    now_ms: Option<u64>,
+) -> Result<HeaderHints, i32> {
+    let n = len as usize;
+    if n == 0 {
+        return Ok(HeaderHints::default());
+    }
+    if headers.is_null() || (headers as usize) % core::mem::align_of::<AutoretryHeader>() != 0 {
+        return Err(ERR_ARG);
+    }
+    let bytes = n
+        .checked_mul(core::mem::size_of::<AutoretryHeader>())
+        .ok_or(ERR_BUFFER)?;
+    check_range(headers as usize, bytes)?;
+    // SAFETY: non-null, aligned, outside the module's own data (checked),
+    // valid for `n` structs by the caller's contract; read-only for the call.
+    let list = unsafe { core::slice::from_raw_parts(headers, n) };
+    for h in list {
+        check_range(h.name as usize, h.name_len as usize)?;
+        check_range(h.value as usize, h.value_len as usize)?;
+    }
+    let bytes_at = |at: *const u8, len: u32| -> &[u8] {
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: non-null and outside the module's own data (checked
+        // above), valid for `len` bytes by the caller's contract;
+        // read-only for the call.
+        unsafe { core::slice::from_raw_parts(at, len as usize) }
+    };
+    let pairs = list
+        .iter()
+        .map(|h| (bytes_at(h.name, h.name_len), bytes_at(h.value, h.value_len)));
+    Ok(read_headers(pairs, now_ms))
 }
 
 /// A rules blob the host lends a machine (`autoretry_rules_load`), as a

@@ -192,11 +192,57 @@ pub struct AutoretryInput {
     /// no accounting. A handle that names no budget is refused with
     /// `AUTORETRY_ERR_BUDGET`.
     pub budget: i32,
+    /// Messages: the response's header fields (spec §13.1), `headers_len`
+    /// of them in the order received; null with a length of 0: none. For
+    /// an `agent_end` the module reads `should_retry` and `retry_after_ms`
+    /// from them where the struct does not set its own (as
+    /// `autoretry_read_headers()` with `now_ms`). A range that fails the
+    /// buffer checks is refused as a text's is.
+    pub headers: *const AutoretryHeader,
+    /// The number of `headers`.
+    pub headers_len: u32,
+}
+
+/// One response header field (spec §13.1), for `autoretry_input`'s
+/// `headers` and `autoretry_read_headers()`: `name_len` bytes at `name`
+/// and `value_len` bytes at `value` (read as bytes: a header this module
+/// reads is ASCII, so other bytes only make a value that yields nothing).
+///
+/// ```c
+/// autoretry_header h[] = {
+///     {(const uint8_t *)"retry-after", 11, (const uint8_t *)"120", 3},
+/// };
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AutoretryHeader {
+    /// The name's bytes (any ASCII case).
+    pub name: *const u8,
+    /// The name's length.
+    pub name_len: u32,
+    /// The value's bytes.
+    pub value: *const u8,
+    /// The value's length.
+    pub value_len: u32,
+}
+
+/// What `autoretry_read_headers()` found: spec §10.2's `shouldRetry` as an
+/// `AUTORETRY_SHOULD_RETRY_*` code (`ABSENT` when the headers do not say)
+/// and `retryAfterMs` when `has_retry_after` is 1.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoretryHeaderHints {
+    /// `AUTORETRY_SHOULD_RETRY_*`.
+    pub should_retry: i32,
+    /// 1 when `retry_after_ms` is set, else 0.
+    pub has_retry_after: u32,
+    /// `retryAfterMs`.
+    pub retry_after_ms: u64,
 }
 
 // The layout a WebAssembly host writes by hand (`ffi/wasm/run-vectors.mjs`).
 #[cfg(target_pointer_width = "32")]
-const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 168);
+const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 176);
 
 /// One output, as `autoretry_handle_c()` writes it. `kind` is an
 /// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
@@ -404,6 +450,8 @@ impl Default for AutoretryInput {
             settings: AutoretrySettings::default(),
             partial: PARTIAL_NONE,
             budget: 0,
+            headers: core::ptr::null(),
+            headers_len: 0,
         }
     }
 }

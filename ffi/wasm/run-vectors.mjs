@@ -257,7 +257,7 @@ function writeSettings(view, at, s) {
 }
 
 // The size of `autoretry_input` on wasm32.
-const INPUT_SIZE = 168;
+const INPUT_SIZE = 176;
 
 // A decimal number (at most three digits after the point) in thousandths,
 // as the budget's figures are given: 0.5 is 500n.

@@ -702,6 +702,7 @@ fn run(data: &[u8]) {
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
             // Only the input struct carries a partial turn.
             partial: partial(partial_code).unwrap_or(Partial::None),
+            headers: autoretry::Headers::NONE,
         };
         let (tp, o) = (tp.cast_const(), o);
         // SAFETY: every buffer is valid memory of its length, or one the
@@ -802,6 +803,8 @@ fn run(data: &[u8]) {
                         },
                         partial: partial_code,
                         budget,
+                        headers: std::ptr::null(),
+                        headers_len: 0,
                     };
                     autoretry_handle_json(handle, &input, o, cap)
                 }

@@ -141,7 +141,7 @@ fn round_to_53_bits(value: u64, sticky: bool) -> (u64, u32) {
 /// Spec 10.4: a numeral (ASCII digits with at most one `.` and at least one
 /// digit: `5.`, `.5`, `0012`) times `unit` ms, exactly, rounded up to a
 /// whole ms, saturating at `u64::MAX`. `None` when it is not a numeral.
-pub(super) fn numeral_ms(numeral: &[u8], unit: u64) -> Option<u64> {
+pub(crate) fn numeral_ms(numeral: &[u8], unit: u64) -> Option<u64> {
     let (int, frac) = match numeral.iter().position(|&b| b == b'.') {
         Some(dot) => (numeral.get(..dot)?, numeral.get(dot + 1..)?),
         None => (numeral, &[][..]),

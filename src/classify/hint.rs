@@ -10,6 +10,7 @@
 //! included. Every function is linear in the length of the text and never
 //! panics.
 
+use super::date::rfc3339_ms;
 use super::decimal;
 
 /// Rule 1: a delay in milliseconds.
@@ -173,136 +174,6 @@ pub(super) fn value_after<'t>(
 fn leading_digits(s: &[u8]) -> u64 {
     let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
     decimal::saturating_digits(s.get(..n).unwrap_or_default())
-}
-
-/// The instant of an RFC 3339 timestamp (spec 3.5, rule 2) in Unix ms, or
-/// `None` when the token is not one or its fields are not a real date and
-/// time.
-///
-/// Every field has a fixed number of digits, so the arithmetic below is
-/// bounded (years 0000 to 9999: about ±3.2e14 ms) and cannot overflow.
-fn rfc3339_ms(token: &[u8]) -> Option<i64> {
-    let mut cur = Cursor(token);
-    let year = cur.fixed(4)?;
-    cur.expect(b'-')?;
-    let month = cur.fixed(2)?;
-    cur.expect(b'-')?;
-    let day = cur.fixed(2)?;
-    cur.eat_any(b"Tt").then_some(())?;
-    let hour = cur.fixed(2)?;
-    cur.expect(b':')?;
-    let minute = cur.fixed(2)?;
-    let (mut second, mut milli) = (0, 0);
-    if cur.eat(b':') {
-        second = cur.fixed(2)?;
-        if cur.eat(b'.') {
-            let fraction = cur.digits();
-            if fraction.is_empty() {
-                return None;
-            }
-            // Truncated to milliseconds.
-            for i in 0..3 {
-                milli = milli * 10 + fraction.get(i).map_or(0, |d| i64::from(d - b'0'));
-            }
-        }
-    }
-    let offset_minutes = if cur.eat_any(b"Zz") {
-        0
-    } else {
-        let sign = if cur.eat(b'+') {
-            1
-        } else if cur.eat(b'-') {
-            -1
-        } else {
-            return None;
-        };
-        let oh = cur.fixed(2)?;
-        cur.expect(b':')?;
-        let om = cur.fixed(2)?;
-        if oh > 23 || om > 59 {
-            return None;
-        }
-        sign * (oh * 60 + om)
-    };
-    if !cur.0.is_empty()
-        || !(1..=12).contains(&month)
-        || day < 1
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 59
-    {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
-    Some(seconds * 1000 + milli)
-}
-
-fn is_leap(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (month + 9) % 12; // March = 0
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// A forward-only reader over bytes.
-struct Cursor<'a>(&'a [u8]);
-
-impl<'a> Cursor<'a> {
-    fn eat(&mut self, byte: u8) -> bool {
-        self.eat_any(&[byte])
-    }
-
-    fn eat_any(&mut self, set: &[u8]) -> bool {
-        match self.0 {
-            [first, rest @ ..] if set.contains(first) => {
-                self.0 = rest;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        self.eat(byte).then_some(())
-    }
-
-    /// The longest run of ASCII digits at the cursor (possibly empty).
-    fn digits(&mut self) -> &'a [u8] {
-        let n = self.0.iter().take_while(|b| b.is_ascii_digit()).count();
-        let (run, rest) = self.0.split_at(n);
-        self.0 = rest;
-        run
-    }
-
-    /// Exactly `n` ASCII digits (`n` ≤ 4).
-    fn fixed(&mut self, n: usize) -> Option<i64> {
-        let run = self.0.get(..n)?;
-        if !run.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        self.0 = self.0.get(n..)?;
-        Some(run.iter().fold(0, |v, &d| v * 10 + i64::from(d - b'0')))
-    }
 }
 
 #[cfg(test)]

@@ -33,9 +33,13 @@
 // Generated: its byte arrays are laid out by the generator, not by rustfmt.
 #[rustfmt::skip]
 mod dfa;
+mod date;
 mod decimal;
+// Read by the header reading (spec 13.1) and the text hints (13.2).
 #[cfg(all(feature = "prefilter", feature = "extended"))]
 mod dense;
+#[allow(dead_code)]
+mod duration;
 #[cfg(feature = "extended")]
 mod extended;
 #[cfg(feature = "prefilter")]
@@ -55,6 +59,10 @@ mod wait_hint;
 mod window;
 
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
+// The parsers the header reading of spec 13.1 (`crate::headers`) shares.
+pub(crate) use date::{imf_fixdate_ms, rfc3339_ms};
+pub(crate) use decimal::numeral_ms;
+pub(crate) use duration::whole as duration_ms;
 pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
 use dfa::{HINT, OVERFLOW, OVERFLOW_AT_START, RETRYABLE, USAGE_LIMIT};

@@ -529,8 +529,8 @@ pub fn settings_from_json(value: &Value) -> Result<RetrySettings, DecodeError> {
 
 impl MessageBuf {
     /// Decodes
-    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n,"partial":..,"empty":b}`
-    /// (spec §2, §10.2, §11.2, §12.3; feature `json`).
+    /// `{"role":"assistant","stopReason":..,"errorMessage":..,"usage":{"input":n,"cacheRead":n,"cacheWrite":n},"shouldRetry":b,"retryAfterMs":n,"partial":..,"empty":b,"headers":[[name,value],..]}`
+    /// (spec §2, §10.2, §11.2, §12.3, §13.1; feature `json`).
     /// `stopReason` is required and must be one of the five names;
     /// `role`, when present, must be `"assistant"`; other fields are ignored.
     /// An optional field given as `null` is absent; a missing count of
@@ -597,11 +597,12 @@ impl MessageBuf {
             usage,
             should_retry: boolean(obj, "shouldRetry")?,
             retry_after_ms: uint(obj, "retryAfterMs")?,
-            // Last: a bad `partial` or `empty` in an otherwise good
-            // message is an input to refuse (spec §11.2, §12.3), which
-            // `InputLine` tells apart.
+            // Last: a bad `partial`, `empty` or `headers` in an otherwise
+            // good message is an input to refuse (spec §11.2, §12.3,
+            // §13.1), which `InputLine` tells apart.
             partial: partial(obj)?,
             empty: empty(obj)?,
+            headers: headers(obj)?,
         })
     }
 }
@@ -613,9 +614,85 @@ fn empty(obj: &Map<String, Value>) -> Result<bool, DecodeError> {
 }
 
 /// The error of a message's fields that make an input to refuse rather
-/// than a malformed line (`partial`, `empty`), in the order decoded.
+/// than a malformed line (`partial`, `empty`, `headers`), in the order
+/// decoded.
 fn refusable(obj: &Map<String, Value>) -> Option<DecodeError> {
-    partial(obj).err().or_else(|| empty(obj).err())
+    partial(obj)
+        .err()
+        .or_else(|| empty(obj).err())
+        .or_else(|| headers(obj).err())
+}
+
+/// One line of the header reading (spec §13.1, `autoretry headers`):
+/// `{"headers":[[name,value],..],"nowMs":n|null}`, decoded to the pairs and
+/// the clock. `headers` is required (`null` is an empty list); other keys
+/// are ignored; errors name the field.
+///
+/// ```
+/// use autoretry::{read_headers, wire::json::headers_line};
+/// let (pairs, now_ms) = headers_line(r#"{"headers":[["Retry-After","120"]],"nowMs":null}"#).unwrap();
+/// assert_eq!(read_headers(pairs, now_ms).retry_after_ms, Some(120_000));
+/// let err = headers_line(r#"{"headers":[["a"]]}"#).unwrap_err();
+/// assert_eq!(err.to_string(), "headers[0]: expected a [name, value] pair of strings, found an array");
+/// let err = headers_line(r#"{"headers":[],"nowMs":-1}"#).unwrap_err();
+/// assert_eq!(err.path(), "nowMs");
+/// assert_eq!(headers_line("{}").unwrap_err().to_string(), "headers: missing (expected a list of [name, value] pairs of strings)");
+/// ```
+#[allow(clippy::type_complexity)]
+pub fn headers_line(line: &str) -> Result<(Vec<(String, String)>, Option<u64>), DecodeError> {
+    let obj = parse_object(line)?;
+    if !obj.contains_key("headers") {
+        return Err(DecodeError::missing("headers", HEADER_LIST));
+    }
+    Ok((headers(&obj)?, uint(&obj, "nowMs")?))
+}
+
+/// What `headers` must be.
+const HEADER_LIST: &str = "a list of [name, value] pairs of strings";
+
+/// `headers` of a message object (spec §13.1): absent or `null` is none;
+/// otherwise a list of `[name, value]` pairs of strings, or an error naming
+/// it (and the entry: `headers[2]: ...`).
+///
+/// ```
+/// use autoretry::MessageBuf;
+/// let ok = serde_json::json!({"stopReason": "error", "headers": [["retry-after", "5"]]});
+/// assert_eq!(MessageBuf::from_json(&ok).unwrap().headers, [("retry-after".to_string(), "5".to_string())]);
+/// let bad = serde_json::json!({"stopReason": "error", "headers": {"retry-after": "5"}});
+/// assert_eq!(
+///     MessageBuf::from_json(&bad).unwrap_err().to_string(),
+///     "headers: expected a list of [name, value] pairs of strings, found an object",
+/// );
+/// let bad = serde_json::json!({"stopReason": "error", "headers": [["retry-after", 5]]});
+/// assert_eq!(
+///     MessageBuf::from_json(&bad).unwrap_err().to_string(),
+///     "headers[0]: expected a [name, value] pair of strings, found an array",
+/// );
+/// ```
+fn headers(obj: &Map<String, Value>) -> Result<Vec<(String, String)>, DecodeError> {
+    let list = match present(obj, "headers") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(other) => return Err(DecodeError::wrong_type("headers", HEADER_LIST, other)),
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            match entry {
+                Value::Array(pair) => match pair.as_slice() {
+                    [Value::String(name), Value::String(value)] => {
+                        Ok((name.clone(), value.clone()))
+                    }
+                    _ => Err(entry),
+                },
+                _ => Err(entry),
+            }
+            .map_err(|entry| {
+                let what = "a [name, value] pair of strings";
+                DecodeError::wrong_type(&format!("headers[{i}]"), what, entry)
+            })
+        })
+        .collect()
 }
 
 /// `partial` of a message object (spec §11.2): absent or `null` is
@@ -672,8 +749,10 @@ pub enum InputLine {
 /// A well-formed input line the host must refuse (spec §6a): a `settings`
 /// whose group fails validation, a `set_auto_retry` or `model_switched`
 /// whose boolean is missing or not a boolean, a message that is good but for
-/// its `partial` or `empty` (spec §11.2, §12.3), a `stream_start` or
-/// `stream_event` whose `nowMs` is missing or not a u64 (§12.2).
+/// its `partial` (spec §11.2), its `empty` (§12.3) or its `headers`
+/// (§13.1), an `agent_end` whose `nowMs` is not a u64 (§13.1), a
+/// `stream_start` or `stream_event` whose `nowMs` is missing or not a u64
+/// (§12.2).
 ///
 /// ```
 /// use autoretry::wire::json::{ErrorKind, InputLine};
@@ -736,13 +815,14 @@ impl InputLine {
                 Ok(message) => InputLine::Input(InputBuf::MessageEnd { message }),
                 Err(reason) => refused("message_end", reason),
             },
-            "agent_end" => {
-                let now_ms = uint(obj, "nowMs")?;
-                match message()? {
-                    Ok(message) => InputLine::Input(InputBuf::AgentEnd { message, now_ms }),
-                    Err(reason) => refused("agent_end", reason),
+            // A `nowMs` that is not a u64 is refused (spec §13.1), after a
+            // malformed message.
+            "agent_end" => match (message()?, uint(obj, "nowMs")) {
+                (Ok(message), Ok(now_ms)) => {
+                    InputLine::Input(InputBuf::AgentEnd { message, now_ms })
                 }
-            }
+                (Err(reason), _) | (_, Err(reason)) => refused("agent_end", reason),
+            },
             // A missing or ill-typed `nowMs` is an input to refuse (spec
             // §12.2).
             "stream_start" => match require(obj, "nowMs", "a non-negative integer", uint) {
@@ -836,10 +916,6 @@ mod tests {
             (
                 json!({"type":"agent_end","message":{"role":"user","stopReason":"stop"}}),
                 "message.role: expected \"assistant\", found a string \"user\"",
-            ),
-            (
-                json!({"type":"agent_end","message":{"stopReason":"stop"},"nowMs":1.5}),
-                "nowMs: expected a non-negative integer that fits u64, found 1.5",
             ),
             (
                 json!({"type":"usage_limit_marked"}),
@@ -996,6 +1072,82 @@ mod tests {
                 .type_name,
             "message_end"
         );
+    }
+
+    #[test]
+    fn bad_headers_and_clocks_are_refused_naming_them() {
+        let refused = |v: Value| match InputLine::from_json(&v) {
+            Ok(InputLine::Refused(refused)) => (refused.type_name, refused.to_string()),
+            other => panic!("{other:?}"),
+        };
+        let end = |headers: Value| json!({"type":"agent_end","message":{"stopReason":"error","errorMessage":"503","headers":headers}});
+        let pairs = "a list of [name, value] pairs of strings";
+        let pair = "a [name, value] pair of strings";
+        for (headers, want) in [
+            (
+                json!({"a": "b"}),
+                format!("message.headers: expected {pairs}, found an object"),
+            ),
+            (
+                json!("a: b"),
+                format!("message.headers: expected {pairs}, found a string \"a: b\""),
+            ),
+            (
+                json!(5),
+                format!("message.headers: expected {pairs}, found 5"),
+            ),
+            (
+                json!([["a"]]),
+                format!("message.headers[0]: expected {pair}, found an array"),
+            ),
+            (
+                json!([["a", "b"], ["a", 1]]),
+                format!("message.headers[1]: expected {pair}, found an array"),
+            ),
+            (
+                json!([["a", "b", "c"]]),
+                format!("message.headers[0]: expected {pair}, found an array"),
+            ),
+            (
+                json!([null]),
+                format!("message.headers[0]: expected {pair}, found null"),
+            ),
+            (
+                json!(["a", "b"]),
+                format!("message.headers[0]: expected {pair}, found a string \"a\""),
+            ),
+        ] {
+            assert_eq!(refused(end(headers)), ("agent_end", want));
+        }
+        let v = json!({"type":"message_end","message":{"stopReason":"stop","headers":[["a",1]]}});
+        assert_eq!(refused(v).0, "message_end");
+        for now in [
+            json!(1.5),
+            json!(-5),
+            json!("now"),
+            json!(true),
+            json!(1e30),
+        ] {
+            let v = json!({"type":"agent_end","message":{"stopReason":"stop"},"nowMs":now});
+            let (ty, why) = refused(v);
+            assert_eq!(ty, "agent_end");
+            assert!(
+                why.starts_with("nowMs: expected a non-negative integer that fits u64"),
+                "{why}"
+            );
+        }
+        // A malformed message is still an error, not a refusal.
+        let v = json!({"type":"agent_end","message":{"stopReason":5,"headers":5},"nowMs":"now"});
+        assert!(InputLine::from_json(&v).is_err());
+        // `null` is absent; an empty list reads nothing.
+        for headers in [Value::Null, json!([])] {
+            let Ok(InputLine::Input(InputBuf::AgentEnd { message, .. })) =
+                InputLine::from_json(&end(headers))
+            else {
+                panic!()
+            };
+            assert!(message.headers.is_empty());
+        }
     }
 
     #[test]

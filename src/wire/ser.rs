@@ -4,6 +4,7 @@
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::classify::Classification;
+use crate::headers::HeaderHints;
 use crate::machine::RetryState;
 use crate::output::{ErrorText, Event, FinalError, Output, TimerId};
 
@@ -164,6 +165,23 @@ impl Serialize for Classification {
         s.serialize_field("overflow", &self.overflow)?;
         s.serialize_field("usageLimit", &self.usage_limit)?;
         s.serialize_field("hintMs", &self.hint_ms)?;
+        s.end()
+    }
+}
+
+/// The header reading's answer (spec 13.1, `autoretry headers`):
+/// `{"shouldRetry":b|null,"retryAfterMs":n|null}`.
+///
+/// ```
+/// use autoretry::HeaderHints;
+/// let read = HeaderHints { should_retry: None, retry_after_ms: Some(1500) };
+/// assert_eq!(serde_json::to_string(&read).unwrap(), r#"{"shouldRetry":null,"retryAfterMs":1500}"#);
+/// ```
+impl Serialize for HeaderHints {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("HeaderHints", 2)?;
+        s.serialize_field("shouldRetry", &self.should_retry)?;
+        s.serialize_field("retryAfterMs", &self.retry_after_ms)?;
         s.end()
     }
 }

@@ -540,6 +540,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         retry_after_ms,
         partial,
         empty: false,
+        headers: autoretry::Headers::NONE,
     }
 }
 
@@ -666,6 +667,110 @@ pub fn fuzz_hint(bytes: &[u8]) {
     );
     if now.is_none() {
         assert_eq!(classify::classify_bytes(rest).hint_ms, hint);
+    }
+}
+
+/// Reads response headers (spec 13.1) from fuzz bytes and checks the
+/// reading's guarantees: no panic, the same answer on bytes and on lossy
+/// strings, in any ASCII case of the names, with every pair given again
+/// later (only the first occurrence counts), through the owned message,
+/// and a machine that reads the headers decides exactly as one given the
+/// read fields.
+///
+/// The bytes: a first byte whose low bit says whether a clock (8 bytes,
+/// big-endian) follows, then lines `name:value` split on `\n` (a line
+/// without `:` is a name with an empty value).
+///
+/// ```
+/// autoretry_testkit::fuzzing::fuzz_headers(b"\x00retry-after: 5\nx-should-retry:true");
+/// autoretry_testkit::fuzzing::fuzz_headers(b"\x01\x00\x00\x01\x9a\x0f\x4f\x4c\x00retry-after:Mon, 21 Sep 2026 14:14:00 GMT");
+/// ```
+pub fn fuzz_headers(bytes: &[u8]) {
+    use autoretry::{read_headers, Headers, MessageBuf};
+
+    let mut r = Reader { data: bytes };
+    let now = match r.byte() % 2 {
+        0 => None,
+        _ => Some(r.u64()),
+    };
+    let pairs: Vec<(&[u8], &[u8])> = r
+        .data
+        .split(|&b| b == b'\n')
+        .map(|line| match line.iter().position(|&b| b == b':') {
+            Some(at) => (&line[..at], &line[at + 1..]),
+            None => (line, &[][..]),
+        })
+        .collect();
+    let read = read_headers(pairs.iter().copied(), now);
+
+    let lossy: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(n, v)| {
+            (
+                String::from_utf8_lossy(n).into_owned(),
+                String::from_utf8_lossy(v).into_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        Headers::from_owned(&lossy).read(now),
+        read,
+        "bytes vs lossy strings"
+    );
+    for case in [str::to_ascii_uppercase, str::to_ascii_lowercase] {
+        let cased: Vec<(String, String)> =
+            lossy.iter().map(|(n, v)| (case(n), v.clone())).collect();
+        assert_eq!(
+            Headers::from_owned(&cased).read(now),
+            read,
+            "ASCII case of the names"
+        );
+    }
+    let mut again = lossy.clone();
+    again.extend(
+        lossy
+            .iter()
+            .map(|(n, v)| (n.to_ascii_uppercase(), format!("0{v}"))),
+    );
+    assert_eq!(
+        Headers::from_owned(&again).read(now),
+        read,
+        "a later occurrence was read"
+    );
+    if now.is_some() {
+        assert_eq!(
+            Headers::from_owned(&lossy).read(None).should_retry,
+            read.should_retry,
+            "the clock changed shouldRetry"
+        );
+    }
+
+    // The machine: headers in the message, or the read fields given (a
+    // plain retry, and a usage-limit hand-off).
+    let settings = RetrySettings::MODERN;
+    let host = HostOptions::default().with_credential_store(true);
+    let decide = |message: &MessageBuf| {
+        let mut machine = Machine::new(settings, host);
+        let input = Input::AgentEnd {
+            message: message.as_message(),
+            now_ms: now,
+        };
+        let outputs: Vec<String> = machine
+            .handle(input)
+            .map(|out| out.iter().map(|o| format!("{o:?}")).collect())
+            .unwrap_or_default();
+        (outputs, machine.state())
+    };
+    for text in ["503 Service Unavailable", "429 usage_limit_reached"] {
+        let with_headers = MessageBuf::error(text).with_headers(lossy.iter().cloned());
+        let mut given = MessageBuf::error(text);
+        given.should_retry = read.should_retry;
+        given.retry_after_ms = read.retry_after_ms;
+        assert_eq!(
+            decide(&with_headers),
+            decide(&given),
+            "the machine's reading"
+        );
     }
 }
 

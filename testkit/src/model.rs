@@ -150,6 +150,7 @@ impl Msg {
             retry_after_ms: self.retry_after,
             partial: autoretry::Partial::None,
             empty: false,
+            headers: autoretry::Headers::NONE,
         }
     }
 

@@ -4,5 +4,6 @@
 mod common;
 
 mod corpus;
+mod headers;
 mod hint_numbers;
 mod props;

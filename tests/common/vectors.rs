@@ -118,10 +118,14 @@ pub fn replay_file(path: &Path) -> FileResult {
 /// that every step passed and that at least `min` (files, scenarios,
 /// steps) ran: more is fine, fewer means something was silently skipped.
 pub fn replay_folder_passes(dir: &str, min: (usize, usize, usize)) {
-    let paths = super::vector_files_in(dir);
+    replay_files_pass(dir, &super::vector_files_in(dir), min);
+}
+
+/// [`replay_folder_passes`] on these files, `dir` naming them.
+pub fn replay_files_pass(dir: &str, paths: &[std::path::PathBuf], min: (usize, usize, usize)) {
     let (mut scenarios, mut steps, mut events) = (0, 0, 0);
     let mut failures = Vec::new();
-    for path in &paths {
+    for path in paths {
         let result = replay_file(path);
         scenarios += result.scenarios;
         steps += result.steps;

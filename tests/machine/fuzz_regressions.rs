@@ -8,12 +8,13 @@ use std::path::Path;
 use autoretry_testkit::fuzzing;
 use autoretry_testkit::fuzzing::{replay_inputs, Target};
 
-const TARGETS: [Target; 5] = [
+const TARGETS: [Target; 6] = [
     ("classify", fuzzing::fuzz_classify),
     ("machine", fuzzing::fuzz_machine),
     ("settings_json", fuzzing::fuzz_settings_json),
     ("rpc_line", fuzzing::fuzz_rpc_line),
     ("hint", fuzzing::fuzz_hint),
+    ("headers", fuzzing::fuzz_headers),
 ];
 
 fn replay(root: &str) -> usize {

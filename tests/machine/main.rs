@@ -20,6 +20,7 @@ mod model_props;
 mod no_retry;
 mod options;
 mod presentation;
+mod response;
 mod shared_copies;
 mod snapshot;
 mod snapshot_fuzz;

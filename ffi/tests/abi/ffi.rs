@@ -256,9 +256,21 @@ impl Handle {
         let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
         let h = self.0;
         if self.1 == Api::Struct {
-            let c = self.struct_input(input);
-            // SAFETY: the struct, its text and `out` are live, disjoint and
-            // of the given lengths.
+            let mut c = self.struct_input(input);
+            // The message's `headers` (spec §13.1), pointing into it.
+            let headers: Vec<AutoretryHeader> = match input {
+                InputBuf::MessageEnd { message } | InputBuf::AgentEnd { message, .. } => message
+                    .headers
+                    .iter()
+                    .map(|(n, v)| c_header(n, v))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if !headers.is_empty() {
+                (c.headers, c.headers_len) = (headers.as_ptr(), headers.len() as u32);
+            }
+            // SAFETY: the struct, its text, its headers and `out` are live,
+            // disjoint and of the given lengths.
             let n = unsafe { autoretry_handle_json(h, &c, o, cap) };
             if n < 0 {
                 return Err(n);
@@ -660,6 +672,123 @@ fn every_option_vector_step_passes_through_the_c_abi() {
     assert!(
         paths.len() >= 16 && scenarios >= 16 && steps >= 126,
         "too few option vectors ran"
+    );
+}
+
+/// A header field pointing into `name` and `value`.
+fn c_header(name: &str, value: &str) -> AutoretryHeader {
+    AutoretryHeader {
+        name: name.as_ptr(),
+        name_len: name.len() as u32,
+        value: value.as_ptr(),
+        value_len: value.len() as u32,
+    }
+}
+
+/// The response vectors of spec 13 the crate implements (the headers and
+/// the `agent_end` clock; the `curated-*` ones need the curated
+/// classifier): the input struct with its `headers`, JSON outputs.
+#[test]
+fn every_response_header_vector_step_passes_through_the_c_abi() {
+    let _turn = turn();
+    let paths: Vec<_> = crate::vector_files_in("tests/vectors/response")
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            name.starts_with("headers-") || name == "agent-end-now-refused.jsonl"
+        })
+        .collect();
+    let (mut steps, mut passed) = (0, 0);
+    let mut failures = Vec::new();
+    for path in &paths {
+        let run = replay_through_abi(path, Api::Struct);
+        steps += run.steps;
+        passed += run.passed;
+        failures.extend(run.failures);
+    }
+    println!(
+        "C ABI (input struct), tests/vectors/response (headers): {} files, {passed} of {steps} steps passed",
+        paths.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        paths.len() >= 7 && steps >= 36,
+        "too few response vectors ran"
+    );
+}
+
+/// `autoretry_read_headers` on every case of `tests/corpus/headers.jsonl`,
+/// exactly; and its refusals.
+#[test]
+fn read_headers_on_the_header_corpus() {
+    let _turn = turn();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus/headers.jsonl");
+    let corpus = std::fs::read_to_string(path).unwrap();
+    let mut cases = 0;
+    for line in corpus.lines().filter(|l| !l.trim().is_empty()) {
+        let (pairs, now) = autoretry::wire::json::headers_line(line).unwrap();
+        let want: serde_json::Value = serde_json::from_str(line).unwrap();
+        let headers: Vec<AutoretryHeader> = pairs.iter().map(|(n, v)| c_header(n, v)).collect();
+        let mut got = AutoretryHeaderHints::default();
+        // SAFETY: the headers, their bytes and `got` are live.
+        let code = unsafe {
+            autoretry_read_headers(
+                if headers.is_empty() {
+                    std::ptr::null()
+                } else {
+                    headers.as_ptr()
+                },
+                headers.len() as u32,
+                u32::from(now.is_some()),
+                now.unwrap_or(0),
+                &mut got,
+            )
+        };
+        assert_eq!(code, 0, "{line}");
+        let should_retry = match want["shouldRetry"].as_bool() {
+            None => SHOULD_RETRY_ABSENT,
+            Some(false) => SHOULD_RETRY_NO,
+            Some(true) => SHOULD_RETRY_YES,
+        };
+        let retry_after = want["retryAfterMs"].as_u64();
+        assert_eq!(
+            got,
+            AutoretryHeaderHints {
+                should_retry,
+                has_retry_after: u32::from(retry_after.is_some()),
+                retry_after_ms: retry_after.unwrap_or(0),
+            },
+            "{line}"
+        );
+        cases += 1;
+    }
+    assert_eq!(cases, 43);
+    let mut got = AutoretryHeaderHints::default();
+    // SAFETY: null pointers with lengths are refused before any read.
+    unsafe {
+        assert_eq!(
+            autoretry_read_headers(std::ptr::null(), 1, 0, 0, &mut got),
+            ERR_ARG
+        );
+        assert_eq!(
+            autoretry_read_headers(std::ptr::null(), 0, 0, 0, std::ptr::null_mut()),
+            ERR_ARG
+        );
+        let bad = [AutoretryHeader {
+            name: std::ptr::null(),
+            name_len: 3,
+            ..c_header("", "")
+        }];
+        assert_eq!(
+            autoretry_read_headers(bad.as_ptr(), 1, 0, 0, &mut got),
+            ERR_ARG
+        );
+    }
+    assert_eq!(
+        got,
+        AutoretryHeaderHints::default(),
+        "a failed call wrote nothing"
     );
 }
 
@@ -1444,6 +1573,7 @@ fn same_as_the_library(
                     retry_after_ms: *retry_after_ms,
                     partial: autoretry::Partial::None,
                     empty: false,
+                    headers: Vec::new(),
                 };
                 if *agent_end {
                     InputBuf::AgentEnd {

@@ -421,6 +421,8 @@ pub(crate) fn agent_end_input(text: &str, should_retry: i32) -> AutoretryInput {
         settings: AutoretrySettings::default(),
         partial: PARTIAL_NONE,
         budget: 0,
+        headers: std::ptr::null(),
+        headers_len: 0,
     }
 }
 

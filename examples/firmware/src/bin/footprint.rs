@@ -34,6 +34,7 @@ fn main() -> ! {
             retry_after_ms: black_box(None),
             partial: black_box(Partial::None),
             empty: black_box(false),
+            headers: autoretry::Headers::NONE,
         };
         let inputs = [
             Input::MessageEnd { message },
