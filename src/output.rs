@@ -24,8 +24,11 @@ pub const EMPTY_RESPONSE: &str = "Empty response from the model";
 /// assert_eq!(stalled.len(), 37);
 /// assert_eq!(ErrorText::Text("503"), "503");
 /// assert_eq!(ErrorText::from("503").as_str(), Some("503"));
+/// // Debug shows the written text as a string's Debug does.
+/// assert_eq!(format!("{stalled:?}"), format!("{:?}", stalled.to_string()));
+/// assert_eq!(format!("{:?}", ErrorText::Text("503")), "\"503\"");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ErrorText<'a> {
     /// The text as it is.
@@ -123,6 +126,18 @@ impl fmt::Display for ErrorText<'_> {
         match *self {
             ErrorText::Text(text) => f.write_str(text),
             ErrorText::Stalled { silence_ms } => write!(f, "{STALLED_PREFIX}{silence_ms}ms"),
+        }
+    }
+}
+
+/// The written text as a string's `Debug` shows it, so a logged event
+/// reads the same whoever wrote its text.
+impl fmt::Debug for ErrorText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ErrorText::Text(text) => fmt::Debug::fmt(text, f),
+            // The sentence holds nothing that `Debug` escapes.
+            ErrorText::Stalled { silence_ms } => write!(f, "\"{STALLED_PREFIX}{silence_ms}ms\""),
         }
     }
 }

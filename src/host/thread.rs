@@ -660,7 +660,7 @@ mod tests {
         else {
             panic!("{:?}", step.outputs)
         };
-        assert_eq!(*error_message, kept);
+        assert_eq!(*error_message, kept.as_str());
         drop(step);
         assert!(driver.deadline().is_some());
     }

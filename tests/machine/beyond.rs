@@ -204,7 +204,7 @@ fn a_saturated_total_passes_even_the_largest_limit() {
     let error = FinalError::TotalWait {
         total_ms: u64::MAX,
         max_total_delay_ms: u64::MAX,
-        error: OVERLOADED,
+        error: OVERLOADED.into(),
     };
     assert_eq!(
         out[..],
