@@ -35,8 +35,11 @@
 mod dfa;
 mod classic;
 mod decimal;
+// Read by the header reading (spec 13.1) and the text hints (13.2).
 #[cfg(all(feature = "prefilter", feature = "extended"))]
 mod dense;
+#[allow(dead_code)]
+mod duration;
 #[cfg(feature = "extended")]
 mod extended;
 #[cfg(feature = "prefilter")]
