@@ -34,6 +34,7 @@
 #[rustfmt::skip]
 mod dfa;
 mod classic;
+mod curated_hint;
 mod decimal;
 // Read by the header reading (spec 13.1) and the text hints (13.2).
 #[cfg(all(feature = "prefilter", feature = "extended"))]
@@ -67,6 +68,7 @@ mod wait_hint;
 #[cfg(feature = "extended")]
 mod window;
 
+pub use curated_hint::{curated_hint_ms, curated_hint_ms_bytes};
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
