@@ -3,6 +3,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod accuracy;
 mod corpus;
 mod hint_numbers;
 mod props;
