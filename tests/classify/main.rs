@@ -6,4 +6,5 @@ mod common;
 mod accuracy;
 mod corpus;
 mod hint_numbers;
+mod patterns;
 mod props;
