@@ -10,14 +10,14 @@ extern crate std;
 #[cfg(feature = "prefilter")]
 use super::dense::{self, Unpacked, FAST, SPECIAL};
 use super::dfa::{self, EXTENDED, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT, WINDOW_WORD_BITS};
+use super::overflow::{self, Tails};
 use super::window::Windows;
-use super::{overflow_step, Classification, Tails};
+use super::Classification;
 
 /// The labels among `want` (`RETRYABLE`, `USAGE_LIMIT`, `OVERFLOW`, `HINT`)
 /// that the symbols have under the extended patterns. `RETRYABLE` is the
 /// retryable pattern alone; the usage-limit pattern makes a text
 /// retryable in [`labels`].
-#[cfg_attr(all(feature = "prefilter", not(test)), allow(dead_code))]
 #[inline(always)]
 pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut found = 0;
@@ -45,7 +45,7 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
             windows.line_break();
         }
         // The twenty unanchored overflow patterns of spec 3.3.
-        if want & OVERFLOW != 0 && overflow_step(&mut words, &mut tails, sym, OVERFLOW) {
+        if want & OVERFLOW != 0 && overflow::step(&mut words, &mut tails, sym, OVERFLOW) {
             found |= OVERFLOW;
         }
         want &= !found;
@@ -68,50 +68,8 @@ pub(super) fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     found
 }
 
-/// [`scan`] over the characters of `text`: on std with feature
-/// `prefilter`, long texts take the factor search of `super::factors`
-/// (or, without Teddy, the skipping scan of `super::prefilter`).
-#[inline(always)]
-pub(super) fn scan_str(want: u8, text: &str) -> u8 {
-    #[cfg(feature = "prefilter")]
-    if text.len() >= super::factors::MIN_LEN {
-        if let Some(found) = super::factors::scan_with::<Scan>(want, text) {
-            return found;
-        }
-    }
-    #[cfg(feature = "prefilter")]
-    return if text.len() >= super::prefilter::MIN_LEN {
-        super::prefilter::scan(Scan::new(want), text.as_bytes())
-    } else {
-        Scan::new(want).run(super::table::symbols(text))
-    };
-    #[cfg(not(feature = "prefilter"))]
-    scan(want, super::table::symbols(text))
-}
-
-/// [`scan`] over the lossy reading of `bytes`.
-#[inline(always)]
-pub(super) fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
-    // The factor search needs characters: valid UTF-8 takes it, the rest
-    // the skipping scan (the lossy reading of invalid bytes is its own).
-    #[cfg(feature = "prefilter")]
-    if bytes.len() >= super::factors::MIN_LEN {
-        if let Ok(text) = core::str::from_utf8(bytes) {
-            return scan_str(want, text);
-        }
-    }
-    #[cfg(feature = "prefilter")]
-    return if bytes.len() >= super::prefilter::MIN_LEN {
-        super::prefilter::scan(Scan::new(want), bytes)
-    } else {
-        Scan::new(want).run(super::table::lossy_symbols(bytes))
-    };
-    #[cfg(not(feature = "prefilter"))]
-    scan(want, super::table::lossy_symbols(bytes))
-}
-
-/// [`scan`] as a state between two symbols, for the skipping scan of
-/// `prefilter` (its tests keep the two equal).
+/// [`scan`] as a state between two symbols, for the long-text paths
+/// (their tests keep the two equal).
 #[cfg(feature = "prefilter")]
 pub(super) struct Scan {
     /// The labels still looked for.
@@ -130,7 +88,7 @@ pub(super) struct Scan {
     pub(super) pos: usize,
     /// `EXTENDED` and `dfa::WORDS`, unpacked.
     tables: &'static Unpacked,
-    /// The labels whose tables step (see [`super::factors::Stepper::set_active`]):
+    /// The labels whose tables step (see [`super::step::Step::set_active`]):
     /// all of them but in the factor search's segments.
     active: u8,
 }
@@ -380,7 +338,7 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
 }
 
 #[cfg(feature = "prefilter")]
-impl super::factors::Stepper for Scan {
+impl super::step::Step for Scan {
     const FACTORS: &'static super::factors::Factors = &dfa::EXT_FACTORS;
     const MAX_LEN: usize = dfa::EXT_FACTOR_MAX_LEN;
     /// Past a segment's end, the tables step in runs of 8 characters (then
@@ -503,14 +461,6 @@ impl super::factors::Stepper for Scan {
     fn finish(self) -> u8 {
         Scan::finish(self)
     }
-}
-
-#[cfg(feature = "prefilter")]
-impl super::prefilter::Skip for Scan {
-    #[inline(always)]
-    fn step(&mut self, sym: u8) -> bool {
-        Scan::step(self, sym)
-    }
 
     #[inline(always)]
     fn key(&self) -> usize {
@@ -539,15 +489,30 @@ impl super::prefilter::Skip for Scan {
     }
 
     #[inline(always)]
-    fn restart(&mut self, p: &super::prefilter::Prefilter, before: u8, skipped: usize) {
+    fn skipped(&mut self, p: &super::prefilter::Prefilter, before: u8, skipped: usize) {
         self.states = p.extended_idle(before);
         self.words = p.words_idle(before);
         self.pos = self.pos.saturating_add(skipped);
     }
+}
 
+/// The extended set, as `super::strategy` picks its path.
+pub(super) struct Patterns;
+
+impl super::strategy::Set for Patterns {
     #[inline(always)]
-    fn finish(self) -> u8 {
-        Scan::finish(self)
+    fn plain(want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+        scan(want, symbols)
+    }
+
+    #[cfg(feature = "prefilter")]
+    type Scan = Scan;
+
+    /// The unpacked tables of `super::dense`, stepped by [`Scan::run`].
+    #[inline(always)]
+    #[cfg(feature = "prefilter")]
+    fn short(want: u8, text: &str) -> u8 {
+        Scan::new(want).run(super::utf8::symbols(text))
     }
 }
 
@@ -555,7 +520,7 @@ impl super::prefilter::Skip for Scan {
 mod tests {
     extern crate std;
 
-    use super::super::table::lossy_symbols;
+    use super::super::utf8::lossy_symbols;
     use super::*;
 
     #[test]
@@ -577,10 +542,10 @@ mod tests {
         assert!(labelled > 100, "{labelled}");
     }
 
-    /// `text` through the runs of [`Stepper::ascii_run`] (a character at a
+    /// `text` through the runs of [`Step::ascii_run`] (a character at a
     /// time where a run stops), as the factor search steps a line.
     fn by_runs(want: u8, text: &str) -> u8 {
-        use super::super::factors::Stepper;
+        use super::super::step::Step;
         let bytes = text.as_bytes();
         let mut s = Scan::new(want);
         let mut pos = 0;
@@ -591,7 +556,7 @@ mod tests {
                 return Scan::finish(s);
             }
             if pos < bytes.len() {
-                let (sym, len) = super::super::prefilter::decode(bytes, pos);
+                let (sym, len) = super::super::utf8::decode(bytes, pos);
                 pos += len;
                 if Scan::step(&mut s, sym) {
                     break;
@@ -603,7 +568,7 @@ mod tests {
 
     #[test]
     fn runs_are_the_plain_scan_for_every_set_of_labels() {
-        use super::super::prefilter::tests::pieces;
+        use super::super::testing::pieces;
         use std::string::String;
         let corpus = include_str!("../../tests/corpus/extended/errors.jsonl");
         let mut texts: std::vec::Vec<String> = corpus
@@ -622,7 +587,7 @@ mod tests {
         let mut labelled = 0;
         for text in &texts {
             for want in 1..16 {
-                let plain = scan(want, super::super::table::symbols(text));
+                let plain = scan(want, super::super::utf8::symbols(text));
                 assert_eq!(by_runs(want, text), plain, "want {want}: {text}");
                 labelled += usize::from(plain != 0);
             }

@@ -2,7 +2,7 @@
 //! patterns' required factors, and the DFAs only around each hit.
 //!
 //! Every match of a classic pattern but the anchored overflow pattern
-//! contains one of [`FACTORS`] (lower case), which the generator derives
+//! contains one of `dfa::FACTORS` (lower case), which the generator derives
 //! from the patterns' syntax, per set of labels looked for: once a label
 //! is found, the scan searches on for the factors of the others only,
 //! from the start of the line where it was found.
@@ -11,8 +11,8 @@
 //! in one chunk) and finds the factors with `aho-corasick`'s packed Teddy
 //! searchers (SSSE3 or AVX2 on x86_64, NEON on aarch64), one for the
 //! factors that start with a letter and one for the others (see
-//! [`Search`]). Where there is no Teddy, [`scan`] answers `None` and the
-//! caller keeps the skipping scan of `super::prefilter`.
+//! [`Search`]). Where there is no Teddy, [`scan`] answers `None` and
+//! `super::strategy` takes another path.
 //!
 //! The search reports every occurrence, overlapping ones included, in the
 //! order of their starts. Around each hit the scan steps the same DFAs as
@@ -73,16 +73,11 @@ use std::vec::Vec;
 use aho_corasick::packed::{Config, MatchKind, Searcher};
 use aho_corasick::Span;
 
-use super::dfa::{
-    Factor, Need, EXT_FACTOR_MAX_LEN, FACTORS, FACTOR_MAX_LEN, HINT, OVERFLOW, RETRYABLE,
-    USAGE_LIMIT,
-};
-use super::prefilter::{decode, prefilter, Prefilter};
+use super::dfa::{Factor, Need, EXT_FACTOR_MAX_LEN, FACTOR_MAX_LEN};
+use super::prefilter::{prefilter, Prefilter};
+use super::step::Step;
 use super::symbol::{LS, PS};
-use super::{Scan, Tails};
-
-/// Texts shorter than this take the short texts' scan (`super::short`).
-pub(super) const MIN_LEN: usize = 128;
+use super::utf8::{char_start, decode};
 
 /// Bytes lower-cased and searched at a time.
 const CHUNK: usize = 4096;
@@ -100,63 +95,9 @@ pub(super) type Factors = [&'static [Factor]; 16];
 /// The searches of a pattern set, per set of labels looked for.
 pub(super) type Searches = [OnceLock<Option<Search>>; 16];
 
-/// A scan of one pattern set that this search can step around its hits.
-pub(super) trait Stepper {
-    /// The set's factors (`FACTORS` or `EXT_FACTORS`).
-    const FACTORS: &'static Factors;
-    /// The longest of them, in bytes.
-    const MAX_LEN: usize;
-    /// The set's searches, built at first use.
-    fn searches() -> &'static Searches;
-    /// A scan that looks for the labels of `want`, at the start of a text.
-    fn start(want: u8) -> Self;
-    /// The labels still looked for.
-    fn want(&self) -> u8;
-    /// The labels whose tables step (`u8::MAX`: every table).
-    #[inline(always)]
-    fn active(&self) -> u8 {
-        u8::MAX
-    }
-    /// Steps from now on only the tables of `labels`, the rest staying in
-    /// their quiet state: a hit's segment needs only the tables of the
-    /// patterns its factor was chosen for (the others' matches hold
-    /// factors of their own). A scan that steps every table anyway keeps
-    /// doing so.
-    #[inline(always)]
-    fn set_active(&mut self, labels: u8) {
-        let _ = labels;
-    }
-    /// Steps on one symbol; whether every label looked for is found.
-    fn step(&mut self, sym: u8) -> bool;
-    /// Puts every table in its quiet state after the byte `before` (the
-    /// last of the character before; `None`: the start of the text), with
-    /// nothing under way.
-    fn restart(&mut self, p: &Prefilter, before: Option<u8>);
-    /// Whether nothing is under way after `prev` (the last byte read): no
-    /// match that a later character could complete.
-    fn quiet(&self, p: &Prefilter, prev: u8) -> bool;
-    /// Steps on the ASCII characters from `pos` on up to the first line
-    /// terminator or other character; where it stopped, and whether every
-    /// label looked for is found.
-    fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool);
-    /// How many characters a segment past its end may step on between its
-    /// first two questions whether it is quiet, with
-    /// [`Stepper::ascii_run_to`] (twice as many each time after).
-    const AHEAD: usize = 0;
-    /// [`Stepper::ascii_run`] up to `until` at most, where a segment steps
-    /// without asking whether it is quiet.
-    #[inline(always)]
-    fn ascii_run_to(&mut self, bytes: &[u8], pos: usize, until: usize) -> (usize, bool) {
-        self.ascii_run(bytes.get(..until).unwrap_or(bytes), pos)
-    }
-    /// The labels found, with the matches that end with the text (where
-    /// the scan has read it to its end).
-    fn finish(self) -> u8;
-}
-
-/// The search for the factors of the labels in `want` (see [`FACTORS`]),
+/// The search for the factors of the labels in `want` (see `dfa::FACTORS`),
 /// built at first use; `None` where the target has no Teddy.
-fn search<S: Stepper>(want: u8) -> Option<&'static Search> {
+fn search<S: Step>(want: u8) -> Option<&'static Search> {
     let at = usize::from(want & 15);
     S::searches()
         .get(at)?
@@ -344,15 +285,10 @@ const MAX_LEN: usize = if FACTOR_MAX_LEN > EXT_FACTOR_MAX_LEN {
     EXT_FACTOR_MAX_LEN
 };
 
-/// The labels among `want` that `text` has, or `None` where the target has
-/// no Teddy.
-pub(super) fn scan(want: u8, text: &str) -> Option<u8> {
-    scan_with::<Scan>(want, text)
-}
-
-/// [`scan`] with the scan `S` of a pattern set.
+/// The labels among `want` that `text` has under the pattern set of the
+/// scan `S`, or `None` where the target has no Teddy.
 #[inline(always)]
-pub(super) fn scan_with<S: Stepper>(want: u8, text: &str) -> Option<u8> {
+pub(super) fn scan<S: Step>(want: u8, text: &str) -> Option<u8> {
     // What a first use builds (the tables, a set's searcher) is built
     // here, in a small frame: the scan's own holds a chunk (4 KB, more in
     // debug builds), and a small host thread may be the first to classify.
@@ -380,7 +316,7 @@ pub(super) fn scan_with<S: Stepper>(want: u8, text: &str) -> Option<u8> {
 /// known (their bits) or the search for the labels left is not built
 /// yet (`None`; `resume` is where to go on).
 #[inline(never)]
-fn scan_from<S: Stepper>(
+fn scan_from<S: Step>(
     p: &Prefilter,
     bytes: &[u8],
     seg: &mut Segment<S>,
@@ -417,7 +353,7 @@ enum Stop {
 
 /// [`chunks`] in a buffer that holds a whole chunk.
 #[inline(never)]
-fn larger<S: Stepper>(p: &Prefilter, bytes: &[u8], seg: &mut Segment<S>, at: &mut usize) -> Stop {
+fn larger<S: Step>(p: &Prefilter, bytes: &[u8], seg: &mut Segment<S>, at: &mut usize) -> Stop {
     let mut lower = [0u8; CHUNK + MAX_LEN - 1];
     chunks(p, bytes, seg, at, &mut lower, false)
 }
@@ -425,7 +361,7 @@ fn larger<S: Stepper>(p: &Prefilter, bytes: &[u8], seg: &mut Segment<S>, at: &mu
 /// The search chunk by chunk from `at` on, each lower-cased into `buffer`
 /// (where one does not fit: [`Stop::Larger`] if `grow`).
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn chunks<S: Stepper>(
+fn chunks<S: Step>(
     p: &Prefilter,
     bytes: &[u8],
     seg: &mut Segment<S>,
@@ -650,9 +586,9 @@ struct Segment<S> {
     line: (usize, usize),
 }
 
-impl<S: Stepper> Segment<S> {
+impl<S: Step> Segment<S> {
     /// The labels found, with the matches that end with the text (see
-    /// [`Stepper::finish`]); the segment is done.
+    /// [`Step::finish`]); the segment is done.
     fn finish(&mut self) -> u8 {
         core::mem::replace(&mut self.scan, S::start(0)).finish()
     }
@@ -684,7 +620,7 @@ impl<S: Stepper> Segment<S> {
         }
         let (from, labels) = if on {
             // Nothing is under way where the segment ended (a window word
-            // included: see [`Stepper::quiet`]): every table may start
+            // included: see [`Step::quiet`]): every table may start
             // again at `need`, and those that stepped read a part of their
             // text again.
             (need, active | labels)
@@ -788,69 +724,6 @@ impl<S: Stepper> Segment<S> {
     }
 }
 
-impl Stepper for Scan {
-    const FACTORS: &'static Factors = &FACTORS;
-    const MAX_LEN: usize = FACTOR_MAX_LEN;
-
-    fn searches() -> &'static Searches {
-        static S: Searches = [const { OnceLock::new() }; 16];
-        &S
-    }
-
-    #[inline(always)]
-    fn start(want: u8) -> Self {
-        Scan::new(want)
-    }
-
-    #[inline(always)]
-    fn want(&self) -> u8 {
-        self.want
-    }
-
-    #[inline(always)]
-    fn step(&mut self, sym: u8) -> bool {
-        Scan::step(self, sym)
-    }
-
-    #[inline(always)]
-    fn restart(&mut self, p: &Prefilter, before: Option<u8>) {
-        // The classic tables have no `\b`, so only whether the character
-        // before is a word character could matter.
-        match before {
-            Some(before) => {
-                self.labels = p.labels_idle(before);
-                self.words = p.words_idle(before);
-            }
-            None => {
-                self.labels = 0;
-                self.words = Default::default();
-            }
-        }
-        self.tails = Tails::default();
-    }
-
-    /// Whether every table the scan steps is in its quiet state after
-    /// `prev` (the last byte read) and no tail runs.
-    #[inline(always)]
-    fn quiet(&self, p: &Prefilter, prev: u8) -> bool {
-        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || self.labels == p.labels_idle(prev))
-            && (self.want & OVERFLOW == 0
-                || self.words == p.words_idle(prev) && self.tails.active == 0)
-    }
-
-    /// On the padded tables, their states in registers (see
-    /// `super::short::ascii_run`).
-    #[inline(always)]
-    fn ascii_run(&mut self, bytes: &[u8], pos: usize) -> (usize, bool) {
-        super::short::ascii_run(self, bytes, pos)
-    }
-
-    #[inline(always)]
-    fn finish(self) -> u8 {
-        self.found
-    }
-}
-
 impl<S> Segment<S> {
     /// Where the line of the byte at `i` starts, or an earlier line's
     /// start (after a line feed; starting before a `\r`, U+2028 or U+2029
@@ -879,19 +752,13 @@ impl<S> Segment<S> {
     }
 }
 
-/// The start of the character at `i` (or the end of the text).
-fn char_start(bytes: &[u8], mut i: usize) -> usize {
-    i = i.min(bytes.len());
-    while i > 0 && bytes.get(i).is_some_and(|&b| b & 0xC0 == 0x80) {
-        i -= 1;
-    }
-    i
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::table::symbols;
-    use super::super::{prefilter::tests::pieces, scan as plain, ALL};
+    use super::super::classic::{scan as plain, Scan};
+    use super::super::dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+    use super::super::testing::pieces;
+    use super::super::utf8::symbols;
+    use super::super::ALL;
     use super::*;
     use std::{string::String, vec::Vec};
 
@@ -938,7 +805,7 @@ mod tests {
 
     fn check(text: &str) {
         for want in WANTS {
-            let Some(found) = scan(want, text) else {
+            let Some(found) = scan::<Scan>(want, text) else {
                 return;
             };
             assert_eq!(found, plain(want, symbols(text)), "want {want}: {text:?}");
@@ -955,7 +822,7 @@ mod tests {
             OVERFLOW,
             USAGE_LIMIT | HINT,
         ] {
-            let Some(found) = scan_with::<extended::Scan>(want, text) else {
+            let Some(found) = scan::<extended::Scan>(want, text) else {
                 return;
             };
             let plain = extended::scan(want, symbols(text));
@@ -1103,7 +970,7 @@ mod tests {
             "w".repeat(200)
         );
         check(&text);
-        assert!(scan(OVERFLOW, &text).is_none_or(|found| found == OVERFLOW));
+        assert!(scan::<Scan>(OVERFLOW, &text).is_none_or(|found| found == OVERFLOW));
     }
 
     #[test]
@@ -1118,7 +985,7 @@ mod tests {
             check(&format!("{body}{head}"));
         }
         let text = format!("413 \n status code (no body){body}");
-        assert!(scan(OVERFLOW, &text).is_none_or(|found| found == OVERFLOW));
+        assert!(scan::<Scan>(OVERFLOW, &text).is_none_or(|found| found == OVERFLOW));
     }
 
     #[test]
@@ -1259,7 +1126,7 @@ mod tests {
                         } else {
                             OVERFLOW
                         };
-                        assert_eq!(scan_with::<extended::Scan>(want, &t), Some(want), "{t:?}");
+                        assert_eq!(scan::<extended::Scan>(want, &t), Some(want), "{t:?}");
                     }
                 }
             }

@@ -33,12 +33,13 @@
 // Generated: its byte arrays are laid out by the generator, not by rustfmt.
 #[rustfmt::skip]
 mod dfa;
+mod classic;
+mod curated_hint;
 mod date;
 mod decimal;
-// Read by the header reading (spec 13.1) and the text hints (13.2).
 #[cfg(all(feature = "prefilter", feature = "extended"))]
 mod dense;
-#[allow(dead_code)]
+// Read by the header reading (spec 13.1) and the text hints (13.2).
 mod duration;
 #[cfg(feature = "extended")]
 mod extended;
@@ -47,17 +48,27 @@ mod factors;
 #[cfg(feature = "prefilter")]
 mod heap;
 mod hint;
+mod overflow;
 pub mod patterns;
 #[cfg(feature = "prefilter")]
 mod prefilter;
 #[cfg(feature = "prefilter")]
 mod short;
+#[cfg(feature = "prefilter")]
+mod skipping;
+#[cfg(feature = "prefilter")]
+mod step;
+mod strategy;
 mod symbol;
 mod table;
+#[cfg(test)]
+mod testing;
+mod utf8;
 mod wait_hint;
 #[cfg(feature = "extended")]
 mod window;
 
+pub use curated_hint::{curated_hint_ms, curated_hint_ms_bytes};
 pub use hint::{retry_hint_ms, retry_hint_ms_bytes};
 // The parsers the header reading of spec 13.1 (`crate::headers`) shares.
 pub(crate) use date::{imf_fixdate_ms, rfc3339_ms};
@@ -65,10 +76,9 @@ pub(crate) use decimal::numeral_ms;
 pub(crate) use duration::whole as duration_ms;
 pub use wait_hint::{wait_hint_ms, wait_hint_ms_bytes};
 
-use dfa::{HINT, OVERFLOW, OVERFLOW_AT_START, RETRYABLE, USAGE_LIMIT};
-use table::lossy_symbols;
-#[cfg(any(test, not(feature = "prefilter")))]
-use table::symbols;
+use classic::labels;
+use dfa::{HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
+use strategy::{scan_bytes, scan_str};
 
 /// Which pattern set classifies texts (spec §10.1 `classifier`, §10.5).
 ///
@@ -161,7 +171,7 @@ impl Classifier {
     pub fn classify(self, text: &str) -> Classification {
         match self {
             Classifier::Classic => {
-                let found = scan_str(ALL | HINT, text);
+                let found = scan_str::<classic::Patterns>(ALL | HINT, text);
                 // Every hint rule needs one of the names: without them, no hint.
                 let hint_ms = if found & HINT != 0 {
                     retry_hint_ms(text, None)
@@ -172,7 +182,7 @@ impl Classifier {
             }
             #[cfg(feature = "extended")]
             Classifier::Extended => {
-                let found = extended::scan_str(ALL | HINT, text);
+                let found = scan_str::<extended::Patterns>(ALL | HINT, text);
                 let hint_ms = if found & HINT != 0 {
                     wait_hint_ms(text, None)
                 } else {
@@ -198,7 +208,7 @@ impl Classifier {
     pub fn classify_bytes(self, bytes: &[u8]) -> Classification {
         match self {
             Classifier::Classic => {
-                let found = scan_bytes(ALL | HINT, bytes);
+                let found = scan_bytes::<classic::Patterns>(ALL | HINT, bytes);
                 // The names are ASCII, which the lossy reading keeps as it is.
                 let hint_ms = if found & HINT != 0 {
                     retry_hint_ms_bytes(bytes, None)
@@ -209,7 +219,7 @@ impl Classifier {
             }
             #[cfg(feature = "extended")]
             Classifier::Extended => {
-                let found = extended::scan_bytes(ALL | HINT, bytes);
+                let found = scan_bytes::<extended::Patterns>(ALL | HINT, bytes);
                 let hint_ms = if found & HINT != 0 {
                     wait_hint_ms_bytes(bytes, None)
                 } else {
@@ -241,7 +251,9 @@ impl Classifier {
         match self {
             Classifier::Classic => matches_str(RETRYABLE, text),
             #[cfg(feature = "extended")]
-            Classifier::Extended => extended::scan_str(RETRYABLE | USAGE_LIMIT, text) != 0,
+            Classifier::Extended => {
+                scan_str::<extended::Patterns>(RETRYABLE | USAGE_LIMIT, text) != 0
+            }
         }
     }
 
@@ -258,7 +270,9 @@ impl Classifier {
         match self {
             Classifier::Classic => matches_bytes(RETRYABLE, bytes),
             #[cfg(feature = "extended")]
-            Classifier::Extended => extended::scan_bytes(RETRYABLE | USAGE_LIMIT, bytes) != 0,
+            Classifier::Extended => {
+                scan_bytes::<extended::Patterns>(RETRYABLE | USAGE_LIMIT, bytes) != 0
+            }
         }
     }
 
@@ -280,7 +294,7 @@ impl Classifier {
         match self {
             Classifier::Classic => matches_str(OVERFLOW, text),
             #[cfg(feature = "extended")]
-            Classifier::Extended => extended::scan_str(OVERFLOW, text) != 0,
+            Classifier::Extended => scan_str::<extended::Patterns>(OVERFLOW, text) != 0,
         }
     }
 
@@ -297,7 +311,7 @@ impl Classifier {
         match self {
             Classifier::Classic => matches_bytes(OVERFLOW, bytes),
             #[cfg(feature = "extended")]
-            Classifier::Extended => extended::scan_bytes(OVERFLOW, bytes) != 0,
+            Classifier::Extended => scan_bytes::<extended::Patterns>(OVERFLOW, bytes) != 0,
         }
     }
 
@@ -320,7 +334,7 @@ impl Classifier {
         match self {
             Classifier::Classic => matches_str(USAGE_LIMIT, text),
             #[cfg(feature = "extended")]
-            Classifier::Extended => extended::scan_str(USAGE_LIMIT, text) != 0,
+            Classifier::Extended => scan_str::<extended::Patterns>(USAGE_LIMIT, text) != 0,
         }
     }
 
@@ -337,7 +351,7 @@ impl Classifier {
         match self {
             Classifier::Classic => matches_bytes(USAGE_LIMIT, bytes),
             #[cfg(feature = "extended")]
-            Classifier::Extended => extended::scan_bytes(USAGE_LIMIT, bytes) != 0,
+            Classifier::Extended => scan_bytes::<extended::Patterns>(USAGE_LIMIT, bytes) != 0,
         }
     }
 }
@@ -401,280 +415,24 @@ pub fn classify_bytes(bytes: &[u8]) -> Classification {
     Classifier::Classic.classify_bytes(bytes)
 }
 
-/// The [`Classification`] of a scan's findings.
-fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
-    let overflow = found & OVERFLOW != 0;
-    Classification {
-        retryable: !empty && !overflow && found & RETRYABLE != 0,
-        overflow,
-        usage_limit: found & USAGE_LIMIT != 0,
-        hint_ms,
-    }
-}
-
 /// Every label a scan can find.
 const ALL: u8 = RETRYABLE | USAGE_LIMIT | OVERFLOW;
 
 /// Whether the pattern(s) of `label` match `text`.
 fn matches_str(label: u8, text: &str) -> bool {
-    scan_str(label, text) != 0
+    scan_str::<classic::Patterns>(label, text) != 0
 }
 
 /// [`matches_str`] over the lossy reading of `bytes`.
 fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
-    scan_bytes(label, bytes) != 0
-}
-
-/// The labels among `want` that `text` has.
-fn scan_str(want: u8, text: &str) -> u8 {
-    #[cfg(feature = "prefilter")]
-    if text.len() >= factors::MIN_LEN {
-        if let Some(found) = factors::scan(want, text) {
-            return found;
-        }
-    }
-    #[cfg(feature = "prefilter")]
-    if text.len() >= prefilter::MIN_LEN {
-        return prefilter::scan(Scan::new(want), text.as_bytes());
-    }
-    #[cfg(feature = "prefilter")]
-    return short::scan(want, text);
-    #[cfg(not(feature = "prefilter"))]
-    scan(want, symbols(text))
-}
-
-/// [`scan_str`] over the lossy reading of `bytes`.
-fn scan_bytes(want: u8, bytes: &[u8]) -> u8 {
-    // Valid UTF-8 takes the paths of text (the factor search needs
-    // characters, and short texts have a scan of their own); the lossy
-    // reading of invalid bytes is the skipping scan's and the plain one's.
-    #[cfg(feature = "prefilter")]
-    if let Ok(text) = core::str::from_utf8(bytes) {
-        return scan_str(want, text);
-    }
-    #[cfg(feature = "prefilter")]
-    if bytes.len() >= prefilter::MIN_LEN {
-        return prefilter::scan(Scan::new(want), bytes);
-    }
-    scan(want, lossy_symbols(bytes))
-}
-
-// The head bits of the tails start at `dfa::HEAD` and must fit in a `u8`.
-const _: () = assert!(dfa::TAILS_LEN <= 8 - dfa::HEAD.trailing_zeros() as usize);
-
-/// One pass over the symbols of a text that looks for the labels of `want`
-/// at once, steps only the tables it still needs, and stops once it has
-/// found them all; the labels found.
-///
-/// An overflow pattern `head.*rest` (`.` excludes the line terminators, and
-/// neither part can match one) matches exactly when, on one line, `.*rest`
-/// matches anchored where the *earliest* `head` of that line ends: any match
-/// has its `rest` after that point on the same line. So the `words_*`
-/// tables report where heads end, and the tail of a pattern runs from the
-/// first such point until it dies at the end of the line, when the next
-/// head can start it again.
-// With feature `prefilter`, texts of `prefilter::MIN_LEN` bytes or more
-// are scanned skipping (see `prefilter`), classic valid UTF-8 by the factor
-// search (`factors`) or, shorter, by `short`; this scan is the reference
-// of their tests, and the scan of invalid UTF-8 and of firmware.
-#[inline(always)]
-fn scan(mut want: u8, symbols: impl Iterator<Item = u8>) -> u8 {
-    let mut found = 0;
-    let mut labels = 0;
-    let mut words = [0; dfa::WORDS_LEN];
-    let mut tails = Tails::default();
-    for sym in symbols {
-        if want & (RETRYABLE | USAGE_LIMIT | HINT) != 0 {
-            labels = dfa::LABELS.next(labels, sym);
-            if labels >= dfa::LABELS.special {
-                let new = dfa::LABELS.output(labels) & want;
-                found |= new;
-                want &= !new;
-            }
-        }
-        if want & OVERFLOW != 0
-            && overflow_step(&mut words, &mut tails, sym, OVERFLOW | OVERFLOW_AT_START)
-        {
-            found |= OVERFLOW;
-            want &= !OVERFLOW;
-        }
-        if want == 0 {
-            break;
-        }
-    }
-    found
-}
-
-/// [`scan`] as a state between two symbols, for the skipping scan of
-/// `prefilter` (its tests keep the two equal).
-#[cfg(feature = "prefilter")]
-struct Scan {
-    /// The labels still looked for.
-    want: u8,
-    /// The labels found.
-    found: u8,
-    /// State of `dfa::LABELS`.
-    labels: u8,
-    /// States of `dfa::WORDS`.
-    words: [u8; dfa::WORDS_LEN],
-    /// The running tails.
-    tails: Tails,
-}
-
-#[cfg(feature = "prefilter")]
-impl Scan {
-    #[inline(always)]
-    fn new(want: u8) -> Self {
-        Scan {
-            want,
-            found: 0,
-            labels: 0,
-            words: [0; dfa::WORDS_LEN],
-            tails: Tails::default(),
-        }
-    }
-
-    /// Steps the tables still needed on one symbol, as [`scan`] does;
-    /// whether every label looked for is found.
-    #[inline(always)]
-    fn step(&mut self, sym: u8) -> bool {
-        if self.want & (RETRYABLE | USAGE_LIMIT | HINT) != 0 {
-            self.labels = dfa::LABELS.next(self.labels, sym);
-            if self.labels >= dfa::LABELS.special {
-                let new = dfa::LABELS.output(self.labels) & self.want;
-                self.found |= new;
-                self.want &= !new;
-            }
-        }
-        if self.want & OVERFLOW != 0
-            && overflow_step(
-                &mut self.words,
-                &mut self.tails,
-                sym,
-                OVERFLOW | OVERFLOW_AT_START,
-            )
-        {
-            self.found |= OVERFLOW;
-            self.want &= !OVERFLOW;
-        }
-        self.want == 0
-    }
-}
-
-#[cfg(feature = "prefilter")]
-impl prefilter::Skip for Scan {
-    #[inline(always)]
-    fn step(&mut self, sym: u8) -> bool {
-        Scan::step(self, sym)
-    }
-
-    #[inline(always)]
-    fn key(&self) -> usize {
-        let tails = self.want & OVERFLOW != 0 && self.tails.active != 0;
-        usize::from(self.want & 15) | if tails { prefilter::KEY_TAILS } else { 0 }
-    }
-
-    #[inline(always)]
-    fn settled(&self, p: &prefilter::Prefilter, prev: [u8; 2]) -> bool {
-        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || p.labels_settled(self.labels, prev))
-            && (self.want & OVERFLOW == 0
-                || p.words_settled(&self.words, prev)
-                    && p.tails_quiet(&self.tails.states, self.tails.active))
-    }
-
-    #[inline(always)]
-    fn near(&self, p: &prefilter::Prefilter) -> bool {
-        (self.want & (RETRYABLE | USAGE_LIMIT | HINT) == 0 || p.labels_near(self.labels))
-            && (self.want & OVERFLOW == 0 || p.words_near(&self.words))
-    }
-
-    #[inline(always)]
-    fn restart(&mut self, p: &prefilter::Prefilter, before: u8, _skipped: usize) {
-        self.labels = p.labels_idle(before);
-        self.words = p.words_idle(before);
-    }
-
-    #[inline(always)]
-    fn finish(self) -> u8 {
-        self.found
-    }
-}
-
-/// Steps the overflow tables (`words` and the running tails) on one
-/// symbol; whether an overflow pattern matched. `counts` are the output
-/// bits of `words` that count as an overflow: with or without the pattern
-/// anchored at the start.
-#[inline(always)]
-fn overflow_step(words: &mut [u8; dfa::WORDS_LEN], tails: &mut Tails, sym: u8, counts: u8) -> bool {
-    // Tails first: a tail reads the characters after its head.
-    let mut overflow = tails.active != 0 && tails.step(sym);
-    let mut heads = 0;
-    for (state, table) in words.iter_mut().zip(dfa::WORDS) {
-        *state = table.next(*state, sym);
-        if *state >= table.special {
-            heads |= table.output(*state);
-        }
-    }
-    if heads != 0 {
-        overflow |= heads & counts != 0;
-        tails.start(heads / dfa::HEAD);
-    }
-    overflow
-}
-
-/// The running tails.
-#[derive(Default)]
-struct Tails {
-    /// State of each tail (meaningful where `active` has its bit).
-    states: [u8; dfa::TAILS_LEN],
-    /// Bit `k`: tail `k` is running.
-    active: u8,
-}
-
-impl Tails {
-    /// Steps every running tail; whether one matched. A tail that dies (at
-    /// the end of a line) stops.
-    fn step(&mut self, sym: u8) -> bool {
-        let mut matched = false;
-        let mut running = self.active;
-        while running != 0 {
-            let k = running.trailing_zeros() as usize;
-            running &= running - 1;
-            let (Some(state), Some(table)) = (self.states.get_mut(k), dfa::TAILS.get(k)) else {
-                continue;
-            };
-            *state = table.next(*state, sym);
-            if *state >= table.special {
-                if Some(*state) == table.dead {
-                    self.active &= !(1 << k);
-                } else {
-                    matched |= table.output(*state) != 0;
-                }
-            }
-        }
-        matched
-    }
-
-    /// Starts the tails of `heads` (bit `k`: tail `k`) that are not running
-    /// yet: an earlier head on the same line is always the better start.
-    #[inline(always)]
-    fn start(&mut self, heads: u8) {
-        let new = heads & !self.active;
-        if new != 0 {
-            for (k, state) in self.states.iter_mut().enumerate() {
-                if new & (1 << k) != 0 {
-                    *state = 0;
-                }
-            }
-            self.active |= new;
-        }
-    }
+    scan_bytes::<classic::Patterns>(label, bytes) != 0
 }
 
 #[cfg(test)]
 mod tests {
     extern crate std;
 
+    use super::utf8::{lossy_symbols, symbols};
     use super::*;
     use std::{string::String, vec::Vec};
 

@@ -1,4 +1,7 @@
-//! Skipping text where no match can start (feature `prefilter`, on std).
+//! Where no match can start (feature `prefilter`, on std): the tables'
+//! quiet states and the harmless strings of three bytes, computed once
+//! from the tables, which the skipping scan (`super::skipping`) and the
+//! factor search (`super::factors`) rely on.
 //!
 //! A table's DFA reads one character per dependent memory load. Most of a
 //! long body, though, is text where no pattern is under way: there the
@@ -28,11 +31,7 @@
 //! count lines) those that start with a line feed, are never skipped, so
 //! the skipped bytes are ASCII characters, one per symbol.
 //!
-//! Texts shorter than [`MIN_LEN`] take the plain scan (classic valid UTF-8:
-//! the factor search from `factors::MIN_LEN` bytes on, `super::short`
-//! below).
-//! `tests::same_as_every_symbol` checks this path against the plain scan
-//! on texts built from the patterns' pieces, with every set of labels.
+//! Which texts take the skipping scan is `super::strategy`'s choice.
 
 extern crate std;
 
@@ -40,122 +39,15 @@ use std::boxed::Box;
 use std::sync::OnceLock;
 
 use super::dfa::{self, HINT, OVERFLOW, RETRYABLE, USAGE_LIMIT};
-use super::symbol::{LS, OTHER, PS, SYMBOLS};
+use super::symbol::SYMBOLS;
 use super::table::Table;
 
 /// One bit per string of three codes (see [`Prefilter::codes`]), at
 /// `cx << 12 | cy << 6 | cz`: set when the string may not be harmless.
 type Triples = [u64; 4096];
 
-/// Shorter texts are scanned symbol by symbol: too little to skip to pay
-/// for the skipping's bookkeeping (and for its one-time tables).
-pub(super) const MIN_LEN: usize = 256;
-
 /// The code of every non-ASCII byte.
 const NON_ASCII: u8 = 63;
-
-/// A symbol that stands for "not an ASCII character".
-const NOT_ASCII: u8 = 0x80;
-
-/// The part of a scan the skipping needs.
-pub(super) trait Skip {
-    /// Steps on one symbol; whether every label looked for is found.
-    fn step(&mut self, sym: u8) -> bool;
-    /// Which [`Prefilter::triples`] apply to the tables the scan steps now.
-    fn key(&self) -> usize;
-    /// Whether every table the scan steps is quiet after `prev` (the two
-    /// ASCII symbols just read), or was two symbols ago.
-    fn settled(&self, p: &Prefilter, prev: [u8; 2]) -> bool;
-    /// Whether every table the scan steps is in a state that its quiet
-    /// states reach in at most two ASCII characters: what `settled` needs,
-    /// at one load a table (most characters of a match under way fail it).
-    fn near(&self, p: &Prefilter) -> bool;
-    /// Puts the tables back in their quiet states after the ASCII
-    /// character `before`, `skipped` characters on.
-    fn restart(&mut self, p: &Prefilter, before: u8, skipped: usize);
-    /// The labels found.
-    fn finish(self) -> u8;
-}
-
-/// The scan of `bytes` (read as `String::from_utf8_lossy` would), skipping
-/// what the triples allow; the labels found.
-pub(super) fn scan<S: Skip>(mut s: S, bytes: &[u8]) -> u8 {
-    let p = prefilter();
-    let n = bytes.len();
-    let mut i = 0;
-    let mut prev = [NOT_ASCII; 2];
-    let mut key = usize::MAX;
-    let mut triples = p.triples(0);
-    while i < n {
-        let (sym, len) = decode(bytes, i);
-        i += len;
-        if s.step(sym) {
-            break;
-        }
-        prev = [prev[1], if len == 1 { sym } else { NOT_ASCII }];
-        // Skipping needs the strings at i - 2 and i - 1 harmless, and text
-        // beyond them to skip.
-        if prev[0] == NOT_ASCII || i + 2 >= n {
-            continue;
-        }
-        let (Some(&c), Some(&d)) = (bytes.get(i), bytes.get(i + 1)) else {
-            continue;
-        };
-        if s.key() != key {
-            key = s.key();
-            triples = p.triples(key);
-        }
-        if !s.near(p)
-            || p.hit(triples, prev[0], prev[1], c)
-            || p.hit(triples, prev[1], c, d)
-            || !s.settled(p, prev)
-        {
-            continue;
-        }
-        let to = p.skip(triples, bytes, i);
-        let before = bytes.get(to.wrapping_sub(1)).map_or(0, |&b| b);
-        s.restart(p, before, to - i);
-        i = to;
-        prev = [NOT_ASCII; 2];
-    }
-    s.finish()
-}
-
-/// The symbol of the character at `i` and its length in bytes, as
-/// `String::from_utf8_lossy` reads it (one U+FFFD per maximal invalid
-/// subpart).
-#[inline(always)]
-pub(super) fn decode(bytes: &[u8], i: usize) -> (u8, usize) {
-    let rest = bytes.get(i..).unwrap_or_default();
-    match rest.first() {
-        Some(&b) if b < 0x80 => (b, 1),
-        None => (OTHER, 1),
-        Some(&b) => {
-            let head = rest.get(..4).unwrap_or(rest);
-            match core::str::from_utf8(head) {
-                Ok(_) => char_at(head, b),
-                Err(e) if e.valid_up_to() > 0 => char_at(head, b),
-                Err(e) => (OTHER, e.error_len().map_or(head.len(), usize::from)),
-            }
-        }
-    }
-}
-
-/// The symbol and length of the valid character at the start of `head`.
-fn char_at(head: &[u8], lead: u8) -> (u8, usize) {
-    match head {
-        [0xE2, 0x80, 0xA8, ..] => (LS, 3),
-        [0xE2, 0x80, 0xA9, ..] => (PS, 3),
-        _ => (
-            OTHER,
-            match lead {
-                0xC0..=0xDF => 2,
-                0xE0..=0xEF => 3,
-                _ => 4,
-            },
-        ),
-    }
-}
 
 /// Whether an ASCII character is a word character of `\b` (spec 3.1).
 #[inline(always)]
@@ -407,7 +299,7 @@ impl Prefilter {
 
     /// Whether the string `xyz` may not be harmless.
     #[inline(always)]
-    fn hit(&self, triples: &Triples, x: u8, y: u8, z: u8) -> bool {
+    pub(super) fn hit(&self, triples: &Triples, x: u8, y: u8, z: u8) -> bool {
         let code = |b: u8| usize::from(self.codes[usize::from(b)] & 63);
         let at = code(x) << 12 | code(y) << 6 | code(z);
         triples[at >> 6] >> (at & 63) & 1 != 0
@@ -416,7 +308,7 @@ impl Prefilter {
     /// The first position from `from` on where a string may not be
     /// harmless, or where fewer than three bytes are left.
     #[inline(always)]
-    fn skip(&self, triples: &Triples, bytes: &[u8], from: usize) -> usize {
+    pub(super) fn skip(&self, triples: &Triples, bytes: &[u8], from: usize) -> usize {
         let end = bytes.len().saturating_sub(2);
         let Some(text) = bytes.get(from..).filter(|_| from < end) else {
             return from;
@@ -651,131 +543,9 @@ impl Harmful {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use super::super::table::lossy_symbols;
-    use super::super::{patterns, scan as plain, Scan, ALL};
+mod tests {
+    use super::super::ALL;
     use super::*;
-    use std::{string::String, vec::Vec};
-
-    /// Pieces of texts: the patterns' literal runs (so that matches start,
-    /// break off and complete), words of a body, and characters the skipping
-    /// must not pass over.
-    pub(in super::super) fn pieces() -> Vec<Vec<u8>> {
-        let mut all: Vec<&str> = [patterns::RETRYABLE, patterns::USAGE_LIMIT]
-            .into_iter()
-            .collect();
-        all.extend(patterns::OVERFLOW);
-        #[cfg(feature = "extended")]
-        {
-            all.extend([patterns::RETRYABLE_EXTENDED, patterns::USAGE_LIMIT_EXTENDED]);
-            all.extend(patterns::OVERFLOW_EXTENDED);
-        }
-        let mut pieces: Vec<Vec<u8>> = Vec::new();
-        for p in all {
-            for run in p.split(|c: char| "|()?*+.\\/[]{}^".contains(c)) {
-                if !run.is_empty() {
-                    pieces.push(run.as_bytes().to_vec());
-                    // A prefix: a match that starts and breaks off.
-                    pieces.push(run.as_bytes()[..run.len().div_ceil(2)].to_vec());
-                }
-            }
-        }
-        for w in [
-            "the",
-            " ",
-            "  ",
-            "proxy",
-            "<p>",
-            "retry-after: 5",
-            "x-ratelimit-reset",
-            "é",
-            "😀",
-            "\u{2028}",
-            "\u{2029}",
-            "—",
-            "\n",
-            "\r\n",
-            "\t",
-            "4",
-            "0",
-            "13",
-            "s",
-            "'s",
-            "_",
-            "-",
-            "account",
-            "rate limit",
-            "exceeds",
-            "n_ctx",
-        ] {
-            pieces.push(w.as_bytes().to_vec());
-        }
-        pieces.push(b"\xFF".to_vec());
-        pieces.push(b"\xE2\x80".to_vec());
-        pieces.push(b"\xF0\x9F\x98".to_vec());
-        pieces
-    }
-
-    /// Texts of random pieces, upper-cased at random, from a fixed seed.
-    fn texts(count: usize) -> Vec<Vec<u8>> {
-        let pieces = pieces();
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut rand = move |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
-        (0..count)
-            .map(|_| {
-                let mut t = Vec::new();
-                for _ in 0..rand(40) {
-                    let piece = &pieces[rand(pieces.len())];
-                    if rand(4) == 0 {
-                        t.extend(piece.iter().map(u8::to_ascii_uppercase));
-                    } else {
-                        t.extend(piece);
-                    }
-                    match rand(6) {
-                        0 => t.push(b' '),
-                        1 => t.extend(b"lorem ipsum dolor sit "),
-                        _ => {}
-                    }
-                }
-                t
-            })
-            .collect()
-    }
-
-    const WANTS: [u8; 6] = [
-        ALL | HINT,
-        RETRYABLE,
-        USAGE_LIMIT,
-        OVERFLOW,
-        HINT,
-        RETRYABLE | USAGE_LIMIT,
-    ];
-
-    #[test]
-    fn same_as_every_symbol() {
-        for t in texts(3000) {
-            for want in WANTS {
-                assert_eq!(
-                    scan(Scan::new(want), &t),
-                    plain(want, lossy_symbols(&t)),
-                    "classic, want {want}: {:?}",
-                    String::from_utf8_lossy(&t)
-                );
-                #[cfg(feature = "extended")]
-                assert_eq!(
-                    scan(super::super::extended::Scan::new(want), &t),
-                    super::super::extended::scan(want, lossy_symbols(&t)),
-                    "extended, want {want}: {:?}",
-                    String::from_utf8_lossy(&t)
-                );
-            }
-        }
-    }
 
     #[test]
     fn long_bodies_skip_most_bytes() {
@@ -844,20 +614,6 @@ pub(super) mod tests {
         #[cfg(feature = "extended")]
         for (q, t) in p.extended.iter().zip(dfa::EXTENDED) {
             check(q, t.base.len(), &|s, c| t.next(s, c));
-        }
-    }
-
-    #[test]
-    fn decodes_like_from_utf8_lossy() {
-        for t in texts(500) {
-            let mut syms = Vec::new();
-            let mut i = 0;
-            while i < t.len() {
-                let (sym, len) = decode(&t, i);
-                syms.push(sym);
-                i += len;
-            }
-            assert_eq!(syms, lossy_symbols(&t).collect::<Vec<u8>>());
         }
     }
 }

@@ -1,7 +1,7 @@
-//! The classic scan of short texts (feature `prefilter`, on std): texts
-//! under `factors::MIN_LEN` bytes, valid UTF-8.
+//! The classic scan of short texts (feature `prefilter`, on std): valid
+//! UTF-8 under `strategy::FACTORS_MIN_LEN` bytes (`super::strategy`).
 //!
-//! It finds what the plain scan (`super::scan`) finds, stepping the same
+//! It finds what the plain scan (`super::classic::scan`) finds, stepping the same
 //! DFAs on the same symbols, but is built for the chain of loads that a
 //! DFA is, one state waiting for the one before:
 //!
@@ -149,7 +149,11 @@ fn scan_loop<const LABELS: bool, const WORDS: bool>(mut want: u8, bytes: &[u8]) 
 /// runs, takes `Scan::step`. Text crowded with factors (a log of
 /// rate-limit lines) is stepped whole this way.
 #[inline(never)]
-pub(super) fn ascii_run(scan: &mut super::Scan, bytes: &[u8], pos: usize) -> (usize, bool) {
+pub(super) fn ascii_run(
+    scan: &mut super::classic::Scan,
+    bytes: &[u8],
+    pos: usize,
+) -> (usize, bool) {
     let labels = scan.want & (RETRYABLE | USAGE_LIMIT | HINT) != 0;
     match (labels, scan.want & OVERFLOW != 0) {
         (true, true) => ascii_run_with::<true, true>(scan, bytes, pos),
@@ -163,7 +167,7 @@ pub(super) fn ascii_run(scan: &mut super::Scan, bytes: &[u8], pos: usize) -> (us
 /// overflow tables if `WORDS`.
 #[inline(always)]
 fn ascii_run_with<const LABELS: bool, const WORDS: bool>(
-    scan: &mut super::Scan,
+    scan: &mut super::classic::Scan,
     bytes: &[u8],
     mut pos: usize,
 ) -> (usize, bool) {
@@ -467,8 +471,10 @@ static TAILS: [&Padded<32>; dfa::TAILS_LEN] = [&TAIL_0, &TAIL_1, &TAIL_2, &TAIL_
 
 #[cfg(test)]
 mod tests {
-    use super::super::table::symbols;
-    use super::super::{prefilter::tests::pieces, scan as plain, ALL};
+    use super::super::classic::scan as plain;
+    use super::super::testing::pieces;
+    use super::super::utf8::symbols;
+    use super::super::ALL;
     use super::*;
     use std::{string::String, vec::Vec};
 

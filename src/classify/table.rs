@@ -1,5 +1,5 @@
 //! The classifier's tables (with the extended classifier's window
-//! alternatives) and the symbols they step on.
+//! alternatives).
 //!
 //! A table is a minimized DFA over the symbols of [`super::symbol`], one per
 //! character of the text.
@@ -8,7 +8,7 @@
 //! match can follow) or report the patterns that have a match ending right
 //! after the current character.
 
-use super::symbol::{LS, OTHER, PS, SYMBOLS};
+use super::symbol::SYMBOLS;
 
 /// One table; the start state is 0.
 pub(super) struct Table {
@@ -141,44 +141,4 @@ pub(super) struct Window {
     /// The most characters between the end of the first word and the start
     /// of the second.
     pub(super) gap: u8,
-}
-
-/// The symbol of every character of `text`, in order.
-#[inline(always)]
-pub(super) fn symbols(text: &str) -> Symbols<'_> {
-    Symbols(text.as_bytes().iter())
-}
-
-/// The symbols of `String::from_utf8_lossy(bytes)`, without allocating: one
-/// [`OTHER`] (U+FFFD) per maximal invalid subpart.
-#[inline(always)]
-pub(super) fn lossy_symbols(bytes: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    bytes.utf8_chunks().flat_map(|chunk| {
-        symbols(chunk.valid()).chain((!chunk.invalid().is_empty()).then_some(OTHER))
-    })
-}
-
-/// See [`symbols`]. (It reads the bytes of a `&str`, so they are UTF-8.)
-pub(super) struct Symbols<'a>(core::slice::Iter<'a, u8>);
-
-impl Iterator for Symbols<'_> {
-    type Item = u8;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<u8> {
-        loop {
-            let b = *self.0.next()?;
-            return Some(match b {
-                0..=0x7F => b,
-                // A continuation byte: its character's symbol is out.
-                0x80..=0xBF => continue,
-                0xE2 => match self.0.as_slice() {
-                    [0x80, 0xA8, ..] => LS,
-                    [0x80, 0xA9, ..] => PS,
-                    _ => OTHER,
-                },
-                _ => OTHER,
-            });
-        }
-    }
 }

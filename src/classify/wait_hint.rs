@@ -103,7 +103,7 @@ pub fn wait_hint_ms_bytes(bytes: &[u8], now_ms: Option<u64>) -> Option<u64> {
 }
 
 /// Rule 3: `reset after (?:(\d+)h)?(?:(\d+)m)?(\d+(?:\.\d+)?)s`.
-fn rule_reset_after(text: &[u8]) -> Option<u64> {
+pub(super) fn rule_reset_after(text: &[u8]) -> Option<u64> {
     let (hours, minutes, seconds) = first_match(text, b"reset after ", |mut rest| {
         let mut hours: &[u8] = &[];
         let mut minutes: &[u8] = &[];
@@ -141,7 +141,7 @@ fn rule_reset_after(text: &[u8]) -> Option<u64> {
 }
 
 /// Rule 4: `please retry in ([0-9.]+)(ms|s)`.
-fn rule_please_retry_in(text: &[u8]) -> Option<u64> {
+pub(super) fn rule_please_retry_in(text: &[u8]) -> Option<u64> {
     let (numeral, unit) = first_match(text, b"please retry in ", |rest| {
         let (numeral, after) = split_numeral(rest)?;
         let unit = if starts_with_ci(after, b"ms") {
@@ -157,7 +157,7 @@ fn rule_please_retry_in(text: &[u8]) -> Option<u64> {
 }
 
 /// Rule 5: `"retryDelay":\s*"([0-9.]+)(ms|s)"`.
-fn rule_retry_delay(text: &[u8]) -> Option<u64> {
+pub(super) fn rule_retry_delay(text: &[u8]) -> Option<u64> {
     let (numeral, unit) = first_match(text, b"\"retrydelay\":", |rest| {
         let [b'"', rest @ ..] = skip_ws(rest) else {
             return None;
@@ -200,7 +200,7 @@ fn rule_try_again_in(text: &[u8]) -> Option<u64> {
 
 /// The value of `rest` for the first occurrence of `literal` (ASCII
 /// case-insensitive, lowercase) at which `rest` accepts the text after it.
-fn first_match<'t, T>(
+pub(super) fn first_match<'t, T>(
     text: &'t [u8],
     literal: &[u8],
     rest: impl Fn(&'t [u8]) -> Option<T>,
@@ -220,7 +220,7 @@ fn first_match<'t, T>(
 }
 
 /// Whether `s` starts with `prefix` (lowercase), ASCII case-insensitively.
-fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
+pub(super) fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
     s.get(..prefix.len())
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
@@ -238,7 +238,7 @@ fn digits_then(s: &[u8], letter: u8) -> Option<(&[u8], &[u8])> {
 }
 
 /// The leading ASCII digits of `s`, and the rest.
-fn split_digits(s: &[u8]) -> (&[u8], &[u8]) {
+pub(super) fn split_digits(s: &[u8]) -> (&[u8], &[u8]) {
     let n = s.iter().take_while(|b| b.is_ascii_digit()).count();
     s.split_at(n.min(s.len()))
 }
@@ -253,12 +253,12 @@ fn split_numeral(s: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// A word character of `\b` (spec 10.5): `[A-Za-z0-9_]`.
-fn is_word(b: u8) -> bool {
+pub(super) fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// `s` without its leading ASCII white space (spec 3.1's `\s`).
-fn skip_ws(s: &[u8]) -> &[u8] {
+pub(super) fn skip_ws(s: &[u8]) -> &[u8] {
     let n = s
         .iter()
         .take_while(|&&b| matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' '))

@@ -161,3 +161,31 @@ fn extended_rows_with_invalid_bytes_read_like_lossy() {
         }
     }
 }
+
+/// The curated hint rules of spec 13.2 (`curated_hint_ms`, no clock) give
+/// every row's `hintMs` of `tests/corpus/curated/errors.jsonl`, by text and
+/// by bytes.
+#[test]
+fn every_curated_row_has_its_hint() {
+    use autoretry::classify::{curated_hint_ms, curated_hint_ms_bytes};
+    let rows = read_rows("tests/corpus/curated/errors.jsonl");
+    assert!(rows.len() >= 1000, "curated corpus has {} rows", rows.len());
+    assert!(
+        rows.iter().filter(|r| r.expected.hint_ms.is_some()).count() >= 50,
+        "too few hints to test"
+    );
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|row| {
+            let by_text = curated_hint_ms(&row.text, None);
+            let by_bytes = curated_hint_ms_bytes(row.text.as_bytes(), None);
+            (by_text != row.expected.hint_ms || by_bytes != row.expected.hint_ms).then(|| {
+                format!(
+                    "line {}: {:?}\n  expected {:?}, text {:?}, bytes {:?}",
+                    row.line, row.text, row.expected.hint_ms, by_text, by_bytes
+                )
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -3,7 +3,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod accuracy;
 mod corpus;
 mod headers;
 mod hint_numbers;
+mod patterns;
 mod props;
