@@ -342,11 +342,8 @@ impl Agent {
         live: &mut dyn FnMut(&str),
     ) -> Option<InputBuf> {
         if resume {
-            if let Some(turn) = run.conversation.last_mut() {
-                // The partial turn stays, marked incomplete no more: the
-                // model continues it.
-                turn.failed = false;
-            }
+            // The partial turn stays (incomplete); the model is asked to
+            // continue it.
             run.conversation.push(Turn {
                 role: "user",
                 text: CONTINUE.to_owned(),
@@ -474,21 +471,14 @@ impl Run {
         let request = self.request();
         request.result = result;
         let text = request.text.clone();
-        match self.conversation.last_mut() {
-            // A continuation adds to the partial turn it continues.
-            Some(turn) if turn.role == "user" && turn.text == CONTINUE => {
-                self.conversation.pop();
-                if let Some(partial) = self.conversation.last_mut() {
-                    partial.text.push_str(&text);
-                    partial.failed = failed;
-                }
-            }
-            _ => self.conversation.push(Turn {
-                role: "assistant",
-                text,
-                failed,
-            }),
-        }
+        // Each run's answer is a turn of its own: a failed one is what
+        // `drop_trailing_error` removes, and a partial turn that a
+        // continuation goes on from stays before the request to continue.
+        self.conversation.push(Turn {
+            role: "assistant",
+            text,
+            failed,
+        });
         InputBuf::AgentEnd {
             message,
             now_ms: Some(wall_ms()),

@@ -1,7 +1,7 @@
 //! The two streaming wire formats, as one type: which path a request
 //! goes to, how it is authorized and written, and, for each side, the
 //! module that writes (provider) and reads (agent) that provider's
-//! stream: [`anthropic`](crate::anthropic) and [`openai`](crate::openai).
+//! stream: [`anthropic`] and [`openai`].
 //!
 //! ```
 //! use autoretry_demo::wire::Wire;
