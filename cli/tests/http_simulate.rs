@@ -41,7 +41,7 @@ fn simulate_prints_a_line_per_request_and_the_table() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("    503 503 The engine is currently overloaded"),
+        stdout.contains("    <- 503 The engine is currently overloaded"),
         "{stdout}"
     );
     assert!(
@@ -52,7 +52,7 @@ fn simulate_prints_a_line_per_request_and_the_table() {
         .lines()
         .skip_while(|l| !l.starts_with("| case"))
         .collect();
-    assert_eq!(table.len(), 4, "{stdout}");
+    assert_eq!(table.len(), 7, "{stdout}");
     assert!(table[2].starts_with("| overloaded "), "{}", table[2]);
     assert!(table[2].contains("500 ms (backoff)"), "{}", table[2]);
     assert!(

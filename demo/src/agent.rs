@@ -528,10 +528,8 @@ impl Run {
                 let empty = request.text.trim().is_empty() && !request.tool;
                 let result = if empty { "empty" } else { "answered" };
                 live(&format!(
-                    "    {} {result} ({} events, {} pings)",
-                    request.status.unwrap_or(0),
-                    request.events,
-                    request.pings
+                    "    <- 200, {result} ({} events, {} pings)",
+                    request.events, request.pings
                 ));
                 let message = MessageBuf::new(reason);
                 Some(self.end(message, result.to_owned()))
@@ -539,11 +537,14 @@ impl Run {
             Got::Item(Item::Error(text)) | Got::Failed(text) => {
                 let partial = self.partial();
                 let request = self.request();
+                // An HTTP error's text starts with its status already.
+                let status = match request.status {
+                    Some(200) => "200, then ",
+                    Some(_) => "",
+                    None => "no response: ",
+                };
                 live(&format!(
-                    "    {} {text}{}",
-                    request
-                        .status
-                        .map_or_else(|| "no response:".to_owned(), |s| s.to_string()),
+                    "    <- {status}{text}{}",
                     match partial {
                         Partial::None => String::new(),
                         Partial::Text => format!(" (after text: {:?})", request.text),
