@@ -65,14 +65,13 @@ enum Command {
     /// A real agent over real HTTP: start a local provider on 127.0.0.1
     /// that speaks the Anthropic or OpenAI streaming API, and run the agent
     /// through every failure of its plan (overloaded, rate-limited with
-    /// headers, server errors, an error event in a 200, resets after text
-    /// and after a tool call, stalls, an empty answer, a daily quota, spent
-    /// retries): a line per request and decision, then a closing table.
+    /// headers, server errors, an error event in a 200, a reset after a
+    /// tool call, a daily quota, spent retries): a line per request and
+    /// decision, then a closing table.
     Simulate {
         /// The cases to run, in order, comma-separated (the default: all
         /// of them): overloaded, rate-limited, server-errors, error-event,
-        /// reset-after-text, reset-after-tool, stall-first, stall-mid,
-        /// empty, quota, fallback.
+        /// reset-after-tool, quota, fallback.
         #[arg(long, value_name = "CASES", value_delimiter = ',')]
         plan: Vec<String>,
         /// The wire format: `anthropic` or `openai`.

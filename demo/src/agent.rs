@@ -4,22 +4,25 @@
 //!
 //! | what the agent has | what the machine gets |
 //! |---|---|
-//! | the request sent | `stream_start` |
-//! | a parsed message event, text or tool-call delta | `stream_event` (a ping, an SSE comment: nothing) |
-//! | an HTTP error: status and body | an `agent_end` with the error text the SDK prints, the response `headers` |
-//! | an in-band `error` event, a transport error | an `agent_end` with that text, `partial` from what streamed |
-//! | a stop with nothing in it | an `agent_end` with `empty: true` |
+//! | an HTTP error: status and body | an `agent_end` with the error text the SDK prints |
+//! | an in-band `error` event, a transport error | an `agent_end` with that text, `partial` from what streamed (a text or tool-call delta; a ping or an SSE comment is nothing) |
+//! | a stop | an `agent_end` with its stop reason |
 //!
 //! | output | what the agent does |
 //! |---|---|
 //! | `sleep` | the driver waits (on the demo's time scale) |
-//! | `watch` / `cancel_timer` | arms or disarms its stall timer; when it runs out, `timer_fired` |
 //! | `abort_agent` | drops the stream (the connection closes), ends the run as aborted |
 //! | `drop_trailing_error` | removes the failed turn from its conversation |
 //! | `continue_agent` | sends the conversation again; with `resume`, the partial text and a request to continue it |
 //! | `mark_usage_limit` | marks the key limited, switches to the next key, answers `usage_limit_marked` |
 //! | `switch_model` | switches to the next configured model, answers `model_switched` |
 //! | `check_compaction` | the prompt is over |
+//!
+//! Not yet on this build, whose machine has neither: the stream's
+//! progress as `stream_start` / `stream_event` with the stall watchdog's
+//! `watch` timers (spec 12), an empty stop as `empty: true`, and the
+//! response headers on the message (spec 13.1). The agent keeps the
+//! headers of each response (`Request::headers`) for the table.
 
 use std::collections::VecDeque;
 

@@ -6,7 +6,7 @@
 //! use autoretry_demo::plan::Plan;
 //! let plan = Plan::default_plan();
 //! assert!(plan.case("overloaded").is_some());
-//! assert_eq!(plan.case("reset-after-text").unwrap().replies.len(), 2);
+//! assert_eq!(Plan::every_case().case("reset-after-text").unwrap().replies.len(), 2);
 //! ```
 
 /// An error the provider answers with, as an HTTP status and body (or as
@@ -117,9 +117,26 @@ pub struct Plan {
 /// The text of every good answer.
 pub const ANSWER: &str = "The capital of France is Paris.";
 
+/// The cases [`Plan::every_case`] holds that the demo leaves out of
+/// [`Plan::default_plan`] on this build: the machine does not watch
+/// streams yet (spec 12: a stall would hang the agent, an empty answer
+/// would pass as an answer), and the classifier of this build does not
+/// read a client's transport error (`Connection reset by peer`) as
+/// transient (spec 13.2's curated set does), so the continuation after a
+/// reset is never reached. The provider plays them all (its tests do).
+pub const NOT_YET: [&str; 4] = ["reset-after-text", "stall-first", "stall-mid", "empty"];
+
 impl Plan {
-    /// Every failure the demo shows, each followed by a good answer.
+    /// Every failure the demo knows the agent can act on, each followed
+    /// by a good answer: [`Plan::every_case`] without [`NOT_YET`].
     pub fn default_plan() -> Plan {
+        let mut plan = Plan::every_case();
+        plan.cases.retain(|case| !NOT_YET.contains(&case.name));
+        plan
+    }
+
+    /// Every failure the provider can play, each followed by a good answer.
+    pub fn every_case() -> Plan {
         let answer = || Reply::answer(ANSWER);
         let partial = || {
             vec![
@@ -260,7 +277,7 @@ impl Plan {
     /// ```
     /// use autoretry_demo::plan::Plan;
     /// let plan = Plan::default_plan();
-    /// assert_eq!(plan.only(&["quota", "empty"]).unwrap().cases[1].name, "empty");
+    /// assert_eq!(plan.only(&["quota", "overloaded"]).unwrap().cases[1].name, "overloaded");
     /// assert_eq!(plan.only(&["nope"]).unwrap_err(), "nope");
     /// ```
     pub fn only(&self, names: &[&str]) -> Result<Plan, String> {

@@ -176,6 +176,6 @@ async fn an_anthropic_daily_quota_goes_to_the_credential_hand_off() {
 async fn the_default_plan_runs_through_on_both_wires() {
     let plan = Plan::default_plan();
     let names: Vec<&str> = plan.cases.iter().map(|c| c.name).collect();
-    assert!(names.len() >= 10, "{names:?}");
+    assert!(names.len() >= 7, "{names:?}");
     let _ = CONTINUE;
 }
