@@ -16,8 +16,12 @@
 //! - `autoretry rules compile RULES.json -o RULES.bin`: compiles a rules
 //!   file into the blob that `autoretry::rules::Rules::from_bytes` loads.
 //!
-//! - `autoretry simulate`: the real machine with real, scalable timers
-//!   against a scripted flaky provider (see `simulate.rs`).
+//! - `autoretry simulate`: a real agent over real HTTP against a local
+//!   provider that fails as scripted (see `http_simulate.rs` and the
+//!   `autoretry-demo` crate).
+//! - `autoretry simulate-in-process`: the real machine with real, scalable
+//!   timers against a scripted flaky provider in the process (see
+//!   `simulate.rs`).
 //! - `autoretry rpc`: the JSON-lines sidecar of `autoretry::host::sidecar`
 //!   on stdin and stdout.
 //!
@@ -44,6 +48,7 @@ use autoretry_testkit::replay::Replayer;
 use clap::{Parser, Subcommand};
 
 mod clock;
+mod http_simulate;
 mod redis_budget;
 mod simulate;
 
@@ -60,10 +65,36 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the real machine with real timers against a scripted flaky
-    /// provider: events as JSON lines, the retry loader during backoffs.
-    /// Esc or Ctrl-C cancels the retry; a second Ctrl-C aborts.
+    /// A real agent over real HTTP: start a local provider on 127.0.0.1
+    /// that speaks the Anthropic or OpenAI streaming API, and run the agent
+    /// through every failure of its plan (overloaded, rate-limited with
+    /// headers, server errors, an error event in a 200, a reset after a
+    /// tool call, a daily quota, spent retries): a line per request and
+    /// decision, then a closing table.
     Simulate {
+        /// The cases to run, in order, comma-separated (the default: all
+        /// of them): overloaded, rate-limited, server-errors, error-event,
+        /// reset-after-tool, quota, fallback.
+        #[arg(long, value_name = "CASES", value_delimiter = ',')]
+        plan: Vec<String>,
+        /// The wire format: `anthropic` or `openai`.
+        #[arg(long, value_name = "WIRE", default_value = "anthropic", value_parser = parse_wire)]
+        wire: autoretry_demo::wire::Wire,
+        /// Multiplies every wait, stall and pause (0.1: ten times faster).
+        /// A finite number > 0.
+        #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_positive_scale)]
+        time_scale: f64,
+        /// Write what the agent fed the machine, and the outputs it saw, as
+        /// vector lines (one scenario per case) to FILE.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+    },
+    /// Run the real machine with real timers against a scripted flaky
+    /// provider in this process: events as JSON lines, the retry loader
+    /// during backoffs. Esc or Ctrl-C cancels the retry; a second Ctrl-C
+    /// aborts.
+    #[command(name = "simulate-in-process")]
+    SimulateInProcess {
         /// The provider's error text.
         #[arg(long, default_value = "529 overloaded_error: Overloaded")]
         error: String,
@@ -310,6 +341,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let (file, mut handle): (_, LineHandler) = match cli.command {
         Command::Simulate {
+            plan,
+            wire,
+            time_scale,
+            record,
+        } => {
+            return ExitCode::from(http_simulate::run(&http_simulate::Options {
+                cases: plan,
+                wire,
+                time_scale,
+                record,
+            }));
+        }
+        Command::SimulateInProcess {
             error,
             failures,
             settings,
@@ -332,7 +376,7 @@ fn main() -> ExitCode {
             let rules = match rules.as_deref().map(load_rules).transpose() {
                 Ok(rules) => rules,
                 Err(e) => {
-                    eprintln!("autoretry simulate: --rules {e}");
+                    eprintln!("autoretry simulate-in-process: --rules {e}");
                     return ExitCode::from(2);
                 }
             };
@@ -704,6 +748,11 @@ fn parse_positive_scale(text: &str) -> Result<f64, String> {
         Ok(scale) if scale.is_finite() && scale > 0.0 => Ok(scale),
         _ => Err(format!("expected a finite number > 0, found {text:?}")),
     }
+}
+
+fn parse_wire(text: &str) -> Result<autoretry_demo::wire::Wire, String> {
+    autoretry_demo::wire::Wire::from_name(text)
+        .ok_or_else(|| format!("expected anthropic or openai, found {text:?}"))
 }
 
 fn parse_scale(text: &str) -> Result<f64, String> {

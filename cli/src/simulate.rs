@@ -1,4 +1,4 @@
-//! `autoretry simulate`: the real machine, on the real-time driver, against
+//! `autoretry simulate-in-process`: the real machine, on the real-time driver, against
 //! a scripted flaky provider.
 //!
 //! The provider fails `failures` times with the error text, then answers.
@@ -310,7 +310,7 @@ pub fn run(options: &Options) -> u8 {
         models_used: 0,
     };
     sim.line(&format!(
-        "autoretry simulate: the provider fails {} time(s) with {:?}, then answers \
+        "autoretry simulate-in-process: the provider fails {} time(s) with {:?}, then answers \
          ({}, time scale {}){}",
         options.failures,
         options.error,

@@ -172,7 +172,7 @@ fn a_bad_rules_file_is_a_clear_error_and_a_non_zero_exit() {
             (vec!["classify", "--rules", file], classify_input()),
             (vec!["rpc", "--rules", file], Vec::new()),
             (
-                vec!["simulate", "--rules", file, "--time-scale", "0"],
+                vec!["simulate-in-process", "--rules", file, "--time-scale", "0"],
                 Vec::new(),
             ),
         ] {
@@ -245,7 +245,7 @@ fn rpc_applies_the_verdict_to_agent_messages_without_their_own() {
 fn simulate_applies_the_verdict_to_the_failed_message() {
     let run = |error: &str, rules: Option<&str>| {
         let mut args = vec![
-            "simulate",
+            "simulate-in-process",
             "--error",
             error,
             "--failures",

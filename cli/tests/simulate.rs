@@ -8,7 +8,7 @@ use serde_json::Value;
 
 fn simulate(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_autoretry"))
-        .arg("simulate")
+        .arg("simulate-in-process")
         .args(["--time-scale", "0.001"])
         .args(args)
         .stdin(Stdio::null())
@@ -112,7 +112,13 @@ fn no_retries_means_no_loader() {
 fn ctrl_c_cancels_the_retry_in_a_pipe() {
     // Real time: the backoff lasts long enough to be interrupted.
     let mut child = Command::new(env!("CARGO_BIN_EXE_autoretry"))
-        .args(["simulate", "--latency-ms", "0", "--base-delay-ms", "60000"])
+        .args([
+            "simulate-in-process",
+            "--latency-ms",
+            "0",
+            "--base-delay-ms",
+            "60000",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -153,7 +159,13 @@ fn ctrl_c_cancels_the_retry_in_a_pipe() {
 #[test]
 fn the_loader_shows_the_scaled_wait() {
     let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
-        .args(["simulate", "--failures", "1", "--base-delay-ms", "60000"])
+        .args([
+            "simulate-in-process",
+            "--failures",
+            "1",
+            "--base-delay-ms",
+            "60000",
+        ])
         .args(["--latency-ms", "0", "--time-scale", "0.05"])
         .stdin(Stdio::null())
         .output()
@@ -173,7 +185,7 @@ fn the_loader_shows_the_scaled_wait() {
 fn bad_time_scales_are_refused() {
     for scale in ["-1", "NaN", "inf", "x"] {
         let out = Command::new(env!("CARGO_BIN_EXE_autoretry"))
-            .args(["simulate", "--time-scale", scale])
+            .args(["simulate-in-process", "--time-scale", scale])
             .stdin(Stdio::null())
             .output()
             .unwrap();

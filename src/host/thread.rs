@@ -202,7 +202,7 @@ impl ThreadDriver {
 impl<C: Clock> ThreadDriver<C> {
     /// A driver for this machine on `clock` (a
     /// [`VirtualClock`](crate::host::clock::VirtualClock) in tests, a
-    /// scaled clock in `autoretry simulate --time-scale`). The machine's
+    /// scaled clock in `autoretry simulate-in-process --time-scale`). The machine's
     /// outputs and events keep their own figures; only the clock says how
     /// long a millisecond of backoff takes.
     ///

@@ -1,0 +1,181 @@
+//! The agent against the local provider over real sockets on 127.0.0.1,
+//! for each failure of the plan and both wire formats: the machine's
+//! decisions, what the agent sent, and its recorded trace replayed.
+
+use autoretry_demo::agent::{Agent, Config, Trace, CONTINUE};
+use autoretry_demo::clock::Scale;
+use autoretry_demo::plan::{Plan, ANSWER};
+use autoretry_demo::provider::{Provider, Received};
+use autoretry_demo::show;
+use autoretry_demo::wire::{Wire, WIRES};
+use autoretry_testkit::replay::Replayer;
+use serde_json::Value;
+
+/// Plan milliseconds at a tenth of real time: a 500 ms backoff takes 50.
+fn scale() -> Scale {
+    Scale::new(0.1).unwrap()
+}
+
+/// Runs the case on `wire`; its trace and the requests the provider got.
+async fn run(wire: Wire, case: &str) -> (Trace, Vec<Received>) {
+    let plan = Plan::default_plan().only(&[case]).unwrap();
+    let provider = Provider::start(plan, scale()).await.unwrap();
+    let mut agent = Agent::new(Config {
+        wire,
+        base_url: provider.base_url(case),
+        models: show::models(wire),
+        keys: show::keys(),
+        settings: show::settings(),
+        host: show::host(),
+        scale: scale(),
+    })
+    .unwrap();
+    let mut lines = Vec::new();
+    let mut live = |line: &str| lines.push(line.to_owned());
+    let run = agent.run(case, show::PROMPT, &mut live);
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), run).await;
+    let Ok(trace) = ended else {
+        panic!("{case} on {wire:?} did not end: {lines:#?}");
+    };
+    assert!(trace.refused.is_empty(), "refused: {:?}", trace.refused);
+    replays_exactly(&trace);
+    (trace, provider.requests_of(case))
+}
+
+/// The recorded vector lines replay on a fresh machine to exactly the
+/// outputs and states the agent saw.
+fn replays_exactly(trace: &Trace) {
+    let mut replayer = Replayer::new();
+    let mut steps = 0;
+    for line in &trace.vector {
+        let expected: Value = serde_json::from_str(line).unwrap();
+        let Some(step) = replayer.replay_line(line).unwrap() else {
+            continue;
+        };
+        steps += 1;
+        assert_eq!(Value::Array(step.out_values()), expected["out"], "{line}");
+        assert_eq!(step.state_value(), expected["state"], "{line}");
+        assert_eq!(step.refused, expected.get("refused").is_some(), "{line}");
+    }
+    assert!(steps >= 1, "{:?}", trace.vector);
+}
+
+/// The `sleep` waits of the trace.
+fn sleeps(trace: &Trace) -> &[u64] {
+    &trace.sleeps
+}
+
+#[tokio::test]
+async fn overloaded_is_retried_after_the_backoff() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "overloaded").await;
+        assert_eq!(requests.len(), 2);
+        assert_eq!(sleeps(&trace), [500]);
+        assert!(trace.answered);
+        assert_eq!(trace.answer, ANSWER);
+        let first = &trace.requests[0];
+        match wire {
+            Wire::Anthropic => assert_eq!(
+                first.result,
+                r#"529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            Wire::OpenAi => assert_eq!(
+                first.result,
+                "503 The engine is currently overloaded, please try again later"
+            ),
+        }
+        assert_eq!(first.decisions[0], "retry 1/3");
+        assert!(first.decisions.contains(&"drop_trailing_error".to_owned()));
+        // The failed turn was dropped: the retry sent the prompt alone.
+        assert_eq!(
+            requests[1].messages(),
+            [("user".into(), show::PROMPT.into())]
+        );
+    }
+}
+
+#[tokio::test]
+async fn server_errors_back_off_exponentially() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "server-errors").await;
+        assert_eq!(requests.len(), 4);
+        assert_eq!(trace.requests[0].status, Some(500));
+        assert_eq!(trace.requests[1].status, Some(502));
+        assert_eq!(trace.requests[2].status, Some(503));
+        assert_eq!(sleeps(&trace)[..2], [500, 1000]);
+        assert!(trace.answered);
+    }
+}
+
+#[tokio::test]
+async fn a_200_whose_first_event_is_an_error_is_retried() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "error-event").await;
+        assert_eq!(requests.len(), 2);
+        assert_eq!(trace.requests[0].status, Some(200));
+        match wire {
+            Wire::Anthropic => assert_eq!(
+                trace.requests[0].result,
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            Wire::OpenAi => assert_eq!(
+                trace.requests[0].result,
+                "The engine is currently overloaded, please try again later"
+            ),
+        }
+        assert_eq!(trace.requests[0].decisions[0], "retry 1/3");
+        assert!(trace.answered);
+    }
+}
+
+#[tokio::test]
+async fn spent_retries_switch_to_the_second_model() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "fallback").await;
+        let models: Vec<&str> = requests.iter().map(|r| r.model.as_str()).collect();
+        let [first, second] = &show::models(wire)[..] else {
+            panic!()
+        };
+        assert_eq!(models, [first, first, first, first, second]);
+        assert!(trace.requests[3]
+            .decisions
+            .contains(&"switch_model (exhausted)".to_owned()));
+        // The switch starts one immediate retry.
+        assert_eq!(sleeps(&trace), [500, 1000, 2000, 0]);
+        assert!(trace.answered);
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_is_never_replayed() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "reset-after-tool").await;
+        assert_eq!(requests.len(), 1, "a tool call was replayed");
+        assert!(trace.requests[0].tool);
+        assert!(!trace.answered);
+        assert!(sleeps(&trace).is_empty());
+        assert!(trace.requests[0]
+            .decisions
+            .iter()
+            .all(|d| !d.starts_with("retry")));
+    }
+}
+
+#[tokio::test]
+async fn an_anthropic_daily_quota_goes_to_the_credential_hand_off() {
+    let (trace, requests) = run(Wire::Anthropic, "quota").await;
+    let keys: Vec<_> = requests.iter().map(|r| r.key.clone().unwrap()).collect();
+    assert_eq!(keys, show::keys());
+    assert!(trace.requests[0].decisions[0].starts_with("mark_usage_limit"));
+    // The switch to the second key retries at once.
+    assert_eq!(sleeps(&trace), [0]);
+    assert!(trace.answered);
+}
+
+#[tokio::test]
+async fn the_default_plan_runs_through_on_both_wires() {
+    let plan = Plan::default_plan();
+    let names: Vec<&str> = plan.cases.iter().map(|c| c.name).collect();
+    assert!(names.len() >= 7, "{names:?}");
+    let _ = CONTINUE;
+}
