@@ -69,12 +69,12 @@ enum Command {
     /// that speaks the Anthropic or OpenAI streaming API, and run the agent
     /// through every failure of its plan (overloaded, rate-limited with
     /// headers, server errors, an error event in a 200, a reset after a
-    /// tool call, a daily quota, spent retries): a line per request and
-    /// decision, then a closing table.
+    /// tool call, stalls, an empty answer, a daily quota, spent retries): a
+    /// line per request and decision, then a closing table.
     Simulate {
         /// The cases to run, in order, comma-separated (the default: all
         /// of them): overloaded, rate-limited, server-errors, error-event,
-        /// reset-after-tool, quota, fallback.
+        /// reset-after-tool, stall-first, stall-mid, empty, quota, fallback.
         #[arg(long, value_name = "CASES", value_delimiter = ',')]
         plan: Vec<String>,
         /// The wire format: `anthropic` or `openai`.

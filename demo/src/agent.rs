@@ -4,13 +4,16 @@
 //!
 //! | what the agent has | what the machine gets |
 //! |---|---|
+//! | the request sent | `stream_start` |
+//! | a parsed message event, text or tool-call delta | `stream_event` (a ping, an SSE comment: nothing) |
 //! | an HTTP error: status and body | an `agent_end` with the error text the SDK prints |
-//! | an in-band `error` event, a transport error | an `agent_end` with that text, `partial` from what streamed (a text or tool-call delta; a ping or an SSE comment is nothing) |
-//! | a stop | an `agent_end` with its stop reason |
+//! | an in-band `error` event, a transport error | an `agent_end` with that text, `partial` from what streamed |
+//! | a stop with nothing in it | an `agent_end` with `empty: true` |
 //!
 //! | output | what the agent does |
 //! |---|---|
 //! | `sleep` | the driver waits (on the demo's time scale) |
+//! | `watch` / `cancel_timer` | arms or disarms its stall timer; when it runs out, `timer_fired` |
 //! | `abort_agent` | drops the stream (the connection closes), ends the run as aborted |
 //! | `drop_trailing_error` | removes the failed turn from its conversation |
 //! | `continue_agent` | sends the conversation again; with `resume`, the partial text and a request to continue it |
@@ -18,11 +21,9 @@
 //! | `switch_model` | switches to the next configured model, answers `model_switched` |
 //! | `check_compaction` | the prompt is over |
 //!
-//! Not yet on this build, whose machine has neither: the stream's
-//! progress as `stream_start` / `stream_event` with the stall watchdog's
-//! `watch` timers (spec 12), an empty stop as `empty: true`, and the
-//! response headers on the message (spec 13.1). The agent keeps the
-//! headers of each response (`Request::headers`) for the table.
+//! Not yet on this build, whose machine reads none: the response headers
+//! on the message (spec 13.1). The agent keeps the headers of each
+//! response (`Request::headers`) for the table.
 
 use std::collections::VecDeque;
 
@@ -100,6 +101,8 @@ pub struct Trace {
     pub requests: Vec<Request>,
     /// The events the machine emitted, as a terminal shows them.
     pub events: Vec<String>,
+    /// The `errorMessage` of each retry's start event.
+    pub retried: Vec<String>,
     /// The `sleep` waits, in ms.
     pub sleeps: Vec<u64>,
     /// Whether the prompt ended with an answer.
@@ -204,7 +207,7 @@ impl Agent {
             let step = match pending.pop_front() {
                 Some(input) => driver.handle(input),
                 None => {
-                    let next = next_input(&mut rx, &mut run, config.scale, live);
+                    let next = next_input(&mut rx, &mut run, &clock, live);
                     match driver.next(next).await {
                         Some(step) => step,
                         None => break,
@@ -234,6 +237,9 @@ impl Agent {
                 }
                 match output {
                     OutputBuf::Emit(event) => {
+                        if let EventBuf::Start { error_message, .. } = &event {
+                            run.trace.retried.push(error_message.clone());
+                        }
                         // A success shows nothing on a terminal.
                         let text = event.as_event().to_string();
                         if !text.is_empty() {
@@ -339,7 +345,7 @@ impl Agent {
         &self,
         run: &mut Run,
         tx: &mpsc::UnboundedSender<(u32, Got)>,
-        _clock: &Monotonic,
+        clock: &Monotonic,
         resume: bool,
         live: &mut dyn FnMut(&str),
     ) -> Option<InputBuf> {
@@ -427,7 +433,9 @@ impl Agent {
                 }
             });
         run.flight = Some(Flight { number, task });
-        None
+        Some(InputBuf::StreamStart {
+            now_ms: clock.now_ms(),
+        })
     }
 }
 
@@ -497,7 +505,10 @@ impl Run {
     }
 
     /// What one message of the request task is to the machine.
-    fn got(&mut self, got: Got, live: &mut dyn FnMut(&str)) -> Option<InputBuf> {
+    fn got(&mut self, got: Got, clock: &Monotonic, live: &mut dyn FnMut(&str)) -> Option<InputBuf> {
+        let progress = Some(InputBuf::StreamEvent {
+            now_ms: clock.now_ms(),
+        });
         match got {
             Got::Head { status, headers } => {
                 let request = self.request();
@@ -511,19 +522,19 @@ impl Run {
             }
             Got::Item(Item::Progress) => {
                 self.request().events += 1;
-                None
+                progress
             }
             Got::Item(Item::Text(text)) => {
                 let request = self.request();
                 request.events += 1;
                 request.text.push_str(&text);
-                None
+                progress
             }
             Got::Item(Item::Tool) => {
                 let request = self.request();
                 request.events += 1;
                 request.tool = true;
-                None
+                progress
             }
             Got::Item(Item::Stop(reason)) => {
                 let request = self.request();
@@ -533,7 +544,11 @@ impl Run {
                     "    <- 200, {result} ({} events, {} pings)",
                     request.events, request.pings
                 ));
-                let message = MessageBuf::new(reason);
+                // A stop with nothing in it is empty (spec 12.3).
+                let message = MessageBuf {
+                    empty,
+                    ..MessageBuf::new(reason)
+                };
                 Some(self.end(message, result.to_owned()))
             }
             Got::Item(Item::Error(text)) | Got::Failed(text) => {
@@ -565,7 +580,7 @@ impl Run {
 async fn next_input(
     rx: &mut mpsc::UnboundedReceiver<(u32, Got)>,
     run: &mut Run,
-    _scale: Scale,
+    clock: &Monotonic,
     live: &mut dyn FnMut(&str),
 ) -> Option<InputBuf> {
     loop {
@@ -589,7 +604,7 @@ async fn next_input(
         {
             continue;
         }
-        if let Some(input) = run.got(got, live) {
+        if let Some(input) = run.got(got, clock, live) {
             return Some(input);
         }
     }
@@ -617,6 +632,7 @@ fn describe(output: &OutputBuf) -> String {
             final_error.as_deref().unwrap_or_default()
         ),
         OutputBuf::Sleep { ms, .. } => format!("sleep {ms} ms"),
+        OutputBuf::Watch { ms, .. } => format!("watch {ms} ms"),
         OutputBuf::CancelTimer { .. } => "cancel_timer".into(),
         OutputBuf::ContinueAgent => "continue_agent".into(),
         OutputBuf::ResumeAgent => "continue_agent (resume)".into(),

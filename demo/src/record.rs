@@ -92,6 +92,10 @@ impl Recorder {
                 ms,
                 timer: TimerId(self.ordinal(timer.0)),
             },
+            Output::Watch { ms, timer } => Output::Watch {
+                ms,
+                timer: TimerId(self.ordinal(timer.0)),
+            },
             Output::CancelTimer { timer } => Output::CancelTimer {
                 timer: TimerId(self.ordinal(timer.0)),
             },
@@ -154,6 +158,9 @@ fn message_json(message: &AssistantMessage<'_>) -> Value {
     }
     if message.partial != autoretry::Partial::None {
         value["partial"] = json!(message.partial.as_str());
+    }
+    if message.empty {
+        value["empty"] = json!(true);
     }
     value
 }

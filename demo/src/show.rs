@@ -27,7 +27,8 @@ pub fn keys() -> Vec<String> {
 
 /// The settings the demo runs: the `modern` profile with a short backoff
 /// and no jitter (so a run reads the same each time), hints honoured, a
-/// one-minute ceiling, model fallback, and the stall watchdog.
+/// one-minute ceiling, model fallback, the stall watchdog (3 s for the
+/// first event, 2 s of silence after one) and empty answers retried.
 pub fn settings() -> RetrySettings {
     RetrySettings::MODERN
         .with_profile(Profile::Modern)
@@ -37,6 +38,9 @@ pub fn settings() -> RetrySettings {
         .with_max_delay_ms(60_000)
         .with_honor_hints(true)
         .with_model_fallback(true)
+        .with_first_event_timeout_ms(3000)
+        .with_idle_timeout_ms(2000)
+        .with_retry_empty(true)
 }
 
 /// The host options: two keys make a credential store.

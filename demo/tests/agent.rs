@@ -2,7 +2,7 @@
 //! for each failure of the plan and both wire formats: the machine's
 //! decisions, what the agent sent, and its recorded trace replayed.
 
-use autoretry_demo::agent::{Agent, Config, Trace, CONTINUE};
+use autoretry_demo::agent::{Agent, Config, Request, Trace, CONTINUE};
 use autoretry_demo::clock::Scale;
 use autoretry_demo::plan::{Plan, ANSWER};
 use autoretry_demo::provider::{Provider, Received};
@@ -60,6 +60,20 @@ fn replays_exactly(trace: &Trace) {
     assert!(steps >= 1, "{:?}", trace.vector);
 }
 
+/// Whether the machine decided `what` about the request.
+fn decided(request: &Request, what: &str) -> bool {
+    request.decisions.iter().any(|d| d == what)
+}
+
+/// The first decision about the request that is not the watchdog's.
+fn decision(request: &Request) -> &str {
+    request
+        .decisions
+        .iter()
+        .find(|d| !d.starts_with("watch") && *d != "cancel_timer")
+        .map_or("", String::as_str)
+}
+
 /// The `sleep` waits of the trace.
 fn sleeps(trace: &Trace) -> &[u64] {
     &trace.sleeps
@@ -84,8 +98,8 @@ async fn overloaded_is_retried_after_the_backoff() {
                 "503 The engine is currently overloaded, please try again later"
             ),
         }
-        assert_eq!(first.decisions[0], "retry 1/3");
-        assert!(first.decisions.contains(&"drop_trailing_error".to_owned()));
+        assert_eq!(decision(first), "retry 1/3");
+        assert!(decided(first, "drop_trailing_error"));
         // The failed turn was dropped: the retry sent the prompt alone.
         assert_eq!(
             requests[1].messages(),
@@ -123,7 +137,7 @@ async fn a_200_whose_first_event_is_an_error_is_retried() {
                 "The engine is currently overloaded, please try again later"
             ),
         }
-        assert_eq!(trace.requests[0].decisions[0], "retry 1/3");
+        assert_eq!(decision(&trace.requests[0]), "retry 1/3");
         assert!(trace.answered);
     }
 }
@@ -137,9 +151,7 @@ async fn spent_retries_switch_to_the_second_model() {
             panic!()
         };
         assert_eq!(models, [first, first, first, first, second]);
-        assert!(trace.requests[3]
-            .decisions
-            .contains(&"switch_model (exhausted)".to_owned()));
+        assert!(decided(&trace.requests[3], "switch_model (exhausted)"));
         // The switch starts one immediate retry.
         assert_eq!(sleeps(&trace), [500, 1000, 2000, 0]);
         assert!(trace.answered);
@@ -166,7 +178,7 @@ async fn an_anthropic_daily_quota_goes_to_the_credential_hand_off() {
     let (trace, requests) = run(Wire::Anthropic, "quota").await;
     let keys: Vec<_> = requests.iter().map(|r| r.key.clone().unwrap()).collect();
     assert_eq!(keys, show::keys());
-    assert!(trace.requests[0].decisions[0].starts_with("mark_usage_limit"));
+    assert!(decision(&trace.requests[0]).starts_with("mark_usage_limit"));
     // The switch to the second key retries at once.
     assert_eq!(sleeps(&trace), [0]);
     assert!(trace.answered);
@@ -176,6 +188,84 @@ async fn an_anthropic_daily_quota_goes_to_the_credential_hand_off() {
 async fn the_default_plan_runs_through_on_both_wires() {
     let plan = Plan::default_plan();
     let names: Vec<&str> = plan.cases.iter().map(|c| c.name).collect();
-    assert!(names.len() >= 7, "{names:?}");
-    let _ = CONTINUE;
+    assert!(names.len() >= 10, "{names:?}");
+}
+
+#[tokio::test]
+async fn a_stall_before_the_first_event_is_aborted_and_retried() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "stall-first").await;
+        assert_eq!(requests.len(), 2);
+        let first = &trace.requests[0];
+        assert_eq!(first.status, Some(200));
+        assert_eq!(first.events, 0);
+        assert_eq!(first.result, "aborted");
+        assert!(decided(first, "watch 3000 ms"), "{:?}", first.decisions);
+        assert!(decided(first, "abort_agent"), "{:?}", first.decisions);
+        assert_eq!(trace.retried, ["Stream stalled: no event for 3000ms"]);
+        // Nothing streamed: a replay, after the backoff.
+        assert_eq!(sleeps(&trace), [500]);
+        assert!(!trace.requests[1].resumed);
+        assert!(trace.answered);
+        assert_eq!(trace.answer, ANSWER);
+    }
+}
+
+#[tokio::test]
+async fn a_stall_mid_answer_with_pings_flowing_is_continued() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "stall-mid").await;
+        assert_eq!(requests.len(), 2);
+        let first = &trace.requests[0];
+        assert_eq!(first.text, "The capital of France ");
+        assert_eq!(first.result, "aborted");
+        // Anthropic's pings arrive as events and are no progress; OpenAI's
+        // keep-alives are SSE comments the parser drops.
+        if wire == Wire::Anthropic {
+            assert!(first.pings >= 2, "{first:?}");
+        }
+        // The first event's watch was still pending when the text came
+        // (the timer is lazy, spec 12.2): it fires at its own due time,
+        // finds the silence since the last event over 2000 ms, and the
+        // stall reports that silence.
+        let [stalled] = &trace.retried[..] else {
+            panic!("{:?}", trace.retried)
+        };
+        let silence: u64 = stalled
+            .strip_prefix("Stream stalled: no event for ")
+            .and_then(|rest| rest.strip_suffix("ms"))
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| panic!("{stalled}"));
+        assert!((2000..=3000).contains(&silence), "{stalled}");
+        assert!(trace.requests[1].resumed);
+        // The continuation sends the partial text back, and asks to go on.
+        assert_eq!(
+            requests[1].messages(),
+            [
+                ("user".into(), show::PROMPT.into()),
+                ("assistant".into(), "The capital of France ".into()),
+                ("user".into(), CONTINUE.into()),
+            ]
+        );
+        assert!(trace.answered);
+        assert_eq!(trace.answer, "The capital of France Paris.");
+    }
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_retried() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "empty").await;
+        assert_eq!(requests.len(), 2);
+        assert_eq!(trace.requests[0].status, Some(200));
+        assert_eq!(trace.requests[0].result, "empty");
+        assert_eq!(decision(&trace.requests[0]), "retry 1/3");
+        assert_eq!(trace.retried, ["Empty response from the model"]);
+        // The empty answer was dropped: the retry is a replay.
+        assert_eq!(
+            requests[1].messages(),
+            [("user".into(), show::PROMPT.into())]
+        );
+        assert!(trace.answered);
+    }
 }
