@@ -269,3 +269,52 @@ async fn an_empty_answer_is_retried() {
         assert!(trace.answered);
     }
 }
+
+#[tokio::test]
+async fn a_failed_continuation_is_dropped_alone_and_the_partial_turn_stays() {
+    use autoretry_demo::plan::{Beat, Case, End, Fault, Reply};
+    for wire in WIRES {
+        let plan = Plan {
+            cases: vec![Case {
+                name: "c",
+                about: "a stall after text, the continuation overloaded, then an answer",
+                replies: vec![
+                    Reply::Stream {
+                        beats: vec![Beat::Start, Beat::Text("The capital ".into())],
+                        end: End::Hang { ping_ms: None },
+                    },
+                    Reply::Http(Fault::Overloaded),
+                    Reply::answer("of France is Paris."),
+                ],
+            }],
+        };
+        let provider = Provider::start(plan, scale()).await.unwrap();
+        let mut agent = Agent::new(Config {
+            wire,
+            base_url: provider.base_url("c"),
+            models: show::models(wire),
+            keys: show::keys(),
+            settings: show::settings(),
+            host: show::host(),
+            scale: scale(),
+        })
+        .unwrap();
+        let trace = agent.run("c", show::PROMPT, &mut |_| {}).await;
+        replays_exactly(&trace);
+        let requests = provider.requests_of("c");
+        assert_eq!(requests.len(), 3);
+        let continued = [
+            ("user".to_owned(), show::PROMPT.to_owned()),
+            ("assistant".to_owned(), "The capital ".to_owned()),
+            ("user".to_owned(), CONTINUE.to_owned()),
+        ];
+        // The continuation, then (its failure dropped) the same context
+        // again, by a plain replay of it.
+        assert_eq!(requests[1].messages(), continued);
+        assert_eq!(requests[2].messages(), continued);
+        assert!(trace.requests[1].resumed);
+        assert!(!trace.requests[2].resumed);
+        assert!(trace.answered);
+        assert_eq!(trace.answer, "The capital of France is Paris.");
+    }
+}
