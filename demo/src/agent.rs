@@ -78,6 +78,8 @@ pub struct Request {
     pub status: Option<u16>,
     /// The response headers.
     pub headers: Vec<(String, String)>,
+    /// The wall clock (Unix ms) of the request's `agent_end`.
+    pub now_ms: Option<u64>,
     /// The text streamed.
     pub text: String,
     /// Whether a tool call streamed.
@@ -478,8 +480,10 @@ impl Run {
         if let Some(text) = &message.error_message {
             self.last_error = text.clone();
         }
+        let now_ms = wall_ms();
         let request = self.request();
         request.result = result;
+        request.now_ms = Some(now_ms);
         let text = request.text.clone();
         // Each run's answer is a turn of its own: a failed one is what
         // `drop_trailing_error` removes, and a partial turn that a
@@ -491,7 +495,7 @@ impl Run {
         });
         InputBuf::AgentEnd {
             message,
-            now_ms: Some(wall_ms()),
+            now_ms: Some(now_ms),
         }
     }
 
@@ -500,7 +504,10 @@ impl Run {
         let flight = self.flight.take()?;
         flight.task.abort();
         let partial = self.partial();
-        let message = MessageBuf::new(StopReason::Aborted).with_partial(partial);
+        let headers = self.request().headers.clone();
+        let message = MessageBuf::new(StopReason::Aborted)
+            .with_partial(partial)
+            .with_headers(headers);
         Some(self.end(message, "aborted".into()))
     }
 
@@ -568,7 +575,11 @@ impl Run {
                         Partial::Tools => " (after a tool call)".to_owned(),
                     }
                 ));
-                let message = MessageBuf::error(text.clone()).with_partial(partial);
+                // The response's headers travel with the error (spec
+                // 13.1): the machine reads its wait and verdict there.
+                let message = MessageBuf::error(text.clone())
+                    .with_partial(partial)
+                    .with_headers(request.headers.clone());
                 Some(self.end(message, text))
             }
         }

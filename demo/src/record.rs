@@ -162,5 +162,9 @@ fn message_json(message: &AssistantMessage<'_>) -> Value {
     if message.empty {
         value["empty"] = json!(true);
     }
+    if !message.headers.is_empty() {
+        let pairs: Vec<[&str; 2]> = message.headers.iter().map(|(n, v)| [n, v]).collect();
+        value["headers"] = json!(pairs);
+    }
     value
 }

@@ -3,7 +3,7 @@
 //! and decision, and a closing table (the failure, what the machine
 //! decided, the wait and where it came from, the outcome).
 
-use autoretry::{HostOptions, JitterPct, Profile, RetrySettings};
+use autoretry::{read_headers, HostOptions, JitterPct, Profile, RetrySettings};
 
 use crate::agent::{Agent, Config, Request, Trace};
 use crate::clock::Scale;
@@ -154,21 +154,26 @@ fn wait(request: &Request) -> String {
     format!("{ms} ms ({})", wait_source(request, ms))
 }
 
-/// Where a wait came from: a header, a switch (0), or the backoff.
+/// Where a wait came from: a switch (0), the response's headers (read as
+/// the machine reads them, spec 13.1, naming the header that gave it), or
+/// the backoff.
 pub fn wait_source(request: &Request, ms: u64) -> String {
     if ms == 0 {
         return "switched: no wait".to_owned();
     }
-    // Only the headers' numerals are checked here: the machine reads no
-    // headers on this build.
-    let header = |name: &str, unit: f64| {
-        let (_, value) = request.headers.iter().find(|(n, _)| n == name)?;
-        let read: f64 = value.trim().parse().ok()?;
-        ((read * unit).ceil() == ms as f64).then(|| format!("header {name}: {value}"))
+    let read = |headers: &[(String, String)]| {
+        read_headers(headers.iter().map(|(n, v)| (n, v)), request.now_ms).retry_after_ms
     };
-    header("retry-after-ms", 1.0)
-        .or_else(|| header("retry-after", 1000.0))
-        .unwrap_or_else(|| "backoff".to_owned())
+    if read(&request.headers) != Some(ms) {
+        return "backoff".to_owned();
+    }
+    // The first header that alone gives the wait.
+    for (name, value) in &request.headers {
+        if read(&[(name.clone(), value.clone())]) == Some(ms) {
+            return format!("header {name}: {value}");
+        }
+    }
+    "rate-limit headers".to_owned()
 }
 
 /// The outcome: answered after how many requests, or the end.

@@ -109,6 +109,32 @@ async fn overloaded_is_retried_after_the_backoff() {
 }
 
 #[tokio::test]
+async fn a_rate_limit_waits_what_its_headers_say() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "rate-limited").await;
+        assert_eq!(requests.len(), 2);
+        let first = &trace.requests[0];
+        assert_eq!(first.status, Some(429));
+        // Anthropic: retry-after: 2; OpenAI: retry-after-ms: 1500 ahead of
+        // its retry-after: 2. Both over the 500 ms backoff.
+        let (wait, source) = match wire {
+            Wire::Anthropic => (2000, "header retry-after: 2"),
+            Wire::OpenAi => (1500, "header retry-after-ms: 1500"),
+        };
+        assert_eq!(sleeps(&trace), [wait]);
+        assert_eq!(show::wait_source(first, wait), source);
+        assert_eq!(first.decisions[0], "retry 1/3");
+        // The headers went to the machine with the message.
+        assert!(
+            trace.vector[1].contains(r#"["x-should-retry","true"]"#),
+            "{}",
+            trace.vector[1]
+        );
+        assert!(trace.answered);
+    }
+}
+
+#[tokio::test]
 async fn server_errors_back_off_exponentially() {
     for wire in WIRES {
         let (trace, requests) = run(wire, "server-errors").await;
@@ -116,7 +142,8 @@ async fn server_errors_back_off_exponentially() {
         assert_eq!(trace.requests[0].status, Some(500));
         assert_eq!(trace.requests[1].status, Some(502));
         assert_eq!(trace.requests[2].status, Some(503));
-        assert_eq!(sleeps(&trace)[..2], [500, 1000]);
+        // The 503's retry-after: 1 is below the 2000 ms backoff.
+        assert_eq!(sleeps(&trace), [500, 1000, 2000]);
         assert!(trace.answered);
     }
 }
