@@ -6,7 +6,7 @@
 //! |---|---|
 //! | the request sent | `stream_start` |
 //! | a parsed message event, text or tool-call delta | `stream_event` (a ping, an SSE comment: nothing) |
-//! | an HTTP error: status and body | an `agent_end` with the error text the SDK prints |
+//! | an HTTP error: status, headers and body | an `agent_end` with the error text the SDK prints and the response's `headers` |
 //! | an in-band `error` event, a transport error | an `agent_end` with that text, `partial` from what streamed |
 //! | a stop with nothing in it | an `agent_end` with `empty: true` |
 //!
@@ -21,9 +21,8 @@
 //! | `switch_model` | switches to the next configured model, answers `model_switched` |
 //! | `check_compaction` | the prompt is over |
 //!
-//! Not yet on this build, whose machine reads none: the response headers
-//! on the message (spec 13.1). The agent keeps the headers of each
-//! response (`Request::headers`) for the table.
+//! The agent also keeps the headers of each response (`Request::headers`)
+//! for the table.
 
 use std::collections::VecDeque;
 
