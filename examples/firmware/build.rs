@@ -1,11 +1,13 @@
 //! Turns the vendored conformance vectors into Rust statics
 //! (`$OUT_DIR/vectors.rs`): those of sections 1–9 (`tests/vectors/*.jsonl`),
 //! those of the policy options of section 10 (`tests/vectors/options/*.jsonl`)
-//! those of section 11 (`tests/vectors/beyond/*.jsonl`) and those of
-//! section 12 (`tests/vectors/stream/*.jsonl`). Per scenario its
+//! those of section 11 (`tests/vectors/beyond/*.jsonl`), those of
+//! section 12 (`tests/vectors/stream/*.jsonl`) and the response headers'
+//! of section 13 (`tests/vectors/response/`, all but `curated-*`). Per
+//! scenario its
 //! file, folder, settings and host options (the jitter seed included) and
 //! its retry budget, if any; per step the input (the message fields of
-//! §10.2 and §11.2 included), the expected outputs (in the vectors' form:
+//! §10.2, §11.2, §12.3 and §13.1 included), the expected outputs (in the vectors' form:
 //! timers as ordinals; a final error as its text), the expected state,
 //! whether the input is refused and, under a budget, its tokens after the
 //! step in thousandths. The firmware carries no JSON and no parser.
@@ -42,6 +44,7 @@ fn main() {
         "tests/vectors/options",
         "tests/vectors/beyond",
         "tests/vectors/stream",
+        "tests/vectors/response",
     ];
     let mut paths: Vec<(usize, PathBuf)> = Vec::new();
     for (folder, dir) in folders.iter().enumerate() {
@@ -51,6 +54,12 @@ fn main() {
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.expect("directory entry").path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            // The curated classifier (spec 13.2) is not in the firmware's
+            // build: its response vectors are the headers' alone.
+            .filter(|p| {
+                !p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("curated-"))
+            })
             .collect();
         files.sort();
         assert!(!files.is_empty(), "no vectors in {}", dir.display());
@@ -221,14 +230,20 @@ fn message_code(m: &MessageBuf) -> String {
     };
     format!(
         "AssistantMessage {{ stop_reason: StopReason::{:?}, error_message: {}, usage: {}, \
-         should_retry: {:?}, retry_after_ms: {}, partial: Partial::{:?}, empty: {} }}",
+         should_retry: {:?}, retry_after_ms: {}, partial: Partial::{:?}, empty: {}, \
+         headers: autoretry::Headers::new(&[{}]) }}",
         m.stop_reason,
         opt_lit(m.error_message.as_deref()),
         usage,
         m.should_retry,
         opt_u64(m.retry_after_ms),
         m.partial,
-        m.empty
+        m.empty,
+        m.headers
+            .iter()
+            .map(|(name, value)| format!("({name:?}, {value:?})"))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 
