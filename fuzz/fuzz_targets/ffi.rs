@@ -702,6 +702,8 @@ fn run(data: &[u8]) {
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
             // Only the input struct carries a partial turn.
             partial: partial(partial_code).unwrap_or(Partial::None),
+            // The C ABI's message entry points carry no empty answer.
+            empty: false,
             headers: autoretry::Headers::NONE,
         };
         let (tp, o) = (tp.cast_const(), o);
