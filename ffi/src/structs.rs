@@ -332,14 +332,19 @@ impl AutoretryOutput {
     };
 
     /// The struct form of one output: the C form's only mapping. A stall's
-    /// text (spec §12.2), which the machine keeps as a number, is written
-    /// into `stalled` (the slot's buffer of
-    /// [`ErrorText::STALLED_MAX_LEN`] bytes) and points there.
-    fn of(output: &Output<'_>, stalled: &mut [u8]) -> Self {
-        let mut text = |text: ErrorText<'_>| {
-            match text.as_str().or_else(|| text.write_into(stalled)) {
+    /// text (spec §12.2), which the machine keeps as a number, points to
+    /// `stall`, that sentence as [`outputs`] wrote it for its silence.
+    fn of(output: &Output<'_>, stall: Option<(u64, &str)>) -> Self {
+        let text = |text: ErrorText<'_>| {
+            let written = match text {
+                ErrorText::Text(text) => Some(text),
+                ErrorText::Stalled { silence_ms } => {
+                    stall.filter(|&(s, _)| s == silence_ms).map(|(_, t)| t)
+                }
+            };
+            match written {
                 Some(text) => (text.as_ptr(), text.len() as u32),
-                // Not reached: the buffer holds the longest stall sentence.
+                // Not reached: `outputs` wrote the stall of these outputs.
                 None => (core::ptr::null(), 0),
             }
         };
@@ -429,8 +434,10 @@ impl AutoretryOutput {
 }
 
 /// Writes the outputs' structs into `out`: their count, or
-/// [`ERR_OUT_TOO_SMALL`]. A stall sentence goes into `stalled` (the outputs
-/// of one input carry at most one stall, so they share it).
+/// [`ERR_OUT_TOO_SMALL`]. A stall sentence is written into `stalled` (the
+/// slot's buffer of [`ErrorText::STALLED_MAX_LEN`] bytes) once, before any
+/// output points to it: the outputs of one input carry at most one stall,
+/// so they share it.
 pub(super) fn outputs(
     out: &mut [AutoretryOutput],
     outputs: &[Output<'_>],
@@ -439,10 +446,37 @@ pub(super) fn outputs(
     let Some(slots) = out.get_mut(..outputs.len()) else {
         return ERR_OUT_TOO_SMALL;
     };
+    let silence = outputs.iter().find_map(|output| match error_text(output) {
+        Some(ErrorText::Stalled { silence_ms }) => Some(silence_ms),
+        _ => None,
+    });
+    let stall = silence.and_then(|silence_ms| {
+        let text = ErrorText::Stalled { silence_ms }.write_into(stalled)?;
+        Some((silence_ms, text))
+    });
     for (slot, output) in slots.iter_mut().zip(outputs) {
-        *slot = AutoretryOutput::of(output, stalled);
+        *slot = AutoretryOutput::of(output, stall);
     }
     outputs.len() as i32
+}
+
+/// The error text an output carries: a start's `errorMessage`, an end's
+/// final error (the original error of a sentence built around one).
+fn error_text<'a>(output: &Output<'a>) -> Option<ErrorText<'a>> {
+    match *output {
+        Output::Emit(Event::Start { error_message, .. }) => Some(error_message),
+        Output::Emit(Event::End {
+            final_error: Some(error),
+            ..
+        }) => Some(match error {
+            FinalError::Text(text) => ErrorText::Text(text),
+            FinalError::Stalled { silence_ms } => ErrorText::Stalled { silence_ms },
+            FinalError::WaitTooLong { error, .. }
+            | FinalError::Throttled { error }
+            | FinalError::TotalWait { error, .. } => error,
+        }),
+        _ => None,
+    }
 }
 
 /// The machine's state, as `autoretry_state_c()` writes it:
