@@ -74,6 +74,8 @@ const INPUT_KINDS = Object.freeze({
   set_auto_retry: 7,
   settings: 8,
   model_switched: 9,
+  stream_start: 10,
+  stream_event: 11,
 });
 
 // The reasons of `autoretry_last_refusal()` (the `AUTORETRY_REFUSAL_*`
@@ -86,12 +88,14 @@ export const REFUSALS = Object.freeze({
   4: "AwaitingModelSwitchAnswer",
   5: "ModelSwitchTextMismatch",
   6: "Other",
+  7: "EmptyWithPartial",
 });
 
-// The wasm32 layout of `autoretry_retry_settings` (72 bytes) and of
-// `autoretry_input` (176 bytes, the settings at 88; `headers` and
-// `headers_len` at 168 and 172, left 0: none).
-const INPUT_SIZE = 176;
+// The wasm32 layout of `autoretry_retry_settings` (96 bytes) and of
+// `autoretry_input` (208 bytes, the settings at 88; `partial` at 184,
+// `budget` at 188, `headers` and `headers_len` at 192 and 196, left 0:
+// none; `empty` at 200).
+const INPUT_SIZE = 208;
 const INPUT_SETTINGS_AT = 88;
 
 /** Each error code's name, e.g. `ERROR_NAMES[-2] === "ERR_REFUSED"`. */
@@ -164,6 +168,9 @@ export class Abi {
     view.setUint32(at + 48, flag(s.modelFallback), true);
     view.setBigUint64(at + 56, s.maxUsageWaitMs, true);
     view.setBigUint64(at + 64, s.maxTotalDelayMs, true);
+    view.setBigUint64(at + 72, s.firstEventTimeoutMs, true);
+    view.setBigUint64(at + 80, s.idleTimeoutMs, true);
+    view.setUint32(at + 88, flag(s.retryEmpty), true);
   }
 
   create(settings, host) {
@@ -187,17 +194,18 @@ export class Abi {
   // Feeds one input as an `autoretry_input` written at the start of the
   // output buffer (the module reads it before it writes there). `input`:
   // { type, message (as below) and nowMs (a BigInt or undefined) for the
-  // messages, timer (a BigInt), switched or enabled (booleans), settings };
-  // a message: { stopReason, text (UTF-8 bytes or undefined), usage
-  // ({ input, cacheRead, cacheWrite } or undefined), shouldRetry (boolean
-  // or undefined), retryAfterMs (BigInt or undefined), partial (a name) }.
+  // messages, nowMs (a BigInt) for the stream inputs, timer (a BigInt),
+  // switched or enabled (booleans), settings }; a message: { stopReason,
+  // text (UTF-8 bytes or undefined), usage ({ input, cacheRead, cacheWrite }
+  // or undefined), shouldRetry (boolean or undefined), retryAfterMs (BigInt
+  // or undefined), partial (a name), empty (a boolean) }.
   // `budget`: a budget handle, 0 for none.
   input(h, input, budget) {
     const view = new DataView(this.x.memory.buffer);
     const at = this.outPtr;
     new Uint8Array(this.x.memory.buffer, at, INPUT_SIZE).fill(0);
     view.setUint32(at, INPUT_KINDS[input.type], true);
-    view.setInt32(at + 164, budget, true);
+    view.setInt32(at + 188, budget, true);
     const m = input.message;
     if (m !== undefined) {
       view.setUint32(at + 4, STOP_REASONS[m.stopReason], true);
@@ -215,7 +223,8 @@ export class Abi {
         view.setUint32(at + 24, 1, true);
         view.setBigUint64(at + 64, m.retryAfterMs, true);
       }
-      view.setUint32(at + 160, PARTIALS[m.partial], true);
+      view.setUint32(at + 184, PARTIALS[m.partial], true);
+      view.setUint32(at + 200, flag(m.empty), true);
     }
     if (input.nowMs !== undefined) {
       view.setUint32(at + 28, 1, true);

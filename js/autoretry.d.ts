@@ -22,9 +22,15 @@ export interface AssistantMessage {
   retryAfterMs?: U64 | null;
   /** What the failed turn left (spec §11.2); absent or null is "none". */
   partial?: "none" | "text" | "tools" | null;
+  /**
+   * The answer holds no visible text, no tool call and no image (spec
+   * §12.3); under `retryEmpty` an empty `stop` is a failure to retry. With
+   * `partial` "text" or "tools" it is refused (`EmptyWithPartial`).
+   */
+  empty?: boolean | null;
 }
 
-/** The `retry` settings group (spec §4, §10.1, §11.1): missing keys default. */
+/** The `retry` settings group (spec §4, §10.1, §11.1, §12.1): missing keys default. */
 export interface RetrySettings {
   profile?: "classic" | "modern";
   enabled?: boolean;
@@ -41,6 +47,12 @@ export interface RetrySettings {
   maxUsageWaitMs?: U64;
   /** The longest a chain may sleep in total; 0 = no limit (spec §11.6). */
   maxTotalDelayMs?: U64;
+  /** The longest a request may wait for its first progress event; 0 = not watched (spec §12.1). */
+  firstEventTimeoutMs?: U64;
+  /** The longest silence between two progress events; 0 = not watched (spec §12.1). */
+  idleTimeoutMs?: U64;
+  /** An empty answer is a failure to retry (spec §12.3). */
+  retryEmpty?: boolean;
 }
 
 /** The host options (spec §2, §10.1). */
@@ -63,7 +75,11 @@ export type Input =
   | { type: "abort_retry" }
   | { type: "abort" }
   | { type: "set_auto_retry"; enabled: boolean }
-  | { type: "settings"; settings: RetrySettings };
+  | { type: "settings"; settings: RetrySettings }
+  /** The host sent a request to the provider, at `nowMs` on its monotonic clock (spec §12.2). */
+  | { type: "stream_start"; nowMs: U64 }
+  /** A progress event of the answer (not a keep-alive ping), at `nowMs` (spec §12.2). */
+  | { type: "stream_event"; nowMs: U64 };
 
 /** An event to publish (spec §8), keys in the spec's order. */
 export type Event =
@@ -75,6 +91,8 @@ export type Output =
   | { type: "emit"; event: Event }
   | { type: "drop_trailing_error" }
   | { type: "sleep"; ms: U64; timer: U64 }
+  /** The stall watchdog's timer (spec §12.2): run it as a `sleep`'s, answer `timer_fired`. */
+  | { type: "watch"; ms: U64; timer: U64 }
   | { type: "cancel_timer"; timer: U64 }
   | { type: "continue_agent"; resume?: true }
   | { type: "switch_model"; reason: "exhausted" | "throttled" | "wait_too_long" | "total_wait" }
@@ -112,8 +130,14 @@ export function load(source?: BufferSource | WebAssembly.Module | Response | Pro
 
 /** One retry machine. */
 export class Machine {
-  /** Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options, an options key other than `settings` and `host`) or ERR_POOL_FULL. */
-  constructor(module: AutoretryModule, options?: { settings?: RetrySettings; host?: HostOptions });
+  /**
+   * `clock`: the monotonic clock in milliseconds that `streamStart()` and
+   * `streamEvent()` read (default: `performance.now()`; a number is rounded
+   * down). Throws ERR_SETTINGS (bad settings), ERR_ARG (bad host options,
+   * a clock that is not a function, an options key other than `settings`,
+   * `host` and `clock`) or ERR_POOL_FULL.
+   */
+  constructor(module: AutoretryModule, options?: { settings?: RetrySettings; host?: HostOptions; clock?: () => number | bigint });
   /**
    * Feeds one input and returns its outputs; throws an `AutoretryError`
    * (and changes nothing) otherwise. With a `budget` of the same module, a
@@ -121,6 +145,16 @@ export class Machine {
    * §11.4); a freed one throws ERR_BUDGET.
    */
   handle(input: Input, budget?: Budget | null): Output[];
+  /**
+   * `stream_start` (spec §12.2) at the machine's clock: a request was sent.
+   * Returns a `watch` when `firstEventTimeoutMs` is set (after a
+   * `cancel_timer` for a pending one); throws ERR_REFUSED during a backoff
+   * or while an answer is awaited, ERR_ARG for a clock reading that is not
+   * a non-negative number.
+   */
+  streamStart(): Output[];
+  /** `stream_event` (spec §12.2) at the machine's clock: a progress event (not a ping). */
+  streamEvent(): Output[];
   /** `{autoRetryEnabled, isRetrying, retryAttempt}`. */
   state(): RetryState;
   /** The pending backoff timer's id, or null. */
@@ -168,7 +202,14 @@ export class AutoretryError extends Error {
    * crate's `Refused` variants (`"Other"`: a refusal this ABI has no code
    * of its own for); undefined for other errors.
    */
-  readonly reason?: "AgentRunDuringBackoff" | "AwaitingUsageLimitAnswer" | "UsageLimitTextMismatch" | "AwaitingModelSwitchAnswer" | "ModelSwitchTextMismatch" | "Other";
+  readonly reason?:
+    | "AgentRunDuringBackoff"
+    | "AwaitingUsageLimitAnswer"
+    | "UsageLimitTextMismatch"
+    | "AwaitingModelSwitchAnswer"
+    | "ModelSwitchTextMismatch"
+    | "Other"
+    | "EmptyWithPartial";
 }
 
 /** Parses JSON; integers beyond 2^53 - 1 become BigInts; a repeated key is an error. */

@@ -76,15 +76,16 @@ function bool(v, what, code = ERR_ARG) {
 }
 
 // The columns of spec §10.1: the defaults of the keys a group leaves out.
-// The keys of spec §11.1 are off in both.
+// The keys of spec §11.1 are off in both; those of §12.1 (the stream
+// watchdog and empty answers) are on in `modern`.
 const SECTION_11 = { modelFallback: false, maxUsageWaitMs: 0n, maxTotalDelayMs: 0n };
 const DEFAULTS = {
-  classic: { profile: "classic", enabled: true, maxRetries: 3, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0, honorHints: false, classifier: "classic", ...SECTION_11 },
-  modern: { profile: "modern", enabled: true, maxRetries: 10, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25, honorHints: true, classifier: "extended", ...SECTION_11 },
+  classic: { profile: "classic", enabled: true, maxRetries: 3, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0, honorHints: false, classifier: "classic", ...SECTION_11, firstEventTimeoutMs: 0n, idleTimeoutMs: 0n, retryEmpty: false },
+  modern: { profile: "modern", enabled: true, maxRetries: 10, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25, honorHints: true, classifier: "extended", ...SECTION_11, firstEventTimeoutMs: 300000n, idleTimeoutMs: 300000n, retryEmpty: true },
 };
 
 /**
- * The `retry` settings group (spec §4, §10.1, §11.1), checked as the crate's
+ * The `retry` settings group (spec §4, §10.1, §11.1, §12.1), checked as the crate's
  * `wire::SettingsGroup` checks it: missing keys take the defaults of the
  * group's `profile` (classic when absent); a wrong type (null included), a
  * negative, fractional or out-of-range number, another string or an
@@ -106,6 +107,7 @@ function decodeSettings(group) {
       case "enabled":
       case "honorHints":
       case "modelFallback":
+      case "retryEmpty":
         s[key] = bool(v, what, ERR_SETTINGS);
         break;
       case "maxRetries":
@@ -116,6 +118,8 @@ function decodeSettings(group) {
       case "backoffCapMs":
       case "maxUsageWaitMs":
       case "maxTotalDelayMs":
+      case "firstEventTimeoutMs":
+      case "idleTimeoutMs":
         s[key] = uint(v, what, ERR_SETTINGS);
         break;
       case "jitterPct":
@@ -144,7 +148,7 @@ function decodeHost(host) {
   return h;
 }
 
-// An assistant message (spec §2, §10.2, §11.2); unknown fields are ignored, and
+// An assistant message (spec §2, §10.2, §11.2, §12.3); unknown fields are ignored, and
 // an optional one that is `null` is absent.
 function decodeMessage(m, maxText) {
   if (!isObject(m)) throw new AutoretryError(ERR_ARG, `message: expected an object, found ${describe(m)}`);
@@ -154,7 +158,7 @@ function decodeMessage(m, maxText) {
   if (typeof stop !== "string" || !Object.hasOwn(STOP_REASONS, stop)) {
     throw new AutoretryError(ERR_ARG, `message.stopReason: expected one of "stop", "length", "toolUse", "error", "aborted", found ${describe(stop)}`);
   }
-  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined, partial: "none" };
+  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined, partial: "none", empty: false };
   const text = optional(m.errorMessage);
   if (text !== undefined) {
     if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `message.errorMessage: expected a string, found ${describe(text)}`);
@@ -182,7 +186,22 @@ function decodeMessage(m, maxText) {
     }
     out.partial = partial;
   }
+  // With partial text or tools the machine refuses it (EmptyWithPartial).
+  if (optional(m.empty) !== undefined) out.empty = bool(m.empty, "message.empty");
   return out;
+}
+
+// The default clock of the stream inputs: monotonic milliseconds
+// (`performance.now()`, whose origin is the page's or process's start).
+const monotonicMs = () => performance.now();
+
+// A clock's reading as the u64 `nowMs` of a stream input: a number is
+// rounded down to whole milliseconds.
+function clockMs(clock) {
+  const t = clock();
+  if (typeof t === "number" && Number.isFinite(t) && t >= 0) return BigInt(Math.floor(t));
+  if (typeof t === "bigint" && t >= 0n && t <= U64_MAX) return t;
+  throw new AutoretryError(ERR_ARG, `clock: expected a non-negative number of milliseconds (or a BigInt), found ${describe(t)}`);
 }
 
 /** A loaded WebAssembly module: up to its pool size of machines at once. */
@@ -275,21 +294,27 @@ export class Machine {
   #module;
   #abi;
   #handle;
+  #clock;
 
   /**
    * @param {AutoretryModule} module from `load()`
-   * @param {{settings?: object, host?: object}} [options] the `retry`
-   *   group (spec §4, §10.1; missing keys default) and the host options
-   *   (`contextWindow`, `credentialStore`, `seed`); another key throws
-   *   ERR_ARG
+   * @param {{settings?: object, host?: object, clock?: () => number | bigint}} [options]
+   *   the `retry` group (spec §4, §10.1, §11.1, §12.1; missing keys
+   *   default), the host options (`contextWindow`, `credentialStore`,
+   *   `seed`) and the monotonic clock in milliseconds that `streamStart()`
+   *   and `streamEvent()` read (default: `performance.now()`); another key
+   *   throws ERR_ARG
    */
   constructor(module, options = {}) {
     if (!(module instanceof AutoretryModule)) throw new AutoretryError(ERR_ARG, "module: expected what load() returns");
-    if (!isObject(options)) throw new AutoretryError(ERR_ARG, `options: expected an object ({settings, host}), found ${describe(options)}`);
+    if (!isObject(options)) throw new AutoretryError(ERR_ARG, `options: expected an object ({settings, host, clock}), found ${describe(options)}`);
     for (const key of Object.keys(options)) {
-      if (key !== "settings" && key !== "host") throw new AutoretryError(ERR_ARG, `options: unknown key ${JSON.stringify(key)} (expected "settings" or "host")`);
+      if (key !== "settings" && key !== "host" && key !== "clock") {
+        throw new AutoretryError(ERR_ARG, `options: unknown key ${JSON.stringify(key)} (expected "settings", "host" or "clock")`);
+      }
     }
-    const { settings = {}, host = {} } = options;
+    const { settings = {}, host = {}, clock = monotonicMs } = options;
+    if (typeof clock !== "function") throw new AutoretryError(ERR_ARG, `options.clock: expected a function returning milliseconds, found ${describe(clock)}`);
     const s = decodeSettings(settings);
     const h = decodeHost(host);
     const handle = module.abi.create(s, h);
@@ -298,6 +323,7 @@ export class Machine {
     this.#module = module;
     this.#abi = module.abi;
     this.#handle = handle;
+    this.#clock = clock;
     slots.register(this, { module, handle }, this);
   }
 
@@ -323,6 +349,7 @@ export class Machine {
       AwaitingModelSwitchAnswer: "the agent must not run while the fallback answer (model_switched) is awaited",
       UsageLimitTextMismatch: "the usage-limit answer carries another text than the one marked",
       ModelSwitchTextMismatch: "the fallback answer carries another text than the one of the decision",
+      EmptyWithPartial: "message.empty: an empty answer cannot have partial text or tool calls (spec §12.3)",
     }[reason];
     return new AutoretryError(ERR_REFUSED, `${type} refused: ${why ?? "out of turn for the machine's state"} (spec §6a); nothing changed`, reason);
   }
@@ -330,6 +357,8 @@ export class Machine {
   /**
    * Feeds one input (`{type: "agent_end", message: {...}}`, ...) and returns
    * its outputs (`[{type: "emit", event: {...}}, {type: "sleep", ms, timer}, ...]`).
+   * The stream inputs take the host's `nowMs`; `streamStart()` and
+   * `streamEvent()` read it from the machine's clock.
    * With a `budget` (spec §11.4, of the same module), a retry decision
    * charges it and a good `agent_end` refills it; without, no accounting.
    * @param {object} input
@@ -374,13 +403,42 @@ export class Machine {
       case "settings":
         fields = { type, settings: decodeSettings(input.settings) };
         break;
+      case "stream_start":
+      case "stream_event":
+        // Spec §12.2: `nowMs`, the host's monotonic clock, is required.
+        fields = { type, nowMs: uint(input.nowMs, "nowMs") };
+        break;
       default:
         throw new AutoretryError(
           ERR_ARG,
-          `type: unknown input ${describe(type)} (expected message_end, agent_end, timer_fired, usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry or settings)`,
+          `type: unknown input ${describe(type)} (expected message_end, agent_end, timer_fired, usage_limit_marked, model_switched, abort_retry, abort, set_auto_retry, settings, stream_start or stream_event)`,
         );
     }
     return this.#result(abi.input(h, fields, b), type);
+  }
+
+  /**
+   * `stream_start` (spec §12.2) at the machine's clock: the host sent a
+   * request to the provider (the run's first, and each later one). With
+   * `firstEventTimeoutMs` set it returns a `watch` to run like a `sleep`
+   * (answer `timer_fired` with its timer when it runs out). Refused
+   * (ERR_REFUSED) while a backoff waits or an answer is awaited.
+   * @returns {object[]}
+   */
+  streamStart() {
+    return this.handle({ type: "stream_start", nowMs: clockMs(this.#clock) });
+  }
+
+  /**
+   * `stream_event` (spec §12.2) at the machine's clock: an event of the
+   * answer that shows progress (a text, thinking or tool-call delta, a
+   * message event). Not a keep-alive ping or an SSE comment: a stream
+   * that only pings stalls. Usually returns nothing; with `idleTimeoutMs`
+   * set and no watch pending, a `watch`.
+   * @returns {object[]}
+   */
+  streamEvent() {
+    return this.handle({ type: "stream_event", nowMs: clockMs(this.#clock) });
   }
 
   /**

@@ -1,6 +1,7 @@
 /* A C host of the autoretry machine: replays conformance vector files
- * (tests/vectors/ *.jsonl, tests/vectors/options/ *.jsonl and
- * tests/vectors/beyond/ *.jsonl) through the C ABI's struct form
+ * (tests/vectors/ *.jsonl, tests/vectors/options/ *.jsonl,
+ * tests/vectors/beyond/ *.jsonl and tests/vectors/stream/ *.jsonl, the
+ * stream inputs with their nowMs) through the C ABI's struct form
  * (autoretry_new_c, autoretry_handle_c, autoretry_state_c) and checks every
  * step's outputs, state and refusal, and a scenario's retry budget
  * (autoretry_budget_new, autoretry_budget_tokens) after every step.
@@ -319,9 +320,12 @@ static bool decode_settings(const json *group, autoretry_retry_settings *s) {
     const json *k = &group->keys[i], *v = &group->items[i];
     uint64_t n;
     if (is(k, "profile")) continue;
-    if (is(k, "enabled") || is(k, "honorHints") || is(k, "modelFallback")) {
+    if (is(k, "enabled") || is(k, "honorHints") || is(k, "modelFallback") || is(k, "retryEmpty")) {
       if (v->kind != J_BOOL) return false;
-      *(is(k, "enabled") ? &s->enabled : is(k, "honorHints") ? &s->honor_hints : &s->model_fallback) = v->b;
+      *(is(k, "enabled")        ? &s->enabled
+        : is(k, "honorHints")   ? &s->honor_hints
+        : is(k, "retryEmpty")   ? &s->retry_empty
+                                : &s->model_fallback) = v->b;
     } else if (is(k, "maxRetries")) {
       if (!uint_of(v, UINT32_MAX, &n)) return false;
       s->max_retries = (uint32_t)n;
@@ -334,6 +338,9 @@ static bool decode_settings(const json *group, autoretry_retry_settings *s) {
     } else if (is(k, "maxUsageWaitMs") || is(k, "maxTotalDelayMs")) {
       if (!uint_of(v, UINT64_MAX, &n)) return false;
       *(is(k, "maxUsageWaitMs") ? &s->max_usage_wait_ms : &s->max_total_delay_ms) = n;
+    } else if (is(k, "firstEventTimeoutMs") || is(k, "idleTimeoutMs")) {
+      if (!uint_of(v, UINT64_MAX, &n)) return false;
+      *(is(k, "firstEventTimeoutMs") ? &s->first_event_timeout_ms : &s->idle_timeout_ms) = n;
     } else if (is(k, "classifier")) {
       if (is(v, "classic")) s->classifier = AUTORETRY_CLASSIFIER_CLASSIC;
       else if (is(v, "extended")) s->classifier = AUTORETRY_CLASSIFIER_EXTENDED;
@@ -436,6 +443,11 @@ static void emit_output(const autoretry_output *o) {
       timers[n_timers++ % 256] = o->timer;
       emit("{\"type\":\"sleep\",\"ms\":%" PRIu64 ",\"timer\":%zu}", o->ms, n_timers);
       break;
+    case AUTORETRY_OUTPUT_WATCH:
+      /* One sequence of ordinals for sleep and watch timers. */
+      timers[n_timers++ % 256] = o->timer;
+      emit("{\"type\":\"watch\",\"ms\":%" PRIu64 ",\"timer\":%zu}", o->ms, n_timers);
+      break;
     case AUTORETRY_OUTPUT_CANCEL_TIMER: {
       size_t ordinal = 0;
       for (size_t k = 0; k < n_timers && k < 256; k++)
@@ -512,6 +524,12 @@ static bool feed(int32_t h, int32_t budget, const json *in, autoretry_output *ou
       else if (is(partial, "tools")) x.partial = AUTORETRY_PARTIAL_TOOLS;
       else if (!is(partial, "none")) return false;
     }
+    /* `empty`: a boolean, `null` absent; any other value is bad input. */
+    const json *empty = get(m, "empty");
+    if (empty) {
+      if (empty->kind != J_BOOL) return false;
+      x.empty = empty->b;
+    }
     const json *now = get(in, "nowMs");
     if (now) {
       x.has_now = 1;
@@ -532,6 +550,12 @@ static bool feed(int32_t h, int32_t budget, const json *in, autoretry_output *ou
     if (!s || s->kind != J_BOOL) return false;
     x.kind = AUTORETRY_INPUT_MODEL_SWITCHED;
     x.flag = s->b;
+  } else if (is(type, "stream_start") || is(type, "stream_event")) {
+    /* `nowMs`, the host's monotonic clock, is required and a u64. */
+    const json *now = get(in, "nowMs");
+    if (!now || !uint_of(now, UINT64_MAX, &x.now_ms)) return false;
+    x.kind = is(type, "stream_start") ? AUTORETRY_INPUT_STREAM_START : AUTORETRY_INPUT_STREAM_EVENT;
+    x.has_now = 1;
   } else if (is(type, "abort_retry")) {
     x.kind = AUTORETRY_INPUT_ABORT_RETRY;
   } else if (is(type, "abort")) {

@@ -164,6 +164,10 @@
 // answers it: every reason it has is one of the codes above.
 #define AUTORETRY_REFUSAL_OTHER 6
 
+// A `message_end` or `agent_end` whose message is `empty` while its
+// `partial` says the answer streamed text or a tool call (spec §12.3).
+#define AUTORETRY_REFUSAL_EMPTY_WITH_PARTIAL 7
+
 // The bytes are not a compiled rules blob, or one of another format
 // version or byte order. Nothing changed.
 #define AUTORETRY_ERR_RULES_FOREIGN -10
@@ -211,6 +215,15 @@
 // `switch_model`.
 #define AUTORETRY_INPUT_MODEL_SWITCHED 9
 
+// `stream_start` (spec §12.2): the host sent a request to the provider.
+// `now_ms` is the host's monotonic clock in ms, required: `has_now` must
+// be non-zero (else `AUTORETRY_ERR_ARG`).
+#define AUTORETRY_INPUT_STREAM_START 10
+
+// `stream_event` (spec §12.2): an event of the answer that shows progress
+// (not a keep-alive ping). `now_ms` as for `AUTORETRY_INPUT_STREAM_START`.
+#define AUTORETRY_INPUT_STREAM_EVENT 11
+
 // `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 // event's `delayMs`) and `text` (its `errorMessage`).
 #define AUTORETRY_OUTPUT_START 1
@@ -251,6 +264,11 @@
 // `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
 // `model_switched`.
 #define AUTORETRY_OUTPUT_SWITCH_MODEL 12
+
+// `watch` (spec §12.2): `ms` and `timer`, the stall watchdog's timer. Run
+// it as a `sleep`'s and answer `AUTORETRY_INPUT_TIMER_FIRED` with its
+// `timer` when it runs out; timer ids are one sequence for both.
+#define AUTORETRY_OUTPUT_WATCH 13
 
 // `switch_model`'s reason `"exhausted"`.
 #define AUTORETRY_FALLBACK_EXHAUSTED 1
@@ -322,6 +340,12 @@ typedef struct autoretry_retry_settings {
   uint64_t max_usage_wait_ms;
   // `maxTotalDelayMs` (spec §11.6), 0: no limit.
   uint64_t max_total_delay_ms;
+  // `firstEventTimeoutMs` (spec §12.1), 0: not watched.
+  uint64_t first_event_timeout_ms;
+  // `idleTimeoutMs` (spec §12.1), 0: not watched.
+  uint64_t idle_timeout_ms;
+  // `retryEmpty` (spec §12.3), 0 is false.
+  uint32_t retry_empty;
 } autoretry_retry_settings;
 
 // One response header field (spec §13.1), for `autoretry_input`'s
@@ -381,6 +405,7 @@ typedef struct autoretry_input {
   // Messages: non-zero when the message has `retryAfterMs`; 0: none.
   uint32_t has_retry_after;
   // `agent_end`: non-zero when the input has `nowMs`; 0: none.
+  // `stream_start` and `stream_event`: required, non-zero.
   uint32_t has_now;
   // `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`: 0 is
   // false, anything else true (both are required by their input).
@@ -393,7 +418,9 @@ typedef struct autoretry_input {
   uint64_t usage_cache_write;
   // `retryAfterMs`.
   uint64_t retry_after_ms;
-  // `nowMs`, the host's wall clock in Unix ms.
+  // `nowMs`: for `agent_end` the host's wall clock in Unix ms; for
+  // `stream_start` and `stream_event` its monotonic clock in ms (any
+  // origin, spec §12.2).
   uint64_t now_ms;
   // `timer_fired`: the timer id as the module gave it (it never gives 0,
   // so a timer left at 0 is ignored, as any unknown timer).
@@ -419,6 +446,11 @@ typedef struct autoretry_input {
   const struct autoretry_header *headers;
   // The number of `headers`.
   uint32_t headers_len;
+  // Messages: `empty` (spec §12.3), non-zero when the answer holds no
+  // visible text, no tool call and no image; 0: absent (false). With a
+  // `partial` of text or tools it is refused (`AUTORETRY_ERR_REFUSED`,
+  // `AUTORETRY_REFUSAL_EMPTY_WITH_PARTIAL`).
+  uint32_t empty;
 } autoretry_input;
 
 // One output, as `autoretry_handle_c()` writes it. `kind` is an
@@ -426,8 +458,9 @@ typedef struct autoretry_input {
 // are 0.
 //
 // `text` points to `text_len` bytes of UTF-8 (not NUL-terminated): the
-// input's own text, a constant of the module, or the machine's kept
-// usage-limit text. It stays valid while the input's text does and until
+// input's own text, a constant of the module, the machine's kept
+// usage-limit text, or the stall sentence (spec §12.2) the module wrote
+// for the machine. It stays valid while the input's text does and until
 // the next call on the same machine.
 typedef struct autoretry_output {
   // `AUTORETRY_OUTPUT_*`.
@@ -447,9 +480,9 @@ typedef struct autoretry_output {
   const uint8_t *text;
   // The length of `text` in bytes.
   uint32_t text_len;
-  // Sleep: `ms`; start: `delayMs`.
+  // Sleep and watch: `ms`; start: `delayMs`.
   uint64_t ms;
-  // Sleep and cancel: the timer id.
+  // Sleep, watch and cancel: the timer id.
   uint64_t timer;
   // `mark_usage_limit`: `retryAfterMs`.
   uint64_t retry_after_ms;
@@ -829,6 +862,48 @@ int32_t autoretry_abort(int32_t handle,
                         uint8_t *out,
                         uint32_t out_cap);
 
+// `stream_start` (spec §12.2): the host sent a request to the provider,
+// at `now_ms` on its monotonic clock (any origin). With
+// `firstEventTimeoutMs` set, the outputs arm the watchdog:
+// `{"type":"watch","ms":n,"timer":k}`, a timer the host runs as a
+// `sleep`'s, answering `autoretry_timer_fired(h, k, ...)` when it runs out
+// (a pending watch is cancelled first, `cancel_timer`). Writes the
+// outputs' JSON to `out`; returns its length or an error code:
+// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (during a backoff or
+// while an answer is awaited; its reason from `autoretry_last_refusal()`),
+// `AUTORETRY_ERR_ARG` (a null `out` with a length),
+// `AUTORETRY_ERR_OUT_TOO_SMALL`.
+//
+// # Safety
+//
+// `out` must be valid for writes of `out_cap` bytes.
+//
+// ```c
+// int32_t n = autoretry_stream_start(h, 1000, out, sizeof out);
+// /* with firstEventTimeoutMs 300000: [{"type":"watch","ms":300000,"timer":1}] */
+// ```
+int32_t autoretry_stream_start(int32_t handle, uint64_t now_ms, uint8_t *out, uint32_t out_cap);
+
+// `stream_event` (spec §12.2): the host received an event of the answer
+// that shows progress (a text, thinking or tool-call delta, a message
+// event; not a keep-alive ping), at `now_ms` on the clock of
+// `autoretry_stream_start()`. It only stores the time, unless no watch is
+// pending and `idleTimeoutMs` is set: then it arms one (`watch`). A
+// watch timer that fires may declare the stall: `abort_agent`, and the
+// run's aborted `agent_end` is then retried as `Stream stalled: no event
+// for <n>ms`. Writes the outputs' JSON to `out`; returns its length or an
+// error code: `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out`
+// with a length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
+//
+// # Safety
+//
+// `out` must be valid for writes of `out_cap` bytes.
+//
+// ```c
+// int32_t n = autoretry_stream_event(h, 1250, out, sizeof out);
+// ```
+int32_t autoretry_stream_event(int32_t handle, uint64_t now_ms, uint8_t *out, uint32_t out_cap);
+
 // `set_auto_retry` (`enabled` is 0 or not): writes `enabled` alone.
 // Writes the outputs' JSON to `out`; returns its length or an error code: `AUTORETRY_ERR_HANDLE`,
 // `AUTORETRY_ERR_ARG` (a null `out` with a length),
@@ -937,8 +1012,8 @@ int32_t autoretry_budget_free(int32_t budget);
 // structs into `out` (room for `out_cap` of them; an input has at most
 // 8). Returns their count, or an error code as the JSON entry point of
 // the same input (`AUTORETRY_ERR_ARG` also for an unknown or zero `kind`,
-// or a null or misaligned `input` or `out`). A failed call changes
-// nothing.
+// a stream input without `has_now`, or a null or misaligned `input` or
+// `out`). A failed call changes nothing.
 //
 // # Safety
 //

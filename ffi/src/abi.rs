@@ -323,6 +323,7 @@ pub unsafe extern "C" fn autoretry_message_end_ex(
         retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
         partial: PARTIAL_NONE,
         budget: 0,
+        empty: false,
     };
     // SAFETY: the caller's contract, forwarded.
     unsafe {
@@ -443,6 +444,7 @@ pub unsafe extern "C" fn autoretry_agent_end_ex(
         retry_after_ms: (has_retry_after != 0).then_some(retry_after_ms),
         partial: PARTIAL_NONE,
         budget: 0,
+        empty: false,
     };
     let now = Some((has_now != 0).then_some(now_ms));
     // SAFETY: the caller's contract, forwarded.
@@ -591,6 +593,66 @@ pub unsafe extern "C" fn autoretry_abort_retry(handle: i32, out: *mut u8, out_ca
 pub unsafe extern "C" fn autoretry_abort(handle: i32, out: *mut u8, out_cap: u32) -> i32 {
     // SAFETY: the caller's contract, forwarded.
     unsafe { feed_simple(handle, Input::Abort, out, out_cap) }
+}
+
+/// `stream_start` (spec §12.2): the host sent a request to the provider,
+/// at `now_ms` on its monotonic clock (any origin). With
+/// `firstEventTimeoutMs` set, the outputs arm the watchdog:
+/// `{"type":"watch","ms":n,"timer":k}`, a timer the host runs as a
+/// `sleep`'s, answering `autoretry_timer_fired(h, k, ...)` when it runs out
+/// (a pending watch is cancelled first, `cancel_timer`). Writes the
+/// outputs' JSON to `out`; returns its length or an error code:
+/// `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_REFUSED` (during a backoff or
+/// while an answer is awaited; its reason from `autoretry_last_refusal()`),
+/// `AUTORETRY_ERR_ARG` (a null `out` with a length),
+/// `AUTORETRY_ERR_OUT_TOO_SMALL`.
+///
+/// # Safety
+///
+/// `out` must be valid for writes of `out_cap` bytes.
+///
+/// ```c
+/// int32_t n = autoretry_stream_start(h, 1000, out, sizeof out);
+/// /* with firstEventTimeoutMs 300000: [{"type":"watch","ms":300000,"timer":1}] */
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_stream_start(
+    handle: i32,
+    now_ms: u64,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { feed_simple(handle, Input::StreamStart { now_ms }, out, out_cap) }
+}
+
+/// `stream_event` (spec §12.2): the host received an event of the answer
+/// that shows progress (a text, thinking or tool-call delta, a message
+/// event; not a keep-alive ping), at `now_ms` on the clock of
+/// `autoretry_stream_start()`. It only stores the time, unless no watch is
+/// pending and `idleTimeoutMs` is set: then it arms one (`watch`). A
+/// watch timer that fires may declare the stall: `abort_agent`, and the
+/// run's aborted `agent_end` is then retried as `Stream stalled: no event
+/// for <n>ms`. Writes the outputs' JSON to `out`; returns its length or an
+/// error code: `AUTORETRY_ERR_HANDLE`, `AUTORETRY_ERR_ARG` (a null `out`
+/// with a length), `AUTORETRY_ERR_OUT_TOO_SMALL`.
+///
+/// # Safety
+///
+/// `out` must be valid for writes of `out_cap` bytes.
+///
+/// ```c
+/// int32_t n = autoretry_stream_event(h, 1250, out, sizeof out);
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_stream_event(
+    handle: i32,
+    now_ms: u64,
+    out: *mut u8,
+    out_cap: u32,
+) -> i32 {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { feed_simple(handle, Input::StreamEvent { now_ms }, out, out_cap) }
 }
 
 /// `set_auto_retry` (`enabled` is 0 or not): writes `enabled` alone.

@@ -17,15 +17,15 @@ use super::pool;
 use super::structs::{
     AutoretryHeader, AutoretryHeaderHints, AutoretryInput, AutoretryOutput, AutoretrySettings,
     AutoretryState, INPUT_ABORT, INPUT_ABORT_RETRY, INPUT_AGENT_END, INPUT_MESSAGE_END,
-    INPUT_MODEL_SWITCHED, INPUT_SETTINGS, INPUT_SET_AUTO_RETRY, INPUT_TIMER_FIRED,
-    INPUT_USAGE_LIMIT_MARKED,
+    INPUT_MODEL_SWITCHED, INPUT_SETTINGS, INPUT_SET_AUTO_RETRY, INPUT_STREAM_EVENT,
+    INPUT_STREAM_START, INPUT_TIMER_FIRED, INPUT_USAGE_LIMIT_MARKED,
 };
 use autoretry::{HeaderHints, Input, RetrySettings, Usage};
 
 impl AutoretrySettings {
     /// The settings, or [`ERR_SETTINGS`].
     fn decode(&self) -> Result<RetrySettings, i32> {
-        call::retry_settings(
+        let settings = call::retry_settings(
             self.profile,
             self.enabled,
             self.max_retries,
@@ -40,7 +40,11 @@ impl AutoretrySettings {
                 self.max_usage_wait_ms,
                 self.max_total_delay_ms,
             ),
-        )
+        )?;
+        Ok(settings
+            .with_first_event_timeout_ms(self.first_event_timeout_ms)
+            .with_idle_timeout_ms(self.idle_timeout_ms)
+            .with_retry_empty(self.retry_empty != 0))
     }
 }
 
@@ -48,8 +52,8 @@ impl AutoretrySettings {
 /// structs into `out` (room for `out_cap` of them; an input has at most
 /// 8). Returns their count, or an error code as the JSON entry point of
 /// the same input (`AUTORETRY_ERR_ARG` also for an unknown or zero `kind`,
-/// or a null or misaligned `input` or `out`). A failed call changes
-/// nothing.
+/// a stream input without `has_now`, or a null or misaligned `input` or
+/// `out`). A failed call changes nothing.
 ///
 /// # Safety
 ///
@@ -164,6 +168,7 @@ unsafe fn handle_input<'a, T>(
                 .or(read.retry_after_ms),
             partial: input.partial,
             budget: input.budget,
+            empty: input.empty != 0,
         };
         // A null text of length 0 (a zero-initialised struct) is no text.
         let text_len = match (input.text.is_null(), input.text_len) {
@@ -185,6 +190,14 @@ unsafe fn handle_input<'a, T>(
             Ok(settings) => Some(Input::Settings(settings)),
             Err(code) => return code,
         },
+        // Spec §12.2: `nowMs` is required.
+        INPUT_STREAM_START | INPUT_STREAM_EVENT if input.has_now == 0 => return ERR_ARG,
+        INPUT_STREAM_START => Some(Input::StreamStart {
+            now_ms: input.now_ms,
+        }),
+        INPUT_STREAM_EVENT => Some(Input::StreamEvent {
+            now_ms: input.now_ms,
+        }),
         _ => return ERR_ARG,
     };
     // SAFETY: the caller's contract.
@@ -377,6 +390,9 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
             model_fallback: u32::from(settings.model_fallback),
             max_usage_wait_ms: settings.max_usage_wait_ms,
             max_total_delay_ms: settings.max_total_delay_ms,
+            first_event_timeout_ms: settings.first_event_timeout_ms,
+            idle_timeout_ms: settings.idle_timeout_ms,
+            retry_empty: u32::from(settings.retry_empty),
         };
     }
     0

@@ -98,10 +98,10 @@ pub(super) fn state(handle: i32, write: impl FnOnce(RetryState) -> i32) -> i32 {
 /// `timer_fired` with a timer id as the host sees it, and a budget handle
 /// (0: none).
 pub(super) fn timer_fired(handle: i32, (timer, budget): (u64, i32), out: Sink<'_>) -> i32 {
-    with_live(handle, |slots, _, slot| {
+    with_live(handle, |slots, texts, slot| {
         match slots.timer_from_host(slot, timer) {
             Some(id) => run(
-                slots,
+                (slots, texts.stalled(slot)),
                 (handle, slot),
                 (Input::TimerFired { timer: TimerId(id) }, budget),
                 out,
@@ -109,7 +109,7 @@ pub(super) fn timer_fired(handle: i32, (timer, budget): (u64, i32), out: Sink<'_
             .map_or_else(|code| code, |(n, _)| n),
             // Not the pending timer (a freed machine's, a stale or unknown one):
             // ignored, as the machine itself ignores it.
-            None => out.write(&[]),
+            None => out.write(&[], &mut []),
         }
     })
 }
@@ -131,8 +131,9 @@ pub(super) fn answer(
     out: Sink<'_>,
 ) -> i32 {
     with_live(handle, |slots, texts, slot| {
+        let Texts { kept, stalled } = texts;
         // The copy was taken from a `&str`, so it is UTF-8.
-        let error_message = core::str::from_utf8(slots.kept(texts, slot)).unwrap_or("");
+        let error_message = core::str::from_utf8(slots.kept(kept, slot)).unwrap_or("");
         let switched = switched != 0;
         let input = match answer {
             Answer::UsageLimitMarked => Input::UsageLimitMarked {
@@ -144,7 +145,11 @@ pub(super) fn answer(
                 error_message,
             },
         };
-        run(slots, (handle, slot), (input, budget), out).map_or_else(|code| code, |(n, _)| n)
+        let stalled = stalled
+            .get_mut(slot.index())
+            .map_or(&mut [][..], |s| &mut s[..]);
+        run((slots, stalled), (handle, slot), (input, budget), out)
+            .map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -166,8 +171,10 @@ fn with_live(handle: i32, f: impl FnOnce(&mut Slots, &mut Texts, Slot) -> i32) -
 /// back (`mark_usage_limit`, `switch_model`). With a `budget` handle (not
 /// 0) the input is handled with a copy of that budget, which replaces it
 /// with the machine; [`ERR_BUDGET`](super::ERR_BUDGET) for a handle that names none.
+/// `stalled` is the slot's buffer for a stall sentence in the outputs'
+/// structs.
 fn run(
-    slots: &mut Slots,
+    (slots, stalled): (&mut Slots, &mut [u8]),
     (handle, slot): (i32, Slot),
     (input, budget): (Input<'_>, i32),
     out: Sink<'_>,
@@ -191,14 +198,16 @@ fn run(
     let mut marks = false;
     for output in &mut outputs {
         match output {
-            Output::Sleep { timer, .. } | Output::CancelTimer { timer } => {
+            Output::Sleep { timer, .. }
+            | Output::Watch { timer, .. }
+            | Output::CancelTimer { timer } => {
                 *timer = TimerId(slot.timer_to_host(timer.get()));
             }
             Output::MarkUsageLimit { .. } | Output::SwitchModel { .. } => marks = true,
             _ => {}
         }
     }
-    let n = out.write(&outputs);
+    let n = out.write(&outputs, stalled);
     if n < 0 {
         return Err(n);
     }
@@ -219,10 +228,10 @@ pub(super) enum Sink<'a> {
 impl Sink<'_> {
     /// Writes the outputs: the JSON's length or the structs' count, or
     /// [`ERR_OUT_TOO_SMALL`](super::ERR_OUT_TOO_SMALL).
-    fn write(self, outputs: &[Output<'_>]) -> i32 {
+    fn write(self, outputs: &[Output<'_>], stalled: &mut [u8]) -> i32 {
         match self {
             Sink::Json(out) => out::outputs(out, outputs),
-            Sink::Structs(out) => structs::outputs(out, outputs),
+            Sink::Structs(out) => structs::outputs(out, outputs, stalled),
         }
     }
 }
@@ -247,8 +256,9 @@ pub(super) unsafe fn feed_simple(
 
 /// Feeds an input that carries no text, with a budget handle (0: none).
 pub(super) fn handle_simple(handle: i32, input: (Input<'static>, i32), out: Sink<'_>) -> i32 {
-    with_live(handle, |slots, _, slot| {
-        run(slots, (handle, slot), input, out).map_or_else(|code| code, |(n, _)| n)
+    with_live(handle, |slots, texts, slot| {
+        run((slots, texts.stalled(slot)), (handle, slot), input, out)
+            .map_or_else(|code| code, |(n, _)| n)
     })
 }
 
@@ -264,6 +274,8 @@ pub(super) struct Fields {
     pub(super) partial: u32,
     /// A budget handle; 0: none.
     pub(super) budget: i32,
+    /// `empty` (spec §12.3); `false`: absent.
+    pub(super) empty: bool,
 }
 
 /// Feeds a `message_end` (`now == None`) or an `agent_end`.
@@ -315,8 +327,7 @@ pub(super) unsafe fn feed_message<'a, T>(
         should_retry,
         retry_after_ms: fields.retry_after_ms,
         partial,
-        // The C ABI carries no `empty` (spec §12.3) yet: absent.
-        empty: false,
+        empty: fields.empty,
         headers: autoretry::Headers::NONE,
     };
     let input = match now {
@@ -324,10 +335,16 @@ pub(super) unsafe fn feed_message<'a, T>(
         Some(now_ms) => Input::AgentEnd { message, now_ms },
     };
     with_live(handle, |slots, texts, slot| {
-        match run(slots, (handle, slot), (input, fields.budget), sink(out)) {
+        let stalled = texts.stalled(slot);
+        match run(
+            (slots, stalled),
+            (handle, slot),
+            (input, fields.budget),
+            sink(out),
+        ) {
             Ok((n, marks)) => {
                 if marks {
-                    slots.keep(texts, slot, text.as_bytes());
+                    slots.keep(&mut texts.kept, slot, text.as_bytes());
                 }
                 n
             }

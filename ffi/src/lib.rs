@@ -96,11 +96,13 @@
 //! | `message_end` | [`autoretry_message_end_ex`] | [`autoretry_message_end`] |
 //! | `agent_end` | [`autoretry_agent_end_ex`] | [`autoretry_agent_end`] |
 //! | `timer_fired`, `usage_limit_marked`, `model_switched`, `abort_retry`, `abort`, `set_auto_retry` | [`autoretry_timer_fired`], [`autoretry_usage_limit_marked`], [`autoretry_model_switched`], [`autoretry_abort_retry`], [`autoretry_abort`], [`autoretry_set_auto_retry`] | the same |
+//! | `stream_start`, `stream_event` (§12.2, the host's monotonic `now_ms`) | [`autoretry_stream_start`], [`autoretry_stream_event`] | the same |
 //!
-//! The `_ex` forms give every option of §10; the fields of spec §11 (a
-//! message's `partial`, a budget, the keys `modelFallback`,
-//! `maxUsageWaitMs` and `maxTotalDelayMs`, which they leave at their
-//! defaults) come with the input struct: [`autoretry_new_c`] makes a
+//! The `_ex` forms give every option of §10; the fields of spec §11 and
+//! §12 (a message's `partial` and `empty`, a budget, the keys
+//! `modelFallback`, `maxUsageWaitMs`, `maxTotalDelayMs`,
+//! `firstEventTimeoutMs`, `idleTimeoutMs` and `retryEmpty`, which they
+//! leave at their `classic` defaults) come with the input struct: [`autoretry_new_c`] makes a
 //! machine from an [`AutoretrySettings`], and [`autoretry_handle_json`]
 //! takes any input as an [`AutoretryInput`] and writes its outputs' JSON,
 //! as [`autoretry_handle_c`] writes their structs.

@@ -39,8 +39,8 @@ use super::codes::{ERR_ARG, ERR_BUFFER, ERR_TEXT_LEN, MAX_TEXT, OUT_BUFFER_LEN, 
 use super::structs::AutoretryHeader;
 #[cfg(feature = "rules")]
 use autoretry::rules::Rules;
-use autoretry::Machine;
 use autoretry::{read_headers, HeaderHints};
+use autoretry::{ErrorText, Machine};
 #[cfg(feature = "rules")]
 use core::sync::atomic::AtomicUsize;
 
@@ -130,13 +130,16 @@ impl Slots {
     }
 
     /// The machine's own id of a timer id the host passed back, when it
-    /// is the id of the machine's pending timer ([`Slot::timer_to_host`]);
+    /// is the id of the machine's pending timer (backoff or watch) ([`Slot::timer_to_host`]);
     /// `None` for any other (a freed machine's, one that is not pending),
     /// which the machine would ignore (spec §6). Compared in full, so a
     /// machine whose own ids outgrow the low [`TIMER_BITS`] bits still
     /// gets its pending timer.
     pub(super) fn timer_from_host(&self, slot: Slot, timer: u64) -> Option<u64> {
-        let pending = self.machine(slot)?.pending_timer()?.get();
+        let machine = self.machine(slot)?;
+        // At most one of the two is pending (spec §12.2: no stream is
+        // watched during a backoff).
+        let pending = machine.pending_timer().or(machine.pending_watch())?.get();
         slot.pending_from_host(pending, timer)
     }
 
@@ -204,18 +207,17 @@ impl Slots {
     }
 
     /// The slot's kept text (the usage-limit answer's).
-    pub(super) fn kept<'t>(&self, texts: &'t Texts, slot: Slot) -> &'t [u8] {
-        (texts.get(slot.index).zip(self.marked_len.get(slot.index)))
+    pub(super) fn kept<'t>(&self, kept: &'t Kept, slot: Slot) -> &'t [u8] {
+        (kept.get(slot.index).zip(self.marked_len.get(slot.index)))
             .and_then(|(text, &len)| text.get(..len))
             .unwrap_or_default()
     }
 
     /// Keeps a copy of `text` in the slot (at most [`MAX_TEXT`] bytes, as
     /// every text the module accepts).
-    pub(super) fn keep(&mut self, texts: &mut Texts, slot: Slot, text: &[u8]) {
+    pub(super) fn keep(&mut self, kept: &mut Kept, slot: Slot, text: &[u8]) {
         if let (Some(kept), Some(len)) = (
-            texts
-                .get_mut(slot.index)
+            kept.get_mut(slot.index)
                 .and_then(|t| t.get_mut(..text.len())),
             self.marked_len.get_mut(slot.index),
         ) {
@@ -225,10 +227,31 @@ impl Slots {
     }
 }
 
-/// The text each slot keeps for the usage-limit answer,
-/// `texts[i][..marked_len[i]]`. A static of its own: all zeros, it takes no
+/// The texts each slot keeps. A static of its own: all zeros, it takes no
 /// room in the module's data section or the firmware's flash.
-pub(super) type Texts = [[u8; MAX_TEXT]; POOL_SIZE];
+pub(super) struct Texts {
+    /// The text kept for the usage-limit answer,
+    /// `kept[i][..marked_len[i]]`.
+    pub(super) kept: Kept,
+    /// The stall sentence of spec §12.2 rule 4 (`Stream stalled: no event
+    /// for <s>ms`), written by the C form of the outputs that carry it
+    /// (the machine keeps it as a number): their `text` points here until
+    /// the next call on the slot's machine.
+    pub(super) stalled: [[u8; ErrorText::STALLED_MAX_LEN]; POOL_SIZE],
+}
+
+/// The usage-limit texts of [`Texts`], one per slot.
+pub(super) type Kept = [[u8; MAX_TEXT]; POOL_SIZE];
+
+impl Texts {
+    /// The slot's buffer for the stall sentence.
+    pub(super) fn stalled(&mut self, slot: Slot) -> &mut [u8] {
+        match self.stalled.get_mut(slot.index) {
+            Some(buffer) => buffer,
+            None => &mut [],
+        }
+    }
+}
 
 /// Data shared by every call, guarded by the lock.
 struct Guarded<T>(UnsafeCell<T>);
@@ -251,7 +274,10 @@ static SLOTS: Guarded<Slots> = Guarded(UnsafeCell::new(Slots::new()));
 #[cfg(feature = "rules")]
 static BLOBS: [[AtomicUsize; 2]; POOL_SIZE] =
     [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; POOL_SIZE];
-static TEXTS: Guarded<Texts> = Guarded(UnsafeCell::new([[0; MAX_TEXT]; POOL_SIZE]));
+static TEXTS: Guarded<Texts> = Guarded(UnsafeCell::new(Texts {
+    kept: [[0; MAX_TEXT]; POOL_SIZE],
+    stalled: [[0; ErrorText::STALLED_MAX_LEN]; POOL_SIZE],
+}));
 
 /// Runs `f` with exclusive access to the pool. Nothing in `f` calls back
 /// into this module, so the lock is never taken twice by one thread; other

@@ -44,6 +44,9 @@ pub const REFUSAL_MODEL_SWITCH_TEXT_MISMATCH: i32 = 5;
 /// here yet (the machine's list of reasons may grow). This version never
 /// answers it: every reason it has is one of the codes above.
 pub const REFUSAL_OTHER: i32 = 6;
+/// A `message_end` or `agent_end` whose message is `empty` while its
+/// `partial` says the answer streamed text or a tool call (spec §12.3).
+pub const REFUSAL_EMPTY_WITH_PARTIAL: i32 = 7;
 
 /// Per slot: the handle the reason was recorded for, and the reason.
 static LAST: [(AtomicI32, AtomicU32); POOL_SIZE] =
@@ -57,6 +60,7 @@ fn code(refused: Refused) -> i32 {
         Refused::UsageLimitTextMismatch => REFUSAL_USAGE_LIMIT_TEXT_MISMATCH,
         Refused::AwaitingModelSwitchAnswer => REFUSAL_AWAITING_MODEL_SWITCH_ANSWER,
         Refused::ModelSwitchTextMismatch => REFUSAL_MODEL_SWITCH_TEXT_MISMATCH,
+        Refused::EmptyWithPartial => REFUSAL_EMPTY_WITH_PARTIAL,
         _ => REFUSAL_OTHER,
     }
 }

@@ -27,6 +27,13 @@ pub const INPUT_SETTINGS: u32 = 8;
 /// error text is the one the machine kept from the message that led to
 /// `switch_model`.
 pub const INPUT_MODEL_SWITCHED: u32 = 9;
+/// `stream_start` (spec §12.2): the host sent a request to the provider.
+/// `now_ms` is the host's monotonic clock in ms, required: `has_now` must
+/// be non-zero (else `AUTORETRY_ERR_ARG`).
+pub const INPUT_STREAM_START: u32 = 10;
+/// `stream_event` (spec §12.2): an event of the answer that shows progress
+/// (not a keep-alive ping). `now_ms` as for `AUTORETRY_INPUT_STREAM_START`.
+pub const INPUT_STREAM_EVENT: u32 = 11;
 
 /// `emit` of `auto_retry_start`: `attempt`, `max_attempts`, `ms` (the
 /// event's `delayMs`) and `text` (its `errorMessage`).
@@ -57,6 +64,10 @@ pub const OUTPUT_RESUME_AGENT: u32 = 11;
 /// `switch_model` (spec §11.3): `reason` is an `AUTORETRY_FALLBACK_*`; answer with
 /// `model_switched`.
 pub const OUTPUT_SWITCH_MODEL: u32 = 12;
+/// `watch` (spec §12.2): `ms` and `timer`, the stall watchdog's timer. Run
+/// it as a `sleep`'s and answer `AUTORETRY_INPUT_TIMER_FIRED` with its
+/// `timer` when it runs out; timer ids are one sequence for both.
+pub const OUTPUT_WATCH: u32 = 13;
 
 /// `switch_model`'s reason `"exhausted"`.
 pub const FALLBACK_EXHAUSTED: u32 = 1;
@@ -123,6 +134,12 @@ pub struct AutoretrySettings {
     pub max_usage_wait_ms: u64,
     /// `maxTotalDelayMs` (spec §11.6), 0: no limit.
     pub max_total_delay_ms: u64,
+    /// `firstEventTimeoutMs` (spec §12.1), 0: not watched.
+    pub first_event_timeout_ms: u64,
+    /// `idleTimeoutMs` (spec §12.1), 0: not watched.
+    pub idle_timeout_ms: u64,
+    /// `retryEmpty` (spec §12.3), 0 is false.
+    pub retry_empty: u32,
 }
 
 /// One input (spec §2, §10.2 and §11), for `autoretry_handle_c()` and
@@ -163,6 +180,7 @@ pub struct AutoretryInput {
     /// Messages: non-zero when the message has `retryAfterMs`; 0: none.
     pub has_retry_after: u32,
     /// `agent_end`: non-zero when the input has `nowMs`; 0: none.
+    /// `stream_start` and `stream_event`: required, non-zero.
     pub has_now: u32,
     /// `usage_limit_marked`'s `switched`, `set_auto_retry`'s `enabled`: 0 is
     /// false, anything else true (both are required by their input).
@@ -175,7 +193,9 @@ pub struct AutoretryInput {
     pub usage_cache_write: u64,
     /// `retryAfterMs`.
     pub retry_after_ms: u64,
-    /// `nowMs`, the host's wall clock in Unix ms.
+    /// `nowMs`: for `agent_end` the host's wall clock in Unix ms; for
+    /// `stream_start` and `stream_event` its monotonic clock in ms (any
+    /// origin, spec §12.2).
     pub now_ms: u64,
     /// `timer_fired`: the timer id as the module gave it (it never gives 0,
     /// so a timer left at 0 is ignored, as any unknown timer).
@@ -201,6 +221,11 @@ pub struct AutoretryInput {
     pub headers: *const AutoretryHeader,
     /// The number of `headers`.
     pub headers_len: u32,
+    /// Messages: `empty` (spec §12.3), non-zero when the answer holds no
+    /// visible text, no tool call and no image; 0: absent (false). With a
+    /// `partial` of text or tools it is refused (`AUTORETRY_ERR_REFUSED`,
+    /// `AUTORETRY_REFUSAL_EMPTY_WITH_PARTIAL`).
+    pub empty: u32,
 }
 
 /// One response header field (spec §13.1), for `autoretry_input`'s
@@ -242,15 +267,16 @@ pub struct AutoretryHeaderHints {
 
 // The layout a WebAssembly host writes by hand (`ffi/wasm/run-vectors.mjs`).
 #[cfg(target_pointer_width = "32")]
-const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 176);
+const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 208);
 
 /// One output, as `autoretry_handle_c()` writes it. `kind` is an
 /// `AUTORETRY_OUTPUT_*` code and says which fields are set; the others
 /// are 0.
 ///
 /// `text` points to `text_len` bytes of UTF-8 (not NUL-terminated): the
-/// input's own text, a constant of the module, or the machine's kept
-/// usage-limit text. It stays valid while the input's text does and until
+/// input's own text, a constant of the module, the machine's kept
+/// usage-limit text, or the stall sentence (spec §12.2) the module wrote
+/// for the machine. It stays valid while the input's text does and until
 /// the next call on the same machine.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -272,9 +298,9 @@ pub struct AutoretryOutput {
     pub text: *const u8,
     /// The length of `text` in bytes.
     pub text_len: u32,
-    /// Sleep: `ms`; start: `delayMs`.
+    /// Sleep and watch: `ms`; start: `delayMs`.
     pub ms: u64,
-    /// Sleep and cancel: the timer id.
+    /// Sleep, watch and cancel: the timer id.
     pub timer: u64,
     /// `mark_usage_limit`: `retryAfterMs`.
     pub retry_after_ms: u64,
@@ -305,14 +331,22 @@ impl AutoretryOutput {
         reason: 0,
     };
 
-    /// The struct form of one output: the C form's only mapping.
-    fn of(output: &Output<'_>) -> Self {
-        // A stall's text (spec §12.2) has no bytes to point at; the C ABI
-        // takes no stream inputs yet, so the machine behind it never
-        // declares a stall, and such a text is left empty.
-        let text = |text: ErrorText<'_>| match text.as_str() {
-            Some(text) => (text.as_ptr(), text.len() as u32),
-            None => (core::ptr::null(), 0),
+    /// The struct form of one output: the C form's only mapping. A stall's
+    /// text (spec §12.2), which the machine keeps as a number, points to
+    /// `stall`, that sentence as [`outputs`] wrote it for its silence.
+    fn of(output: &Output<'_>, stall: Option<(u64, &str)>) -> Self {
+        let text = |text: ErrorText<'_>| {
+            let written = match text {
+                ErrorText::Text(text) => Some(text),
+                ErrorText::Stalled { silence_ms } => {
+                    stall.filter(|&(s, _)| s == silence_ms).map(|(_, t)| t)
+                }
+            };
+            match written {
+                Some(text) => (text.as_ptr(), text.len() as u32),
+                // Not reached: `outputs` wrote the stall of these outputs.
+                None => (core::ptr::null(), 0),
+            }
         };
         let mut o = AutoretryOutput::EMPTY;
         match *output {
@@ -371,10 +405,8 @@ impl AutoretryOutput {
                 (o.kind, o.ms, o.timer) = (OUTPUT_SLEEP, ms, timer.get());
             }
             Output::CancelTimer { timer } => (o.kind, o.timer) = (OUTPUT_CANCEL_TIMER, timer.get()),
-            // The C ABI takes no stream inputs yet: no watch is ever armed
-            // behind it. Its timer is a sleep's in every respect.
             Output::Watch { ms, timer } => {
-                (o.kind, o.ms, o.timer) = (OUTPUT_SLEEP, ms, timer.get());
+                (o.kind, o.ms, o.timer) = (OUTPUT_WATCH, ms, timer.get());
             }
             Output::ContinueAgent => o.kind = OUTPUT_CONTINUE_AGENT,
             Output::ResumeAgent => o.kind = OUTPUT_RESUME_AGENT,
@@ -402,15 +434,49 @@ impl AutoretryOutput {
 }
 
 /// Writes the outputs' structs into `out`: their count, or
-/// [`ERR_OUT_TOO_SMALL`].
-pub(super) fn outputs(out: &mut [AutoretryOutput], outputs: &[Output<'_>]) -> i32 {
+/// [`ERR_OUT_TOO_SMALL`]. A stall sentence is written into `stalled` (the
+/// slot's buffer of [`ErrorText::STALLED_MAX_LEN`] bytes) once, before any
+/// output points to it: the outputs of one input carry at most one stall,
+/// so they share it.
+pub(super) fn outputs(
+    out: &mut [AutoretryOutput],
+    outputs: &[Output<'_>],
+    stalled: &mut [u8],
+) -> i32 {
     let Some(slots) = out.get_mut(..outputs.len()) else {
         return ERR_OUT_TOO_SMALL;
     };
+    let silence = outputs.iter().find_map(|output| match error_text(output) {
+        Some(ErrorText::Stalled { silence_ms }) => Some(silence_ms),
+        _ => None,
+    });
+    let stall = silence.and_then(|silence_ms| {
+        let text = ErrorText::Stalled { silence_ms }.write_into(stalled)?;
+        Some((silence_ms, text))
+    });
     for (slot, output) in slots.iter_mut().zip(outputs) {
-        *slot = AutoretryOutput::of(output);
+        *slot = AutoretryOutput::of(output, stall);
     }
     outputs.len() as i32
+}
+
+/// The error text an output carries: a start's `errorMessage`, an end's
+/// final error (the original error of a sentence built around one).
+fn error_text<'a>(output: &Output<'a>) -> Option<ErrorText<'a>> {
+    match *output {
+        Output::Emit(Event::Start { error_message, .. }) => Some(error_message),
+        Output::Emit(Event::End {
+            final_error: Some(error),
+            ..
+        }) => Some(match error {
+            FinalError::Text(text) => ErrorText::Text(text),
+            FinalError::Stalled { silence_ms } => ErrorText::Stalled { silence_ms },
+            FinalError::WaitTooLong { error, .. }
+            | FinalError::Throttled { error }
+            | FinalError::TotalWait { error, .. } => error,
+        }),
+        _ => None,
+    }
 }
 
 /// The machine's state, as `autoretry_state_c()` writes it:
@@ -452,6 +518,7 @@ impl Default for AutoretryInput {
             budget: 0,
             headers: core::ptr::null(),
             headers_len: 0,
+            empty: 0,
         }
     }
 }

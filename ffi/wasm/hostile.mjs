@@ -130,6 +130,8 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
   ];
   const inputs = [
     ["abort", (out, cap) => x.autoretry_abort(a, out, cap)],
+    ["stream_start", (out, cap) => x.autoretry_stream_start(a, 1n, out, cap)],
+    ["stream_event", (out, cap) => x.autoretry_stream_event(a, 2n, out, cap)],
     ["abort_retry", (out, cap) => x.autoretry_abort_retry(a, out, cap)],
     ["timer_fired", (out, cap) => x.autoretry_timer_fired(a, x.autoretry_pending_timer(a), out, cap)],
     ["set_auto_retry", (out, cap) => x.autoretry_set_auto_retry(a, 0, out, cap)],
@@ -233,16 +235,23 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
   const view = new DataView(x.memory.buffer);
   // 5: generation 0, which no budget has; 0x1ff: place 255, past the table.
   for (const b of [stale, -1, 5, 0x1ff, 2147483647]) {
-    view.setInt32(input + 164, b, true);
+    view.setInt32(input + 188, b, true);
     expect(`handle_json with budget ${b}`, call("budget", () => x.autoretry_handle_json(a, input, outs, 512)), ERR.BUDGET);
     expect(`budget ${b}: tokens`, x.autoretry_budget_tokens(b), ERR.BUDGET);
     expect(`budget ${b}: free`, x.autoretry_budget_free(b), ERR.BUDGET);
     expect(`budget ${b}: nothing changed`, snapshot([a]), before);
   }
-  view.setInt32(input + 164, 0, true);
-  view.setUint32(input + 160, 3, true); // partial: no such code
+  view.setInt32(input + 188, 0, true);
+  view.setUint32(input + 184, 3, true); // partial: no such code
   expect("handle_json with partial 3", x.autoretry_handle_json(a, input, outs, 512), ERR.ARG);
-  view.setUint32(input + 160, 0, true);
+  view.setUint32(input + 184, 0, true);
+  // A stream input without `has_now` (spec 12.2: `nowMs` is required).
+  for (const kind of [10, 11]) {
+    view.setUint32(input, kind, true);
+    expect(`handle_json: stream kind ${kind} without has_now`, x.autoretry_handle_json(a, input, outs, 512), ERR.ARG);
+    expect(`stream kind ${kind} without has_now: nothing changed`, snapshot([a]), before);
+  }
+  view.setUint32(input, 1, true);
   expect("the budget is untouched", x.autoretry_budget_tokens(budget), 4000);
   expect("free the budget", x.autoretry_budget_free(budget), 0);
   expect("model_switched out in the statics", x.autoretry_model_switched(a, 1, heapBase - 64, 64), ERR.BUFFER);
@@ -258,6 +267,8 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
   for (const h of [-1, -2147483648, POOL_SIZE, 255, 256, 2147483647]) {
     expect(`handle ${h}: free`, x.autoretry_free(h), ERR.HANDLE);
     expect(`handle ${h}: abort`, x.autoretry_abort(h, outBuf, outLen), ERR.HANDLE);
+    expect(`handle ${h}: stream_start`, x.autoretry_stream_start(h, 0n, outBuf, outLen), ERR.HANDLE);
+    expect(`handle ${h}: stream_event`, x.autoretry_stream_event(h, 0n, outBuf, outLen), ERR.HANDLE);
     expect(`handle ${h}: model_switched`, x.autoretry_model_switched(h, 1, outBuf, outLen), ERR.HANDLE);
     expect(`handle ${h}: state`, x.autoretry_state(h, outBuf, outLen), ERR.HANDLE);
     expect(`handle ${h}: pending timer`, x.autoretry_pending_timer(h), 0n);

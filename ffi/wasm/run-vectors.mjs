@@ -6,14 +6,16 @@
 //
 // e.g. `tests/vectors/*.jsonl` (sections 1-9),
 // `tests/vectors/options/*.jsonl` (the policy options of section 10) or
-// `tests/vectors/beyond/*.jsonl` (section 11, `--api struct` only).
+// `tests/vectors/beyond/*.jsonl` (section 11, `--api struct` only) or
+// `tests/vectors/stream/*.jsonl` (section 12, `--api struct` only).
 // `--api ex` (the default) uses the entry points that take every option
 // (`autoretry_new_ex`, `autoretry_settings_ex`, `autoretry_message_end_ex`,
 // `autoretry_agent_end_ex`); `--api old` the ones of the first hosts, which
 // know only the section 4 settings and the section 2 message (a vector that
 // needs more is an error); `--api struct` every field of section 11 too:
 // the machine from a settings struct (`autoretry_new_c`), every input as an
-// `autoretry_input` struct (`autoretry_handle_json`), with the scenario's
+// `autoretry_input` struct (`autoretry_handle_json`; the stream inputs of
+// section 12 with their `nowMs`, a message's `empty`), with the scenario's
 // retry budget (`autoretry_budget_new`), whose tokens are checked after
 // every step.
 //
@@ -186,12 +188,18 @@ const ERR_SETTINGS = -8;
 
 // The columns of spec 10.1: the defaults of the keys a group leaves out.
 const SECTION_11 = { modelFallback: false, maxUsageWaitMs: 0n, maxTotalDelayMs: 0n };
+// Section 12.1: the `_ex` entry points leave these keys at their classic
+// defaults whatever the profile (only the input struct gives them).
+const SECTION_12 = {
+  classic: { firstEventTimeoutMs: 0n, idleTimeoutMs: 0n, retryEmpty: false },
+  modern: { firstEventTimeoutMs: 300000n, idleTimeoutMs: 300000n, retryEmpty: true },
+};
 const PROFILES = {
-  classic: { profile: "classic", enabled: true, maxRetries: 3n, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0n, honorHints: false, classifier: "classic", ...SECTION_11 },
-  modern: { profile: "modern", enabled: true, maxRetries: 10n, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25n, honorHints: true, classifier: "extended", ...SECTION_11 },
+  classic: { profile: "classic", enabled: true, maxRetries: 3n, baseDelayMs: 2000n, maxDelayMs: 0n, backoffCapMs: 0n, jitterPct: 0n, honorHints: false, classifier: "classic", ...SECTION_11, ...SECTION_12.classic },
+  modern: { profile: "modern", enabled: true, maxRetries: 10n, baseDelayMs: 500n, maxDelayMs: 300000n, backoffCapMs: 8000n, jitterPct: 25n, honorHints: true, classifier: "extended", ...SECTION_11, ...SECTION_12.modern },
 };
 const PARTIAL = { none: 0, text: 1, tools: 2 };
-const INPUT = { message_end: 1, agent_end: 2, timer_fired: 3, usage_limit_marked: 4, abort_retry: 5, abort: 6, set_auto_retry: 7, settings: 8, model_switched: 9 };
+const INPUT = { message_end: 1, agent_end: 2, timer_fired: 3, usage_limit_marked: 4, abort_retry: 5, abort: 6, set_auto_retry: 7, settings: 8, model_switched: 9, stream_start: 10, stream_event: 11 };
 
 // The `retry` settings group, strictly (spec 4 and 10.1): missing keys take
 // the default of the group's profile (classic when absent); a wrong type, a
@@ -204,10 +212,10 @@ function decodeSettings(group) {
   const name = group.profile === undefined ? "classic" : group.profile;
   if (typeof name !== "string" || !Object.hasOwn(PROFILES, name)) return 'retry.profile: expected "classic" or "modern"';
   const s = { ...PROFILES[name] };
-  const ints = { maxRetries: U32_MAX, baseDelayMs: U64_MAX, maxDelayMs: U64_MAX, backoffCapMs: U64_MAX, jitterPct: 100n, maxUsageWaitMs: U64_MAX, maxTotalDelayMs: U64_MAX };
+  const ints = { maxRetries: U32_MAX, baseDelayMs: U64_MAX, maxDelayMs: U64_MAX, backoffCapMs: U64_MAX, jitterPct: 100n, maxUsageWaitMs: U64_MAX, maxTotalDelayMs: U64_MAX, firstEventTimeoutMs: U64_MAX, idleTimeoutMs: U64_MAX };
   for (const [key, v] of Object.entries(group)) {
     if (key === "profile") continue;
-    if (key === "enabled" || key === "honorHints" || key === "modelFallback") {
+    if (key === "enabled" || key === "honorHints" || key === "modelFallback" || key === "retryEmpty") {
       if (typeof v !== "boolean") return `retry.${key}: expected a boolean`;
       s[key] = v;
     } else if (Object.hasOwn(ints, key)) {
@@ -239,8 +247,9 @@ function oldSettingsArgs(s) {
   return [s.enabled ? 1 : 0, Number(s.maxRetries), s.baseDelayMs];
 }
 
-// The settings as an `autoretry_retry_settings` at `at` (wasm32 layout, 72
-// bytes: nine 4- or 8-byte keys, then the three of section 11).
+// The settings as an `autoretry_retry_settings` at `at` (wasm32 layout, 96
+// bytes: nine 4- or 8-byte keys, then the three of section 11 and the three
+// of section 12).
 function writeSettings(view, at, s) {
   view.setUint32(at, PROFILE[s.profile], true);
   view.setUint32(at + 4, s.enabled ? 1 : 0, true);
@@ -254,10 +263,13 @@ function writeSettings(view, at, s) {
   view.setUint32(at + 48, s.modelFallback ? 1 : 0, true);
   view.setBigUint64(at + 56, s.maxUsageWaitMs, true);
   view.setBigUint64(at + 64, s.maxTotalDelayMs, true);
+  view.setBigUint64(at + 72, s.firstEventTimeoutMs, true);
+  view.setBigUint64(at + 80, s.idleTimeoutMs, true);
+  view.setUint32(at + 88, s.retryEmpty ? 1 : 0, true);
 }
 
 // The size of `autoretry_input` on wasm32.
-const INPUT_SIZE = 176;
+const INPUT_SIZE = 208;
 
 // A decimal number (at most three digits after the point) in thousandths,
 // as the budget's figures are given: 0.5 is 500n.
@@ -265,6 +277,13 @@ function milli(v, what) {
   const m = v instanceof Num ? /^(0|[1-9][0-9]*)(?:\.([0-9]{1,3}))?$/.exec(v.text) : null;
   if (!m) throw new Error(`${what}: expected a number with at most three decimals`);
   return BigInt(m[1]) * 1000n + BigInt((m[2] ?? "").padEnd(3, "0"));
+}
+
+// The `nowMs` of a stream input, or null when it is missing or not a u64
+// (the vectors expect a refusal).
+function streamNow(input) {
+  const v = input.nowMs;
+  return v instanceof Num && v.isUint() && v.big() <= U64_MAX ? v.big() : null;
 }
 
 function uint(v, what) {
@@ -347,7 +366,7 @@ class Host {
     const kind = INPUT[input.type];
     if (kind === undefined) throw new Error(`unknown input ${input.type}`);
     view.setUint32(at, kind, true);
-    view.setInt32(at + 164, this.budget, true);
+    view.setInt32(at + 188, this.budget, true);
     const flag = (v) => view.setUint32(at + 32, v ? 1 : 0, true);
     switch (input.type) {
       case "message_end":
@@ -377,7 +396,21 @@ class Host {
         }
         const partial = m.partial ?? "none";
         if (typeof partial !== "string" || !Object.hasOwn(PARTIAL, partial)) return false;
-        view.setUint32(at + 160, PARTIAL[partial], true);
+        view.setUint32(at + 184, PARTIAL[partial], true);
+        // `empty` (spec 12.3): a boolean, `null` absent, else bad input.
+        if (m.empty !== undefined && m.empty !== null) {
+          if (typeof m.empty !== "boolean") return false;
+          view.setUint32(at + 200, m.empty ? 1 : 0, true);
+        }
+        return true;
+      }
+      case "stream_start":
+      case "stream_event": {
+        // `nowMs` (spec 12.2), the host's monotonic clock: a u64, required.
+        const now = streamNow(input);
+        if (now === null) return false;
+        view.setUint32(at + 28, 1, true);
+        view.setBigUint64(at + 72, now, true);
         return true;
       }
       case "timer_fired": {
@@ -428,6 +461,7 @@ class Host {
         const count = (key) => (u[key] === undefined ? 0n : uint(u[key], `usage.${key}`));
         const usage = u === undefined ? [0, 0n, 0n, 0n] : [1, count("input"), count("cacheRead"), count("cacheWrite")];
         const now = input.nowMs === undefined ? [0, 0n] : [1, uint(input.nowMs, "nowMs")];
+        if (m.empty !== undefined) throw new Error("message.empty needs --api struct");
         if (this.api === "ex") {
           if (m.shouldRetry !== undefined && typeof m.shouldRetry !== "boolean") throw new Error("shouldRetry: expected a boolean");
           const verdict = SHOULD_RETRY[m.shouldRetry === undefined ? "absent" : String(m.shouldRetry)];
@@ -455,6 +489,14 @@ class Host {
       case "usage_limit_marked":
         n = x.autoretry_usage_limit_marked(h, input.switched ? 1 : 0, ...out);
         break;
+      case "stream_start":
+      case "stream_event": {
+        const now = streamNow(input);
+        if (now === null) return { out: [], refused: true };
+        if (input.type === "stream_start") n = x.autoretry_stream_start(h, now, ...out);
+        else n = x.autoretry_stream_event(h, now, ...out);
+        break;
+      }
       case "abort_retry":
         n = x.autoretry_abort_retry(h, ...out);
         break;
@@ -480,7 +522,8 @@ class Host {
     const raw = new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(this.memory.buffer, this.outPtr, n));
     const outputs = parseJson(raw);
     for (const o of outputs) {
-      if (o.type === "sleep") {
+      // One sequence of ordinals for `sleep` and `watch` (spec 12.4).
+      if (o.type === "sleep" || o.type === "watch") {
         this.timers.push(o.timer.big());
         o.timer = new Num(String(this.timers.length));
       } else if (o.type === "cancel_timer") {

@@ -7,7 +7,9 @@
 //! buffer, text and output overlapping). Spec §11 too: every input as an
 //! `AutoretryInput` through `autoretry_handle_json` (a message's `partial`,
 //! the settings keys of §11.1, `model_switched`, a budget handle), the
-//! answer `autoretry_model_switched`, and the budget table's entry points
+//! answer `autoretry_model_switched`, spec §12 through the same struct (the
+//! stream inputs with their `now_ms`, the §12.1 keys, a message's `empty`;
+//! `watch` timers fired as backoff timers are), and the budget table's entry points
 //! (`autoretry_budget_new`, `_tokens`, `_free`), each budget shadowed by a
 //! `RetryBudget` that the shadow machines are handed as the module's are.
 //!
@@ -577,18 +579,22 @@ fn run(data: &[u8]) {
         );
         // The input struct's own fields (`autoretry_handle_json`), read for
         // its ops alone, so the other ops' bytes mean what they did: a kind
-        // (0 and 10 refused), a `partial` code (3 refused), a budget handle
-        // and the settings keys of §11.1.
+        // (0 and 12 refused; 10 and 11 the stream inputs of §12.2, refused
+        // without `has_now`), a `partial` code (3 refused), a budget handle,
+        // the settings keys of §11.1 and §12.1 (limits of up to 65 s, so
+        // that watches fire and stalls happen), and a message's `empty`.
         let json_op = (21..=23).contains(&op);
-        let (kind, partial_code, budget, s11) = if json_op {
+        let (kind, partial_code, budget, s11, s12, empty) = if json_op {
             (
-                u32::from(b.u8() % 11),
+                u32::from(b.u8() % 13),
                 u32::from(b.u8() % 4),
                 pick_budget(&mut b, &budgets, &budget_handles),
                 (b.u8() % 2, b.u64(), b.u64()),
+                (u64::from(b.u16()), u64::from(b.u16()), b.u8() % 2),
+                b.u8() % 2 != 0,
             )
         } else {
-            (0, PARTIAL_NONE, 0, (0, 0, 0))
+            (0, PARTIAL_NONE, 0, (0, 0, 0), (0, 0, 0), false)
         };
         // The text: one of TEXTS, or raw bytes (maybe not UTF-8), written
         // where the buffer says when it is valid memory.
@@ -649,7 +655,11 @@ fn run(data: &[u8]) {
             s.with_model_fallback(s11.0 != 0)
                 .with_max_usage_wait_ms(s11.1)
                 .with_max_total_delay_ms(s11.2)
+                .with_first_event_timeout_ms(s12.0)
+                .with_idle_timeout_ms(s12.1)
+                .with_retry_empty(s12.2 != 0)
         });
+        let stream_kind = json_op && matches!(kind, INPUT_STREAM_START | INPUT_STREAM_EVENT);
         let early: Option<i32> = if is_message {
             let verdict_bad =
                 op >= 6 && !(SHOULD_RETRY_ABSENT..=SHOULD_RETRY_YES).contains(&verdict);
@@ -671,7 +681,9 @@ fn run(data: &[u8]) {
             } else {
                 None
             }
-        } else if json_op && !(INPUT_MESSAGE_END..=INPUT_MODEL_SWITCHED).contains(&kind) {
+        } else if json_op && !(INPUT_MESSAGE_END..=INPUT_STREAM_EVENT).contains(&kind)
+            || stream_kind && has_now == 0
+        {
             Some(ERR_ARG)
         } else if (op == 15 || (json_op && kind == INPUT_SETTINGS)) && s_ex.is_none() {
             Some(ERR_SETTINGS)
@@ -702,8 +714,8 @@ fn run(data: &[u8]) {
             retry_after_ms: (op >= 6 && has_after != 0).then_some(after),
             // Only the input struct carries a partial turn.
             partial: partial(partial_code).unwrap_or(Partial::None),
-            // The C ABI's message entry points carry no empty answer.
-            empty: false,
+            // Only the input struct carries an empty answer.
+            empty: json_op && empty,
             headers: autoretry::Headers::NONE,
         };
         let (tp, o) = (tp.cast_const(), o);
@@ -802,11 +814,15 @@ fn run(data: &[u8]) {
                             model_fallback: u32::from(s11.0),
                             max_usage_wait_ms: s11.1,
                             max_total_delay_ms: s11.2,
+                            first_event_timeout_ms: s12.0,
+                            idle_timeout_ms: s12.1,
+                            retry_empty: u32::from(s12.2),
                         },
                         partial: partial_code,
                         budget,
                         headers: std::ptr::null(),
                         headers_len: 0,
+                        empty: u32::from(empty),
                     };
                     autoretry_handle_json(handle, &input, o, cap)
                 }
@@ -853,9 +869,12 @@ fn run(data: &[u8]) {
         let m = &mut live[i];
         let gen = generation(handle);
         let kept = m.kept.clone();
-        // A timer reaches the machine only as its pending one; any other is
-        // answered `[]` before the budget is looked at.
-        let pending = m.shadow.pending_timer().map(|t| t.get());
+        // A timer reaches the machine only as its pending one (a backoff's
+        // or a watch's); any other is answered `[]` before the budget is
+        // looked at.
+        let pending = (m.shadow.pending_timer())
+            .or(m.shadow.pending_watch())
+            .map(|t| t.get());
         let fired = pending
             .filter(|&own| host_timer(gen, own) == timer)
             .map(|own| Input::TimerFired {
@@ -905,6 +924,8 @@ fn run(data: &[u8]) {
                 switched: flag != 0,
                 error_message: &kept,
             }),
+            _ if json(INPUT_STREAM_START) => Some(Input::StreamStart { now_ms: now }),
+            _ if json(INPUT_STREAM_EVENT) => Some(Input::StreamEvent { now_ms: now }),
             _ => unreachable!("op {op}, kind {kind}: refused early"),
         };
         // The budget the input names: a copy, which replaces it only when
@@ -940,7 +961,10 @@ fn run(data: &[u8]) {
         };
         let want = want.map(|mut outputs| {
             for output in &mut outputs {
-                if let Output::Sleep { timer, .. } | Output::CancelTimer { timer } = output {
+                if let Output::Sleep { timer, .. }
+                | Output::Watch { timer, .. }
+                | Output::CancelTimer { timer } = output
+                {
                     *timer = TimerId(gen << TIMER_BITS | timer.get());
                 }
             }
@@ -971,7 +995,7 @@ fn run(data: &[u8]) {
                 let written = unsafe { std::slice::from_raw_parts(o, json.len()) };
                 assert_eq!(written, &json[..], "op {op}");
                 for output in &outputs {
-                    if let Output::Sleep { timer, .. } = output {
+                    if let Output::Sleep { timer, .. } | Output::Watch { timer, .. } = output {
                         timers.push(timer.get());
                     }
                 }

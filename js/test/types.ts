@@ -52,3 +52,15 @@ const tokens: number = budget.tokens;
 console.log(tokens, budget.tokensMilli, ERR_BUDGET);
 fallback.free();
 budget.free();
+
+// Section 12: the stream watchdog on the machine's clock, empty answers.
+let clockMs = 0;
+const watched = new Machine(module, { settings: { firstEventTimeoutMs: 300000, idleTimeoutMs: 300000n, retryEmpty: true }, clock: () => clockMs });
+for (const o of watched.streamStart()) {
+  if (o.type === "watch") watched.handle({ type: "timer_fired", timer: o.timer });
+}
+clockMs = 5;
+watched.streamEvent();
+watched.handle({ type: "stream_event", nowMs: 6n });
+watched.handle({ type: "agent_end", message: { stopReason: "stop", empty: true } });
+watched.free();

@@ -1,8 +1,11 @@
 // Every conformance vector (tests/vectors/*.jsonl, sections 1-9,
-// tests/vectors/options/*.jsonl, the options of section 10, and
-// tests/vectors/beyond/*.jsonl, section 11 with its retry budgets) through
-// the wrapper: outputs, state, refusals, the events' key order and the
-// budget's tokens after every step.
+// tests/vectors/options/*.jsonl, the options of section 10,
+// tests/vectors/beyond/*.jsonl, section 11 with its retry budgets, and
+// tests/vectors/stream/*.jsonl, section 12) through the wrapper: outputs,
+// state, refusals, the events' key order and the budget's tokens after
+// every step. The stream vectors run twice: through `handle` with their
+// `nowMs`, and through `streamStart()`/`streamEvent()` with a clock that
+// reads each step's `nowMs`.
 //
 // The modules: $AUTORETRY_WASM, else both js/autoretry.wasm and
 // js/autoretry-rules.wasm (`sh js/build.sh`), the latter with no rules
@@ -19,7 +22,7 @@ for (const wasm of wasms) {
 }
 
 const root = new URL("../../tests/vectors/", import.meta.url);
-const files = [root, new URL("options/", root), new URL("beyond/", root)].flatMap((dir) =>
+const files = [root, new URL("options/", root), new URL("beyond/", root), new URL("stream/", root)].flatMap((dir) =>
   readdirSync(dir)
     .filter((f) => f.endsWith(".jsonl"))
     .sort()
@@ -41,15 +44,28 @@ function scenarios(file) {
   return out;
 }
 
+// The `nowMs` a clock can give a stream input: a u64 (the vectors' other
+// values are bad input, which the clock methods never send).
+function clockable(input) {
+  if (input.type !== "stream_start" && input.type !== "stream_event") return undefined;
+  const t = input.nowMs;
+  if (typeof t === "bigint") return t >= 0n ? t : undefined;
+  return Number.isSafeInteger(t) && t >= 0 ? BigInt(t) : undefined;
+}
+
 for (const wasm of wasms) {
   const name = wasm.split("/").at(-1);
   const module = await load(readFileSync(wasm));
   let stepsRun = 0;
+  let clockSteps = 0;
 
-  for (const file of files) {
+  const runs = files.flatMap((file) => [{ file, clock: false }, ...(file.pathname.includes("/stream/") ? [{ file, clock: true }] : [])]);
+  for (const { file, clock } of runs) {
     for (const { header, where, steps } of scenarios(file)) {
-      test(`${name} ${where} ${header.scenario}`, () => {
-        const machine = new Machine(module, { settings: header.settings, host: header.host });
+      test(`${name} ${where} ${header.scenario}${clock ? " (clock)" : ""}`, () => {
+        let now = 0n;
+        const options = { settings: header.settings, host: header.host };
+        const machine = new Machine(module, clock ? { ...options, clock: () => now } : options);
         const budget = header.budget === undefined ? undefined : new Budget(module, header.budget);
         try {
           const ids = []; // ids[n - 1]: the machine's id of the vectors' timer n
@@ -62,19 +78,26 @@ for (const wasm of wasms) {
             }
             let out = [];
             let refused = false;
+            const stamped = clock ? clockable(input) : undefined;
             try {
-              out = machine.handle(input, budget);
+              if (stamped !== undefined) {
+                now = stamped;
+                out = input.type === "stream_start" ? machine.streamStart() : machine.streamEvent();
+                clockSteps++;
+              } else out = machine.handle(input, budget);
             } catch (e) {
               if (!(e instanceof AutoretryError)) throw e;
-              // Section 11's vectors refuse fields of the wrong type too,
-              // which the wrapper's checks refuse (ERR_ARG).
-              const codes = input.type === "settings" ? [ERR_SETTINGS] : step.where.startsWith("beyond/") ? [ERR_REFUSED, ERR_ARG] : [ERR_REFUSED];
+              // Section 11's and 12's vectors refuse fields of the wrong
+              // type too, which the wrapper's checks refuse (ERR_ARG).
+              const typed = step.where.startsWith("beyond/") || step.where.startsWith("stream/");
+              const codes = input.type === "settings" ? [ERR_SETTINGS] : typed ? [ERR_REFUSED, ERR_ARG] : [ERR_REFUSED];
               assert.ok(codes.includes(e.code), `${step.where}: ${e.message}`);
               refused = true;
             }
+            // One sequence of ordinals for `sleep` and `watch` (spec §12.4).
             const ordinals = out.map((o) => {
-              if (o.type === "sleep") ids.push(o.timer);
-              if (o.type !== "sleep" && o.type !== "cancel_timer") return o;
+              if (o.type === "sleep" || o.type === "watch") ids.push(o.timer);
+              if (o.type !== "sleep" && o.type !== "watch" && o.type !== "cancel_timer") return o;
               return { ...o, timer: ids.lastIndexOf(o.timer) + 1 };
             });
             assert.equal(refused, step.refused === true, `${step.where}: refused`);
@@ -96,7 +119,8 @@ for (const wasm of wasms) {
   }
 
   test(`${name}: every vector step ran`, () => {
-    assert.ok(files.length >= 56, `${files.length} vector files`);
+    assert.ok(files.length >= 73, `${files.length} vector files`);
     assert.ok(stepsRun >= 200, `${stepsRun} steps`);
+    assert.ok(clockSteps >= 25, `${clockSteps} stream steps through the clock methods`);
   });
 }

@@ -152,11 +152,43 @@ test("a refusal says which one (spec §6a)", () => {
   assert.equal(thrown(() => new Machine(module, { settings: { jitterPct: 101 } })).reason, undefined);
 });
 
+test("the stream inputs read the machine's clock; bad readings and inputs change nothing (spec §12)", () => {
+  let now = 7.9;
+  withMachine({ settings: { firstEventTimeoutMs: 100, idleTimeoutMs: 50 }, clock: () => now }, (m) => {
+    // A fractional reading is rounded down: due at 107.
+    const [watch] = m.streamStart();
+    assert.deepEqual(watch, { type: "watch", ms: 100, timer: watch.timer });
+    for (const bad of [-1, Number.NaN, "12", undefined, -1n]) {
+      now = bad;
+      const e = thrown(() => m.streamEvent());
+      assert.equal(e.code, ERR_ARG);
+      assert.match(e.message, /^clock: expected a non-negative number of milliseconds/);
+    }
+    for (const input of [{ type: "stream_event" }, { type: "stream_event", nowMs: -3 }, { type: "stream_start", nowMs: 1.5 }]) {
+      assert.equal(thrown(() => m.handle(input)).code, ERR_ARG);
+    }
+    now = 2n ** 64n - 1n;
+    assert.deepEqual(m.streamEvent(), []);
+    // The event came after the watch's due time: no stall at 107, a watch
+    // for the whole idle limit from the due time.
+    assert.deepEqual(m.handle({ type: "timer_fired", timer: watch.timer }).map((o) => [o.type, o.ms]), [["watch", 50]]);
+  });
+  assert.equal(thrown(() => new Machine(module, { clock: 5 })).code, ERR_ARG);
+  withMachine({ settings: { retryEmpty: true } }, (m) => {
+    const e = thrown(() => m.handle({ type: "agent_end", message: { stopReason: "stop", empty: true, partial: "text" } }));
+    assert.equal(e.code, ERR_REFUSED);
+    assert.equal(e.reason, "EmptyWithPartial");
+    assert.equal(thrown(() => m.handle({ type: "agent_end", message: { stopReason: "stop", empty: "yes" } })).code, ERR_ARG);
+    const out = m.handle({ type: "agent_end", message: { stopReason: "stop", empty: true } });
+    assert.equal(out[0].event.errorMessage, "Empty response from the model");
+  });
+});
+
 test("an unknown constructor option is refused, not ignored", () => {
   for (const [options, message] of [
-    [{ setting: { maxRetries: 5 } }, /^options: unknown key "setting" \(expected "settings" or "host"\)$/],
+    [{ setting: { maxRetries: 5 } }, /^options: unknown key "setting" \(expected "settings", "host" or "clock"\)$/],
     [{ settings: {}, hosts: {} }, /^options: unknown key "hosts"/],
-    [null, /^options: expected an object \(\{settings, host\}\), found null$/],
+    [null, /^options: expected an object \(\{settings, host, clock\}\), found null$/],
     [[], /^options: expected an object .*found an array$/],
   ]) {
     const e = thrown(() => new Machine(module, options));

@@ -71,6 +71,9 @@ enum Api {
     /// `autoretry_new_c` and `autoretry_handle_json`: the input struct with
     /// every field (spec §11's too), outputs as JSON, and a retry budget.
     Struct,
+    /// As `Struct`, but `stream_start` and `stream_event` through
+    /// `autoretry_stream_start` and `autoretry_stream_event`.
+    StreamScalars,
 }
 
 /// The `PARTIAL_*` code of a message's `partial`.
@@ -97,11 +100,17 @@ fn settings_struct(s: RetrySettings) -> AutoretrySettings {
         model_fallback: u32::from(s.model_fallback),
         max_usage_wait_ms: s.max_usage_wait_ms,
         max_total_delay_ms: s.max_total_delay_ms,
+        first_event_timeout_ms: s.first_event_timeout_ms,
+        idle_timeout_ms: s.idle_timeout_ms,
+        retry_empty: u32::from(s.retry_empty),
     }
 }
 
 /// The profile of settings the `_ex` entry points can give: the keys of
-/// spec §11.1 at their defaults.
+/// spec §11.1 at their defaults. (They leave the keys of §12.1 at their
+/// classic defaults too, whatever the profile; a vector with a stream
+/// input or an `empty` message goes through the input struct, and the
+/// byte comparison with the library's machine catches any other.)
 fn without_section_11(s: RetrySettings) -> Profile {
     let off = RetrySettings::DEFAULT;
     let keys = |s: RetrySettings| (s.model_fallback, s.max_usage_wait_ms, s.max_total_delay_ms);
@@ -168,7 +177,7 @@ impl Handle {
                 )
             }
             // SAFETY: the struct is live.
-            Api::Struct => unsafe {
+            Api::Struct | Api::StreamScalars => unsafe {
                 autoretry_new_c(
                     &settings_struct(settings),
                     host.context_window,
@@ -219,6 +228,7 @@ impl Handle {
                     (c.has_retry_after, c.retry_after_ms) = (1, ms);
                 }
                 c.partial = partial_code(message.partial);
+                c.empty = u32::from(message.empty);
                 if let InputBuf::AgentEnd { now_ms, .. } = input {
                     c.kind = INPUT_AGENT_END;
                     if let Some(now) = now_ms {
@@ -243,8 +253,11 @@ impl Handle {
             InputBuf::Settings(s) => {
                 (c.kind, c.settings) = (INPUT_SETTINGS, settings_struct(*s));
             }
-            InputBuf::StreamStart { .. } | InputBuf::StreamEvent { .. } => {
-                unreachable!("no stream vectors are replayed through the C ABI")
+            InputBuf::StreamStart { now_ms } => {
+                (c.kind, c.has_now, c.now_ms) = (INPUT_STREAM_START, 1, *now_ms);
+            }
+            InputBuf::StreamEvent { now_ms } => {
+                (c.kind, c.has_now, c.now_ms) = (INPUT_STREAM_EVENT, 1, *now_ms);
             }
         }
         c
@@ -255,7 +268,11 @@ impl Handle {
         let mut out = vec![0u8; OUT_BUFFER_LEN];
         let (o, cap) = (out.as_mut_ptr(), out.len() as u32);
         let h = self.0;
-        if self.1 == Api::Struct {
+        let stream = matches!(
+            input,
+            InputBuf::StreamStart { .. } | InputBuf::StreamEvent { .. }
+        );
+        if self.1 == Api::Struct || self.1 == Api::StreamScalars && !stream {
             let mut c = self.struct_input(input);
             // The message's `headers` (spec §13.1), pointing into it.
             let headers: Vec<AutoretryHeader> = match input {
@@ -306,7 +323,7 @@ impl Handle {
                             cap,
                         )
                     }
-                    Api::Ex | Api::Struct => autoretry_settings_ex(
+                    Api::Ex | Api::Struct | Api::StreamScalars => autoretry_settings_ex(
                         h,
                         profile_code(without_section_11(*s)),
                         u32::from(s.enabled),
@@ -324,9 +341,8 @@ impl Handle {
                 InputBuf::ModelSwitched { switched, .. } => {
                     autoretry_model_switched(h, u32::from(*switched), o, cap)
                 }
-                InputBuf::StreamStart { .. } | InputBuf::StreamEvent { .. } => {
-                    unreachable!("no stream vectors are replayed through the C ABI")
-                }
+                InputBuf::StreamStart { now_ms } => autoretry_stream_start(h, *now_ms, o, cap),
+                InputBuf::StreamEvent { now_ms } => autoretry_stream_event(h, *now_ms, o, cap),
             }
         };
         if n < 0 {
@@ -397,10 +413,10 @@ impl Handle {
                         ),
                     }
                 }
-                Api::Ex | Api::Struct => {
+                Api::Ex | Api::Struct | Api::StreamScalars => {
                     assert_eq!(
-                        message.partial,
-                        Partial::None,
+                        (message.partial, message.empty),
+                        (Partial::None, false),
                         "beyond the _ex entry points"
                     );
                     let verdict = should_retry_code(message.should_retry);
@@ -453,7 +469,10 @@ impl Handle {
     /// The library's outputs with the timer ids the module shows.
     fn host_outputs<'a>(&self, mut outputs: Outputs<'a>) -> Outputs<'a> {
         for output in &mut outputs {
-            if let Output::Sleep { timer, .. } | Output::CancelTimer { timer } = output {
+            if let Output::Sleep { timer, .. }
+            | Output::Watch { timer, .. }
+            | Output::CancelTimer { timer } = output
+            {
                 *timer = TimerId(self.host_timer(timer.get()));
             }
         }
@@ -525,7 +544,8 @@ fn replay_through_abi(path: &Path, api: Api) -> FileRun {
                 drop(handle.take());
                 drop(budget.take());
                 if header.budget.is_some() {
-                    assert_eq!(api, Api::Struct, "a budget beyond the JSON entry points");
+                    assert_ne!(api, Api::Classic, "a budget beyond the JSON entry points");
+                    assert_ne!(api, Api::Ex, "a budget beyond the JSON entry points");
                 }
                 budget = header.budget.map(Budget::new);
                 native_budget = header.budget;
@@ -816,6 +836,121 @@ fn every_beyond_vector_step_passes_through_the_c_abi() {
         paths.len() >= 14 && steps >= 50,
         "too few beyond vectors ran"
     );
+}
+
+/// Spec §12 (the stall watchdog, `empty`): every stream vector through the
+/// input struct (JSON outputs), and again through the scalar entry points
+/// `autoretry_stream_start` / `autoretry_stream_event` for the stream
+/// inputs (the other inputs still through the struct: the §12 keys and
+/// `empty` travel only there).
+#[test]
+fn every_stream_vector_step_passes_through_the_c_abi() {
+    let _turn = turn();
+    let paths = crate::vector_files_in("tests/vectors/stream");
+    for api in [Api::Struct, Api::StreamScalars] {
+        let (mut scenarios, mut steps, mut passed) = (0, 0, 0);
+        let mut failures = Vec::new();
+        for path in &paths {
+            let run = replay_through_abi(path, api);
+            assert_eq!(run.passed + run.failures.len(), run.steps);
+            scenarios += run.scenarios;
+            steps += run.steps;
+            passed += run.passed;
+            failures.extend(run.failures);
+        }
+        println!(
+            "C ABI ({api:?}), tests/vectors/stream: {} files, {scenarios} scenarios, \
+             {passed} of {steps} steps passed",
+            paths.len()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(
+            paths.len() >= 17 && scenarios >= 17 && steps >= 100,
+            "too few stream vectors ran: {} files, {steps} steps",
+            paths.len()
+        );
+    }
+}
+
+/// The C form of spec §12: `watch` as `AUTORETRY_OUTPUT_WATCH`, its timer
+/// fired through the struct, the stall's sentence written by the module
+/// (the machine keeps a number) and pointed to by the start event's
+/// `text`; `empty` with partial text refused with its reason; a stream
+/// input without `has_now` refused as a bad argument, changing nothing.
+#[test]
+fn stream_through_the_c_structs() {
+    let _turn = turn();
+    let settings = RetrySettings::DEFAULT
+        .with_first_event_timeout_ms(1000)
+        .with_idle_timeout_ms(500);
+    let h = Handle::new(Api::Struct, settings, HostOptions::DEFAULT);
+    let mut out = [AutoretryOutput::default(); 8];
+    let handle = |input: &AutoretryInput, out: &mut [AutoretryOutput; 8]| {
+        // SAFETY: the struct, its text and `out` are live and disjoint.
+        unsafe { autoretry_handle_c(h.0, input, out.as_mut_ptr(), 8) }
+    };
+    let text = |o: &AutoretryOutput| {
+        // SAFETY: the module's text pointer, valid until the next call.
+        let bytes = unsafe { std::slice::from_raw_parts(o.text, o.text_len as usize) };
+        String::from_utf8(bytes.to_vec()).unwrap()
+    };
+    // No `has_now`: a bad argument, before the machine sees it.
+    let start = AutoretryInput {
+        kind: INPUT_STREAM_START,
+        now_ms: 100,
+        ..AutoretryInput::default()
+    };
+    assert_eq!(handle(&start, &mut out), ERR_ARG);
+    assert_eq!(autoretry_pending_timer(h.0), 0);
+    let event = AutoretryInput {
+        kind: INPUT_STREAM_EVENT,
+        ..start
+    };
+    assert_eq!(handle(&event, &mut out), ERR_ARG);
+    let start = AutoretryInput {
+        has_now: 1,
+        ..start
+    };
+    assert_eq!(handle(&start, &mut out), 1);
+    assert_eq!(
+        (out[0].kind, out[0].ms, out[0].timer),
+        (OUTPUT_WATCH, 1000, h.host_timer(1))
+    );
+    // A first event at 400 only stores the time; the watch fires at 1100
+    // (its due time), with 700 ms of silence: 500 is the idle limit, so
+    // it stalls.
+    let event = AutoretryInput {
+        kind: INPUT_STREAM_EVENT,
+        now_ms: 400,
+        ..start
+    };
+    assert_eq!(handle(&event, &mut out), 0);
+    let fired = AutoretryInput {
+        kind: INPUT_TIMER_FIRED,
+        timer: h.host_timer(1),
+        ..AutoretryInput::default()
+    };
+    assert_eq!(handle(&fired, &mut out), 1);
+    assert_eq!(out[0].kind, OUTPUT_ABORT_AGENT);
+    // The aborted run ends; `empty` with partial text is refused first.
+    let mut end = AutoretryInput {
+        kind: INPUT_AGENT_END,
+        stop_reason: STOP_ABORTED,
+        partial: PARTIAL_TEXT,
+        empty: 1,
+        ..AutoretryInput::default()
+    };
+    assert_eq!(handle(&end, &mut out), ERR_REFUSED);
+    assert_eq!(autoretry_last_refusal(h.0), REFUSAL_EMPTY_WITH_PARTIAL);
+    end.empty = 0;
+    assert_eq!(handle(&end, &mut out), 2);
+    assert_eq!(
+        (out[0].kind, out[0].attempt, out[0].ms),
+        (OUTPUT_START, 1, 2000)
+    );
+    assert_eq!(text(&out[0]), "Stream stalled: no event for 700ms");
+    // A continuation (partial text): no drop_trailing_error.
+    assert_eq!(out[1].kind, OUTPUT_SLEEP);
 }
 
 /// The module's JSON is byte for byte serde_json's, for texts that need
@@ -1211,6 +1346,9 @@ fn every_entry_point_once() {
             read(autoretry_abort(h, out, cap)),
             r#"[{"type":"abort_agent"}]"#
         );
+        // Spec §12.2 with the classic keys: accepted, nothing watched.
+        assert_eq!(read(autoretry_stream_start(h, 5, out, cap)), "[]");
+        assert_eq!(read(autoretry_stream_event(h, 6, out, cap)), "[]");
         let n = autoretry_state(h, out, cap);
         assert_eq!(
             read(n),

@@ -99,6 +99,8 @@ pub(crate) unsafe fn every_output_call(h: i32, out: *mut u8, cap: u32) -> Vec<(&
     unsafe {
         vec![
             ("abort", autoretry_abort(h, out, cap)),
+            ("stream_start", autoretry_stream_start(h, 1, out, cap)),
+            ("stream_event", autoretry_stream_event(h, 2, out, cap)),
             ("abort_retry", autoretry_abort_retry(h, out, cap)),
             ("timer_fired", autoretry_timer_fired(h, timer, out, cap)),
             ("set_auto_retry", autoretry_set_auto_retry(h, 0, out, cap)),
@@ -423,6 +425,7 @@ pub(crate) fn agent_end_input(text: &str, should_retry: i32) -> AutoretryInput {
         budget: 0,
         headers: std::ptr::null(),
         headers_len: 0,
+        empty: 0,
     }
 }
 

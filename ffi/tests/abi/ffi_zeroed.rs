@@ -123,9 +123,13 @@ fn said_by_library(o: &Output<'_>) -> Said {
             ..plain(OUTPUT_END)
         },
         Output::DropTrailingError => plain(OUTPUT_DROP_TRAILING_ERROR),
-        Output::Sleep { ms, .. } | Output::Watch { ms, .. } => Said {
+        Output::Sleep { ms, .. } => Said {
             ms,
             ..plain(OUTPUT_SLEEP)
+        },
+        Output::Watch { ms, .. } => Said {
+            ms,
+            ..plain(OUTPUT_WATCH)
         },
         Output::CancelTimer { .. } => plain(OUTPUT_CANCEL_TIMER),
         Output::ContinueAgent => plain(OUTPUT_CONTINUE_AGENT),
@@ -254,6 +258,20 @@ fn the_required_fields_left_at_zero_are_refused() {
     for kind in [INPUT_MESSAGE_END, INPUT_AGENT_END] {
         let input = AutoretryInput { kind, ..zeroed() };
         assert_eq!(through_c(&input), Err(ERR_ARG), "{kind}");
+    }
+    // A stream input without its clock (`has_now`, spec §12.2), even with
+    // a `now_ms`; with it, `now_ms` 0 is a time like any other.
+    for kind in [INPUT_STREAM_START, INPUT_STREAM_EVENT] {
+        let input = AutoretryInput { kind, ..zeroed() };
+        assert_eq!(through_c(&input), Err(ERR_ARG), "{kind}");
+        let input = AutoretryInput { now_ms: 5, ..input };
+        assert_eq!(through_c(&input), Err(ERR_ARG), "{kind}");
+        let input = AutoretryInput {
+            has_now: 1,
+            ..zeroed()
+        };
+        let input = AutoretryInput { kind, ..input };
+        assert_eq!(through_c(&input), Ok(vec![]), "{kind}");
     }
     // A timer left at 0 is no timer the module gave: ignored (spec §6).
     let input = AutoretryInput {
