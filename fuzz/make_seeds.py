@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/.
 
-The seeds come from the committed vectors (tests/vectors/ and
-tests/vectors/options/), the error-text corpus (tests/corpus/errors.jsonl),
+The seeds come from the committed vectors (tests/vectors/,
+tests/vectors/options/ and tests/vectors/stream/, whose scenarios become
+machine seeds too), the error-text corpus (tests/corpus/errors.jsonl),
 the header cases (tests/corpus/headers.jsonl and the header vectors of
 tests/vectors/response/),
 plus machine inputs encoded in the byte format that
 `autoretry_testkit::fuzzing::fuzz_machine` reads (the policy options of spec
-section 10 included). Deterministic: running
+section 10 and the stream of section 12 included). Deterministic: running
 it again writes the same files.
 """
 import hashlib
@@ -34,6 +35,7 @@ def corpus_texts():
 def vector_lines():
     paths = sorted((ROOT / "tests" / "vectors").glob("*.jsonl"))
     paths += sorted((ROOT / "tests" / "vectors" / "options").glob("*.jsonl"))
+    paths += sorted((ROOT / "tests" / "vectors" / "stream").glob("*.jsonl"))
     for path in paths:
         with open(path, encoding="utf-8") as f:
             for line in f:
@@ -174,6 +176,129 @@ for s in option_seeds:
 rng = random.Random(5)
 for _ in range(30):
     write("machine", bytes(rng.randrange(256) for _ in range(rng.randrange(8, 200))))
+
+# machine, spec section 12: settings with the stream's keys (bit 5 of the
+# group's first byte: firstEventTimeoutMs, idleTimeoutMs, retryEmpty),
+# stream inputs (an op byte of 14 with bit 7, bit 4 for an event; a clock
+# byte: 0 a step forward, 1 the same time, 2 a step back, 3 an absolute
+# u64), empty messages (bit 3 of the usage byte). Every scenario of
+# tests/vectors/stream/ in that format, then hand-written ones.
+MAX_RETRIES = [0, 1, 2, 3, 5, 64, 2**32 - 1]
+DELAYS = [0, 1, 2000, 1 << 62, (2**64 - 1) // 3, 2**64 - 1]
+STREAM_LIMITS = [0, 1, 100, 1000, 300_000, 2**64 - 1]
+STOPS = {"stop": 0, "length": 1, "toolUse": 2, "aborted": 3, "error": 4}
+
+def number(v, table):
+    """A figure as `Reader::number` reads it: its index in the table, or
+    the table's length and the u64."""
+    return bytes([table.index(v)]) if v in table else bytes([len(table)]) + struct.pack(">Q", v)
+
+def stream_settings(g):
+    """A settings group of the vectors in the fuzz format, or None when the
+    format cannot say it (a refused group)."""
+    known = {"profile", "enabled", "maxRetries", "baseDelayMs", "jitterPct",
+             "firstEventTimeoutMs", "idleTimeoutMs", "retryEmpty"}
+    if not isinstance(g, dict) or set(g) - known:
+        return None
+    modern = g.get("profile") == "modern"
+    d = (300_000, 300_000, True) if modern else (0, 0, False)
+    first, idle = g.get("firstEventTimeoutMs", d[0]), g.get("idleTimeoutMs", d[1])
+    empty = g.get("retryEmpty", d[2])
+    ints = [g.get("maxRetries", 3), g.get("baseDelayMs", 2000), first, idle]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64 for v in ints) \
+            or not isinstance(empty, bool) or g.get("enabled", True) is not True:
+        return None
+    head = bytes([0x21 | (0x80 if modern else 0)])
+    if modern:
+        # The modern column: a 300 s ceiling, an 8 s cap, the jitter given
+        # (0 or 25 %), hints honoured, the extended classifier.
+        head += bytes([1, 4, 3, 0 if g.get("jitterPct", 25) == 0 else 1, 1, 1])
+    return (head + number(ints[0], MAX_RETRIES) + number(ints[1], DELAYS)
+            + number(first, STREAM_LIMITS) + number(idle, STREAM_LIMITS) + bytes([int(empty)]))
+
+def stream_message(m):
+    """A message in the fuzz format (stop reason, text, empty, partial), or
+    None when the format cannot say it (a field the host refuses)."""
+    empty = m.get("empty")
+    if empty is not None and not isinstance(empty, bool):
+        return None
+    first = STOPS[m["stopReason"]]
+    if m.get("shouldRetry") is not None:
+        first |= 8 if m["shouldRetry"] else 16
+    partial = m.get("partial", "none")
+    if partial != "none":
+        first |= 0x80
+    text = m.get("errorMessage")
+    raw = bytes([1, 200, len(text.encode()[:255])]) + text.encode()[:255] if text else bytes([0])
+    out = bytes([first]) + raw + bytes([1 | (8 if empty else 0)])
+    if partial != "none":
+        out += bytes([0 if partial == "text" else 1])
+    return out
+
+def stream_seed(path):
+    with open(path, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    seed = stream_settings(lines[0].get("settings", {}))
+    if seed is None:
+        return None
+    seed += bytes([0, 0])  # no window, no store
+    pending = None
+    for v in lines[1:]:
+        inp, out = v["in"], v.get("out", [])
+        kind = inp.get("type")
+        if kind in ("stream_start", "stream_event"):
+            now = inp.get("nowMs")
+            if not isinstance(now, int) or isinstance(now, bool) or not 0 <= now < 2**64:
+                continue
+            seed += bytes([0x8E if kind == "stream_start" else 0x9E, 3]) + struct.pack(">Q", now)
+        elif kind in ("agent_end", "message_end"):
+            m = stream_message(inp["message"])
+            if m is None:
+                continue
+            seed += bytes([0]) + m + bytes([0]) if kind == "agent_end" else bytes([4]) + m
+        elif kind == "timer_fired":
+            if inp["timer"] == pending:
+                seed += bytes([6, 0])
+                pending = None
+            else:
+                seed += bytes([6, 3]) + struct.pack(">Q", 0)  # a stale id
+        elif kind == "settings":
+            group = stream_settings(inp["settings"])
+            if group is None:
+                continue
+            seed += bytes([13]) + group
+        elif kind in ("abort", "abort_retry"):
+            seed += bytes([11 if kind == "abort" else 10])
+        elif kind == "set_auto_retry":
+            seed += bytes([12, 0 if inp.get("enabled") else 1])
+        else:
+            continue
+        for o in out:
+            if o["type"] in ("sleep", "watch"):
+                pending = o["timer"]
+            elif o["type"] == "cancel_timer" and o["timer"] == pending:
+                pending = None
+    return seed
+
+stream_paths = sorted((ROOT / "tests" / "vectors" / "stream").glob("*.jsonl"))
+stream_seeds = [seed for seed in map(stream_seed, stream_paths) if seed]
+assert len(stream_seeds) >= 15, len(stream_seeds)
+STREAM = bytes([0x21, 3, 2, 3, 3, 1, 0, 0])  # 1000 ms limits, retryEmpty
+START = lambda clock=b"\x00\x06": bytes([0x8E]) + clock  # 1000 ms on
+EVENT = lambda clock=b"\x00\x05": bytes([0x9E]) + clock  # 999 ms on
+ABORTED = bytes([0, 3, 1, 1, 1, 0])
+stream_seeds += [
+    # A watch re-armed, a stall, its retry; an empty answer retried.
+    STREAM + START() + EVENT() + FIRE * 2 + ABORTED + FIRE + bytes([0, 0, 0, 9, 0]),
+    # The clock stalls, goes back and jumps; pings never come in.
+    STREAM + START() + EVENT(b"\x01") + EVENT(b"\x02\x08") + FIRE + EVENT(b"\x03" + struct.pack(">Q", 2**64 - 2)) + FIRE * 3,
+    # A stall after visible text: a continuation; then a restart mid-watch.
+    STREAM + START() + EVENT() + FIRE * 2 + bytes([0, 0x83, 1, 1, 1, 0, 0]) + FIRE + START() + START(b"\x00\x02") + FIRE,
+    # The first-event stall under the modern profile's figures.
+    bytes([0xA1, 1, 4, 3, 0, 1, 1, 3, 2, 4, 4, 1]) + bytes([0, 0]) + START() + FIRE + ABORTED,
+]
+for s in stream_seeds:
+    write("machine", s)
 
 # rules_from_bytes (autoretry_testkit::rules_fuzz::fuzz_rules_from_bytes):
 # the first byte picks the mode: 0 raw bytes, 1/2 damaged sparse/dense

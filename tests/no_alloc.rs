@@ -221,6 +221,9 @@ impl autoretry::host::driver::Sleeper for Instantly {
     fn sleep_until(&self, _: u64) -> Self::Sleep {
         std::future::ready(())
     }
+    fn ms_between(&self, from: u64, to: u64) -> u64 {
+        to.saturating_sub(from)
+    }
 }
 
 #[test]
@@ -275,6 +278,35 @@ fn the_async_driver_and_snapshots_allocate_nothing() {
             "check_compaction"
         ]
     );
+}
+
+#[test]
+fn the_async_drivers_stream_watch_allocates_nothing() {
+    use autoretry::host::driver::Driver;
+    use autoretry::{HostOptions, Input, RetrySettings};
+    use embassy_futures::block_on;
+
+    let settings = RetrySettings::DEFAULT
+        .with_first_event_timeout_ms(1000)
+        .with_idle_timeout_ms(1000);
+    let (names, allocs) = counted(|| {
+        let mut names = heapless::Vec::<&str, 8>::new();
+        let mut driver: Driver<Instantly, Input<'_>> =
+            Driver::new(Machine::new(settings, HostOptions::DEFAULT), Instantly);
+        let mut record = |outputs: &[Output<'_>]| {
+            for output in outputs {
+                let _ = names.push(output.type_name());
+            }
+        };
+        record(driver.stream_start().outputs.as_deref().unwrap_or(&[]));
+        record(driver.stream_event().outputs.as_deref().unwrap_or(&[]));
+        // No input comes: the watch fires, and the stream stalled.
+        let fired = block_on(driver.next(std::future::pending::<Option<Input<'_>>>()));
+        record(fired.and_then(|s| s.outputs.ok()).as_deref().unwrap_or(&[]));
+        names
+    });
+    assert_eq!(allocs, 0);
+    assert_eq!(names, ["watch", "abort_agent"]);
 }
 
 #[test]

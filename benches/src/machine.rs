@@ -22,6 +22,13 @@
 //!   the same inputs through `handle_with_budget` (spec §11.4).
 //! - `machine/default_chain`: 4 × agent_end (overloaded) and 3 ×
 //!   timer_fired: three retries, then the chain gives up (7 inputs).
+//! - The stream (spec §12.2), each against `timer_fired`:
+//!   `machine/stream_event` (a progress event while the stream's watch is
+//!   pending: the lazy lease stores its time, nothing else),
+//!   `machine/stream_event_thread` and `machine/stream_event_tokio` (the
+//!   same through `ThreadDriver::stream_event` and the tokio driver's
+//!   `Driver::stream_event`, each stamped by its clock: the clock read
+//!   included).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -81,6 +88,16 @@ fn default_chain(text: &str) -> usize {
             Err(_) => return usize::MAX,
         }
     }
+}
+
+/// A machine with the modern profile's stream limits, watching a stream
+/// whose watch is pending (after its request and one event at `at`).
+fn watching(at: u64) -> Machine {
+    let mut m = Machine::new(RetrySettings::MODERN, HostOptions::DEFAULT);
+    let _ = m.handle(Input::StreamStart { now_ms: at });
+    let _ = m.handle(Input::StreamEvent { now_ms: at });
+    assert!(m.pending_watch().is_some(), "a watch pending");
+    m
 }
 
 fn machine_benches(c: &mut Criterion) {
@@ -204,6 +221,36 @@ fn machine_benches(c: &mut Criterion) {
     });
     g.bench_function("default_chain", |b| {
         b.iter(|| default_chain(black_box(OVERLOADED)))
+    });
+    // The stream: the watch pending stays pending (300 s), so every event
+    // only stores its time; the clock moves on by a millisecond each time.
+    g.bench_function("stream_event", |b| {
+        let mut m = watching(0);
+        let mut now = 0u64;
+        b.iter(|| {
+            now += 1;
+            m.handle(black_box(Input::StreamEvent { now_ms: now }))
+                .map(|out| out.len())
+        })
+    });
+    g.bench_function("stream_event_thread", |b| {
+        let mut driver = autoretry::host::thread::ThreadDriver::new(watching(0));
+        assert!(driver.stream_event().outputs.is_ok_and(|o| o.is_empty()));
+        b.iter(|| {
+            black_box(driver.stream_event())
+                .outputs
+                .map(|out| out.len())
+        })
+    });
+    g.bench_function("stream_event_tokio", |b| {
+        use autoretry::host::tokio::{TokioDriver, TokioSleeper};
+        let mut driver: TokioDriver = TokioDriver::new(watching(0), TokioSleeper);
+        assert!(driver.stream_event().outputs.is_ok_and(|o| o.is_empty()));
+        b.iter(|| {
+            black_box(driver.stream_event())
+                .outputs
+                .map(|out| out.len())
+        })
     });
     g.finish();
 }

@@ -69,6 +69,10 @@ impl Sleeper for ScaledSleeper {
     fn sleep_until(&self, at: Instant) -> Sleep {
         sleep_until(at)
     }
+
+    fn ms_between(&self, from: Instant, to: Instant) -> u64 {
+        self.scale.plan_ms(to.saturating_duration_since(from))
+    }
 }
 
 /// A monotonic clock in plan milliseconds from its start: the `nowMs` of

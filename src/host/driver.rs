@@ -41,6 +41,7 @@
 //! #     fn now(&self) -> u64 { 0 }
 //! #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
 //! #     fn sleep_until(&self, _: u64) -> Ready<()> { ready(()) }
+//! #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
 //! # }
 //! use autoretry::host::driver::Driver;
 //! use autoretry::{AssistantMessage, HostOptions, Input, Machine, Output, RetrySettings};
@@ -74,6 +75,7 @@
 //!     fn now(&self) -> u64 { 0 }
 //!     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
 //!     fn sleep_until(&self, _: u64) -> Ready<()> { ready(()) }
+//!     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
 //! }
 //!
 //! let mut driver = Driver::new(Machine::default(), Instantly);
@@ -137,6 +139,11 @@ pub trait Sleeper {
     fn after(&self, at: Self::Instant, ms: u64) -> Option<Self::Instant>;
     /// A timer that is ready at `at`.
     fn sleep_until(&self, at: Self::Instant) -> Self::Sleep;
+    /// The whole milliseconds from `from` to `to` (rounded down; 0 when
+    /// `to` is not later; saturating at `u64::MAX`): the driver stamps the
+    /// stream's inputs (spec §12.2) with the milliseconds since its start
+    /// ([`Driver::now_ms`]).
+    fn ms_between(&self, from: Self::Instant, to: Self::Instant) -> u64;
 }
 
 /// What the driver can feed the machine: a type that lends an [`Input`].
@@ -175,6 +182,9 @@ impl<T: AsInput + ?Sized> AsInput for &T {
 pub struct Driver<S: Sleeper, I> {
     machine: Machine,
     sleeper: S,
+    /// The driver's start on the sleeper's clock: the origin of the
+    /// stream's `nowMs`.
+    origin: S::Instant,
     timer: BackoffTimer<S::Instant>,
     /// The last input, which the last step borrows.
     input: Option<I>,
@@ -198,6 +208,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, Input, Machine};
     /// // `Clock` says 100 ms now, and its timers are always due.
@@ -206,12 +217,14 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// ```
     pub fn new(machine: Machine, sleeper: S) -> Self {
         let mut timer = BackoffTimer::new();
+        let origin = sleeper.now();
         if let Some(id) = machine.pending_timer() {
-            timer.arm(id, Some(sleeper.now()));
+            timer.arm(id, Some(origin));
         }
         Driver {
             machine,
             sleeper,
+            origin,
             timer,
             input: None,
             decision: None,
@@ -233,6 +246,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, AssistantMessage, HostOptions, Input, Machine, RetrySettings};
     /// let settings = RetrySettings::DEFAULT.with_max_retries(0).with_model_fallback(true);
@@ -261,6 +275,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, Input, Machine};
     /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
@@ -281,6 +296,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, Input, Machine};
     /// let mut driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
@@ -302,6 +318,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, Input, Machine};
     /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock);
@@ -323,6 +340,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine};
     /// let mut driver = Driver::new(Machine::default(), Clock);
@@ -350,6 +368,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine};
     /// let mut machine = Machine::default();
@@ -382,6 +401,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, Output, Refused, StopReason};
     /// let mut driver = Driver::new(Machine::default(), Clock);
@@ -411,6 +431,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use core::cell::RefCell;
     /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, RetryBudget};
@@ -423,6 +444,128 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// ```
     pub fn handle_with_budget(&mut self, input: I, budget: impl BudgetStore) -> Step<'_> {
         self.feed(input, Some(budget))
+    }
+
+    /// The driver's clock: the whole milliseconds since it was made, by its
+    /// sleeper ([`Sleeper::ms_between`]). The `nowMs` of
+    /// [`Driver::stream_start`] and [`Driver::stream_event`], for a host
+    /// that stamps stream inputs it sends through [`Driver::next`] itself.
+    ///
+    /// ```
+    /// # use core::cell::Cell;
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock<'a>(&'a Cell<u64>);
+    /// # impl Sleeper for Clock<'_> {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { self.0.get() }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, Input, Machine};
+    /// // `Clock` reads milliseconds from a cell: 5000 when the driver is made.
+    /// let time = Cell::new(5_000);
+    /// let driver: Driver<Clock, Input> = Driver::new(Machine::default(), Clock(&time));
+    /// assert_eq!(driver.now_ms(), 0);
+    /// time.set(5_250);
+    /// assert_eq!(driver.now_ms(), 250);
+    /// ```
+    pub fn now_ms(&self) -> u64 {
+        self.sleeper.ms_between(self.origin, self.sleeper.now())
+    }
+
+    /// Feeds `stream_start` (spec §12.2) now, stamped with the driver's
+    /// clock ([`Driver::now_ms`]): the host sent a request to its provider.
+    /// The `watch` it may give runs on the driver's timer, as a backoff
+    /// does: [`Driver::next`] fires it (a timer already due before the
+    /// input in hand), and the machine decides a stall by the time its
+    /// inputs say. Refused (changing nothing) while a backoff timer is
+    /// pending or a hand-off answer is awaited. Like [`Driver::handle`],
+    /// it fires no timer itself: a host that takes its stream's events in
+    /// the same loop as [`Driver::next`] polls `next` first.
+    ///
+    /// ```
+    /// # use core::cell::Cell;
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock<'a>(&'a Cell<u64>);
+    /// # impl Sleeper for Clock<'_> {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { self.0.get() }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, HostOptions, Input, Machine, Output, RetrySettings};
+    /// use embassy_futures::block_on;
+    /// let settings = RetrySettings::DEFAULT.with_first_event_timeout_ms(500);
+    /// // `Clock` reads milliseconds from a cell; its timers are always due.
+    /// let time = Cell::new(0);
+    /// let mut driver: Driver<Clock, Input> = Driver::new(Machine::new(settings, HostOptions::DEFAULT), Clock(&time));
+    /// time.set(40);
+    /// let step = driver.stream_start();
+    /// assert_eq!(step.input, Input::StreamStart { now_ms: 40 });
+    /// assert!(matches!(step.outputs.as_deref(), Ok([Output::Watch { ms: 500, .. }])));
+    /// assert_eq!(driver.deadline(), Some(540));
+    ///
+    /// // No event came: the watch fires, and the stream stalled.
+    /// let step = block_on(driver.next(core::future::pending::<Option<Input>>())).unwrap();
+    /// assert_eq!(step.outputs.as_deref(), Ok(&[Output::AbortAgent][..]));
+    /// ```
+    pub fn stream_start(&mut self) -> Step<'static> {
+        let now_ms = self.now_ms();
+        self.feed_stamped(Input::StreamStart { now_ms })
+    }
+
+    /// Feeds `stream_event` (spec §12.2) now, stamped with the driver's
+    /// clock ([`Driver::now_ms`]): the host received an event of the answer
+    /// that shows progress (a parsed text, thinking or tool-call delta, a
+    /// message event; never a keep-alive ping or an SSE comment, so a
+    /// stream that only pings stalls). While the stream's watch is pending
+    /// it only stores the time; otherwise it may arm the idle watch on the
+    /// driver's timer. See [`Driver::stream_start`].
+    ///
+    /// ```
+    /// # use core::cell::Cell;
+    /// # use autoretry::host::driver::Sleeper;
+    /// # struct Clock<'a>(&'a Cell<u64>);
+    /// # impl Sleeper for Clock<'_> {
+    /// #     type Instant = u64;
+    /// #     type Sleep = core::future::Ready<()>;
+    /// #     fn now(&self) -> u64 { self.0.get() }
+    /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
+    /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
+    /// # }
+    /// use autoretry::{host::driver::Driver, HostOptions, Input, Machine, Output, RetrySettings};
+    /// use embassy_futures::block_on;
+    /// let settings = RetrySettings::DEFAULT.with_first_event_timeout_ms(500).with_idle_timeout_ms(500);
+    /// let time = Cell::new(0);
+    /// let mut driver: Driver<Clock, Input> = Driver::new(Machine::new(settings, HostOptions::DEFAULT), Clock(&time));
+    /// drop(driver.stream_start()); // the watch is due at 500 ms
+    /// time.set(300);
+    /// assert!(driver.stream_event().outputs.unwrap().is_empty()); // progress at 300 ms
+    ///
+    /// // Only pings from here (no input): the watch fires at 500 ms and
+    /// // waits for what is left of the idle limit, then the stream stalls.
+    /// let step = block_on(driver.next(core::future::pending::<Option<Input>>())).unwrap();
+    /// assert!(matches!(step.outputs.as_deref(), Ok([Output::Watch { ms: 300, .. }])));
+    /// drop(step);
+    /// let step = block_on(driver.next(core::future::pending::<Option<Input>>())).unwrap();
+    /// assert_eq!(step.outputs.as_deref(), Ok(&[Output::AbortAgent][..]));
+    /// ```
+    pub fn stream_event(&mut self) -> Step<'static> {
+        let now_ms = self.now_ms();
+        self.feed_stamped(Input::StreamEvent { now_ms })
+    }
+
+    /// Feeds an input the driver made (a stream input it stamped) and
+    /// carries out the timer outputs.
+    fn feed_stamped(&mut self, input: Input<'static>) -> Step<'static> {
+        let step = Step::of(&mut self.machine, input);
+        carry_out(&mut self.timer, &self.sleeper, &self.machine, &step);
+        step
     }
 
     /// Feeds an input of the host, with the budget when there is one, and
@@ -447,16 +590,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
             Some(store) => Step::with_budget(machine, input, store),
             None => Step::of(machine, input),
         };
-        if let Ok(outputs) = &step.outputs {
-            let sleeper = &self.sleeper;
-            // The backoff or the stream's watch (spec §12.2): never both.
-            let pending = self
-                .machine
-                .pending_timer()
-                .or(self.machine.pending_watch());
-            self.timer
-                .carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
-        }
+        carry_out(&mut self.timer, &self.sleeper, &self.machine, &step);
         step
     }
 
@@ -484,6 +618,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, Output};
     /// use embassy_futures::block_on;
@@ -517,6 +652,7 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// #     fn now(&self) -> u64 { 100 }
     /// #     fn after(&self, at: u64, ms: u64) -> Option<u64> { at.checked_add(ms) }
     /// #     fn sleep_until(&self, _: u64) -> Self::Sleep { core::future::ready(()) }
+    /// #     fn ms_between(&self, from: u64, to: u64) -> u64 { to.saturating_sub(from) }
     /// # }
     /// use core::cell::RefCell;
     /// use autoretry::{host::driver::Driver, AssistantMessage, Input, Machine, RetryBudget};
@@ -580,16 +716,22 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
         self.timer.disarm();
         self.input = None;
         let step = Step::of(&mut self.machine, Input::TimerFired { timer });
-        if let Ok(outputs) = &step.outputs {
-            let sleeper = &self.sleeper;
-            let pending = self
-                .machine
-                .pending_timer()
-                .or(self.machine.pending_watch());
-            self.timer
-                .carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
-        }
+        carry_out(&mut self.timer, &self.sleeper, &self.machine, &step);
         step
+    }
+}
+
+/// Carries out the timer outputs of a step on the driver's timer: the
+/// backoff or the stream's watch (spec §12.2), never both pending.
+fn carry_out<S: Sleeper>(
+    timer: &mut BackoffTimer<S::Instant>,
+    sleeper: &S,
+    machine: &Machine,
+    step: &Step<'_>,
+) {
+    if let Ok(outputs) = &step.outputs {
+        let pending = machine.pending_timer().or(machine.pending_watch());
+        timer.carry_out(outputs, pending, |ms| sleeper.after(sleeper.now(), ms));
     }
 }
 

@@ -157,6 +157,9 @@ pub fn ms_from_duration(duration: Duration) -> u64 {
 /// assert_eq!(EmbassySleeper.after(now, 2000).unwrap() - now, embassy_time::Duration::from_millis(2000));
 /// // Beyond the clock: `Instant::MAX`, which no clock reaches.
 /// assert_eq!(EmbassySleeper.after(now, u64::MAX), Some(embassy_time::Instant::MAX));
+/// // The milliseconds between two instants, rounded down: a stream's `nowMs`.
+/// let later = now + embassy_time::Duration::from_micros(2_999);
+/// assert_eq!((EmbassySleeper.ms_between(now, later), EmbassySleeper.ms_between(later, now)), (2, 0));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EmbassySleeper;
@@ -175,6 +178,10 @@ impl Sleeper for EmbassySleeper {
 
     fn sleep_until(&self, at: Instant) -> Timer {
         Timer::at(at)
+    }
+
+    fn ms_between(&self, from: Instant, to: Instant) -> u64 {
+        ms_from_duration(to.saturating_duration_since(from))
     }
 }
 

@@ -52,6 +52,9 @@ use crate::InputBuf;
 /// let now = TokioSleeper.now();
 /// assert_eq!(TokioSleeper.after(now, 2000).unwrap() - now, std::time::Duration::from_secs(2));
 /// TokioSleeper.sleep_until(now).await;
+/// // The milliseconds between two instants, rounded down: a stream's `nowMs`.
+/// let later = now + std::time::Duration::from_micros(2_999);
+/// assert_eq!((TokioSleeper.ms_between(now, later), TokioSleeper.ms_between(later, now)), (2, 0));
 /// # }
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -71,6 +74,10 @@ impl Sleeper for TokioSleeper {
 
     fn sleep_until(&self, at: Instant) -> Sleep {
         sleep_until(at)
+    }
+
+    fn ms_between(&self, from: Instant, to: Instant) -> u64 {
+        u64::try_from(to.saturating_duration_since(from).as_millis()).unwrap_or(u64::MAX)
     }
 }
 

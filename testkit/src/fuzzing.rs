@@ -158,12 +158,22 @@ const RETRY_AFTERS: &[u64] = &[
 /// around the modern ceiling and the hint texts' waits, huge.
 const WAIT_LIMITS: &[u64] = &[0, 1, 5000, 300_000, 11_180_000, 20_000_000, u64::MAX];
 
+/// The stream's limits (spec §12.1): off, tiny, short, the modern 300 s,
+/// huge.
+const STREAM_LIMITS: &[u64] = &[0, 1, 100, 1000, 300_000, u64::MAX];
+
+/// How far a stream input's clock moves (spec §12.2): around the limits
+/// of [`STREAM_LIMITS`], so that silences land on either side of them.
+const CLOCK_STEPS: &[u64] = &[0, 1, 99, 100, 101, 999, 1000, 1001, 300_000];
+
 /// A settings group. The first byte gives `enabled` (its low three bits);
 /// with its high bit set, the keys of spec §10.1 follow (profile,
 /// ceiling, cap, jitter, hints, classifier), else they keep their
 /// `classic` values, as the seeds written before them expect; with its
-/// bit 6 set, the keys of §11.1 follow last (`modelFallback`,
-/// `maxUsageWaitMs`, `maxTotalDelayMs`), else they keep their defaults.
+/// bit 6 set, the keys of §11.1 follow (`modelFallback`,
+/// `maxUsageWaitMs`, `maxTotalDelayMs`), else they keep their defaults;
+/// with its bit 5 set, the keys of §12.1 follow last
+/// (`firstEventTimeoutMs`, `idleTimeoutMs`, `retryEmpty`).
 fn settings(r: &mut Reader<'_>) -> RetrySettings {
     let first = r.byte();
     let mut s = RetrySettings::DEFAULT;
@@ -197,7 +207,24 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
         s.max_usage_wait_ms = r.number(WAIT_LIMITS);
         s.max_total_delay_ms = r.number(WAIT_LIMITS);
     }
+    if first & 0x20 != 0 {
+        s.first_event_timeout_ms = r.number(STREAM_LIMITS);
+        s.idle_timeout_ms = r.number(STREAM_LIMITS);
+        s.retry_empty = r.byte() % 2 == 1;
+    }
     s
+}
+
+/// The host's clock for the next stream input (spec §12.2), from `clock`:
+/// a byte picks a step forward, a stall (the same time), a step back, or a
+/// jump to any time (8 bytes follow).
+fn next_clock(r: &mut Reader<'_>, clock: u64) -> u64 {
+    match r.byte() % 4 {
+        0 => clock.saturating_add(r.number(CLOCK_STEPS)),
+        1 => clock,
+        2 => clock.saturating_sub(r.number(CLOCK_STEPS)),
+        _ => r.u64(),
+    }
 }
 
 /// A retry budget (spec §11.4): `maxTokens` 1–1000, `tokenRatio` 0.001–1000
@@ -227,11 +254,14 @@ fn budget(r: &mut Reader<'_>) -> RetryBudget {
 /// store, jitter seed, a retry budget) and a sequence of up to 512
 /// inputs, runs them through a [`Monitor`], and panics on any violated
 /// invariant. Settings and messages may carry the policy options of spec
-/// §10 and §11 (see the byte format in the source: bits 6 and 7 of a
-/// settings group's first byte, bits 3–7 of a message's first byte), the
-/// host byte's bit 2 gives a budget (§11.4) handed with every input, and
-/// the machine's questions are answered (`usage_limit_marked`,
-/// `model_switched`, sometimes the other kind, or a wrong text).
+/// §10, §11 and §12 (see the byte format in the source: bits 5–7 of a
+/// settings group's first byte, bits 3–7 of a message's first byte, bit 3
+/// of its usage byte for `empty`), the host byte's bit 2 gives a budget
+/// (§11.4) handed with every input, the machine's questions are answered
+/// (`usage_limit_marked`, `model_switched`, sometimes the other kind, or a
+/// wrong text), and the stream's inputs (`stream_start`, `stream_event`,
+/// an op byte of 14 or 15 with bit 7 set) carry a clock that steps, stalls,
+/// goes back or jumps; the pending timer that fires may be a `watch`.
 ///
 /// ```
 /// autoretry_testkit::fuzzing::fuzz_machine(b"\x01\x03\x02\x00\x01\x00\x01\x02\x03");
@@ -253,8 +283,39 @@ fn budget(r: &mut Reader<'_>) -> RetryBudget {
 ///     0, 4, 1, 1, 1, 0, 8, 0, 1, 14, // agent_end, model_switched, the timer fires
 ///     0, 0x84, 1, 1, 1, 0, 0, // agent_end with partial "text"
 /// ]);
+/// // Section 12 on: a first-event and an idle limit of 1000 ms, retryEmpty.
+/// // A request at 1000 ms and its watch; an event 999 ms later; the watch
+/// // fires (1 ms of silence: the rest is watched), then again: a stall.
+/// // The aborted end is retried as the stall; then an empty answer.
+/// autoretry_testkit::fuzzing::fuzz_machine(&[
+///     0x21, 3, 2, 3, 3, 1, 0, 0, // settings, host
+///     0x8E, 0, 6, // stream_start, 1000 ms on
+///     0x9E, 0, 5, // stream_event, 999 ms on
+///     14, 14, // the watch fires twice
+///     0, 3, 1, 1, 1, 0, // agent_end, aborted
+///     14, // the backoff ends
+///     0, 0, 0, 9, 0, // agent_end, an empty stop
+/// ]);
 /// ```
 pub fn fuzz_machine(bytes: &[u8]) {
+    let _ = fuzz_machine_monitor(bytes);
+}
+
+/// [`fuzz_machine`], returning its monitor: what the bytes reached (the
+/// stalls, watches and empty answers of spec §12, the fail-fast ends),
+/// for the tests of the byte format and its seeds.
+///
+/// ```
+/// use autoretry_testkit::fuzzing::fuzz_machine_monitor;
+/// // The section 12 example of `fuzz_machine`: a watch re-armed, a stall
+/// // decided as such, an empty answer retried.
+/// let mon = fuzz_machine_monitor(&[
+///     0x21, 3, 2, 3, 3, 1, 0, 0, 0x8E, 0, 6, 0x9E, 0, 5, 14, 14, 0, 3, 1, 1, 1, 0, 14, 0, 0, 0, 9, 0,
+/// ]);
+/// assert_eq!((mon.watches(), mon.watches_fired()), (2, 2));
+/// assert_eq!((mon.stalls(), mon.stalls_decided(), mon.empty_failures()), (1, 1, 1));
+/// ```
+pub fn fuzz_machine_monitor(bytes: &[u8]) -> Monitor {
     let mut r = Reader { data: bytes };
     let settings = settings(&mut r);
     let context_window = r.number(WINDOWS);
@@ -267,6 +328,7 @@ pub fn fuzz_machine(bytes: &[u8]) {
     let mut budget = (store & 4 != 0).then(|| budget(&mut r));
     let mut mon = Monitor::new(settings, host);
     drive(&mut r, &mut mon, budget.as_mut(), 512);
+    mon
 }
 
 /// Values a forged snapshot field takes, by the field's width in bytes,
@@ -395,6 +457,9 @@ fn drive(
     // The texts of the inputs are borrowed from the bytes or `TEXTS`, and
     // the awaited text from a copy kept here.
     let mut last_text = String::new();
+    // The host's monotonic clock of the stream's inputs; fuzzed, it may go
+    // back.
+    let mut clock = 0u64;
     let mut fed = 0;
     for _ in 0..limit {
         if r.is_empty() {
@@ -405,6 +470,11 @@ fn drive(
         if let Some(text) = &awaited {
             last_text.clone_from(text);
         }
+        // The backoff or the stream's watch (spec §12.2): never both.
+        let pending = mon
+            .machine()
+            .pending_timer()
+            .or(mon.machine().pending_watch());
         let input = match op % 16 {
             0..=3 => Input::AgentEnd {
                 message: message(r),
@@ -418,7 +488,6 @@ fn drive(
                 message: message(r),
             },
             6 | 7 => {
-                let pending = mon.machine().pending_timer();
                 let timer = match (r.byte() % 4, pending) {
                     (0 | 1, Some(t)) => t,
                     (2, Some(t)) => TimerId(t.0.wrapping_sub(1)),
@@ -465,13 +534,24 @@ fn drive(
                         budget.refill();
                     }
                 }
-                // Let a pending timer fire, as a host would.
-                match mon.machine().pending_timer() {
-                    Some(timer) => Input::TimerFired { timer },
-                    None => Input::AgentEnd {
-                        message: AssistantMessage::new(StopReason::Stop),
-                        now_ms: None,
-                    },
+                if op & 0x80 != 0 {
+                    // The stream (spec §12.2): bit 4 gives an event, else a
+                    // request, at the host's next clock reading.
+                    clock = next_clock(r, clock);
+                    if op & 0x10 != 0 {
+                        Input::StreamEvent { now_ms: clock }
+                    } else {
+                        Input::StreamStart { now_ms: clock }
+                    }
+                } else {
+                    // Let a pending timer fire, as a host would.
+                    match pending {
+                        Some(timer) => Input::TimerFired { timer },
+                        None => Input::AgentEnd {
+                            message: AssistantMessage::new(StopReason::Stop),
+                            now_ms: None,
+                        },
+                    }
                 }
             }
         };
@@ -488,7 +568,8 @@ fn drive(
 /// host's fields of spec §10.2: `shouldRetry` (bits 3–4: none, true,
 /// false, none), `retryAfterMs` (bit 5: a number follows), and a text
 /// from [`OPTION_TEXTS`] (bit 6). With bit 2 of the usage byte set, the
-/// usage has cache writes. With bit 7 of the first byte set, a last byte
+/// usage has cache writes; with its bit 3 set, the message is `empty`
+/// (spec §12.3). With bit 7 of the first byte set, a last byte
 /// gives `partial` (spec §11.2): `"text"` when even, else `"tools"`.
 fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
     let first = r.byte();
@@ -539,7 +620,7 @@ fn message<'a>(r: &mut Reader<'a>) -> AssistantMessage<'a> {
         should_retry,
         retry_after_ms,
         partial,
-        empty: false,
+        empty: usage_byte & 8 != 0,
         headers: autoretry::Headers::NONE,
     }
 }

@@ -1,4 +1,6 @@
-//! The reference model of the machine (spec §5, §6, §6a, §9 and §10),
+//! The reference model of the machine (spec §5, §6, §6a, §9, §10 and the
+//! stream of §12: the watched stream, its `watch` timers, the stall and
+//! its decision, empty answers under `retryEmpty`),
 //! written from the spec, for property tests that drive it beside the
 //! machine step by step and compare every output and refusal
 //! (`tests/machine/model_props.rs`). Where the [`Monitor`](crate::Monitor)
@@ -11,10 +13,13 @@
 //! the policy options it adds the wait of §10.3 (the cap, the ceiling, the
 //! jitter draws of §10.6, the host's `retryAfterMs` and the text hints
 //! under `honorHints`, `delay = max(backoff, h)`) and the fail fast at the
-//! `agent_end` and at the usage-limit answer.
+//! `agent_end` and at the usage-limit answer. The stream's inputs
+//! ([`Model::stream_start`], [`Model::stream_event`]) and the `empty`
+//! field of a [`Msg`] bring in section 12; its messages carry no `partial`
+//! (a stalled turn is a replay).
 
 use autoretry::classify::{retry_hint_ms, wait_hint_ms, Classifier};
-use autoretry::{AssistantMessage, HostOptions, RetrySettings, StopReason, Usage};
+use autoretry::{AssistantMessage, HostOptions, RetrySettings, StopReason, Usage, EMPTY_RESPONSE};
 
 use crate::corpus::{corpus, text_of};
 use crate::spec::expected_delay;
@@ -51,12 +56,19 @@ pub enum Out {
     Sleep {
         /// The wait.
         ms: u64,
-        /// The n-th sleep of the run, from 1.
+        /// The n-th timer (`sleep` or `watch`) of the run, from 1.
+        ordinal: usize,
+    },
+    /// `watch` (spec §12.2), its timer as an ordinal.
+    Watch {
+        /// The time to the watch's due time.
+        ms: u64,
+        /// The n-th timer (`sleep` or `watch`) of the run, from 1.
         ordinal: usize,
     },
     /// `cancel_timer`.
     Cancel {
-        /// The ordinal of the sleep it cancels.
+        /// The ordinal of the timer it cancels.
         ordinal: usize,
     },
     /// `continue_agent`.
@@ -93,6 +105,23 @@ enum Wait {
     },
 }
 
+/// The watched stream of spec §12.2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Stream {
+    /// None watched, no stall kept.
+    None,
+    /// A stream watched since `start`, its last progress event `last`, and
+    /// its pending watch (ordinal, due time), if any.
+    Watched {
+        start: u64,
+        last: Option<u64>,
+        watch: Option<(usize, u64)>,
+    },
+    /// A stall declared after this silence, kept until the next
+    /// `agent_end`, `abort` or `stream_start`.
+    Stalled(u64),
+}
+
 /// The reference model of the machine, written from the spec; see the
 /// [module docs](self).
 ///
@@ -101,7 +130,7 @@ enum Wait {
 /// use autoretry_testkit::model::{Model, Msg, Out};
 /// let mut model = Model::new(RetrySettings::CLASSIC, HostOptions::default(), true);
 /// // Text 0 of the labelled corpus is retryable.
-/// let failed = Msg { stop: StopReason::Error, text: Some(0), usage: None, should_retry: None, retry_after: None };
+/// let failed = Msg { stop: StopReason::Error, text: Some(0), usage: None, should_retry: None, retry_after: None, empty: false };
 /// let out = model.agent_end(&failed, None).unwrap();
 /// assert_eq!(out[1..], [Out::Drop, Out::Sleep { ms: 2000, ordinal: 1 }]);
 /// assert_eq!(model.timer(1), [Out::Continue]);
@@ -120,7 +149,9 @@ pub struct Model {
     attempt: u32,
     open: bool,
     wait: Wait,
+    /// The timers (`sleep` and `watch`) issued so far: the last ordinal.
     sleeps: usize,
+    stream: Stream,
 }
 
 /// A message as the model sees it: its stop reason, its text (an index:
@@ -137,6 +168,8 @@ pub struct Msg {
     pub should_retry: Option<bool>,
     /// The host's `retryAfterMs` (spec §10.2).
     pub retry_after: Option<u64>,
+    /// The host's `empty` (spec §12.3).
+    pub empty: bool,
 }
 
 impl Msg {
@@ -149,7 +182,7 @@ impl Msg {
             should_retry: self.should_retry,
             retry_after_ms: self.retry_after,
             partial: autoretry::Partial::None,
-            empty: false,
+            empty: self.empty,
             headers: autoretry::Headers::NONE,
         }
     }
@@ -204,16 +237,19 @@ fn class_of(i: usize, classifier: Classifier) -> Class {
             usage_limit: l.usage_limit,
             hint_ms: l.hint_ms,
         },
-        (classifier, _) => {
-            let text = text_of(i);
-            let c = classifier.classify(text);
-            Class {
-                retryable: c.retryable,
-                overflow: c.overflow,
-                usage_limit: c.usage_limit,
-                hint_ms: retry_hint_ms(text, None),
-            }
-        }
+        (classifier, _) => class_of_text(text_of(i), classifier),
+    }
+}
+
+/// The classes of a text by the crate's classifier (a stall's or an empty
+/// answer's text, spec §12).
+fn class_of_text(text: &str, classifier: Classifier) -> Class {
+    let c = classifier.classify(text);
+    Class {
+        retryable: c.retryable,
+        overflow: c.overflow,
+        usage_limit: c.usage_limit,
+        hint_ms: retry_hint_ms(text, None),
     }
 }
 
@@ -244,6 +280,7 @@ impl Model {
             open: false,
             wait: Wait::Nothing,
             sleeps: 0,
+            stream: Stream::None,
         }
     }
 
@@ -288,8 +325,119 @@ impl Model {
         self.wait == Wait::Nothing
     }
 
-    fn succeeds(&mut self, m: &Msg, out: &mut Vec<Out>) {
-        let success = !matches!(m.stop, StopReason::Error | StopReason::Aborted);
+    /// Whether `m` is an empty answer that is a failure (spec §12.3).
+    fn empty_failure(&self, m: &Msg) -> bool {
+        self.settings.retry_empty && m.empty && m.stop == StopReason::Stop
+    }
+
+    /// Spec §12.2 rule 5: the watched stream ends, its pending watch
+    /// cancelled first; a declared stall is kept (the `agent_end` and
+    /// `abort` take it).
+    fn end_stream(&mut self, out: &mut Vec<Out>) {
+        if let Stream::Watched { watch, .. } = self.stream {
+            if let Some((ordinal, _)) = watch {
+                out.push(Out::Cancel { ordinal });
+            }
+            self.stream = Stream::None;
+        }
+    }
+
+    /// A new watch `ms` after `now`: its output, and the pending watch.
+    fn watch(&mut self, now: u64, ms: u64, out: &mut Vec<Out>) -> Option<(usize, u64)> {
+        self.sleeps += 1;
+        out.push(Out::Watch {
+            ms,
+            ordinal: self.sleeps,
+        });
+        Some((self.sleeps, now.saturating_add(ms)))
+    }
+
+    /// `stream_start` at `now` (spec §12.2 rule 1): its outputs, or `None`
+    /// when the machine must refuse it (a backoff or an answer pending).
+    pub fn stream_start(&mut self, now: u64) -> Option<Vec<Out>> {
+        if !self.agent_may_run() {
+            return None;
+        }
+        let mut out = Vec::new();
+        self.end_stream(&mut out);
+        let first = self.settings.first_event_timeout_ms;
+        let watch = if first > 0 {
+            self.watch(now, first, &mut out)
+        } else {
+            None
+        };
+        self.stream = Stream::Watched {
+            start: now,
+            last: None,
+            watch,
+        };
+        Some(out)
+    }
+
+    /// `stream_event` at `now` (spec §12.2 rule 2): a watch when none is
+    /// pending and the idle limit is on.
+    pub fn stream_event(&mut self, now: u64) -> Vec<Out> {
+        let mut out = Vec::new();
+        let idle = self.settings.idle_timeout_ms;
+        if let Stream::Watched { start, watch, .. } = self.stream {
+            let watch = match watch {
+                None if idle > 0 => self.watch(now, idle, &mut out),
+                other => other,
+            };
+            self.stream = Stream::Watched {
+                start,
+                last: Some(now),
+                watch,
+            };
+        }
+        out
+    }
+
+    /// The watch of this ordinal fires (spec §12.2 rule 3).
+    fn watch_fired(&mut self, ordinal: usize) -> Vec<Out> {
+        let Stream::Watched {
+            start,
+            last,
+            watch: Some((pending, due)),
+        } = self.stream
+        else {
+            return vec![];
+        };
+        if pending != ordinal {
+            return vec![];
+        }
+        let s = self.settings;
+        let (limit, reference) = match last {
+            None => (s.first_event_timeout_ms, start),
+            Some(last) => (s.idle_timeout_ms, last),
+        };
+        let silence = due.saturating_sub(reference);
+        let mut out = Vec::new();
+        let watch = if limit == 0 {
+            None
+        } else if silence >= limit {
+            self.stream = Stream::Stalled(silence);
+            return vec![Out::AbortAgent];
+        } else {
+            self.watch(due, limit - silence, &mut out)
+        };
+        self.stream = Stream::Watched { start, last, watch };
+        out
+    }
+
+    /// `abort`: the stream ends (its watch cancelled first, a stall
+    /// forgotten), the chain is cancelled, and the agent is aborted.
+    pub fn abort(&mut self) -> Vec<Out> {
+        let mut out = Vec::new();
+        self.end_stream(&mut out);
+        self.stream = Stream::None;
+        out.extend(self.cancel());
+        out.push(Out::AbortAgent);
+        out
+    }
+
+    fn succeeds(&mut self, stop: StopReason, out: &mut Vec<Out>) {
+        let success = !matches!(stop, StopReason::Error | StopReason::Aborted);
         if success && self.attempt > 0 {
             out.push(Out::End {
                 success: true,
@@ -307,7 +455,11 @@ impl Model {
             return None;
         }
         let mut out = Vec::new();
-        self.succeeds(m, &mut out);
+        self.end_stream(&mut out);
+        // §12.3: an empty stop under retryEmpty is no success.
+        if !self.empty_failure(m) {
+            self.succeeds(m.stop, &mut out);
+        }
         Some(out)
     }
 
@@ -319,11 +471,41 @@ impl Model {
             return None;
         }
         let mut out = Vec::new();
-        self.succeeds(m, &mut out);
+        self.end_stream(&mut out);
+        let stall = match core::mem::replace(&mut self.stream, Stream::None) {
+            Stream::Stalled(silence) => Some(silence),
+            _ => None,
+        };
+        // §12.2 rule 4 and §12.3: a stalled run that ended with an error or
+        // an abort, or an empty stop under retryEmpty, is an error with a
+        // text of the machine's, retryable (`shouldRetry: true`).
+        let made = match stall {
+            Some(silence) if matches!(m.stop, StopReason::Error | StopReason::Aborted) => {
+                Some(format!("Stream stalled: no event for {silence}ms"))
+            }
+            _ if self.empty_failure(m) => Some(EMPTY_RESPONSE.to_owned()),
+            _ => None,
+        };
+        let stop = if made.is_some() {
+            StopReason::Error
+        } else {
+            m.stop
+        };
+        let should_retry = if made.is_some() {
+            Some(true)
+        } else {
+            m.should_retry
+        };
+        self.succeeds(stop, &mut out);
         let classifier = self.settings.classifier;
-        let class = m.text.map(|i| class_of(i, classifier));
-        let text = m.text.map(text_of).filter(|t| !t.is_empty());
-        let is_error = m.stop == StopReason::Error;
+        let (class, text) = match &made {
+            Some(text) => (Some(class_of_text(text, classifier)), Some(text.as_str())),
+            None => (
+                m.text.map(|i| class_of(i, classifier)),
+                m.text.map(text_of).filter(|t| !t.is_empty()),
+            ),
+        };
+        let is_error = stop == StopReason::Error;
         let usage_overflow = m.usage.is_some_and(|u| {
             let mut tokens = u128::from(u.input) + u128::from(u.cache_read);
             // 10.5: the extended usage rule counts the cache writes too.
@@ -337,7 +519,7 @@ impl Model {
         let pattern = class.is_some_and(|c| c.retryable);
         let retryable = is_error
             && text.is_some()
-            && m.should_retry.unwrap_or(pattern)
+            && should_retry.unwrap_or(pattern)
             && !usage_overflow
             && !text_overflow;
         if !(self.settings.enabled && retryable) {
@@ -492,13 +674,13 @@ impl Model {
         self.wait = Wait::Timer(self.sleeps);
     }
 
-    /// `timer_fired` for the sleep of this ordinal.
+    /// `timer_fired` for the timer (`sleep` or `watch`) of this ordinal.
     pub fn timer(&mut self, ordinal: usize) -> Vec<Out> {
         if self.wait == Wait::Timer(ordinal) {
             self.wait = Wait::Nothing;
             vec![Out::Continue]
         } else {
-            vec![]
+            self.watch_fired(ordinal)
         }
     }
 

@@ -18,7 +18,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use autoretry::host::embassy::{duration_from_ms, receive, Channel, EmbassyDriver, EmbassySleeper};
 use autoretry::host::Step;
 use autoretry::wire::json::InputLine;
-use autoretry::{Input, InputBuf, Machine, Output, TimerId};
+use autoretry::{HostOptions, Input, InputBuf, Machine, Output, RetrySettings, TimerId};
 use autoretry_testkit::VectorHost;
 use embassy_sync::blocking_mutex::raw::NoopRawMutex;
 use embassy_time::{Duration, Instant, MockDriver};
@@ -60,8 +60,11 @@ macro_rules! check_eq {
 }
 
 /// Runs one scenario: the number of steps (all passed), or the first
-/// mismatch.
-fn run(scenario: &Scenario) -> Result<usize, String> {
+/// mismatch. `stamped`: the stream's inputs go through
+/// `Driver::stream_start`/`stream_event`, stamped by the driver's clock,
+/// after the mock clock moved to the vector's `nowMs` (plus an offset that
+/// only grows where the vector's clock is behind the driver's).
+fn run(scenario: &Scenario, stamped: bool) -> Result<usize, String> {
     let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
@@ -73,8 +76,15 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
     // timer that can be pending.
     let mut due = Instant::now();
     let mut passed = 0;
+    // The driver's clock minus the vector's, in milliseconds.
+    let mut offset = 0;
     for (input, want, at) in &scenario.steps {
         let want_refused = refused(want);
+        let stamp = match input {
+            InputLine::Input(InputBuf::StreamStart { now_ms }) if stamped => Some((true, *now_ms)),
+            InputLine::Input(InputBuf::StreamEvent { now_ms }) if stamped => Some((false, *now_ms)),
+            _ => None,
+        };
         // What the host feeds through the channel; `None`: the driver's own
         // timer fires.
         let fed = match input {
@@ -111,6 +121,23 @@ fn run(scenario: &Scenario) -> Result<usize, String> {
         // driver is free for queries.
         let out = {
             let step: Step<'_> = match fed {
+                Some(_) if stamp.is_some() => {
+                    let (start, vector_ms) = stamp.unwrap_or_default();
+                    let now = driver.now_ms();
+                    let mut target = vector_ms.saturating_add(offset);
+                    if target < now {
+                        offset = now - vector_ms;
+                        target = now;
+                    }
+                    clock.advance(Duration::from_millis(target - now));
+                    let (step, want_input) = if start {
+                        (driver.stream_start(), Input::StreamStart { now_ms: target })
+                    } else {
+                        (driver.stream_event(), Input::StreamEvent { now_ms: target })
+                    };
+                    check_eq!(step.input, want_input, at);
+                    step
+                }
                 Some(input) => send(&inputs, input, &mut driver, at)?,
                 None => {
                     let id = pending(driver.machine());
@@ -269,7 +296,7 @@ fn every_vector_in_virtual_time() {
         let scenarios = scenarios(folder);
         let (mut total, mut passed, mut steps, mut steps_passed) = (0, 0, 0, 0);
         for scenario in &scenarios {
-            let result = run(scenario);
+            let result = run(scenario, false);
             total += 1;
             steps += scenario.steps.len();
             match result {
@@ -288,9 +315,66 @@ fn every_vector_in_virtual_time() {
     println!("embassy driver in virtual time:\n  {}", report.join("\n  "));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
+    // The stream vectors again, every `stream_start` and `stream_event`
+    // stamped by the driver's clock on the mock clock moved to the
+    // vector's `nowMs`: the same outputs, watches firing when they said.
+    let stream = scenarios("tests/vectors/stream");
+    let failures: Vec<_> = stream.iter().filter_map(|s| run(s, true).err()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(stream.len() >= 17);
+
+    // A stream on the mock clock, stamped by the driver: a host that feeds
+    // `stream_event` for each delta and nothing for a ping.
+    let clock = MockDriver::get();
+    for (deltas, want) in [
+        // No event before the first-event limit: a stall at 1000 ms.
+        (&[][..], &[(0, "watch"), (1000, "abort_agent")][..]),
+        // Deltas at 100 and 300 ms, then only pings: the watch fires at
+        // 500 ms and waits for what is left of the idle limit; the stall
+        // comes 500 ms after the last delta.
+        (
+            &[100, 300][..],
+            &[(0, "watch"), (500, "watch"), (800, "abort_agent")][..],
+        ),
+    ] {
+        clock.reset();
+        let settings = RetrySettings::DEFAULT
+            .with_first_event_timeout_ms(if deltas.is_empty() { 1000 } else { 500 })
+            .with_idle_timeout_ms(500);
+        let mut driver: EmbassyDriver =
+            EmbassyDriver::new(Machine::new(settings, HostOptions::DEFAULT), EmbassySleeper);
+        let mut log = Vec::new();
+        let names = |step: Step<'_>| -> Vec<&'static str> {
+            step.outputs
+                .iter()
+                .flatten()
+                .map(|o| o.type_name())
+                .collect()
+        };
+        log.extend(names(driver.stream_start()).into_iter().map(|n| (0, n)));
+        let quiet: Channel<NoopRawMutex, Input<'static>, 1> = Channel::new();
+        let rx = quiet.receiver();
+        // Every 100 ms: a delta (fed) or a ping (nothing), then the timer.
+        while !log.iter().any(|(_, n)| *n == "abort_agent") && driver.now_ms() < 5000 {
+            clock.advance(Duration::from_millis(100));
+            if deltas.contains(&driver.now_ms()) {
+                assert!(driver.stream_event().outputs.unwrap().is_empty());
+            }
+            let mut next = pin!(driver.next(receive(&rx)));
+            let polled = match poll_once(next.as_mut()) {
+                Poll::Pending => poll_once(next.as_mut()),
+                ready => ready,
+            };
+            if let Poll::Ready(Some(step)) = polled {
+                let now = Instant::now().as_millis();
+                log.extend(names(step).into_iter().map(|n| (now, n)));
+            }
+        }
+        assert_eq!(log, want, "deltas at {deltas:?}");
+    }
+
     // An input that arrives during the backoff beats the timer, even when
     // both are ready: the abort cancels it, and the timer never fires.
-    let clock = MockDriver::get();
     clock.reset();
     let inputs: Channel<NoopRawMutex, Input<'_>, 4> = Channel::new();
     let rx = inputs.receiver();

@@ -33,8 +33,12 @@ macro_rules! check {
 }
 
 /// Runs one scenario: the number of steps (all passed), or the first
-/// mismatch.
-async fn run(scenario: &Scenario) -> Result<usize, String> {
+/// mismatch. `stamped`: the stream's inputs go through
+/// `Driver::stream_start`/`stream_event`, stamped by the driver's clock,
+/// after virtual time moved to the vector's `nowMs` (plus an offset that
+/// only grows where the vector's clock is behind the driver's, which
+/// starts no earlier than the last backoff or watch ended).
+async fn run(scenario: &Scenario, stamped: bool) -> Result<usize, String> {
     let (tx, mut rx) = mpsc::channel::<InputBuf>(4);
     let header = &scenario.header;
     let mut driver = TokioDriver::new(Machine::new(header.settings, header.host), TokioSleeper);
@@ -42,9 +46,17 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
     // When the last `sleep` said its timer is due (virtual time).
     let mut due = Instant::now();
     let mut passed = 0;
+    // The driver's clock minus the vector's, in milliseconds.
+    let mut offset = 0;
     for (input, want, at) in &scenario.steps {
         let state = |driver: &TokioDriver| serde_json::to_value(driver.state()).unwrap();
+        let stamp = match input {
+            InputLine::Input(InputBuf::StreamStart { now_ms }) if stamped => Some((true, *now_ms)),
+            InputLine::Input(InputBuf::StreamEvent { now_ms }) if stamped => Some((false, *now_ms)),
+            _ => None,
+        };
         let input = match input {
+            _ if stamp.is_some() => None,
             InputLine::Refused(_) => {
                 // The host refuses it without asking the machine.
                 check!(
@@ -76,9 +88,33 @@ async fn run(scenario: &Scenario) -> Result<usize, String> {
         // then the driver is free for queries.
         let out = {
             let before = Instant::now();
-            let step = driver.next(rx.recv()).await.expect("the channel is open");
+            let step = if let Some((start, vector_ms)) = stamp {
+                let now = driver.now_ms();
+                let mut target = vector_ms.saturating_add(offset);
+                if target < now {
+                    offset = now - vector_ms;
+                    target = now;
+                }
+                tokio::time::advance(Duration::from_millis(target - now)).await;
+                let step = if start {
+                    driver.stream_start()
+                } else {
+                    driver.stream_event()
+                };
+                let want_input = if start {
+                    Input::StreamStart { now_ms: target }
+                } else {
+                    Input::StreamEvent { now_ms: target }
+                };
+                check!(step.input == want_input, "{at}: stamped {:?}", step.input);
+                step
+            } else {
+                driver.next(rx.recv()).await.expect("the channel is open")
+            };
             let waited = Instant::now() - before;
-            if sent {
+            if stamp.is_some() {
+                // Fed at once, at the vector's time on the driver's clock.
+            } else if sent {
                 check!(waited == Duration::ZERO, "{at}: an input waited {waited:?}");
             } else {
                 // The driver's own timer: it fires when the `sleep` said.
@@ -138,7 +174,7 @@ async fn every_vector_in_virtual_time() {
         let (mut passed, mut steps, mut steps_passed) = (0, 0, 0);
         for scenario in &scenarios {
             steps += scenario.steps.len();
-            match run(scenario).await {
+            match run(scenario, false).await {
                 Ok(n) => {
                     passed += 1;
                     steps_passed += n;
@@ -154,6 +190,180 @@ async fn every_vector_in_virtual_time() {
     }
     println!("tokio driver in virtual time:\n  {}", report.join("\n  "));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The stream vectors with every `stream_start` and `stream_event` stamped
+/// by the driver's clock (`TokioDriver::stream_start`/`stream_event`), in
+/// virtual time moved to the vector's `nowMs`: the same outputs, watches
+/// firing when they said.
+#[tokio::test(start_paused = true)]
+async fn the_stream_vectors_stamped_by_the_drivers_clock() {
+    let scenarios = scenarios("tests/vectors/stream");
+    let mut failures = Vec::new();
+    let mut stamped = 0;
+    for scenario in &scenarios {
+        stamped += scenario
+            .steps
+            .iter()
+            .filter(|(input, ..)| {
+                matches!(
+                    input,
+                    InputLine::Input(InputBuf::StreamStart { .. } | InputBuf::StreamEvent { .. })
+                )
+            })
+            .count();
+        if let Err(why) = run(scenario, true).await {
+            failures.push(why);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        scenarios.len() >= 17 && stamped >= 30,
+        "{stamped} stamped inputs"
+    );
+    println!(
+        "tokio driver, stamped: {} stream scenarios, {stamped} stamped inputs",
+        scenarios.len()
+    );
+}
+
+/// What the provider's stream delivers to the host.
+#[derive(Clone, Copy, Debug)]
+enum Sse {
+    /// A text delta: progress.
+    Delta,
+    /// A keep-alive ping: not progress.
+    Ping,
+    /// The answer's last event.
+    Stop,
+}
+
+/// What woke the host's loop.
+enum Woke {
+    /// The driver's step (its outputs' names; the input was the timer's).
+    Step(Vec<&'static str>),
+    /// The provider's stream.
+    Sse(Option<Sse>),
+}
+
+/// An agent's host on the tokio driver in virtual time: it starts a
+/// request, feeds `stream_event` for each delta (never for a ping) and
+/// carries out the driver's steps, polled first (`biased`), so a due watch
+/// goes before the event in hand. The provider sends `plan`, each item
+/// `ms` after the one before. Returns each output's name with the
+/// driver's time, and the error text the stall was decided as.
+async fn stream_host(
+    settings: RetrySettings,
+    plan: Vec<(u64, Sse)>,
+) -> (Vec<(u64, &'static str)>, Option<String>) {
+    let (sse_tx, mut sse) = mpsc::channel(4);
+    tokio::spawn(async move {
+        for (ms, item) in plan {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            if sse_tx.send(item).await.is_err() {
+                return; // the host aborted the stream
+            }
+        }
+    });
+    // The host's other inputs (an Esc, settings): none here.
+    let (_tx, mut inputs) = mpsc::channel::<InputBuf>(1);
+    let mut driver = TokioDriver::new(Machine::new(settings, HostOptions::DEFAULT), TokioSleeper);
+    let mut log = Vec::new();
+    let names = |step: autoretry::host::Step<'_>| -> Vec<&'static str> {
+        step.outputs
+            .iter()
+            .flatten()
+            .map(|o| o.type_name())
+            .collect()
+    };
+    for name in names(driver.stream_start()) {
+        log.push((driver.now_ms(), name));
+    }
+    loop {
+        let woke = tokio::select! {
+            biased;
+            step = driver.next(inputs.recv()) => Woke::Step(names(step.expect("the channel is open"))),
+            item = sse.recv() => Woke::Sse(item),
+        };
+        let now = driver.now_ms();
+        let outputs = match woke {
+            Woke::Step(outputs) => outputs,
+            Woke::Sse(Some(Sse::Delta)) => names(driver.stream_event()),
+            Woke::Sse(Some(Sse::Ping)) => Vec::new(),
+            Woke::Sse(Some(Sse::Stop) | None) => {
+                let done = InputBuf::agent_end(MessageBuf::new(StopReason::Stop));
+                let outputs = names(driver.handle(done));
+                log.extend(outputs.into_iter().map(|name| (now, name)));
+                return (log, None);
+            }
+        };
+        let stalled = outputs.contains(&"abort_agent");
+        log.extend(outputs.into_iter().map(|name| (now, name)));
+        if stalled {
+            // The host aborts the stream; its agent loop ends the run aborted.
+            drop(sse);
+            let aborted = InputBuf::agent_end(MessageBuf::new(StopReason::Aborted));
+            let step = driver.handle(aborted);
+            let text = step.outputs.iter().flatten().find_map(|o| match o {
+                Output::Emit(Event::Start { error_message, .. }) => Some(error_message.to_string()),
+                _ => None,
+            });
+            return (log, text);
+        }
+    }
+}
+
+/// Pings every 100 ms, `n` times.
+fn pings(n: usize) -> Vec<(u64, Sse)> {
+    vec![(100, Sse::Ping); n]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_silent_before_its_first_event_stalls_at_the_limit() {
+    let settings = RetrySettings::DEFAULT
+        .with_first_event_timeout_ms(1000)
+        .with_idle_timeout_ms(1000);
+    // Only pings, for 5 s: the first event never comes.
+    let (log, text) = stream_host(settings, pings(50)).await;
+    assert_eq!(log, [(0, "watch"), (1000, "abort_agent")]);
+    assert_eq!(text.as_deref(), Some("Stream stalled: no event for 1000ms"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_stream_stalls_when_only_pings_flow() {
+    let settings = RetrySettings::DEFAULT
+        .with_first_event_timeout_ms(500)
+        .with_idle_timeout_ms(500);
+    // Deltas at 100 and 300 ms, then pings every 100 ms for 5 s.
+    let mut plan = vec![(100, Sse::Delta), (200, Sse::Delta)];
+    plan.extend(pings(50));
+    let (log, text) = stream_host(settings, plan).await;
+    // The first-event watch fires at 500 ms and waits for what is left of
+    // the idle limit; the pings do not count: 500 ms after the last delta.
+    assert_eq!(log, [(0, "watch"), (500, "watch"), (800, "abort_agent")]);
+    assert_eq!(text.as_deref(), Some("Stream stalled: no event for 500ms"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_answers_in_time_never_stalls() {
+    let settings = RetrySettings::DEFAULT
+        .with_first_event_timeout_ms(500)
+        .with_idle_timeout_ms(500);
+    // A delta every 450 ms (pings between) for 9 s, then the end.
+    let mut plan = vec![(450, Sse::Delta)];
+    for _ in 0..19 {
+        plan.extend([(200, Sse::Ping), (250, Sse::Delta)]);
+    }
+    plan.push((100, Sse::Stop));
+    let (log, text) = stream_host(settings, plan).await;
+    assert_eq!(text, None);
+    let names: Vec<_> = log.iter().map(|(_, name)| *name).collect();
+    assert!(!names.contains(&"abort_agent"), "{log:?}");
+    // The lazy lease: one watch per firing at most, never one per event.
+    let watches = names.iter().filter(|n| **n == "watch").count();
+    assert!((2..=21).contains(&watches), "{watches} watches: {log:?}");
+    assert_eq!(log.last(), Some(&(9100, "check_compaction")), "{log:?}");
+    assert!(names.contains(&"cancel_timer"), "{log:?}");
 }
 
 fn failed() -> InputBuf {

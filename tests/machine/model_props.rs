@@ -5,7 +5,9 @@
 //! With the classic settings and none of the message fields of §10.2 the
 //! machine must equal the model of sections 1–9 on random input sequences.
 //! With the policy options (every key of §10.1, seeded hosts, the host's
-//! message fields) the model adds the wait of §10.3. Focused properties
+//! message fields) the model adds the wait of §10.3; with the stream's
+//! limits, its inputs and empty answers, the watchdog and the empty
+//! answers of §12. Focused properties
 //! check the jitter range, that a fail fast emits no start, drop or sleep,
 //! and that the same seed and inputs give the same outputs.
 //!
@@ -24,7 +26,7 @@ use autoretry::wire::json::{parse_value, InputLine};
 use autoretry::wire::SettingsGroup;
 use autoretry::{
     Event, FinalError, HostOptions, Input, JitterPct, Output, Profile, RetrySettings, TimerId,
-    Usage, MAX_OUTPUTS,
+    Usage, EMPTY_RESPONSE, MAX_OUTPUTS,
 };
 use autoretry_testkit::spec::expected_delay;
 use autoretry_testkit::{strategies, Monitor, VectorHost, RECENT_TIMERS};
@@ -63,20 +65,28 @@ enum Op {
     /// A settings group as JSON text, with the settings it must decode to
     /// (`None`: it must be refused).
     Settings(String, Option<RetrySettings>),
+    /// `stream_start` at this time (spec §12.2).
+    StreamStart(u64),
+    /// `stream_event` at this time.
+    StreamEvent(u64),
 }
 
 /// What the generators make: around which context window, and whether
 /// with the policy options (settings keys of 10.1, message fields of 10.2,
 /// texts beyond the labelled corpus) or the classic inputs alone.
+/// With `stream`, the stream's inputs of section 12 (clocks that jump,
+/// stall and go backwards) and empty answers too.
 #[derive(Clone, Copy, Debug)]
 struct Gen {
     window: u64,
     options: bool,
+    stream: bool,
 }
 
 const CLASSIC: Gen = Gen {
     window: 0,
     options: false,
+    stream: false,
 };
 
 impl Gen {
@@ -84,6 +94,7 @@ impl Gen {
         Gen {
             window,
             options: false,
+            stream: false,
         }
     }
 
@@ -91,6 +102,15 @@ impl Gen {
         Gen {
             window,
             options: true,
+            stream: false,
+        }
+    }
+
+    const fn stream(window: u64) -> Gen {
+        Gen {
+            window,
+            options: true,
+            stream: true,
         }
     }
 }
@@ -169,15 +189,23 @@ fn should_retry() -> impl Strategy<Value = Option<bool>> {
 
 fn message(gen: Gen) -> BoxedStrategy<Msg> {
     let base = (strategies::stop_reason(), text_index(gen), usage(gen));
+    let empty = if gen.stream {
+        prop_oneof![2 => Just(false), 1 => Just(true)].boxed()
+    } else {
+        Just(false).boxed()
+    };
     if gen.options {
-        (base, should_retry(), retry_after())
-            .prop_map(|((stop, text, usage), should_retry, retry_after)| Msg {
-                stop,
-                text,
-                usage,
-                should_retry,
-                retry_after,
-            })
+        (base, should_retry(), retry_after(), empty)
+            .prop_map(
+                |((stop, text, usage), should_retry, retry_after, empty)| Msg {
+                    stop,
+                    text,
+                    usage,
+                    should_retry,
+                    retry_after,
+                    empty,
+                },
+            )
             .boxed()
     } else {
         base.prop_map(|(stop, text, usage)| Msg {
@@ -186,6 +214,7 @@ fn message(gen: Gen) -> BoxedStrategy<Msg> {
             usage,
             should_retry: None,
             retry_after: None,
+            empty: false,
         })
         .boxed()
     }
@@ -358,7 +387,21 @@ fn settings_json(gen: Gen) -> BoxedStrategy<(String, Option<RetrySettings>)> {
 const EARLIER: usize = 4;
 const _: () = assert!(EARLIER <= RECENT_TIMERS);
 
-fn op(gen: Gen) -> impl Strategy<Value = Op> {
+fn op(gen: Gen) -> BoxedStrategy<Op> {
+    let base = base_op(gen);
+    if gen.stream {
+        prop_oneof![
+            6 => base,
+            1 => strategies::clock_ms().prop_map(Op::StreamStart),
+            3 => strategies::clock_ms().prop_map(Op::StreamEvent),
+        ]
+        .boxed()
+    } else {
+        base.boxed()
+    }
+}
+
+fn base_op(gen: Gen) -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (message(gen), prop_oneof![3 => Just(None), 1 => any::<u64>().prop_map(Some)])
             .prop_map(|(m, now)| Op::AgentEnd(m, now)),
@@ -405,12 +448,42 @@ fn option_scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<O
         })
 }
 
+/// A scenario with the stream of section 12: the settings of
+/// [`option_scenario`] with the stream's limits and `retryEmpty`, stream
+/// inputs whose clock jumps, stalls and goes backwards, empty answers.
+fn stream_scenario() -> impl Strategy<Value = (RetrySettings, HostOptions, Vec<Op>)> {
+    (
+        strategies::section_10_settings(),
+        strategies::stream_limit_ms(),
+        strategies::stream_limit_ms(),
+        prop_oneof![2 => Just(true), 1 => Just(false)],
+        strategies::host_options(),
+    )
+        .prop_flat_map(|(s, first, idle, retry_empty, h)| {
+            let s = s
+                .with_first_event_timeout_ms(first)
+                .with_idle_timeout_ms(idle)
+                .with_retry_empty(retry_empty);
+            (
+                Just(s),
+                Just(h.with_credential_store(h.credential_store)),
+                proptest::collection::vec(op(Gen::stream(h.context_window)), 1..160),
+            )
+        })
+}
+
 // ---------------------------------------------------------------------------
 // The driver
 // ---------------------------------------------------------------------------
 
 /// The host's timer table (the model keeps the usage-limit text itself).
 type Host = VectorHost<&'static str>;
+
+/// The machine's pending timer: the backoff's, or the stream's watch
+/// (spec §12.2), never both.
+fn pending(machine: &autoretry::Machine) -> Option<TimerId> {
+    machine.pending_timer().or(machine.pending_watch())
+}
 
 /// A vector ordinal as the model counts.
 fn ordinal(n: u64) -> usize {
@@ -448,6 +521,11 @@ fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
                 ms,
                 ordinal: ordinal(host.record_sleep(timer)),
             },
+            // The ordinals count `sleep` and `watch` together (spec §12.4).
+            Output::Watch { ms, timer } => Out::Watch {
+                ms,
+                ordinal: ordinal(host.record_sleep(timer)),
+            },
             Output::CancelTimer { timer } => Out::Cancel {
                 ordinal: host.ordinal(timer).map_or(0, ordinal),
             },
@@ -458,10 +536,10 @@ fn convert(out: &[Output<'_>], host: &mut Host) -> Vec<Out> {
             Output::CheckCompaction => Out::Check,
             Output::AbortAgent => Out::AbortAgent,
             Output::Settled => Out::Settled,
-            // The model covers sections 1–10, whose machines never ask for a
-            // model, continue a partial turn or watch a stream.
-            Output::ResumeAgent | Output::SwitchModel { .. } | Output::Watch { .. } => {
-                panic!("a section 11 or 12 output from sections 1-10: {o:?}")
+            // The model covers sections 1–10 and 12, whose machines never
+            // ask for a model or continue a partial turn.
+            Output::ResumeAgent | Output::SwitchModel { .. } => {
+                panic!("a section 11 output from sections 1-10 and 12: {o:?}")
             }
         })
         .collect()
@@ -492,6 +570,11 @@ struct Reached {
     /// Starts decided at an `agent_end` whose delay differs from
     /// `base × 2^(n−1)`.
     reshaped_delays: u32,
+    /// Stalls declared (spec §12.2 rule 4).
+    stalls: u32,
+    /// Starts decided as a stall, and as an empty answer (spec §12.3).
+    stall_starts: u32,
+    empty_starts: u32,
     /// Per step: the outputs (`None`: refused), and the settings in force
     /// before the step.
     steps: Vec<(Option<Vec<Out>>, RetrySettings)>,
@@ -532,7 +615,7 @@ fn run(
             ),
             Op::Fire(pick) => {
                 let (timer, ordinal) = match *pick {
-                    TimerPick::Pending => match mon.machine().pending_timer() {
+                    TimerPick::Pending => match pending(mon.machine()) {
                         Some(t) => (t, timers.ordinal(t).map_or(0, ordinal)),
                         None => (TimerId(u64::MAX), 0),
                     },
@@ -574,11 +657,24 @@ fn run(
                 conv(mon.step(Input::AbortRetry), &mut timers),
                 Some(model.cancel()),
             ),
-            Op::Abort => {
-                let mut out = model.cancel();
-                out.push(Out::AbortAgent);
-                (conv(mon.step(Input::Abort), &mut timers), Some(out))
-            }
+            Op::Abort => (
+                conv(mon.step(Input::Abort), &mut timers),
+                Some(model.abort()),
+            ),
+            Op::StreamStart(now_ms) => (
+                conv(
+                    mon.step(Input::StreamStart { now_ms: *now_ms }),
+                    &mut timers,
+                ),
+                model.stream_start(*now_ms),
+            ),
+            Op::StreamEvent(now_ms) => (
+                conv(
+                    mon.step(Input::StreamEvent { now_ms: *now_ms }),
+                    &mut timers,
+                ),
+                Some(model.stream_event(*now_ms)),
+            ),
             Op::SetAutoRetry(enabled) => {
                 model.set_auto_retry(*enabled);
                 (
@@ -634,6 +730,15 @@ fn run(
                 prop_assert_eq!(&got, &expected, "step {} {:?}", step, op);
                 for o in &got {
                     match o {
+                        Out::AbortAgent if matches!(op, Op::Fire(_)) => reached.stalls += 1,
+                        Out::Start { text, .. } if text.starts_with("Stream stalled: ") => {
+                            reached.starts += 1;
+                            reached.stall_starts += 1;
+                        }
+                        Out::Start { text, .. } if text == EMPTY_RESPONSE => {
+                            reached.starts += 1;
+                            reached.empty_starts += 1;
+                        }
                         Out::Start { attempt, delay, .. } => {
                             reached.starts += 1;
                             reached.max_attempt = reached.max_attempt.max(*attempt);
@@ -701,7 +806,7 @@ fn outputs_of(settings: RetrySettings, host: HostOptions, ops: &[Op]) -> Vec<Str
             Op::MessageEnd(m) => Input::MessageEnd {
                 message: m.message(),
             },
-            Op::Fire(_) => match mon.machine().pending_timer() {
+            Op::Fire(_) => match pending(mon.machine()) {
                 Some(timer) => Input::TimerFired { timer },
                 None => Input::TimerFired { timer: TimerId(0) },
             },
@@ -718,6 +823,8 @@ fn outputs_of(settings: RetrySettings, host: HostOptions, ops: &[Op]) -> Vec<Str
             Op::SetAutoRetry(enabled) => Input::SetAutoRetry { enabled: *enabled },
             Op::Settings(_, Some(s)) => Input::Settings(*s),
             Op::Settings(_, None) => continue,
+            Op::StreamStart(now_ms) => Input::StreamStart { now_ms: *now_ms },
+            Op::StreamEvent(now_ms) => Input::StreamEvent { now_ms: *now_ms },
         };
         seen.push(format!("{:?}", mon.step(input)));
     }
@@ -848,6 +955,18 @@ proptest! {
         }
     }
 
+    /// Section 12 beside section 10: the stream's limits and `retryEmpty`
+    /// (changed by settings inputs on the way), stream inputs whose clock
+    /// jumps, stalls and goes backwards, timers fired on time, late or
+    /// never, empty answers; the machine equals the model step by step
+    /// (every watch and its ordinal, the cancel of the stream's watch
+    /// first, the stall's `abort_agent`, the stalled or empty `agent_end`
+    /// decided as its text, refusals).
+    #[test]
+    fn stream_machine_follows_the_model((settings, host, ops) in stream_scenario()) {
+        run(settings, host, &ops, false)?;
+    }
+
     /// 10.6: the same seed and inputs give the same outputs, step by step,
     /// and the same machine at the end.
     #[test]
@@ -876,6 +995,7 @@ fn the_generator_reaches_deep_states() {
         let gen = Gen {
             window: host.context_window,
             options,
+            stream: false,
         };
         let settings = if options {
             RetrySettings::MODERN
@@ -937,6 +1057,42 @@ fn the_generator_reaches_deep_states() {
             assert_eq!((total.fail_fasts, total.reshaped_delays), (0, 0));
         }
     }
+}
+
+/// The stream generator reaches what section 12 is about: watches that
+/// fire into stalls, and `agent_end`s decided as a stall and as an empty
+/// answer.
+#[test]
+fn the_stream_generator_reaches_section_12() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut total = Reached::default();
+    for _ in 0..200 {
+        let (settings, host, ops) = stream_scenario()
+            .new_tree(&mut runner)
+            .expect("a tree")
+            .current();
+        let r = run(settings, host, &ops, false).expect("passes");
+        total.stalls += r.stalls;
+        total.stall_starts += r.stall_starts;
+        total.empty_starts += r.empty_starts;
+        total.starts += r.starts;
+    }
+    println!(
+        "stream: {} stalls, {} starts ({} as a stall, {} as an empty answer)",
+        total.stalls, total.starts, total.stall_starts, total.empty_starts
+    );
+    assert!(total.stalls > 50, "{} stalls", total.stalls);
+    assert!(
+        total.stall_starts > 10,
+        "{} stall starts",
+        total.stall_starts
+    );
+    assert!(
+        total.empty_starts > 10,
+        "{} empty starts",
+        total.empty_starts
+    );
 }
 
 /// The monitor accepts every step of every vector (sections 1–9 and the
