@@ -115,10 +115,40 @@ impl Machine {
         out
     }
 
-    /// Rule 2: a progress event at `now_ms`: a store, and a watch armed
-    /// only when none is pending.
-    #[inline(always)]
-    pub(crate) fn stream_event(&mut self, now_ms: u64) -> Option<Output<'static>> {
+    /// `stream_event` at the host's monotonic `now_ms` (spec §12.2 rule 2):
+    /// the host received an event of the answer that shows progress (never
+    /// a keep-alive ping). Exactly what [`Machine::handle`] does and gives
+    /// for [`Input::StreamEvent`], which is never refused: at most one
+    /// output, returned without the output buffer `handle` builds.
+    ///
+    /// With no watched stream it does nothing. Otherwise it stores the time
+    /// of the event; only when no watch timer is pending does it arm one
+    /// for the idle limit ([`Output::Watch`], when `idleTimeoutMs > 0`).
+    /// While the stream's watch is pending (the common case) the event is
+    /// that store and nothing else: the lazy lease, checked when the timer
+    /// fires.
+    ///
+    /// [`Input::StreamEvent`]: crate::Input::StreamEvent
+    ///
+    /// ```
+    /// use autoretry::{HostOptions, Input, Machine, Output, RetrySettings};
+    /// let settings = RetrySettings::DEFAULT.with_idle_timeout_ms(500);
+    /// let mut m = Machine::new(settings, HostOptions::DEFAULT);
+    /// assert_eq!(m.stream_event(10), None); // no stream watched: ignored
+    /// assert!(m.handle(Input::stream_start(0)).unwrap().is_empty()); // no first-event limit
+    /// // The first event arms the idle watch; the next ones only store their time.
+    /// let Some(Output::Watch { ms: 500, timer }) = m.stream_event(20) else { unreachable!() };
+    /// assert_eq!(m.stream_event(30), None);
+    /// assert_eq!(m.pending_watch(), Some(timer));
+    /// // The same as `handle` gives for the input.
+    /// let mut other = m.clone();
+    /// assert!(other.handle(Input::stream_event(40)).unwrap().is_empty());
+    /// assert_eq!(m.stream_event(40), None);
+    /// assert_eq!(m, other);
+    /// ```
+    #[inline]
+    #[must_use = "the host must carry out the output (a `watch` timer to start)"]
+    pub fn stream_event(&mut self, now_ms: u64) -> Option<Output<'static>> {
         let Stream::Watched {
             last_ms,
             has_last,

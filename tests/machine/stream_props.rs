@@ -273,6 +273,34 @@ proptest! {
 proptest! {
     #![proptest_config(proptest_config(REGRESSIONS))]
 
+    /// `Machine::stream_event` is `handle(Input::StreamEvent)`: on every
+    /// machine a kit scenario reaches (each of its steps in turn, the
+    /// watch pending or not, a stream watched, stalled or none, in a
+    /// backoff or a hand-off wait), at a clock reading of the kit's, the
+    /// method gives the one output `handle` gives (never refused) and
+    /// leaves the same machine.
+    #[test]
+    fn stream_event_is_handle_of_its_input(
+        scenario in strategies::scenario(),
+        clocks in proptest::collection::vec(strategies::clock_ms(), 1..16),
+    ) {
+        let mut m = Machine::new(scenario.settings, scenario.host);
+        let mut marked = "";
+        for (i, step) in scenario.steps.iter().enumerate() {
+            let now_ms = clocks[i % clocks.len()];
+            let mut by_handle = m.clone();
+            let handled = by_handle.handle(Input::stream_event(now_ms));
+            let mut by_method = m.clone();
+            let output = by_method.stream_event(now_ms);
+            prop_assert_eq!(handled.map(|out| out.to_vec()), Ok(output.into_iter().collect::<Vec<_>>()));
+            prop_assert_eq!(&by_method, &by_handle);
+            // On to the scenario's next machine.
+            let input = step.input(m.pending_timer().or(m.pending_watch()), marked);
+            let result = m.handle(input).map(|out| out.to_vec());
+            marked = step.marks(&result).unwrap_or(marked);
+        }
+    }
+
     /// Whatever the two limits, a stall is never declared before the
     /// silence reaches the limit in force, and never after the due time
     /// of the watch pending when it did.
