@@ -557,13 +557,19 @@ impl<S: Sleeper, I: AsInput> Driver<S, I> {
     /// ```
     pub fn stream_event(&mut self) -> Step<'static> {
         let now_ms = self.now_ms();
-        self.feed_stamped(Input::StreamEvent { now_ms })
+        let step = Step::stream_event(&mut self.machine, now_ms);
+        self.carried_out(step)
     }
 
     /// Feeds an input the driver made (a stream input it stamped) and
     /// carries out the timer outputs.
     fn feed_stamped(&mut self, input: Input<'static>) -> Step<'static> {
         let step = Step::of(&mut self.machine, input);
+        self.carried_out(step)
+    }
+
+    /// Carries out the timer outputs of a step the driver fed.
+    fn carried_out(&mut self, step: Step<'static>) -> Step<'static> {
         carry_out(&mut self.timer, &self.sleeper, &self.machine, &step);
         step
     }

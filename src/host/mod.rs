@@ -139,6 +139,31 @@ impl<'a> Step<'a> {
     }
 }
 
+impl Step<'static> {
+    /// `stream_event` at `now_ms` fed through [`Machine::stream_event`]
+    /// (what [`Step::of`] gives for [`Input::StreamEvent`], without the
+    /// dispatch of [`Machine::handle`]): the stream's hot path in every
+    /// host.
+    pub(crate) fn stream_event(machine: &mut Machine, now_ms: u64) -> Self {
+        Step {
+            input: Input::StreamEvent { now_ms },
+            outputs: Ok(stream_event(machine, now_ms)),
+            state: machine.state(),
+            budget_error: None,
+        }
+    }
+}
+
+/// The outputs of `stream_event` at `now_ms` ([`Machine::stream_event`]:
+/// never refused, at most one), as [`Machine::handle`] gives them.
+pub(crate) fn stream_event(machine: &mut Machine, now_ms: u64) -> Outputs<'static> {
+    let mut outputs = Outputs::new();
+    if let Some(output) = machine.stream_event(now_ms) {
+        crate::machine::push(&mut outputs, output);
+    }
+    outputs
+}
+
 /// `Step { input: .., outputs: [..] }`, or `refused: ..` for a refused
 /// input; then the budget store's failure, if any.
 #[cfg(feature = "defmt")]

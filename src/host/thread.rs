@@ -454,7 +454,8 @@ impl<C: Clock> ThreadDriver<C> {
     /// ping). While the stream's watch is pending it only stores the time.
     pub fn stream_event(&mut self) -> Step<'static> {
         let now_ms = clock_ms(self.clock.now());
-        self.handle(Input::StreamEvent { now_ms })
+        let step = Step::stream_event(&mut self.machine, now_ms);
+        self.after_step(step)
     }
 
     /// Fires the pending timer if its deadline is at or before `now` (on

@@ -253,8 +253,13 @@ impl<W: Write> Sidecar<W> {
     /// in order: `sleep` arms the timer (at `now` plus its wait),
     /// `cancel_timer` disarms it.
     fn handle<'a>(&mut self, input: Input<'a>, now: Duration) -> Result<Outputs<'a>, Refused> {
-        let outputs = match &mut self.budget {
-            Some(store) => {
+        let outputs = match (&mut self.budget, input) {
+            // Never refused, never a budget's (spec §12.2 rule 2): the
+            // machine's own entry point, a store while a watch is pending.
+            (_, Input::StreamEvent { now_ms }) => {
+                crate::host::stream_event(&mut self.machine, now_ms)
+            }
+            (Some(store), _) => {
                 let (outputs, store_error) =
                     budget_store::handle(&mut self.machine, input, &mut **store)?;
                 if let Some(error) = store_error {
@@ -264,7 +269,7 @@ impl<W: Write> Sidecar<W> {
                 }
                 outputs
             }
-            None => self.machine.handle(input)?,
+            (None, _) => self.machine.handle(input)?,
         };
         // The backoff or the stream's watch (spec §12.2): never both.
         let pending = self
