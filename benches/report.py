@@ -199,12 +199,14 @@ MACHINE = [
     ("agent_end_retryable_hint", "… with hints honoured, `retry-after: 7` in the text"),
     ("agent_end_retryable_modern", "… the modern profile (extended classifier, jitter, hints, cap, ceiling), same text"),
     ("default_chain", "a whole default chain: 4 × `agent_end` + 3 × `timer_fired`"),
-    ("stream_event", "`stream_event` with the stream's watch pending (stores its time)"),
+    ("stream_event", "`Machine::stream_event` with the stream's watch pending (stores its time)"),
+    ("stream_event_handle", "… the same input through `Machine::handle` (its output buffer)"),
     ("stream_event_thread", "… through `ThreadDriver::stream_event`, its clock read included"),
     ("stream_event_tokio", "… through the tokio driver's `stream_event`, its clock read included"),
 ]
 NON_CLASSIFYING = ["timer_fired", "timer_fired_stale", "abort_retry", "abort_retry_idle", "abort_idle", "settings",
-                   "set_auto_retry", "message_end_success", "agent_end_success", "stream_event"]
+                   "set_auto_retry", "message_end_success", "agent_end_success", "stream_event",
+                   "stream_event_handle"]
 base = median_ns("machine", "agent_end_retryable")
 say("### The machine: median time per input")
 say("")
@@ -237,7 +239,8 @@ if measured:
                   measured[slowest] <= 20])
 stream = median_ns("machine", "stream_event")
 if stream is not None:
-    goals.append(["≤ 5 ns for `stream_event` with the watch pending", fmt_time(stream), stream <= 5])
+    goals.append(["≤ 5 ns for `stream_event` with the watch pending (`Machine::stream_event`, same run as "
+                  "`timer_fired`)", fmt_time(stream), stream <= 5])
 goals.append(["zero heap allocations in the core", f"tests/no_alloc.rs: {no_alloc}", no_alloc == "passed"])
 goals.append(["`size_of::<Machine>()` ≤ 192 B", f"{sizes['Machine']} B", sizes["Machine"] <= 192])
 

@@ -24,7 +24,9 @@
 //!   timer_fired: three retries, then the chain gives up (7 inputs).
 //! - The stream (spec §12.2), each against `timer_fired`:
 //!   `machine/stream_event` (a progress event while the stream's watch is
-//!   pending: the lazy lease stores its time, nothing else),
+//!   pending, through `Machine::stream_event`: the lazy lease stores its
+//!   time, nothing else), `machine/stream_event_handle` (the same input
+//!   through `Machine::handle`, its output buffer built and returned),
 //!   `machine/stream_event_thread` and `machine/stream_event_tokio` (the
 //!   same through `ThreadDriver::stream_event` and the tokio driver's
 //!   `Driver::stream_event`, each stamped by its clock: the clock read
@@ -225,6 +227,14 @@ fn machine_benches(c: &mut Criterion) {
     // The stream: the watch pending stays pending (300 s), so every event
     // only stores its time; the clock moves on by a millisecond each time.
     g.bench_function("stream_event", |b| {
+        let mut m = watching(0);
+        let mut now = 0u64;
+        b.iter(|| {
+            now += 1;
+            m.stream_event(black_box(now))
+        })
+    });
+    g.bench_function("stream_event_handle", |b| {
         let mut m = watching(0);
         let mut now = 0u64;
         b.iter(|| {
