@@ -21,8 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 case "${1:-default}" in
-    default) features= name=autoretry ;;
-    rules) features=rules name=autoretry-rules ;;
+    default) features=extended name=autoretry ;;
+    rules) features=rules,extended name=autoretry-rules ;;
     *)
         echo "usage: ffi/wasm/build.sh [default|rules]" >&2
         exit 2
