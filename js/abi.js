@@ -134,6 +134,13 @@ export class Abi {
     this.outLen = x.autoretry_out_buffer_len();
     /** Whether the module loads rules blobs (`autoretry-rules.wasm`, feature `rules`). */
     this.hasRules = typeof x.autoretry_rules_load === "function";
+    /**
+     * Whether the module has the extended classifier and so the modern
+     * profile (`autoretry-extended.wasm`, `autoretry-rules.wasm`; feature
+     * `extended`): a module without them refuses the modern profile's
+     * defaults with ERR_SETTINGS.
+     */
+    this.hasExtended = x.autoretry_settings_defaults(PROFILE_MODERN, this.outPtr) === 0;
   }
 
   /** The module's memory (grown by `memory.grow` for rules blobs). */

@@ -115,10 +115,20 @@ export class AutoretryModule {
   readonly maxText: number;
   /** Whether its machines can load rules (`autoretry-rules.wasm`). */
   readonly hasRules: boolean;
+  /**
+   * Whether it has the extended classifier and so the modern profile
+   * (`autoretry-extended.wasm`, `autoretry-rules.wasm`); the default
+   * `autoretry.wasm` has the classic classifier only, and settings that
+   * ask for either throw ERR_SETTINGS there.
+   */
+  readonly hasExtended: boolean;
 }
 
-/** The module that loads your own rules, `autoretry-rules.wasm` next to the wrapper. */
+/** The module that loads your own rules, `autoretry-rules.wasm` next to the wrapper (the extended classifier too). */
 export const RULES_WASM_URL: URL;
+
+/** The module with the extended classifier and the modern profile, `autoretry-extended.wasm` next to the wrapper. */
+export const EXTENDED_WASM_URL: URL;
 
 /**
  * Instantiates the module from bytes, a `WebAssembly.Module`, a `Response`

@@ -223,6 +223,31 @@ export class AutoretryModule {
   get hasRules() {
     return this.abi.hasRules;
   }
+
+  /**
+   * Whether this module has the extended classifier, and so the modern
+   * profile, whose classifier it is (`autoretry-extended.wasm` and
+   * `autoretry-rules.wasm`; the default `autoretry.wasm` has the classic
+   * classifier only).
+   */
+  get hasExtended() {
+    return this.abi.hasExtended;
+  }
+}
+
+/**
+ * The URL of the module with the extended classifier (and so the modern
+ * profile), `autoretry-extended.wasm` next to this file:
+ * `load(EXTENDED_WASM_URL)`.
+ */
+export const EXTENDED_WASM_URL = new URL("./autoretry-extended.wasm", import.meta.url);
+
+// Settings that need the extended classifier, on a module without it: a
+// clear ERR_SETTINGS rather than the module's bare refusal.
+function checkExtended(module, s) {
+  if (module.hasExtended || (s.profile !== "modern" && s.classifier !== "extended")) return;
+  const what = s.profile === "modern" ? 'retry.profile "modern" (its classifier is the extended one)' : 'retry.classifier "extended"';
+  throw new AutoretryError(ERR_SETTINGS, `${what}: this module (autoretry.wasm) has the classic classifier only: load autoretry-extended.wasm (EXTENDED_WASM_URL) or autoretry-rules.wasm (RULES_WASM_URL)`);
 }
 
 /**
@@ -243,8 +268,8 @@ const RULES_REFUSALS = {
 // repository the .wasm files are built, not committed).
 function buildHint(url) {
   const name = url.pathname.split("/").pop();
-  if (name !== "autoretry.wasm" && name !== "autoretry-rules.wasm") return "";
-  return ": build it with `sh js/build.sh` in the repository (it needs the Rust toolchain, rustup), which writes js/autoretry.wasm and js/autoretry-rules.wasm, or pass load() the module's bytes or URL";
+  if (name !== "autoretry.wasm" && name !== "autoretry-extended.wasm" && name !== "autoretry-rules.wasm") return "";
+  return ": build it with `sh js/build.sh` in the repository (it needs the Rust toolchain, rustup), which writes js/autoretry.wasm, js/autoretry-extended.wasm and js/autoretry-rules.wasm, or pass load() the module's bytes or URL";
 }
 
 /**
@@ -316,6 +341,7 @@ export class Machine {
     const { settings = {}, host = {}, clock = monotonicMs } = options;
     if (typeof clock !== "function") throw new AutoretryError(ERR_ARG, `options.clock: expected a function returning milliseconds, found ${describe(clock)}`);
     const s = decodeSettings(settings);
+    checkExtended(module, s);
     const h = decodeHost(host);
     const handle = module.abi.create(s, h);
     if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every slot of the module's pool is in use or retired: free() a machine first (each slot serves 2^23 machines, then is retired: once all are, load() the module again)");
@@ -402,6 +428,7 @@ export class Machine {
         break;
       case "settings":
         fields = { type, settings: decodeSettings(input.settings) };
+        checkExtended(this.#module, fields.settings);
         break;
       case "stream_start":
       case "stream_event":

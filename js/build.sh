@@ -1,11 +1,12 @@
 #!/usr/bin/env sh
-# Builds the two WebAssembly modules (the C ABI, package `autoretry-ffi`, for
-# wasm32-unknown-unknown) and copies them next to the wrapper:
-# `autoretry.wasm` and `autoretry-rules.wasm` (feature `rules` too:
-# `Machine.loadRules`). Needs the Rust toolchain (rustup).
+# Builds the three WebAssembly modules (the C ABI, package `autoretry-ffi`,
+# for wasm32-unknown-unknown) and copies them next to the wrapper:
+# `autoretry.wasm` (the classic classifier), `autoretry-extended.wasm` (the
+# extended classifier and the modern profile too) and `autoretry-rules.wasm`
+# (both, and `Machine.loadRules`). Needs the Rust toolchain (rustup).
 set -eu
 cd "$(dirname "$0")"
-for flavour in default rules; do
+for flavour in default extended rules; do
     # The path is the repository root's, or absolute (CARGO_TARGET_DIR).
     wasm=$(../ffi/wasm/build.sh "$flavour")
     case "$wasm" in

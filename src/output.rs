@@ -79,25 +79,35 @@ impl<'a> ErrorText<'a> {
     /// assert_eq!(ErrorText::Stalled { silence_ms: 1 }.write_into(&mut [0; 8]), None);
     /// ```
     pub fn write_into<'b>(&self, buf: &'b mut [u8]) -> Option<&'b str> {
-        /// Fills a slice from its start.
-        struct Fill<'s> {
-            buf: &'s mut [u8],
-            len: usize,
+        let mut len: usize = 0;
+        let filled = self.write_pieces(&mut |piece| {
+            let Some(end) = len.checked_add(piece.len()) else {
+                return false;
+            };
+            let Some(slot) = buf.get_mut(len..end) else {
+                return false;
+            };
+            slot.copy_from_slice(piece.as_bytes());
+            len = end;
+            true
+        });
+        if !filled {
+            return None;
         }
-        impl fmt::Write for Fill<'_> {
-            fn write_str(&mut self, piece: &str) -> fmt::Result {
-                let end = self.len.checked_add(piece.len()).ok_or(fmt::Error)?;
-                let slot = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-                slot.copy_from_slice(piece.as_bytes());
-                self.len = end;
-                Ok(())
-            }
-        }
-        let mut fill = Fill { buf, len: 0 };
-        fmt::write(&mut fill, format_args!("{self}")).ok()?;
-        let Fill { buf, len } = fill;
         // Whole `str` pieces were copied, so the bytes are UTF-8.
         core::str::from_utf8(buf.get(..len)?).ok()
+    }
+
+    /// Hands the written text to `put` piece by piece, without `core::fmt`
+    /// (so a module that writes texts links no formatting machinery);
+    /// `false` as soon as `put` returns `false`.
+    fn write_pieces(&self, put: &mut dyn FnMut(&str) -> bool) -> bool {
+        match *self {
+            ErrorText::Text(text) => put(text),
+            ErrorText::Stalled { silence_ms } => {
+                put(STALLED_PREFIX) && put_decimal(put, silence_ms) && put("ms")
+            }
+        }
     }
 }
 
@@ -114,6 +124,50 @@ const fn decimal_len(mut n: u64) -> usize {
     len
 }
 
+/// Hands `n` in decimal to `put`, without `core::fmt`.
+fn put_decimal(put: &mut dyn FnMut(&str) -> bool, mut n: u64) -> bool {
+    // u64::MAX has 20 digits.
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(digit) = digits.get_mut(start) {
+            // `n % 10` is below 10, so the cast keeps it.
+            *digit = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    // ASCII digits are UTF-8.
+    put(core::str::from_utf8(digits.get(start..).unwrap_or_default()).unwrap_or_default())
+}
+
+/// `Display` through a written text's pieces.
+fn display_pieces(
+    f: &mut fmt::Formatter<'_>,
+    write_pieces: impl FnOnce(&mut dyn FnMut(&str) -> bool) -> bool,
+) -> fmt::Result {
+    if write_pieces(&mut |piece| f.write_str(piece).is_ok()) {
+        Ok(())
+    } else {
+        Err(fmt::Error)
+    }
+}
+
+/// Whether the written pieces are exactly `other`, without allocating.
+fn pieces_eq(write_pieces: impl FnOnce(&mut dyn FnMut(&str) -> bool) -> bool, other: &str) -> bool {
+    let mut rest = other;
+    write_pieces(&mut |piece| match rest.strip_prefix(piece) {
+        Some(after) => {
+            rest = after;
+            true
+        }
+        None => false,
+    }) && rest.is_empty()
+}
+
 impl<'a> From<&'a str> for ErrorText<'a> {
     /// [`ErrorText::Text`].
     fn from(text: &'a str) -> Self {
@@ -123,10 +177,7 @@ impl<'a> From<&'a str> for ErrorText<'a> {
 
 impl fmt::Display for ErrorText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            ErrorText::Text(text) => f.write_str(text),
-            ErrorText::Stalled { silence_ms } => write!(f, "{STALLED_PREFIX}{silence_ms}ms"),
-        }
+        display_pieces(f, |put| self.write_pieces(put))
     }
 }
 
@@ -137,7 +188,9 @@ impl fmt::Debug for ErrorText<'_> {
         match *self {
             ErrorText::Text(text) => fmt::Debug::fmt(text, f),
             // The sentence holds nothing that `Debug` escapes.
-            ErrorText::Stalled { silence_ms } => write!(f, "\"{STALLED_PREFIX}{silence_ms}ms\""),
+            ErrorText::Stalled { .. } => {
+                display_pieces(f, |put| put("\"") && self.write_pieces(put) && put("\""))
+            }
         }
     }
 }
@@ -145,7 +198,7 @@ impl fmt::Debug for ErrorText<'_> {
 /// Compares the written text, without allocating.
 impl PartialEq<str> for ErrorText<'_> {
     fn eq(&self, other: &str) -> bool {
-        written_eq(format_args!("{self}"), other)
+        pieces_eq(|put| self.write_pieces(put), other)
     }
 }
 
@@ -154,27 +207,6 @@ impl PartialEq<&str> for ErrorText<'_> {
     fn eq(&self, other: &&str) -> bool {
         *self == **other
     }
-}
-
-/// Whether `args` writes exactly `other`, without allocating.
-fn written_eq(args: fmt::Arguments<'_>, other: &str) -> bool {
-    /// Consumes `rest` while the written pieces match its start.
-    struct Prefix<'t> {
-        rest: &'t str,
-    }
-    impl fmt::Write for Prefix<'_> {
-        fn write_str(&mut self, piece: &str) -> fmt::Result {
-            match self.rest.strip_prefix(piece) {
-                Some(rest) => {
-                    self.rest = rest;
-                    Ok(())
-                }
-                None => Err(fmt::Error),
-            }
-        }
-    }
-    let mut prefix = Prefix { rest: other };
-    fmt::write(&mut prefix, args).is_ok() && prefix.rest.is_empty()
 }
 
 /// Names one timer: a backoff ([`Output::Sleep`]) or a stall watch
@@ -315,43 +347,57 @@ impl<'a> From<&'a str> for FinalError<'a> {
     }
 }
 
-impl fmt::Display for FinalError<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl FinalError<'_> {
+    /// Hands the written text to `put` piece by piece, without `core::fmt`;
+    /// `false` as soon as `put` returns `false`.
+    fn write_pieces(&self, put: &mut dyn FnMut(&str) -> bool) -> bool {
         match *self {
-            FinalError::Text(text) => f.write_str(text),
+            FinalError::Text(text) => put(text),
             FinalError::Stalled { silence_ms } => {
-                fmt::Display::fmt(&ErrorText::Stalled { silence_ms }, f)
+                ErrorText::Stalled { silence_ms }.write_pieces(put)
             }
             FinalError::WaitTooLong {
                 requested_ms,
                 max_delay_ms,
                 error,
-            } => write!(
-                f,
-                "Provider requested {requested_ms}ms wait, exceeds retry.maxDelayMs \
-                 ({max_delay_ms}ms). Original error: {error}"
-            ),
-            FinalError::Throttled { error } => write!(
-                f,
-                "Retry throttled by the shared retry budget. Original error: {error}"
-            ),
+            } => {
+                put("Provider requested ")
+                    && put_decimal(put, requested_ms)
+                    && put("ms wait, exceeds retry.maxDelayMs (")
+                    && put_decimal(put, max_delay_ms)
+                    && put("ms). Original error: ")
+                    && error.write_pieces(put)
+            }
+            FinalError::Throttled { error } => {
+                put("Retry throttled by the shared retry budget. Original error: ")
+                    && error.write_pieces(put)
+            }
             FinalError::TotalWait {
                 total_ms,
                 max_total_delay_ms,
                 error,
-            } => write!(
-                f,
-                "Retry waits would total {total_ms}ms, exceeds retry.maxTotalDelayMs \
-                 ({max_total_delay_ms}ms). Original error: {error}"
-            ),
+            } => {
+                put("Retry waits would total ")
+                    && put_decimal(put, total_ms)
+                    && put("ms, exceeds retry.maxTotalDelayMs (")
+                    && put_decimal(put, max_total_delay_ms)
+                    && put("ms). Original error: ")
+                    && error.write_pieces(put)
+            }
         }
+    }
+}
+
+impl fmt::Display for FinalError<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        display_pieces(f, |put| self.write_pieces(put))
     }
 }
 
 /// Compares the written text, without allocating.
 impl PartialEq<str> for FinalError<'_> {
     fn eq(&self, other: &str) -> bool {
-        written_eq(format_args!("{self}"), other)
+        pieces_eq(|put| self.write_pieces(put), other)
     }
 }
 

@@ -81,13 +81,17 @@
 // `retry.profile` `"classic"`.
 #define AUTORETRY_PROFILE_CLASSIC 0
 
-// `retry.profile` `"modern"`.
+// `retry.profile` `"modern"` (its classifier is the extended one: a build
+// without feature `extended`, such as the default WebAssembly module,
+// refuses it with [`ERR_SETTINGS`]).
 #define AUTORETRY_PROFILE_MODERN 1
 
 // `retry.classifier` `"classic"`: the patterns of spec §3.
 #define AUTORETRY_CLASSIFIER_CLASSIC 0
 
-// `retry.classifier` `"extended"`: the patterns of spec §10.5.
+// `retry.classifier` `"extended"`: the patterns of spec §10.5 (a build
+// without feature `extended`, such as the default WebAssembly module,
+// refuses it with [`ERR_SETTINGS`]).
 #define AUTORETRY_CLASSIFIER_EXTENDED 1
 
 // `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,

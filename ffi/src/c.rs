@@ -10,9 +10,11 @@
 
 use super::call::{self, Answer, Fields, Sink};
 use super::codes::{
-    CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, ERR_ARG, ERR_SETTINGS, PROFILE_CLASSIC,
-    PROFILE_MODERN, SHOULD_RETRY_ABSENT, SHOULD_RETRY_NO, SHOULD_RETRY_YES,
+    CLASSIFIER_CLASSIC, ERR_ARG, ERR_SETTINGS, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT,
+    SHOULD_RETRY_NO, SHOULD_RETRY_YES,
 };
+#[cfg(feature = "extended")]
+use super::codes::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use super::pool;
 use super::structs::{
     AutoretryHeader, AutoretryHeaderHints, AutoretryInput, AutoretryOutput, AutoretrySettings,
@@ -364,7 +366,9 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
 ) -> i32 {
     let settings = match profile {
         PROFILE_CLASSIC => RetrySettings::CLASSIC,
+        #[cfg(feature = "extended")]
         PROFILE_MODERN => RetrySettings::MODERN,
+        // No modern profile without feature `extended` (see `retry_settings`).
         _ => return ERR_SETTINGS,
     };
     // SAFETY: the caller's contract.
@@ -373,6 +377,7 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
         Err(code) => return code,
     };
     let classifier = match settings.classifier {
+        #[cfg(feature = "extended")]
         autoretry::classify::Classifier::Extended => CLASSIFIER_EXTENDED,
         _ => CLASSIFIER_CLASSIC,
     };

@@ -9,11 +9,13 @@
 #![allow(unsafe_code)]
 
 use super::codes::{
-    CLASSIFIER_CLASSIC, CLASSIFIER_EXTENDED, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED,
-    ERR_SETTINGS, ERR_UTF8, PARTIAL_NONE, PARTIAL_TEXT, PARTIAL_TOOLS, PROFILE_CLASSIC,
-    PROFILE_MODERN, SHOULD_RETRY_ABSENT, SHOULD_RETRY_NO, SHOULD_RETRY_YES, STOP_ABORTED,
-    STOP_ERROR, STOP_LENGTH, STOP_STOP, STOP_TOOL_USE,
+    CLASSIFIER_CLASSIC, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_UTF8,
+    PARTIAL_NONE, PARTIAL_TEXT, PARTIAL_TOOLS, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT,
+    SHOULD_RETRY_NO, SHOULD_RETRY_YES, STOP_ABORTED, STOP_ERROR, STOP_LENGTH, STOP_STOP,
+    STOP_TOOL_USE,
 };
+#[cfg(feature = "extended")]
+use super::codes::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use super::out;
 use super::pool::{self, with_slots, Slot, Slots, Texts};
 use super::refusal;
@@ -49,11 +51,15 @@ pub(super) fn retry_settings(
 ) -> Result<RetrySettings, i32> {
     let profile = match profile {
         PROFILE_CLASSIC => Profile::Classic,
+        #[cfg(feature = "extended")]
         PROFILE_MODERN => Profile::Modern,
+        // Without feature `extended` (the default WebAssembly module) there
+        // is no modern profile: its classifier is the extended one.
         _ => return Err(ERR_SETTINGS),
     };
     let classifier = match classifier {
         CLASSIFIER_CLASSIC => Classifier::Classic,
+        #[cfg(feature = "extended")]
         CLASSIFIER_EXTENDED => Classifier::Extended,
         _ => return Err(ERR_SETTINGS),
     };

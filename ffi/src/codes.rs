@@ -58,11 +58,15 @@ pub const ERR_BUFFER: i32 = -9;
 
 /// `retry.profile` `"classic"`.
 pub const PROFILE_CLASSIC: u32 = 0;
-/// `retry.profile` `"modern"`.
+/// `retry.profile` `"modern"` (its classifier is the extended one: a build
+/// without feature `extended`, such as the default WebAssembly module,
+/// refuses it with [`ERR_SETTINGS`]).
 pub const PROFILE_MODERN: u32 = 1;
 /// `retry.classifier` `"classic"`: the patterns of spec §3.
 pub const CLASSIFIER_CLASSIC: u32 = 0;
-/// `retry.classifier` `"extended"`: the patterns of spec §10.5.
+/// `retry.classifier` `"extended"`: the patterns of spec §10.5 (a build
+/// without feature `extended`, such as the default WebAssembly module,
+/// refuses it with [`ERR_SETTINGS`]).
 pub const CLASSIFIER_EXTENDED: u32 = 1;
 
 /// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,

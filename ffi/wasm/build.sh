@@ -5,13 +5,18 @@
 # cargo's target directory (`target/`, or `CARGO_TARGET_DIR` when set),
 # relative to the repository's root when it lies inside it.
 #
-#     ffi/wasm/build.sh          # target/wasm/autoretry.wasm
-#     ffi/wasm/build.sh rules    # target/wasm/autoretry-rules.wasm: feature rules too
+#     ffi/wasm/build.sh            # target/wasm/autoretry.wasm
+#     ffi/wasm/build.sh extended   # target/wasm/autoretry-extended.wasm: feature extended too
+#     ffi/wasm/build.sh rules      # target/wasm/autoretry-rules.wasm: features rules and extended
 #
-# The default module keeps within its 64 KiB goal; the `rules` one adds the
-# loader of compiled rules blobs (`autoretry_rules_load`, regex-automata's
-# validation and search), about 21 KB more, so it is a module of its own.
-# Neither has the package's default `prefilter` (it needs std).
+# The default module keeps within its 64 KiB goal with the classic
+# classifier alone: it refuses the extended classifier and the modern
+# profile, whose classifier it is (`AUTORETRY_ERR_SETTINGS`). The
+# `extended` one adds them (their tables and scan, about 14 KB); the
+# `rules` one adds, besides, the loader of compiled rules blobs
+# (`autoretry_rules_load`, regex-automata's validation and search), about
+# 24 KB more. docs/size.md gives each module's size. None has the
+# package's default `prefilter` (it needs std).
 #
 # Then binaryen's `wasm-opt -Oz` (npm package `binaryen`, pinned, installed
 # into target/ on first use) shrinks the module by about a sixth; the
@@ -22,9 +27,10 @@ cd "$(dirname "$0")/../.."
 
 case "${1:-default}" in
     default) features= name=autoretry ;;
-    rules) features=rules name=autoretry-rules ;;
+    extended) features=extended name=autoretry-extended ;;
+    rules) features=rules,extended name=autoretry-rules ;;
     *)
-        echo "usage: ffi/wasm/build.sh [default|rules]" >&2
+        echo "usage: ffi/wasm/build.sh [default|extended|rules]" >&2
         exit 2
         ;;
 esac

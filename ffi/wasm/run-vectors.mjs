@@ -19,6 +19,12 @@
 // retry budget (`autoretry_budget_new`), whose tokens are checked after
 // every step.
 //
+// A module without feature `extended` (the default `autoretry.wasm`) has
+// the classic classifier only: a scenario whose settings ask for the
+// extended classifier or the modern profile must be refused there with
+// ERR_SETTINGS (its machine not created, or the settings input refused with
+// the state unchanged), and the rest of that scenario is not run.
+//
 // Exits 0 only when every step's outputs, state and refusal match, and every
 // emitted event has the spec's key order. Before the vectors
 // it checks that the module refuses out-of-range settings and codes and
@@ -342,7 +348,7 @@ class Host {
       if (host.seed !== 0n) throw new Error("host.seed needs --api ex");
       this.handle = this.x.autoretry_new(...oldSettingsArgs(settings), host.contextWindow, store);
     }
-    if (this.handle < 0) throw new Error(`creating the machine failed: ${this.handle}`);
+    if (this.handle < 0) throw Object.assign(new Error(`creating the machine failed: ${this.handle}`), { code: this.handle });
     this.timers = []; // timers[n - 1] is the module's id of ordinal n
   }
 
@@ -597,6 +603,15 @@ const instance = await WebAssembly.instantiate(module, {});
 const host = new Host(instance, api);
 
 const failures = checkRefusals(host.x, [host.outPtr, host.outLen]).map((p) => `refusals: ${p}`);
+// Whether the module has the extended classifier (feature `extended`): only
+// then does it give the modern profile's defaults.
+const hasExtended = host.x.autoretry_settings_defaults(1, host.outPtr) === 0;
+const asksExtended = (group) => {
+  const s = decodeSettings(group ?? {});
+  return typeof s !== "string" && (s.profile === "modern" || s.classifier === "extended");
+};
+let classicOnly = 0;
+let skipping = false;
 let scenarios = 0;
 let scenariosPassed = 0;
 let steps = 0;
@@ -618,10 +633,45 @@ for (const file of vectorFiles) {
       scenarios++;
       scenario = obj.scenario;
       scenarioOk = true;
+      skipping = false;
+      if (!hasExtended && asksExtended(obj.settings)) {
+        let code = 0;
+        try {
+          host.start(obj);
+        } catch (e) {
+          if (e.code === undefined) throw e;
+          code = e.code;
+        }
+        if (code !== ERR_SETTINGS) {
+          scenarioOk = false;
+          failures.push(`${where} (${scenario}): a module without the extended classifier created the machine (${code}), want ERR_SETTINGS`);
+        }
+        classicOnly++;
+        skipping = true;
+        return;
+      }
       host.start(obj);
       return;
     }
     if (scenario === null) throw new Error(`${where}: a step before any scenario line`);
+    if (skipping) return;
+    if (!hasExtended && obj.in.type === "settings" && asksExtended(obj.in.settings)) {
+      const before = host.state();
+      let code = 0;
+      try {
+        host.feed(obj.in);
+      } catch (e) {
+        code = /error (-\d+) for settings$/.exec(e.message)?.[1];
+        if (code === undefined) throw e;
+      }
+      if (Number(code) !== ERR_SETTINGS || !equal(host.state(), before)) {
+        scenarioOk = false;
+        failures.push(`${where} (${scenario}): a module without the extended classifier answered ${code} to these settings, want ERR_SETTINGS and the state unchanged`);
+      }
+      classicOnly++;
+      skipping = true;
+      return;
+    }
     steps++;
     const got = host.feed(obj.in);
     const state = host.state();
@@ -652,5 +702,6 @@ for (const file of vectorFiles) {
 }
 
 for (const f of failures) console.error(`FAIL ${f}`);
-console.log(`autoretry on wasm32 (--api ${api}): ${scenariosPassed}/${scenarios} scenarios, ${stepsPassed}/${steps} steps passed (${vectorFiles.length} files)`);
+const refusedNote = hasExtended ? "" : `, ${classicOnly} of them refused as the module has the classic classifier only`;
+console.log(`autoretry on wasm32 (--api ${api}): ${scenariosPassed}/${scenarios} scenarios${refusedNote}, ${stepsPassed}/${steps} steps passed (${vectorFiles.length} files)`);
 process.exit(failures.length === 0 && steps > 0 ? 0 : 1);

@@ -3,7 +3,8 @@
 // ../autoretry.js), from the repository's root, so that what they show
 // works as shown.
 //
-// The modules: js/autoretry.wasm and js/autoretry-rules.wasm (`sh js/build.sh`).
+// The modules: js/autoretry.wasm, js/autoretry-extended.wasm and
+// js/autoretry-rules.wasm (`sh js/build.sh`).
 
 import { after, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,6 +1,6 @@
 // The types in use: CI compiles this file with `tsc --noEmit --strict`
 // (it is not run). A mistake in autoretry.d.ts, or in this use of it, fails.
-import { AutoretryError, Budget, ERR_BUDGET, ERR_REFUSED, ERR_RULES_LENGTH, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
+import { AutoretryError, Budget, ERR_BUDGET, ERR_REFUSED, ERR_RULES_LENGTH, EXTENDED_WASM_URL, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
 import type { Event, Input, Output, RetryState } from "../autoretry.js";
 
 const machine = new Machine(await load(), { settings: { profile: "modern", baseDelayMs: 2000, maxRetries: 3n }, host: { seed: 42n } });
@@ -26,6 +26,11 @@ const state: RetryState = machine.state();
 const pending: number | bigint | null = machine.pendingTimer();
 console.log(state.retryAttempt, pending, STOP_ERROR, stringifyJson(parseJson("[1]")));
 machine.free();
+
+// The modern profile: the module with the extended classifier.
+const extended = await load(EXTENDED_WASM_URL);
+const hasExtended: boolean = extended.hasExtended;
+if (hasExtended) new Machine(extended, { settings: { profile: "modern" } }).free();
 
 // Your own rules: the other module.
 const withRules = await load(RULES_WASM_URL);

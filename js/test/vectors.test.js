@@ -7,16 +7,19 @@
 // `nowMs`, and through `streamStart()`/`streamEvent()` with a clock that
 // reads each step's `nowMs`.
 //
-// The modules: $AUTORETRY_WASM, else both js/autoretry.wasm and
-// js/autoretry-rules.wasm (`sh js/build.sh`), the latter with no rules
-// loaded: it must behave as the former.
+// The modules: $AUTORETRY_WASM, else js/autoretry.wasm,
+// js/autoretry-extended.wasm and js/autoretry-rules.wasm (`sh js/build.sh`),
+// the last with no rules loaded: it must behave as the others. The default
+// module has the classic classifier only: a scenario whose settings ask for
+// the extended classifier or the modern profile is refused there, with
+// ERR_SETTINGS naming autoretry-extended.wasm, and the machine unchanged.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { AutoretryError, Budget, ERR_ARG, ERR_REFUSED, ERR_SETTINGS, Machine, load, parseJson } from "../autoretry.js";
 
-const wasms = process.env.AUTORETRY_WASM ? [process.env.AUTORETRY_WASM] : ["autoretry.wasm", "autoretry-rules.wasm"].map((f) => new URL(`../${f}`, import.meta.url).pathname);
+const wasms = process.env.AUTORETRY_WASM ? [process.env.AUTORETRY_WASM] : ["autoretry.wasm", "autoretry-extended.wasm", "autoretry-rules.wasm"].map((f) => new URL(`../${f}`, import.meta.url).pathname);
 for (const wasm of wasms) {
   if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
 }
@@ -53,11 +56,21 @@ function clockable(input) {
   return Number.isSafeInteger(t) && t >= 0 ? BigInt(t) : undefined;
 }
 
+// Whether a settings group asks for the extended classifier (the modern
+// profile's is the extended one).
+const asksExtended = (settings) => settings?.profile === "modern" || settings?.classifier === "extended";
+
+// The refusal of a module without the extended classifier.
+function refusedAsClassicOnly(f, where) {
+  assert.throws(f, (e) => e instanceof AutoretryError && e.code === ERR_SETTINGS && /autoretry-extended\.wasm/.test(e.message), where);
+}
+
 for (const wasm of wasms) {
   const name = wasm.split("/").at(-1);
   const module = await load(readFileSync(wasm));
   let stepsRun = 0;
   let clockSteps = 0;
+  let classicOnlyRefusals = 0;
 
   const runs = files.flatMap((file) => [{ file, clock: false }, ...(file.pathname.includes("/stream/") ? [{ file, clock: true }] : [])]);
   for (const { file, clock } of runs) {
@@ -65,6 +78,11 @@ for (const wasm of wasms) {
       test(`${name} ${where} ${header.scenario}${clock ? " (clock)" : ""}`, () => {
         let now = 0n;
         const options = { settings: header.settings, host: header.host };
+        if (!module.hasExtended && asksExtended(header.settings)) {
+          refusedAsClassicOnly(() => new Machine(module, options), where);
+          classicOnlyRefusals++;
+          return;
+        }
         const machine = new Machine(module, clock ? { ...options, clock: () => now } : options);
         const budget = header.budget === undefined ? undefined : new Budget(module, header.budget);
         try {
@@ -75,6 +93,13 @@ for (const wasm of wasms) {
               // An ordinal never produced is fed as an id never issued.
               const id = ids[Number(input.timer) - 1] ?? 0xffffffffffffffffn;
               input = { ...input, timer: id };
+            }
+            if (!module.hasExtended && input.type === "settings" && asksExtended(input.settings)) {
+              const before = machine.state();
+              refusedAsClassicOnly(() => machine.handle(input, budget), step.where);
+              assert.deepEqual(machine.state(), before, `${step.where}: state`);
+              classicOnlyRefusals++;
+              break;
             }
             let out = [];
             let refused = false;
@@ -122,5 +147,8 @@ for (const wasm of wasms) {
     assert.ok(files.length >= 73, `${files.length} vector files`);
     assert.ok(stepsRun >= 200, `${stepsRun} steps`);
     assert.ok(clockSteps >= 25, `${clockSteps} stream steps through the clock methods`);
+    // The scenarios of the modern profile and the extended classifier.
+    if (module.hasExtended) assert.equal(classicOnlyRefusals, 0);
+    else assert.ok(classicOnlyRefusals >= 9, `${classicOnlyRefusals} scenarios refused by the classic-only module`);
   });
 }

@@ -352,3 +352,31 @@ test("model_switched passes back the decision's text; a bad partial is refused",
     assert.equal(out[0].event.finalError, "529 overloaded_error");
   });
 });
+
+test("autoretry.wasm has the classic classifier alone and says which module has the extended one; autoretry-extended.wasm has it", async () => {
+  const classic = await load(new URL("../autoretry.wasm", import.meta.url));
+  const extended = await load(autoretry.EXTENDED_WASM_URL);
+  assert.equal(classic.hasExtended, false);
+  assert.equal(extended.hasExtended, true);
+  const asks = [{ profile: "modern" }, { classifier: "extended" }, { profile: "modern", classifier: "classic" }, { profile: "classic", classifier: "extended" }];
+  for (const settings of asks) {
+    const e = thrown(() => new Machine(classic, { settings }));
+    assert.equal(e.code, ERR_SETTINGS);
+    assert.match(e.message, /this module \(autoretry\.wasm\) has the classic classifier only: load autoretry-extended\.wasm \(EXTENDED_WASM_URL\) or autoretry-rules\.wasm/);
+    assert.match(e.message, settings.profile === "modern" ? /^retry\.profile "modern"/ : /^retry\.classifier "extended"/);
+    new Machine(extended, { settings }).free();
+  }
+  // A settings input asking for it changes nothing, mid-chain too.
+  const machine = new Machine(classic);
+  try {
+    assert.equal(machine.handle(overloaded)[0].event.maxAttempts, 3);
+    const before = machine.state();
+    for (const settings of asks) {
+      assert.equal(thrown(() => machine.handle({ type: "settings", settings })).code, ERR_SETTINGS);
+      assert.deepEqual(machine.state(), before);
+    }
+    assert.deepEqual(machine.handle({ type: "settings", settings: { maxRetries: 5 } }), []);
+  } finally {
+    machine.free();
+  }
+});

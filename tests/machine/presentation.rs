@@ -124,3 +124,81 @@ fn final_errors_compare_by_their_text() {
     assert_eq!(FinalError::from("a"), FinalError::Text("a"));
     assert_eq!(e.original(), "x");
 }
+
+/// The sentences are written piece by piece without `core::fmt` (the
+/// WebAssembly module links none of it): every number of `u64` writes its
+/// decimal digits, and `Display`, `==` and `write_into` agree on the text.
+#[test]
+fn sentences_write_every_number_in_decimal() {
+    use autoretry::ErrorText;
+    let numbers = [
+        0,
+        1,
+        9,
+        10,
+        99,
+        100,
+        1_000_000_007,
+        u64::MAX / 10,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut more = Vec::new();
+    for _ in 0..2000 {
+        // SplitMix64's step, enough spread over every digit count.
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        more.push((z ^ (z >> 31)) >> (seed % 64));
+    }
+    for &n in numbers.iter().chain(&more) {
+        let m = n.rotate_left(17);
+        let digits = n.to_string();
+        let stalled = ErrorText::Stalled { silence_ms: n };
+        let sentence = format!("Stream stalled: no event for {digits}ms");
+        assert_eq!(stalled.to_string(), sentence);
+        assert_eq!(stalled, sentence.as_str());
+        assert_ne!(stalled, &sentence[..sentence.len() - 1]);
+        assert_eq!(format!("{stalled:?}"), format!("{sentence:?}"));
+        assert_eq!(stalled.len(), sentence.len());
+        let mut buf = [0; ErrorText::STALLED_MAX_LEN];
+        assert_eq!(stalled.write_into(&mut buf), Some(sentence.as_str()));
+        assert_eq!(stalled.write_into(&mut buf[..sentence.len() - 1]), None);
+        let ends = [
+            (
+                FinalError::WaitTooLong {
+                    requested_ms: n,
+                    max_delay_ms: m,
+                    error: stalled,
+                },
+                format!(
+                    "Provider requested {n}ms wait, exceeds retry.maxDelayMs ({m}ms). \
+                     Original error: {sentence}"
+                ),
+            ),
+            (
+                FinalError::TotalWait {
+                    total_ms: m,
+                    max_total_delay_ms: n,
+                    error: "e".into(),
+                },
+                format!(
+                    "Retry waits would total {m}ms, exceeds retry.maxTotalDelayMs ({n}ms). \
+                     Original error: e"
+                ),
+            ),
+            (
+                FinalError::Throttled { error: stalled },
+                format!("Retry throttled by the shared retry budget. Original error: {sentence}"),
+            ),
+            (FinalError::Stalled { silence_ms: n }, sentence.clone()),
+        ];
+        for (end, text) in ends {
+            assert_eq!(end.to_string(), text);
+            assert_eq!(end, text.as_str());
+            assert_ne!(end, format!("{text}0").as_str());
+        }
+    }
+}
