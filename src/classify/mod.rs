@@ -34,6 +34,8 @@
 #[rustfmt::skip]
 mod dfa;
 mod classic;
+#[cfg(feature = "curated")]
+mod curated;
 mod curated_hint;
 mod date;
 mod decimal;
@@ -111,10 +113,15 @@ pub enum Classifier {
     /// Section 10.5 and the hints of 10.4 (feature `extended`).
     #[cfg(feature = "extended")]
     Extended,
+    /// Section 13.2 and its hints (feature `curated`): more transport,
+    /// busy and concurrency wordings, plan and daily quotas as usage
+    /// limits and per-minute ones as plain retries, a never-retried set.
+    #[cfg(feature = "curated")]
+    Curated,
 }
 
 impl Classifier {
-    /// The wire name: `"classic"` or `"extended"`.
+    /// The wire name: `"classic"`, `"extended"` or `"curated"`.
     ///
     /// ```
     /// assert_eq!(autoretry::classify::Classifier::Classic.as_str(), "classic");
@@ -124,11 +131,14 @@ impl Classifier {
             Classifier::Classic => "classic",
             #[cfg(feature = "extended")]
             Classifier::Extended => "extended",
+            #[cfg(feature = "curated")]
+            Classifier::Curated => "curated",
         }
     }
 
     /// The classifier of a wire name (exactly `"classic"` or, with feature
-    /// `extended`, `"extended"`); `None` for anything else.
+    /// `extended`, `"extended"`, with feature `curated`, `"curated"`);
+    /// `None` for anything else.
     ///
     /// ```
     /// use autoretry::classify::Classifier;
@@ -141,6 +151,8 @@ impl Classifier {
             "classic" => Some(Classifier::Classic),
             #[cfg(feature = "extended")]
             "extended" => Some(Classifier::Extended),
+            #[cfg(feature = "curated")]
+            "curated" => Some(Classifier::Curated),
             _ => None,
         }
     }
@@ -190,6 +202,11 @@ impl Classifier {
                 };
                 extended::labels(found, text.is_empty(), hint_ms)
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => {
+                let found = curated::scan(text.as_bytes(), utf8::symbols(text));
+                curated::labels(found, text.is_empty(), curated_hint_ms(text, None))
+            }
         }
     }
 
@@ -227,6 +244,11 @@ impl Classifier {
                 };
                 extended::labels(found, bytes.is_empty(), hint_ms)
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => {
+                let found = curated::scan(bytes, utf8::lossy_symbols(bytes));
+                curated::labels(found, bytes.is_empty(), curated_hint_ms_bytes(bytes, None))
+            }
         }
     }
 
@@ -254,6 +276,8 @@ impl Classifier {
             Classifier::Extended => {
                 scan_str::<extended::Patterns>(RETRYABLE | USAGE_LIMIT, text) != 0
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::retryable(curated_str(text)),
         }
     }
 
@@ -273,6 +297,8 @@ impl Classifier {
             Classifier::Extended => {
                 scan_bytes::<extended::Patterns>(RETRYABLE | USAGE_LIMIT, bytes) != 0
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::retryable(curated_bytes(bytes)),
         }
     }
 
@@ -295,6 +321,8 @@ impl Classifier {
             Classifier::Classic => matches_str(OVERFLOW, text),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_str::<extended::Patterns>(OVERFLOW, text) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::overflow(curated_str(text)),
         }
     }
 
@@ -312,6 +340,8 @@ impl Classifier {
             Classifier::Classic => matches_bytes(OVERFLOW, bytes),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_bytes::<extended::Patterns>(OVERFLOW, bytes) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::overflow(curated_bytes(bytes)),
         }
     }
 
@@ -335,6 +365,8 @@ impl Classifier {
             Classifier::Classic => matches_str(USAGE_LIMIT, text),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_str::<extended::Patterns>(USAGE_LIMIT, text) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated_str(text) & USAGE_LIMIT != 0,
         }
     }
 
@@ -352,6 +384,8 @@ impl Classifier {
             Classifier::Classic => matches_bytes(USAGE_LIMIT, bytes),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_bytes::<extended::Patterns>(USAGE_LIMIT, bytes) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated_bytes(bytes) & USAGE_LIMIT != 0,
         }
     }
 }
@@ -415,6 +449,15 @@ pub fn classify_bytes(bytes: &[u8]) -> Classification {
     Classifier::Classic.classify_bytes(bytes)
 }
 
+/// Spec 13.2: under the curated classifier a retryable message whose hint
+/// (its `retryAfterMs`, else the text hint of 13.2) is at least this long,
+/// 15 minutes, is a usage limit.
+///
+/// ```
+/// assert_eq!(autoretry::classify::LONG_WAIT_MS, 15 * 60 * 1000);
+/// ```
+pub const LONG_WAIT_MS: u64 = 900_000;
+
 /// Every label a scan can find.
 const ALL: u8 = RETRYABLE | USAGE_LIMIT | OVERFLOW;
 
@@ -426,6 +469,18 @@ fn matches_str(label: u8, text: &str) -> bool {
 /// [`matches_str`] over the lossy reading of `bytes`.
 fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
     scan_bytes::<classic::Patterns>(label, bytes) != 0
+}
+
+/// What the curated patterns find in `text`.
+#[cfg(feature = "curated")]
+fn curated_str(text: &str) -> u8 {
+    curated::scan(text.as_bytes(), utf8::symbols(text))
+}
+
+/// [`curated_str`] over the lossy reading of `bytes`.
+#[cfg(feature = "curated")]
+fn curated_bytes(bytes: &[u8]) -> u8 {
+    curated::scan(bytes, utf8::lossy_symbols(bytes))
 }
 
 #[cfg(test)]
