@@ -64,6 +64,10 @@ pub const PROFILE_MODERN: u32 = 1;
 pub const CLASSIFIER_CLASSIC: u32 = 0;
 /// `retry.classifier` `"extended"`: the patterns of spec §10.5.
 pub const CLASSIFIER_EXTENDED: u32 = 1;
+/// `retry.classifier` `"curated"`: the patterns and hints of spec §13.2
+/// (the C libraries; the WebAssembly modules leave it out and refuse it
+/// with `AUTORETRY_ERR_SETTINGS`).
+pub const CLASSIFIER_CURATED: u32 = 2;
 
 /// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
 /// so a zero-initialised `autoretry_input` leaves the verdict absent.

@@ -48,6 +48,7 @@ fn classifier_code(classifier: Classifier) -> u32 {
     match classifier {
         Classifier::Classic => CLASSIFIER_CLASSIC,
         Classifier::Extended => CLASSIFIER_EXTENDED,
+        Classifier::Curated => CLASSIFIER_CURATED,
         other => panic!("no C ABI code for {other:?}"),
     }
 }
@@ -1076,7 +1077,7 @@ fn error_codes() {
         (PROFILE_MODERN, u32::MAX, CLASSIFIER_EXTENDED),
         (2, 0, CLASSIFIER_CLASSIC),
         (u32::MAX, 0, CLASSIFIER_CLASSIC),
-        (PROFILE_CLASSIC, 0, 2),
+        (PROFILE_CLASSIC, 0, 3),
         (PROFILE_MODERN, 25, u32::MAX),
     ];
     let handles: Vec<Handle> = (0..POOL_SIZE - 1)
@@ -1338,8 +1339,12 @@ impl SettingsArgs {
     /// refuse them.
     fn settings(&self) -> Option<RetrySettings> {
         let profile = [Profile::Classic, Profile::Modern].get(self.profile as usize)?;
-        let classifier =
-            [Classifier::Classic, Classifier::Extended].get(self.classifier as usize)?;
+        let classifier = [
+            Classifier::Classic,
+            Classifier::Extended,
+            Classifier::Curated,
+        ]
+        .get(self.classifier as usize)?;
         let jitter = JitterPct::new(u8::try_from(self.jitter_pct).ok()?)?;
         Some(
             RetrySettings::DEFAULT
@@ -1367,7 +1372,7 @@ fn settings_args() -> impl Strategy<Value = SettingsArgs> {
         ms,
         prop_oneof![8 => 0u32..=100, 1 => 101u32..400, 1 => Just(u32::MAX)],
         any::<bool>(),
-        prop_oneof![8 => 0u32..2, 1 => 2u32..5],
+        prop_oneof![8 => 0u32..3, 1 => 3u32..6],
     )
         .prop_map(
             |(profile, enabled, max_retries, base, max_delay, cap, jitter, honor, classifier)| {
