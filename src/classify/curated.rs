@@ -23,7 +23,107 @@ use super::LONG_WAIT_MS;
 /// `THROTTLE` and `TOO_MANY_TOKENS`. `bytes` are the text's bytes (raw
 /// or valid), `symbols` their reading.
 pub(super) fn scan(bytes: &[u8], symbols: impl Iterator<Item = u8>) -> u8 {
-    let mut found = literals(bytes);
+    let found = literals(bytes);
+    // On std: a text without a required factor makes no table report.
+    #[cfg(feature = "prefilter")]
+    if !may_match(bytes) {
+        return found;
+    }
+    tables(found, symbols)
+}
+
+/// Whether `bytes` hold one of the required factors of the curated
+/// tables (ASCII case aside). The factors are ASCII, which the lossy
+/// reading keeps where it is: they occur in the bytes exactly where they
+/// occur in their reading. The searcher is built once per process, at
+/// first use.
+#[cfg(feature = "prefilter")]
+fn may_match(bytes: &[u8]) -> bool {
+    static SEARCHER: Searcher = Searcher::new();
+    // Without a searcher (it cannot fail on these few factors), every
+    // text steps the tables.
+    SEARCHER
+        .get(&super::dfa::CURATED_FACTORS)
+        .is_none_or(|s| s.is_match(bytes))
+}
+
+#[cfg(feature = "prefilter")]
+extern crate std;
+
+/// A searcher for a few ASCII strings, ASCII case aside, built at first
+/// use (on std).
+#[cfg(feature = "prefilter")]
+struct Searcher(std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>);
+
+#[cfg(feature = "prefilter")]
+impl Searcher {
+    const fn new() -> Self {
+        Searcher(std::sync::OnceLock::new())
+    }
+
+    /// The searcher for `strings` (always the same ones), built on first
+    /// call. `aho-corasick`'s builder needs more stack than a small host
+    /// thread has (in debug builds), and any thread may classify first: it
+    /// builds on a thread of its own. `None` where that fails: the caller
+    /// then reads every text.
+    fn get(&self, strings: &'static [&'static str]) -> Option<&aho_corasick::AhoCorasick> {
+        self.0
+            .get_or_init(|| {
+                let build = || {
+                    aho_corasick::AhoCorasick::builder()
+                        .ascii_case_insensitive(true)
+                        .build(strings)
+                        .ok()
+                };
+                std::thread::scope(|s| {
+                    std::thread::Builder::new()
+                        .name("autoretry-curated".into())
+                        .spawn_scoped(s, build)
+                        .ok()?
+                        .join()
+                        .ok()?
+                })
+            })
+            .as_ref()
+    }
+}
+
+/// The name each hint rule of spec 13.2 reads its text at (the rules of
+/// 10.4, 6a to 6c, 7 and 8), lower case: a text with none of them, ASCII
+/// case aside, has no hint.
+#[cfg(feature = "prefilter")]
+const HINT_NAMES: [&str; 10] = [
+    "retry-after",
+    "x-ratelimit-reset",
+    "reset after ",
+    "please retry in ",
+    "\"retrydelay\":",
+    "try again in",
+    "retry after",
+    "try again after",
+    "\"resets_in_seconds\"",
+    "usage limit reached|",
+];
+
+/// The curated hint of `bytes` without a clock
+/// ([`curated_hint_ms_bytes`](super::curated_hint_ms_bytes)); on std, a
+/// text without one of the rules' names is passed over at once.
+pub(super) fn hint(bytes: &[u8]) -> Option<u64> {
+    #[cfg(feature = "prefilter")]
+    {
+        static SEARCHER: Searcher = Searcher::new();
+        if SEARCHER
+            .get(&HINT_NAMES)
+            .is_some_and(|s| !s.is_match(bytes))
+        {
+            return None;
+        }
+    }
+    super::curated_hint_ms_bytes(bytes, None)
+}
+
+/// The tables' plain scan, on top of the literals' bits `found`.
+fn tables(mut found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     let mut states = [0u8; CURATED_LEN];
     let mut guards = [0u8; GUARDS_LEN];
     let mut words = [0u8; CURATED_WORD_TABLES];
@@ -74,6 +174,10 @@ pub(super) fn scan(bytes: &[u8], symbols: impl Iterator<Item = u8>) -> u8 {
 
 /// The bits of the literal alternatives that occur in `bytes`.
 fn literals(bytes: &[u8]) -> u8 {
+    // The literals are not ASCII: an ASCII text holds none.
+    if bytes.is_ascii() {
+        return 0;
+    }
     let mut found = 0;
     for &(literal, bit) in &CURATED_LITERALS {
         let needle = literal.as_bytes();
@@ -166,5 +270,54 @@ pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classifica
         usage_limit: found & USAGE_LIMIT != 0
             || retryable && hint_ms.is_some_and(|h| h >= LONG_WAIT_MS),
         hint_ms,
+    }
+}
+
+#[cfg(all(test, feature = "prefilter"))]
+mod tests {
+    extern crate std;
+
+    use super::super::utf8::{lossy_symbols, symbols};
+    use super::*;
+
+    /// The factor test changes no answer: on every corpus text, whole
+    /// lines and texts made of pieces, the scan is the tables' scan.
+    #[test]
+    fn the_factor_test_is_the_tables() {
+        use std::string::String;
+        let mut texts: std::vec::Vec<String> = [
+            include_str!("../../tests/corpus/curated/errors.jsonl"),
+            include_str!("../../tests/corpus/extended/errors.jsonl"),
+            include_str!("../../tests/corpus/real/errors.jsonl"),
+            include_str!("../../benches/data/body.html"),
+        ]
+        .iter()
+        .flat_map(|c| c.lines())
+        .map(String::from)
+        .collect();
+        texts.push(String::from(
+            "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+        ));
+        let (mut skipped, mut labelled) = (0, 0);
+        for text in &texts {
+            let got = scan(text.as_bytes(), symbols(text));
+            let want = tables(literals(text.as_bytes()), symbols(text));
+            assert_eq!(got, want, "{text}");
+            let mut bytes = text.as_bytes().to_vec();
+            bytes.insert(bytes.len() / 2, 0xFF);
+            assert_eq!(
+                scan(&bytes, lossy_symbols(&bytes)),
+                tables(literals(&bytes), lossy_symbols(&bytes)),
+                "{text}"
+            );
+            assert_eq!(
+                hint(text.as_bytes()),
+                super::super::curated_hint_ms(text, None),
+                "{text}"
+            );
+            skipped += usize::from(!may_match(text.as_bytes()));
+            labelled += usize::from(want != 0);
+        }
+        assert!(skipped > 3 && labelled > 1000, "{skipped} {labelled}");
     }
 }

@@ -205,7 +205,7 @@ impl Classifier {
             #[cfg(feature = "curated")]
             Classifier::Curated => {
                 let found = curated::scan(text.as_bytes(), utf8::symbols(text));
-                curated::labels(found, text.is_empty(), curated_hint_ms(text, None))
+                curated::labels(found, text.is_empty(), curated::hint(text.as_bytes()))
             }
         }
     }
@@ -247,7 +247,7 @@ impl Classifier {
             #[cfg(feature = "curated")]
             Classifier::Curated => {
                 let found = curated::scan(bytes, utf8::lossy_symbols(bytes));
-                curated::labels(found, bytes.is_empty(), curated_hint_ms_bytes(bytes, None))
+                curated::labels(found, bytes.is_empty(), curated::hint(bytes))
             }
         }
     }

@@ -1188,7 +1188,7 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
         );
     }
     s.push_str("];\n");
-    render_curated(&mut s, built, &plan.curated);
+    render_curated(&mut s, built, &plan.curated)?;
     render_factors(&mut s)?;
     for b in built {
         render_table(&mut s, b);
@@ -1198,7 +1198,7 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
 
 /// The curated classifier's lists: its tables, its guards and its
 /// literals (13.2).
-fn render_curated(s: &mut String, built: &[Built], cur: &Curated) {
+fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), String> {
     let count = |prefix: &str| built.iter().filter(|b| b.name.starts_with(prefix)).count();
     let names = |prefix: &str| {
         built
@@ -1291,6 +1291,23 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) {
         );
     }
     s.push_str("];\n");
+    let factors = factors::curated()?;
+    let _ = writeln!(
+        s,
+        "\n/// The required factors of the curated tables (lower case, ASCII): every\n\
+         /// match of every pattern they step (the never-retried, throttle and\n\
+         /// window alternatives included) contains one, so a text with none of\n\
+         /// them makes no table report anything.\n\
+         #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
+         pub(super) static CURATED_FACTORS: [&str; {}] = [",
+        factors.len()
+    );
+    for f in &factors {
+        let text = String::from_utf8(f.clone()).map_err(|e| e.to_string())?;
+        let _ = writeln!(s, "    {text:?},");
+    }
+    s.push_str("];\n");
+    Ok(())
 }
 
 /// The required factors of the classic patterns ([`factors`]), per set
