@@ -68,6 +68,7 @@ pub mod javascript {}
 #[doc = include_str!("../docs/guide/testkit.md")]
 pub mod testkit {}
 
+#[cfg(any(not(doctest), feature = "curated"))]
 #[doc = include_str!("../docs/guide/classifier.md")]
 pub mod classifier {}
 

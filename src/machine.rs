@@ -1027,15 +1027,35 @@ impl Machine {
             backoff = settings.jitter_pct.reduce(backoff, r);
         }
         // Steps 5–6: the hint, under honorHints, can only lengthen the wait.
+        // Under `curated` the hints of 13.2 give the text hint everywhere
+        // one is read.
+        #[cfg(feature = "curated")]
+        let curated = classifier == classify::Classifier::Curated;
+        #[cfg(not(feature = "curated"))]
+        let curated = false;
+        let text_hint = |wait: fn(&str, Option<u64>) -> Option<u64>| {
+            #[cfg(feature = "curated")]
+            if curated {
+                return classify::curated_hint_ms(rules_text, now_ms);
+            }
+            wait(rules_text, now_ms)
+        };
         let hint = if settings.honor_hints {
             message
                 .retry_after_ms
-                .or_else(|| classify::wait_hint_ms(rules_text, now_ms))
+                .or_else(|| text_hint(classify::wait_hint_ms))
         } else {
             None
         };
         let delay_ms = hint.map_or(backoff, |h| backoff.max(h));
-        let usage_limit = message.is_usage_limit_with(classifier);
+        // §13.2: under `curated` a hint of 15 minutes or more (the
+        // message's, else the text's) is a usage limit too.
+        let usage_limit = message.is_usage_limit_with(classifier)
+            || curated
+                && message
+                    .retry_after_ms
+                    .or_else(|| text_hint(classify::wait_hint_ms))
+                    .is_some_and(|h| h >= classify::LONG_WAIT_MS);
         decision.delay_ms = delay_ms;
         // Step 8's test, with the figures of this decision.
         if settings.max_delay_ms > 0 && delay_ms > settings.max_delay_ms {
@@ -1050,7 +1070,7 @@ impl Machine {
             } else {
                 message
                     .retry_after_ms
-                    .or_else(|| classify::retry_hint_ms(rules_text, now_ms))
+                    .or_else(|| text_hint(classify::retry_hint_ms))
             };
             self.marked = decision;
             self.phase = Phase::AwaitingUsageLimit;

@@ -138,6 +138,9 @@ impl Usage {
             Classifier::Classic => self.prompt_tokens(),
             #[cfg(feature = "extended")]
             Classifier::Extended => self.prompt_tokens() + self.cache_write as u128,
+            // Spec 13.2: the extended usage rule holds.
+            #[cfg(feature = "curated")]
+            Classifier::Curated => self.prompt_tokens() + self.cache_write as u128,
         }
     }
 }

@@ -219,6 +219,9 @@ impl fmt::Display for SnapshotError {
 
 impl core::error::Error for SnapshotError {}
 
+/// What the snapshot's `classifier` code must be.
+const CLASSIFIER_CODES: &str = "0 (classic), 1 (extended) or 2 (curated)";
+
 const PHASES: [Phase; 5] = [
     Phase::Idle,
     Phase::Running,
@@ -599,6 +602,8 @@ impl Machine {
                 Classifier::Classic => 0,
                 #[cfg(feature = "extended")]
                 Classifier::Extended => 1,
+                #[cfg(feature = "curated")]
+                Classifier::Curated => 2,
             },
             context_window: self.context_window,
             credential_store: self.credential_store,
@@ -760,7 +765,16 @@ impl Machine {
             1 => Classifier::Extended,
             #[cfg(not(feature = "extended"))]
             1 => return Err(SnapshotError::NeedsExtended),
-            _ => return Err(field("classifier", "0 (classic) or 1 (extended)")),
+            #[cfg(feature = "curated")]
+            2 => Classifier::Curated,
+            #[cfg(not(feature = "curated"))]
+            2 => {
+                return Err(field(
+                    "classifier",
+                    "0 (classic) or 1 (extended): 2 (curated) needs feature `curated`",
+                ))
+            }
+            _ => return Err(field("classifier", CLASSIFIER_CODES)),
         };
         let jitter_pct =
             JitterPct::new(s.jitter_pct).ok_or(field("jitter_pct", "a percentage, 0 to 100"))?;
@@ -1072,10 +1086,7 @@ mod tests {
                 |s| s.profile = 7,
                 field("profile", "0 (classic) or 1 (modern)"),
             ),
-            (
-                |s| s.classifier = 2,
-                field("classifier", "0 (classic) or 1 (extended)"),
-            ),
+            (|s| s.classifier = 3, field("classifier", CLASSIFIER_CODES)),
             (
                 |s| s.jitter_pct = 101,
                 field("jitter_pct", "a percentage, 0 to 100"),

@@ -25,7 +25,7 @@ fn long(middle: &str) -> String {
     format!("{filler}{middle} {filler}")
 }
 
-/// Every entry point that reads the tables, classic and extended, on long
+/// Every entry point that reads the tables, classic, extended and curated, on long
 /// texts (the skipping) and short ones (the unpacked extended tables read
 /// symbol by symbol), with the labels each must find.
 fn every_table_path() {
@@ -68,6 +68,23 @@ fn every_table_path() {
         ),
         (Extended, quiet, [false, false, false]),
         (Extended, "no capacity".to_owned(), [true, false, false]),
+        // Curated: its factor and hint-name searchers are built at first
+        // use too.
+        (
+            Classifier::Curated,
+            long("read ECONNRESET"),
+            [true, false, false],
+        ),
+        (
+            Classifier::Curated,
+            long("daily quota reached; try again in 5h"),
+            [true, false, true],
+        ),
+        (
+            Classifier::Curated,
+            "Too many tokens, please wait before trying again.".to_owned(),
+            [true, false, false],
+        ),
     ];
     for (classifier, text, want) in &cases {
         let ([retryable, overflow, usage_limit], bytes) = (*want, text.as_bytes());

@@ -228,6 +228,46 @@ fn classification_allocates_nothing() {
     assert_eq!(allocs, 0, "classification allocated");
 }
 
+/// The curated classifier (spec 13.2): its labels, predicates and hints
+/// on every text of its corpus, by text and by bytes, allocate nothing.
+#[cfg(feature = "curated")]
+#[test]
+fn curated_classification_allocates_nothing() {
+    use classify::Classifier;
+    let corpus = include_str!("corpus/curated/errors.jsonl");
+    let texts: Vec<String> = corpus
+        .split('\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(texts.len() >= 1000);
+    let lossy =
+        b"\xE8\xAF\xB7\xE6\xB1\x82\xFF\xF0\x9F\x92 daily \xC0 quota try again in 16m".to_vec();
+    let c = Classifier::Curated;
+    let classify_all = || {
+        let mut hits = 0usize;
+        for text in &texts {
+            let l = c.classify(text);
+            hits += usize::from(l.retryable) + usize::from(l.usage_limit);
+            hits += usize::from(c.classify_bytes(text.as_bytes()).overflow);
+            hits += usize::from(c.matches_retryable(text))
+                + usize::from(c.matches_usage_limit_bytes(text.as_bytes()))
+                + usize::from(c.matches_overflow(text));
+            hits += usize::from(classify::curated_hint_ms(text, Some(1_790_000_000_000)).is_some());
+        }
+        hits + usize::from(c.classify_bytes(&lossy).usage_limit)
+    };
+    classify_all();
+    let (labels, allocs) = counted(classify_all);
+    assert!(labels > 1000, "{labels}");
+    assert_eq!(allocs, 0, "curated classification allocated");
+}
+
 /// The counter is live: an allocation inside a counted window is seen, so
 /// the zero counts above cannot pass by accident.
 /// A clock that stands at 0 and timers that are always due.

@@ -211,8 +211,9 @@ enum Command {
     Classify {
         /// The input file (JSON lines); stdin when absent.
         file: Option<PathBuf>,
-        /// The pattern set: `classic` (spec §3) or `extended` (spec §10.5,
-        /// with the hints of §10.4).
+        /// The pattern set: `classic` (spec §3), `extended` (spec §10.5,
+        /// with the hints of §10.4) or `curated` (spec §13.2, with its
+        /// hints).
         #[arg(long, value_name = "SET", default_value = "classic", value_parser = parse_classifier)]
         classifier: Classifier,
         /// Your own rules (a rules JSON or a compiled blob): adds
@@ -279,7 +280,7 @@ struct SettingsArgs {
     /// `retry.honorHints`: `true` or `false` [default: false or true].
     #[arg(long, value_name = "BOOL")]
     honor_hints: Option<bool>,
-    /// `retry.classifier`: `classic` or `extended` [default: classic or extended].
+    /// `retry.classifier`: `classic`, `extended` or `curated` [default: classic or extended].
     #[arg(long, value_name = "SET", value_parser = parse_classifier)]
     classifier: Option<Classifier>,
     /// `retry.modelFallback`: ask for another model before a chain ends
@@ -719,7 +720,7 @@ fn parse_profile(text: &str) -> Result<Profile, String> {
 
 fn parse_classifier(text: &str) -> Result<Classifier, String> {
     Classifier::from_wire(text)
-        .ok_or_else(|| format!("expected classic or extended, found {text:?}"))
+        .ok_or_else(|| format!("expected classic, extended or curated, found {text:?}"))
 }
 
 fn parse_jitter(text: &str) -> Result<JitterPct, String> {

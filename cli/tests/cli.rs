@@ -71,21 +71,19 @@ fn replay_every_option_vector_file() {
     assert!(files >= 16 && steps >= 126, "{files} files, {steps} steps");
 }
 
-/// The response vectors of spec 13 that the crate implements: the
-/// headers (`headers-*.jsonl`) and the `agent_end` clock. (The
-/// `curated-*.jsonl` ones need the curated classifier of 13.2.)
+/// The response vectors of spec 13: the headers (`headers-*.jsonl`), the
+/// `agent_end` clock and the curated classifier (`curated-*.jsonl`).
 #[test]
-fn replay_every_response_header_vector_file() {
-    let paths: Vec<PathBuf> = vector_files("tests/vectors/response")
-        .into_iter()
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            name.starts_with("headers-") || name == "agent-end-now-refused.jsonl"
-        })
-        .collect();
+fn replay_every_response_vector_file() {
+    let paths: Vec<PathBuf> = vector_files("tests/vectors/response");
+    let curated = paths
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("/curated-"))
+        .count();
     let (files, steps) = replay_files(&paths);
-    println!("cli replay, response headers: {files} files, {steps} steps");
-    assert!(files >= 7 && steps >= 36, "{files} files, {steps} steps");
+    println!("cli replay, response: {files} files, {steps} steps");
+    assert!(curated >= 7, "{curated} curated files");
+    assert!(files >= 14 && steps >= 70, "{files} files, {steps} steps");
 }
 
 /// Every case of `tests/corpus/headers.jsonl` through `autoretry headers`,
@@ -237,6 +235,29 @@ fn classify_the_extended_corpus() {
         &["--classifier", "extended"],
     );
     assert!(rows >= 195, "corpus rows: {rows}");
+}
+
+#[test]
+fn classify_the_curated_corpus() {
+    let rows = classify_corpus(
+        "tests/corpus/curated/errors.jsonl",
+        &["--classifier", "curated"],
+    );
+    assert!(rows >= 1000, "corpus rows: {rows}");
+}
+
+#[test]
+fn classify_refuses_an_unknown_classifier() {
+    let output = bin()
+        .args(["classify", "--classifier", "strict"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("expected classic, extended or curated"),
+        "{stderr}"
+    );
 }
 
 /// Runs `autoretry classify ARGS` on a corpus file and checks every line

@@ -6,6 +6,7 @@
 //! use autoretry_demo::plan::Plan;
 //! let plan = Plan::default_plan();
 //! assert!(plan.case("overloaded").is_some());
+//! assert!(plan.case("reset-after-text").is_some());
 //! assert_eq!(Plan::every_case().case("reset-after-text").unwrap().replies.len(), 2);
 //! ```
 
@@ -117,20 +118,14 @@ pub struct Plan {
 /// The text of every good answer.
 pub const ANSWER: &str = "The capital of France is Paris.";
 
-/// The cases [`Plan::every_case`] holds that the demo leaves out of
-/// [`Plan::default_plan`] on this build: its classifier does not read a
-/// client's transport error (`Connection reset by peer`) as transient
-/// (spec 13.2's curated set does), so the continuation after a reset is
-/// never reached. The provider plays it (its tests do).
-pub const NOT_YET: [&str; 1] = ["reset-after-text"];
-
 impl Plan {
     /// Every failure the demo knows the agent can act on, each followed
-    /// by a good answer: [`Plan::every_case`] without [`NOT_YET`].
+    /// by a good answer: [`Plan::every_case`]. (The agent classifies with
+    /// the curated set of spec 13.2, which reads a client's transport
+    /// error, `Connection reset by peer`, as transient: the reset after
+    /// some text is continued.)
     pub fn default_plan() -> Plan {
-        let mut plan = Plan::every_case();
-        plan.cases.retain(|case| !NOT_YET.contains(&case.name));
-        plan
+        Plan::every_case()
     }
 
     /// Every failure the provider can play, each followed by a good answer.

@@ -3,6 +3,7 @@
 //! and decision, and a closing table (the failure, what the machine
 //! decided, the wait and where it came from, the outcome).
 
+use autoretry::classify::Classifier;
 use autoretry::{read_headers, HostOptions, JitterPct, Profile, RetrySettings};
 
 use crate::agent::{Agent, Config, Request, Trace};
@@ -25,13 +26,17 @@ pub fn keys() -> Vec<String> {
     vec!["key-primary".to_owned(), "key-secondary".to_owned()]
 }
 
-/// The settings the demo runs: the `modern` profile with a short backoff
-/// and no jitter (so a run reads the same each time), hints honoured, a
-/// one-minute ceiling, model fallback, the stall watchdog (3 s for the
-/// first event, 2 s of silence after one) and empty answers retried.
+/// The settings the demo runs: the `modern` profile with the curated
+/// classifier of spec 13.2 (client transport errors are transient, a plan
+/// or daily quota is a usage limit, a per-minute one a plain retry), a
+/// short backoff and no jitter (so a run reads the same each time), hints
+/// honoured, a one-minute ceiling, model fallback, the stall watchdog (3 s
+/// for the first event, 2 s of silence after one) and empty answers
+/// retried.
 pub fn settings() -> RetrySettings {
     RetrySettings::MODERN
         .with_profile(Profile::Modern)
+        .with_classifier(Classifier::Curated)
         .with_max_retries(3)
         .with_base_delay_ms(500)
         .with_jitter_pct(JitterPct::ZERO)

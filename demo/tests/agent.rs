@@ -201,22 +201,65 @@ async fn a_tool_call_is_never_replayed() {
     }
 }
 
+/// A plan or daily quota is a usage limit under the curated classifier
+/// (Anthropic's "daily usage limit", OpenAI's "requests per day (RPD)",
+/// each with a reset hours away): the credential hand-off, then the
+/// second key at once.
 #[tokio::test]
-async fn an_anthropic_daily_quota_goes_to_the_credential_hand_off() {
-    let (trace, requests) = run(Wire::Anthropic, "quota").await;
-    let keys: Vec<_> = requests.iter().map(|r| r.key.clone().unwrap()).collect();
-    assert_eq!(keys, show::keys());
-    assert!(decision(&trace.requests[0]).starts_with("mark_usage_limit"));
-    // The switch to the second key retries at once.
-    assert_eq!(sleeps(&trace), [0]);
-    assert!(trace.answered);
+async fn a_daily_quota_goes_to_the_credential_hand_off() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "quota").await;
+        let keys: Vec<_> = requests.iter().map(|r| r.key.clone().unwrap()).collect();
+        assert_eq!(keys, show::keys(), "{wire:?}");
+        assert!(
+            decision(&trace.requests[0]).starts_with("mark_usage_limit"),
+            "{wire:?}: {:?}",
+            trace.requests[0].decisions
+        );
+        // The switch to the second key retries at once.
+        assert_eq!(sleeps(&trace), [0], "{wire:?}");
+        assert!(trace.answered);
+    }
+}
+
+/// A connection reset after some text: the curated classifier reads the
+/// client's `Connection reset by peer` as transient, and the retry sends
+/// the partial text back and asks to go on.
+#[tokio::test]
+async fn a_reset_after_text_is_continued() {
+    for wire in WIRES {
+        let (trace, requests) = run(wire, "reset-after-text").await;
+        assert_eq!(requests.len(), 2, "{wire:?}");
+        let first = &trace.requests[0];
+        assert_eq!(first.text, "The capital of France ");
+        assert!(!first.tool);
+        assert_eq!(decision(first), "retry 1/3", "{:?}", first.decisions);
+        let [retried] = &trace.retried[..] else {
+            panic!("{:?}", trace.retried)
+        };
+        assert!(retried.contains("Connection reset by peer"), "{retried}");
+        assert!(trace.requests[1].resumed);
+        assert_eq!(
+            requests[1].messages(),
+            [
+                ("user".into(), show::PROMPT.into()),
+                ("assistant".into(), "The capital of France ".into()),
+                ("user".into(), CONTINUE.into()),
+            ]
+        );
+        assert!(trace.answered);
+        assert_eq!(trace.answer, "The capital of France Paris.");
+    }
 }
 
 #[tokio::test]
-async fn the_default_plan_runs_through_on_both_wires() {
+async fn the_default_plan_holds_every_case() {
     let plan = Plan::default_plan();
     let names: Vec<&str> = plan.cases.iter().map(|c| c.name).collect();
-    assert!(names.len() >= 10, "{names:?}");
+    let every: Vec<&str> = Plan::every_case().cases.iter().map(|c| c.name).collect();
+    assert_eq!(names, every);
+    assert!(names.contains(&"reset-after-text"), "{names:?}");
+    assert!(names.len() >= 11, "{names:?}");
 }
 
 #[tokio::test]

@@ -344,6 +344,7 @@ static bool decode_settings(const json *group, autoretry_retry_settings *s) {
     } else if (is(k, "classifier")) {
       if (is(v, "classic")) s->classifier = AUTORETRY_CLASSIFIER_CLASSIC;
       else if (is(v, "extended")) s->classifier = AUTORETRY_CLASSIFIER_EXTENDED;
+      else if (is(v, "curated")) s->classifier = AUTORETRY_CLASSIFIER_CURATED;
       else return false;
     } else {
       return false;

@@ -94,6 +94,11 @@
 // refuses it with [`ERR_SETTINGS`]).
 #define AUTORETRY_CLASSIFIER_EXTENDED 1
 
+// `retry.classifier` `"curated"`: the patterns and hints of spec §13.2
+// (the C libraries; the WebAssembly modules leave it out and refuse it
+// with `AUTORETRY_ERR_SETTINGS`).
+#define AUTORETRY_CLASSIFIER_CURATED 2
+
 // `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
 // so a zero-initialised `autoretry_input` leaves the verdict absent.
 #define AUTORETRY_SHOULD_RETRY_ABSENT 0
@@ -569,8 +574,9 @@ int32_t autoretry_new(uint32_t enabled,
 // - `enabled`, `honor_hints`, `credential_store`: 0 is false, anything
 //   else true;
 // - `jitter_pct`: 0 to 100;
-// - `classifier`: `AUTORETRY_CLASSIFIER_CLASSIC` or
-//   `AUTORETRY_CLASSIFIER_EXTENDED`;
+// - `classifier`: `AUTORETRY_CLASSIFIER_CLASSIC`,
+//   `AUTORETRY_CLASSIFIER_EXTENDED` or (the C libraries)
+//   `AUTORETRY_CLASSIFIER_CURATED`;
 // - `max_delay_ms`, `backoff_cap_ms`, `context_window`: 0 means none.
 //
 // Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a `jitter_pct`

@@ -103,8 +103,9 @@ const CLASSIC_HINTS: u32 = CLASSIC.honor_hints as u32;
 /// - `enabled`, `honor_hints`, `credential_store`: 0 is false, anything
 ///   else true;
 /// - `jitter_pct`: 0 to 100;
-/// - `classifier`: `AUTORETRY_CLASSIFIER_CLASSIC` or
-///   `AUTORETRY_CLASSIFIER_EXTENDED`;
+/// - `classifier`: `AUTORETRY_CLASSIFIER_CLASSIC`,
+///   `AUTORETRY_CLASSIFIER_EXTENDED` or (the C libraries)
+///   `AUTORETRY_CLASSIFIER_CURATED`;
 /// - `max_delay_ms`, `backoff_cap_ms`, `context_window`: 0 means none.
 ///
 /// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a `jitter_pct`

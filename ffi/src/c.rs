@@ -379,6 +379,8 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
     let classifier = match settings.classifier {
         #[cfg(feature = "extended")]
         autoretry::classify::Classifier::Extended => CLASSIFIER_EXTENDED,
+        #[cfg(not(target_arch = "wasm32"))]
+        autoretry::classify::Classifier::Curated => crate::codes::CLASSIFIER_CURATED,
         _ => CLASSIFIER_CLASSIC,
     };
     if let Some(slot) = out.first_mut() {

@@ -61,6 +61,9 @@ pub(super) fn retry_settings(
         CLASSIFIER_CLASSIC => Classifier::Classic,
         #[cfg(feature = "extended")]
         CLASSIFIER_EXTENDED => Classifier::Extended,
+        // The WebAssembly modules are built without the curated tables.
+        #[cfg(not(target_arch = "wasm32"))]
+        super::codes::CLASSIFIER_CURATED => Classifier::Curated,
         _ => return Err(ERR_SETTINGS),
     };
     let Some(jitter_pct) = u8::try_from(jitter_pct).ok().and_then(JitterPct::new) else {

@@ -34,6 +34,8 @@
 #[rustfmt::skip]
 mod dfa;
 mod classic;
+#[cfg(feature = "curated")]
+mod curated;
 mod curated_hint;
 mod date;
 mod decimal;
@@ -111,10 +113,15 @@ pub enum Classifier {
     /// Section 10.5 and the hints of 10.4 (feature `extended`).
     #[cfg(feature = "extended")]
     Extended,
+    /// Section 13.2 and its hints (feature `curated`): more transport,
+    /// busy and concurrency wordings, plan and daily quotas as usage
+    /// limits and per-minute ones as plain retries, a never-retried set.
+    #[cfg(feature = "curated")]
+    Curated,
 }
 
 impl Classifier {
-    /// The wire name: `"classic"` or `"extended"`.
+    /// The wire name: `"classic"`, `"extended"` or `"curated"`.
     ///
     /// ```
     /// assert_eq!(autoretry::classify::Classifier::Classic.as_str(), "classic");
@@ -124,11 +131,14 @@ impl Classifier {
             Classifier::Classic => "classic",
             #[cfg(feature = "extended")]
             Classifier::Extended => "extended",
+            #[cfg(feature = "curated")]
+            Classifier::Curated => "curated",
         }
     }
 
     /// The classifier of a wire name (exactly `"classic"` or, with feature
-    /// `extended`, `"extended"`); `None` for anything else.
+    /// `extended`, `"extended"`, with feature `curated`, `"curated"`);
+    /// `None` for anything else.
     ///
     /// ```
     /// use autoretry::classify::Classifier;
@@ -141,6 +151,8 @@ impl Classifier {
             "classic" => Some(Classifier::Classic),
             #[cfg(feature = "extended")]
             "extended" => Some(Classifier::Extended),
+            #[cfg(feature = "curated")]
+            "curated" => Some(Classifier::Curated),
             _ => None,
         }
     }
@@ -190,6 +202,11 @@ impl Classifier {
                 };
                 extended::labels(found, text.is_empty(), hint_ms)
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => {
+                let found = curated::scan(text.as_bytes(), utf8::symbols(text));
+                curated::labels(found, text.is_empty(), curated::hint(text.as_bytes()))
+            }
         }
     }
 
@@ -227,6 +244,11 @@ impl Classifier {
                 };
                 extended::labels(found, bytes.is_empty(), hint_ms)
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => {
+                let found = curated::scan(bytes, utf8::lossy_symbols(bytes));
+                curated::labels(found, bytes.is_empty(), curated::hint(bytes))
+            }
         }
     }
 
@@ -254,6 +276,8 @@ impl Classifier {
             Classifier::Extended => {
                 scan_str::<extended::Patterns>(RETRYABLE | USAGE_LIMIT, text) != 0
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::retryable(curated_str(text)),
         }
     }
 
@@ -273,6 +297,8 @@ impl Classifier {
             Classifier::Extended => {
                 scan_bytes::<extended::Patterns>(RETRYABLE | USAGE_LIMIT, bytes) != 0
             }
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::retryable(curated_bytes(bytes)),
         }
     }
 
@@ -295,6 +321,8 @@ impl Classifier {
             Classifier::Classic => matches_str(OVERFLOW, text),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_str::<extended::Patterns>(OVERFLOW, text) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::overflow(curated_str(text)),
         }
     }
 
@@ -312,6 +340,8 @@ impl Classifier {
             Classifier::Classic => matches_bytes(OVERFLOW, bytes),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_bytes::<extended::Patterns>(OVERFLOW, bytes) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated::overflow(curated_bytes(bytes)),
         }
     }
 
@@ -335,6 +365,8 @@ impl Classifier {
             Classifier::Classic => matches_str(USAGE_LIMIT, text),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_str::<extended::Patterns>(USAGE_LIMIT, text) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated_str(text) & USAGE_LIMIT != 0,
         }
     }
 
@@ -352,6 +384,8 @@ impl Classifier {
             Classifier::Classic => matches_bytes(USAGE_LIMIT, bytes),
             #[cfg(feature = "extended")]
             Classifier::Extended => scan_bytes::<extended::Patterns>(USAGE_LIMIT, bytes) != 0,
+            #[cfg(feature = "curated")]
+            Classifier::Curated => curated_bytes(bytes) & USAGE_LIMIT != 0,
         }
     }
 }
@@ -415,6 +449,15 @@ pub fn classify_bytes(bytes: &[u8]) -> Classification {
     Classifier::Classic.classify_bytes(bytes)
 }
 
+/// Spec 13.2: under the curated classifier a retryable message whose hint
+/// (its `retryAfterMs`, else the text hint of 13.2) is at least this long,
+/// 15 minutes, is a usage limit.
+///
+/// ```
+/// assert_eq!(autoretry::classify::LONG_WAIT_MS, 15 * 60 * 1000);
+/// ```
+pub const LONG_WAIT_MS: u64 = 900_000;
+
 /// Every label a scan can find.
 const ALL: u8 = RETRYABLE | USAGE_LIMIT | OVERFLOW;
 
@@ -426,6 +469,18 @@ fn matches_str(label: u8, text: &str) -> bool {
 /// [`matches_str`] over the lossy reading of `bytes`.
 fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
     scan_bytes::<classic::Patterns>(label, bytes) != 0
+}
+
+/// What the curated patterns find in `text`.
+#[cfg(feature = "curated")]
+fn curated_str(text: &str) -> u8 {
+    curated::scan(text.as_bytes(), utf8::symbols(text))
+}
+
+/// [`curated_str`] over the lossy reading of `bytes`.
+#[cfg(feature = "curated")]
+fn curated_bytes(bytes: &[u8]) -> u8 {
+    curated::scan(bytes, utf8::lossy_symbols(bytes))
 }
 
 #[cfg(test)]
@@ -446,36 +501,56 @@ mod tests {
         all
     }
 
+    /// The structure of a compressed table: its states, classes, slots,
+    /// outputs and ASCII-only folding. Returns the output bits it shows.
+    #[cfg(feature = "extended")]
+    fn delayed_is_well_formed(d: &table::Delayed, name: &str) -> u8 {
+        let states = d.base.len();
+        let classes = d.default.len();
+        assert!(states > 0 && states < 256, "{name}");
+        assert!(usize::from(d.special) <= states, "{name}");
+        assert!(d.classes.iter().all(|&c| usize::from(c) < classes));
+        assert!(d.default.iter().all(|&s| usize::from(s) < states));
+        assert_eq!(d.slots.len() % 2, 0);
+        for slot in d.slots.chunks(2) {
+            // Free (255), or a state's, to a state.
+            assert!(
+                slot[0] == 255 || usize::from(slot[0]) < states && usize::from(slot[1]) < states
+            );
+        }
+        for (s, &base) in d.base.iter().enumerate() {
+            for class in 0..classes {
+                let at = (usize::from(base) + class) * 2;
+                if d.slots.get(at) == Some(&(s as u8)) {
+                    assert!(d.slots.get(at + 1).is_some());
+                }
+            }
+        }
+        assert_eq!(d.out.len(), states - usize::from(d.special), "{name}");
+        assert_eq!(d.eoi.len(), d.out.len(), "{name}");
+        // The start state is ordinary; every special state reports
+        // something at once or at the end of the text (these unanchored
+        // tables have no dead state).
+        assert!(d.special > 0, "{name}");
+        for s in d.special..=u8::try_from(states - 1).unwrap() {
+            assert_ne!(d.output(s) | d.eoi(s), 0, "{name} state {s}");
+        }
+        // ASCII-only folding.
+        for upper in b'A'..=b'Z' {
+            assert_eq!(
+                d.classes[usize::from(upper)],
+                d.classes[usize::from(upper.to_ascii_lowercase())]
+            );
+        }
+        d.out.iter().chain(d.eoi).fold(0, |a, &o| a | o)
+    }
+
     #[cfg(feature = "extended")]
     #[test]
     fn extended_tables_are_well_formed() {
         for (i, d) in dfa::EXTENDED.iter().enumerate() {
-            let states = d.base.len();
-            let classes = d.default.len();
-            assert!(states > 0 && states < 256, "table {i}");
-            assert!(usize::from(d.special) <= states, "table {i}");
-            assert!(d.classes.iter().all(|&c| usize::from(c) < classes));
-            assert!(d.default.iter().all(|&s| usize::from(s) < states));
-            assert_eq!(d.slots.len() % 2, 0);
-            for slot in d.slots.chunks(2) {
-                // Free (255), or a state's, to a state.
-                assert!(
-                    slot[0] == 255
-                        || usize::from(slot[0]) < states && usize::from(slot[1]) < states
-                );
-            }
-            for (s, &base) in d.base.iter().enumerate() {
-                for class in 0..classes {
-                    let at = (usize::from(base) + class) * 2;
-                    if d.slots.get(at) == Some(&(s as u8)) {
-                        assert!(d.slots.get(at + 1).is_some());
-                    }
-                }
-            }
-            assert_eq!(d.out.len(), states - usize::from(d.special), "table {i}");
-            assert_eq!(d.eoi.len(), d.out.len(), "table {i}");
+            let shown = delayed_is_well_formed(d, &std::format!("ext_{i}"));
             // The labels it can give are those its outputs show.
-            let shown = d.out.iter().chain(d.eoi).fold(0, |a, &o| a | o);
             let labels = (shown & !dfa::WINDOW_WORD_BITS)
                 | if shown & dfa::WINDOW_WORD_BITS != 0 {
                     USAGE_LIMIT
@@ -483,23 +558,72 @@ mod tests {
                     0
                 };
             assert_eq!(d.labels, labels, "table {i}");
-            // The start state is ordinary; every special state reports
-            // something at once or at the end of the text (these unanchored
-            // tables have no dead state).
-            assert!(d.special > 0, "table {i}");
-            for s in d.special..=u8::try_from(states - 1).unwrap() {
-                assert_ne!(d.output(s) | d.eoi(s), 0, "table {i} state {s}");
-            }
-            // ASCII-only folding.
-            for upper in b'A'..=b'Z' {
-                assert_eq!(
-                    d.classes[usize::from(upper)],
-                    d.classes[usize::from(upper.to_ascii_lowercase())]
-                );
-            }
         }
         for w in &dfa::WINDOW_WORDS {
             assert_eq!(w.bit & dfa::WINDOW_WORD_BITS, w.bit);
+        }
+    }
+
+    #[cfg(feature = "curated")]
+    #[test]
+    fn curated_tables_are_well_formed() {
+        let families: [(&str, &[&table::Delayed], u8); 3] = [
+            ("cur", &dfa::CURATED, RETRYABLE | USAGE_LIMIT | OVERFLOW),
+            (
+                "guard",
+                &dfa::GUARDS,
+                dfa::NEVER | dfa::THROTTLE | dfa::TOO_MANY_TOKENS,
+            ),
+            ("cwin", &dfa::CURATED_WORD_TABLE, u8::MAX),
+        ];
+        for (family, tables, bits) in families {
+            for (i, d) in tables.iter().enumerate() {
+                let shown = delayed_is_well_formed(d, &std::format!("{family}_{i}"));
+                assert_eq!(d.labels, shown, "{family}_{i}");
+                assert_eq!(shown & !bits, 0, "{family}_{i}");
+            }
+        }
+        // Every label of the curated scan comes from some table (the
+        // guards' three bits too).
+        let all = |t: &[&table::Delayed]| t.iter().fold(0, |a, d| a | d.labels);
+        assert_eq!(all(&dfa::CURATED), RETRYABLE | USAGE_LIMIT | OVERFLOW);
+        assert_eq!(
+            all(&dfa::GUARDS),
+            dfa::NEVER | dfa::THROTTLE | dfa::TOO_MANY_TOKENS
+        );
+        // Each window word variant is reported by a table, by its own bit,
+        // and each window names variants that exist.
+        for (k, &(t, bit, len)) in dfa::CURATED_WORDS.iter().enumerate() {
+            let table = dfa::CURATED_WORD_TABLE[usize::from(t)];
+            assert_eq!(bit.count_ones(), 1, "word {k}");
+            assert_ne!(table.labels & bit, 0, "word {k}");
+            assert!(len > 0);
+            let twins = dfa::CURATED_WORDS
+                .iter()
+                .filter(|&&(t2, b2, _)| (t2, b2) == (t, bit))
+                .count();
+            assert_eq!(twins, 1, "word {k}");
+        }
+        for (first, second, gap, label) in dfa::CURATED_WINDOWS {
+            assert!(!first.is_empty() && !second.is_empty() && gap > 0);
+            assert!(label == USAGE_LIMIT || label == dfa::NEVER);
+            for &w in first.iter().chain(second) {
+                assert!(usize::from(w) < dfa::CURATED_WORDS.len());
+            }
+        }
+        // The literals are the non-ASCII alternatives, each a whole
+        // string of other scripts, with the bit of its pattern.
+        for (literal, bit) in dfa::CURATED_LITERALS {
+            assert!(!literal.is_empty() && literal.chars().all(|c| !c.is_ascii()));
+            let pattern = match bit {
+                RETRYABLE => patterns::RETRYABLE_CURATED,
+                USAGE_LIMIT => patterns::USAGE_LIMIT_CURATED,
+                _ => {
+                    assert_eq!(bit, dfa::NEVER);
+                    patterns::NEVER_CURATED
+                }
+            };
+            assert!(pattern.split('|').any(|a| a == literal), "{literal}");
         }
     }
 

@@ -536,8 +536,11 @@ impl<'de> Visitor<'de> for BoolSeed {
 const PROFILES: &str = r#""classic" or "modern""#;
 #[cfg(not(feature = "extended"))]
 const PROFILES: &str = r#""classic" (this build has no "modern": cargo feature `extended`)"#;
-#[cfg(feature = "extended")]
-const CLASSIFIERS: &str = r#""classic" or "extended""#;
+#[cfg(feature = "curated")]
+const CLASSIFIERS: &str = r#""classic", "extended" or "curated""#;
+#[cfg(all(feature = "extended", not(feature = "curated")))]
+const CLASSIFIERS: &str =
+    r#""classic" or "extended" (this build has no "curated": cargo feature `curated`)"#;
 #[cfg(not(feature = "extended"))]
 const CLASSIFIERS: &str = r#""classic" (this build has no "extended": cargo feature `extended`)"#;
 

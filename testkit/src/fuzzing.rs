@@ -193,10 +193,10 @@ fn settings(r: &mut Reader<'_>) -> RetrySettings {
         };
         s.jitter_pct = JitterPct::saturating(pct);
         s.honor_hints = r.byte() % 2 == 1;
-        s.classifier = if r.byte() % 2 == 0 {
-            Classifier::Classic
-        } else {
-            Classifier::Extended
+        s.classifier = match r.byte() % 3 {
+            0 => Classifier::Classic,
+            1 => Classifier::Extended,
+            _ => Classifier::Curated,
         };
     }
     s.enabled = first % 8 != 0;
@@ -662,6 +662,33 @@ pub fn fuzz_classify(bytes: &[u8]) {
     );
     assert_eq!(c.hint_ms, classify::retry_hint_ms(&text, None));
 
+    // The curated set (spec 13.2): bytes against the lossy string, the
+    // classification against its predicates, its hint and its long wait.
+    let curated = Classifier::Curated;
+    let k = curated.classify(&text);
+    assert_eq!(
+        curated.classify_bytes(bytes),
+        k,
+        "curated: bytes vs lossy string"
+    );
+    assert_eq!(curated.matches_overflow_bytes(bytes), k.overflow);
+    assert_eq!(curated.matches_overflow(&text), k.overflow);
+    let retryable = curated.matches_retryable(&text);
+    assert_eq!(curated.matches_retryable_bytes(bytes), retryable);
+    assert_eq!(
+        k.retryable,
+        !text.is_empty() && !k.overflow && retryable,
+        "curated retryable"
+    );
+    let usage = curated.matches_usage_limit(&text);
+    assert_eq!(curated.matches_usage_limit_bytes(bytes), usage);
+    assert_eq!(k.hint_ms, classify::curated_hint_ms(&text, None));
+    assert_eq!(
+        k.usage_limit,
+        usage || k.retryable && k.hint_ms.is_some_and(|h| h >= classify::LONG_WAIT_MS),
+        "curated usage limit"
+    );
+
     // ASCII case never matters.
     assert_eq!(
         classify::classify(&text.to_ascii_uppercase()),
@@ -973,6 +1000,7 @@ fn settings_by_the_spec(value: &serde_json::Value) -> Option<RetrySettings> {
                 s.classifier = match v.as_str()? {
                     "classic" => Classifier::Classic,
                     "extended" => Classifier::Extended,
+                    "curated" => Classifier::Curated,
                     _ => return None,
                 }
             }

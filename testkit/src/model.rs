@@ -18,7 +18,7 @@
 //! field of a [`Msg`] bring in section 12; its messages carry no `partial`
 //! (a stalled turn is a replay).
 
-use autoretry::classify::{retry_hint_ms, wait_hint_ms, Classifier};
+use autoretry::classify::{curated_hint_ms, retry_hint_ms, wait_hint_ms, Classifier, LONG_WAIT_MS};
 use autoretry::{AssistantMessage, HostOptions, RetrySettings, StopReason, Usage, EMPTY_RESPONSE};
 
 use crate::corpus::{corpus, text_of};
@@ -509,7 +509,7 @@ impl Model {
         let usage_overflow = m.usage.is_some_and(|u| {
             let mut tokens = u128::from(u.input) + u128::from(u.cache_read);
             // 10.5: the extended usage rule counts the cache writes too.
-            if classifier == Classifier::Extended {
+            if classifier != Classifier::Classic {
                 tokens += u128::from(u.cache_write);
             }
             self.window != 0 && tokens > u128::from(self.window)
@@ -560,9 +560,22 @@ impl Model {
         // The hint of 3.5: the corpus labels it without a clock; with one,
         // the absolute forms may count too (checked by the classifier
         // properties below).
+        let curated = self.settings.classifier == Classifier::Curated;
         let text_hint = match now {
+            // §13.2: under `curated` its hints are the text hint everywhere.
+            _ if curated => curated_hint_ms(&text, now),
             None => class.hint_ms,
             Some(now) => retry_hint_ms(&text, Some(now)),
+        };
+        // §13.2: under `curated` a long wait (the message's, else the
+        // text's) is a usage limit too.
+        let usage_limit = if curated {
+            self.settings.classifier.matches_usage_limit(&text)
+                || m.retry_after
+                    .or(text_hint)
+                    .is_some_and(|h| h >= LONG_WAIT_MS)
+        } else {
+            class.usage_limit
         };
         let decided = if self.classic {
             // Sections 1–9: 5.1.3 and the hint of 3.5.
@@ -574,7 +587,7 @@ impl Model {
         } else {
             self.wait_of(m, &text, now, text_hint)
         };
-        if self.store && class.usage_limit {
+        if self.store && usage_limit {
             out.push(Out::Mark { hint: decided.mark });
             self.wait = Wait::Answer {
                 text,
@@ -617,7 +630,13 @@ impl Model {
         }
         // 5–6: the host's retryAfterMs ahead of the text's hint of 10.4.
         let hint = if s.honor_hints {
-            m.retry_after.or_else(|| wait_hint_ms(text, now))
+            m.retry_after.or_else(|| {
+                if s.classifier == Classifier::Curated {
+                    curated_hint_ms(text, now)
+                } else {
+                    wait_hint_ms(text, now)
+                }
+            })
         } else {
             None
         };

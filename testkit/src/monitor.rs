@@ -843,7 +843,8 @@ impl Monitor {
         let text = message.error_message.filter(|t| !t.is_empty());
         let by_usage = message.usage.is_some_and(|u| {
             let mut tokens = u128::from(u.input) + u128::from(u.cache_read);
-            if classifier == Classifier::Extended {
+            // §10.5 and §13.2: the cache writes count too.
+            if classifier != Classifier::Classic {
                 tokens += u128::from(u.cache_write);
             }
             host.context_window != 0 && tokens > u128::from(host.context_window)
@@ -907,15 +908,30 @@ impl Monitor {
             );
             backoff = jittered;
         }
+        // §13.2: under `curated` its hints are the text hint everywhere.
+        let curated = classifier == Classifier::Curated;
+        let text_hint = |wait: fn(&str, Option<u64>) -> Option<u64>| {
+            if curated {
+                classify::curated_hint_ms(text, now_ms)
+            } else {
+                wait(text, now_ms)
+            }
+        };
         let hint = if s.honor_hints {
             message
                 .retry_after_ms
-                .or_else(|| classify::wait_hint_ms(text, now_ms))
+                .or_else(|| text_hint(classify::wait_hint_ms))
         } else {
             None
         };
         d.delay_ms = hint.map_or(backoff, |h| h.max(backoff));
-        let usage_limit = classifier.matches_usage_limit(text);
+        // §13.2: a long wait is a usage limit under `curated`.
+        let usage_limit = classifier.matches_usage_limit(text)
+            || curated
+                && message
+                    .retry_after_ms
+                    .or_else(|| text_hint(classify::wait_hint_ms))
+                    .is_some_and(|h| h >= classify::LONG_WAIT_MS);
         if s.max_delay_ms > 0 && d.delay_ms > s.max_delay_ms {
             d.exceeded_ceiling_ms = s.max_delay_ms;
             // §11.5: the provider said when; wait for it if it is near.
@@ -928,7 +944,7 @@ impl Monitor {
             } else {
                 message
                     .retry_after_ms
-                    .or_else(|| classify::retry_hint_ms(text, now_ms))
+                    .or_else(|| text_hint(classify::retry_hint_ms))
             };
             self.awaiting = Some(Awaiting {
                 question: Question::UsageLimit,

@@ -133,9 +133,13 @@ pub fn profile() -> impl Strategy<Value = Profile> {
     prop_oneof![Just(Profile::Classic), Just(Profile::Modern)]
 }
 
-/// `classifier`: both pattern sets.
+/// `classifier`: the three pattern sets.
 pub fn classifier() -> impl Strategy<Value = Classifier> {
-    prop_oneof![Just(Classifier::Classic), Just(Classifier::Extended)]
+    prop_oneof![
+        Just(Classifier::Classic),
+        Just(Classifier::Extended),
+        Just(Classifier::Curated)
+    ]
 }
 
 /// The settings of spec §4 alone (`enabled`, `maxRetries`, `baseDelayMs`;

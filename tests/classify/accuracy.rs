@@ -80,7 +80,12 @@ fn table() -> String {
     let mut out = String::new();
     out.push_str("| classifier | `retry` texts retryable | `usage_limit` texts retryable and usage limits | `fatal` texts not retryable | right, samples 1 / 2 / 3 / 4 | right, all |\n");
     out.push_str("|---|---|---|---|---|---|\n");
-    for set in [Classifier::Classic, Classifier::Extended] {
+    for set in [
+        Classifier::Classic,
+        Classifier::Extended,
+        #[cfg(feature = "curated")]
+        Classifier::Curated,
+    ] {
         let t = tally(set, &rows);
         let all = t
             .by_label

@@ -189,3 +189,87 @@ fn every_curated_row_has_its_hint() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Every row of `tests/corpus/curated/errors.jsonl` through the curated
+/// classifier (spec 13.2), by text and by bytes: all four labels agree.
+#[cfg(feature = "curated")]
+#[test]
+fn every_curated_row_matches_its_labels() {
+    let rows = read_rows("tests/corpus/curated/errors.jsonl");
+    assert!(rows.len() >= 1000, "curated corpus has {} rows", rows.len());
+    let c = Classifier::Curated;
+    let mut failures = Vec::new();
+    for row in &rows {
+        let by_text = c.classify(&row.text);
+        let by_bytes = c.classify_bytes(row.text.as_bytes());
+        if by_text != row.expected || by_bytes != row.expected {
+            failures.push(format!(
+                "line {}: {:?}\n  expected {:?}\n  classify      {:?}\n  bytes         {:?}",
+                row.line, row.text, row.expected, by_text, by_bytes
+            ));
+        }
+        // The single predicates agree with the classification.
+        assert_eq!(c.matches_overflow(&row.text), row.expected.overflow);
+        assert_eq!(
+            !row.text.is_empty() && !row.expected.overflow && c.matches_retryable(&row.text),
+            row.expected.retryable,
+            "line {}",
+            row.line
+        );
+        // The long wait (13.2) aside, the usage label is the pattern's.
+        if !c.matches_usage_limit(&row.text) {
+            assert!(
+                !row.expected.usage_limit
+                    || row.expected.retryable && row.expected.hint_ms.is_some_and(|h| h >= 900_000),
+                "line {}",
+                row.line
+            );
+        }
+    }
+    // Each kind of label is exercised.
+    for (what, n) in [
+        (
+            "retryable",
+            rows.iter().filter(|r| r.expected.retryable).count(),
+        ),
+        (
+            "overflow",
+            rows.iter().filter(|r| r.expected.overflow).count(),
+        ),
+        (
+            "usage limit",
+            rows.iter().filter(|r| r.expected.usage_limit).count(),
+        ),
+        (
+            "fatal",
+            rows.iter().filter(|r| !r.expected.retryable).count(),
+        ),
+    ] {
+        assert!(n >= 50, "only {n} {what} rows");
+    }
+    println!(
+        "{} of {} curated corpus rows pass",
+        rows.len() - failures.len(),
+        rows.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[cfg(feature = "curated")]
+#[test]
+fn curated_rows_with_invalid_bytes_read_like_lossy() {
+    for row in read_rows("tests/corpus/curated/errors.jsonl") {
+        for invalid in [&b"\xFF"[..], b"\xE2\x80", b"\xF0\x9F\x98", b"\xED\xA0\x80"] {
+            let mut bytes = row.text.as_bytes().to_vec();
+            bytes.extend_from_slice(invalid);
+            bytes.extend_from_slice(row.text.as_bytes());
+            let lossy = String::from_utf8_lossy(&bytes);
+            assert_eq!(
+                Classifier::Curated.classify_bytes(&bytes),
+                Classifier::Curated.classify(&lossy),
+                "line {}",
+                row.line
+            );
+        }
+    }
+}

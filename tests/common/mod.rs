@@ -91,18 +91,12 @@ pub fn vector_files_in(dir: &str) -> Vec<PathBuf> {
     paths
 }
 
-/// The vectors of `tests/vectors/response/` (spec section 13) this crate
-/// replays: the response headers (`headers-*.jsonl`) and the `agent_end`
-/// clock (`agent-end-now-refused.jsonl`). The `curated-*.jsonl` vectors
-/// need the curated classifier of 13.2, which is not here yet.
+/// The vectors of `tests/vectors/response/` (spec section 13): the
+/// response headers (`headers-*.jsonl`), the `agent_end` clock
+/// (`agent-end-now-refused.jsonl`) and the curated classifier of 13.2
+/// (`curated-*.jsonl`).
 pub fn response_vector_files() -> Vec<PathBuf> {
     vector_files_in("tests/vectors/response")
-        .into_iter()
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            name.starts_with("headers-") || name == "agent-end-now-refused.jsonl"
-        })
-        .collect()
 }
 
 /// The settings of every property test here: proptest's own (the number of

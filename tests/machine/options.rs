@@ -218,15 +218,15 @@ fn bad_option_values_are_refused_naming_the_key() {
         ),
         (
             json!({"classifier": "strict"}),
-            r#"retry.classifier: expected "classic" or "extended", found a string "strict""#,
+            r#"retry.classifier: expected "classic", "extended" or "curated", found a string "strict""#,
         ),
         (
             json!({"classifier": null}),
-            r#"retry.classifier: expected "classic" or "extended", found null"#,
+            r#"retry.classifier: expected "classic", "extended" or "curated", found null"#,
         ),
         (
             json!({"classifier": ["classic"]}),
-            r#"retry.classifier: expected "classic" or "extended", found an array"#,
+            r#"retry.classifier: expected "classic", "extended" or "curated", found an array"#,
         ),
         (
             json!({"jitterPct": 101}),

@@ -48,6 +48,7 @@ fn classifier_code(classifier: Classifier) -> u32 {
     match classifier {
         Classifier::Classic => CLASSIFIER_CLASSIC,
         Classifier::Extended => CLASSIFIER_EXTENDED,
+        Classifier::Curated => CLASSIFIER_CURATED,
         other => panic!("no C ABI code for {other:?}"),
     }
 }
@@ -705,19 +706,13 @@ fn c_header(name: &str, value: &str) -> AutoretryHeader {
     }
 }
 
-/// The response vectors of spec 13 the crate implements (the headers and
-/// the `agent_end` clock; the `curated-*` ones need the curated
-/// classifier): the input struct with its `headers`, JSON outputs.
+/// The response vectors of spec 13 (the headers, the `agent_end` clock
+/// and the curated classifier): the input struct with its `headers`, JSON
+/// outputs.
 #[test]
-fn every_response_header_vector_step_passes_through_the_c_abi() {
+fn every_response_vector_step_passes_through_the_c_abi() {
     let _turn = turn();
-    let paths: Vec<_> = crate::vector_files_in("tests/vectors/response")
-        .into_iter()
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            name.starts_with("headers-") || name == "agent-end-now-refused.jsonl"
-        })
-        .collect();
+    let paths: Vec<_> = crate::vector_files_in("tests/vectors/response");
     let (mut steps, mut passed) = (0, 0);
     let mut failures = Vec::new();
     for path in &paths {
@@ -727,12 +722,12 @@ fn every_response_header_vector_step_passes_through_the_c_abi() {
         failures.extend(run.failures);
     }
     println!(
-        "C ABI (input struct), tests/vectors/response (headers): {} files, {passed} of {steps} steps passed",
+        "C ABI (input struct), tests/vectors/response: {} files, {passed} of {steps} steps passed",
         paths.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        paths.len() >= 7 && steps >= 36,
+        paths.len() >= 14 && steps >= 70,
         "too few response vectors ran"
     );
 }
@@ -1217,7 +1212,7 @@ fn error_codes() {
         (PROFILE_MODERN, u32::MAX, CLASSIFIER_EXTENDED),
         (2, 0, CLASSIFIER_CLASSIC),
         (u32::MAX, 0, CLASSIFIER_CLASSIC),
-        (PROFILE_CLASSIC, 0, 2),
+        (PROFILE_CLASSIC, 0, 3),
         (PROFILE_MODERN, 25, u32::MAX),
     ];
     let handles: Vec<Handle> = (0..POOL_SIZE - 1)
@@ -1482,8 +1477,12 @@ impl SettingsArgs {
     /// refuse them.
     fn settings(&self) -> Option<RetrySettings> {
         let profile = [Profile::Classic, Profile::Modern].get(self.profile as usize)?;
-        let classifier =
-            [Classifier::Classic, Classifier::Extended].get(self.classifier as usize)?;
+        let classifier = [
+            Classifier::Classic,
+            Classifier::Extended,
+            Classifier::Curated,
+        ]
+        .get(self.classifier as usize)?;
         let jitter = JitterPct::new(u8::try_from(self.jitter_pct).ok()?)?;
         Some(
             RetrySettings::DEFAULT
@@ -1511,7 +1510,7 @@ fn settings_args() -> impl Strategy<Value = SettingsArgs> {
         ms,
         prop_oneof![8 => 0u32..=100, 1 => 101u32..400, 1 => Just(u32::MAX)],
         any::<bool>(),
-        prop_oneof![8 => 0u32..2, 1 => 2u32..5],
+        prop_oneof![8 => 0u32..3, 1 => 3u32..6],
     )
         .prop_map(
             |(profile, enabled, max_retries, base, max_delay, cap, jitter, honor, classifier)| {

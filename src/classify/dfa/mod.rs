@@ -80,6 +80,253 @@ pub(super) static WINDOWS: [Window; WINDOWS_LEN] = [
     Window { first: 1, second: 2, gap: 80 },
 ];
 
+/// Number of `cur_*` tables.
+#[cfg(feature = "curated")]
+pub(super) const CURATED_LEN: usize = 18;
+
+/// The curated classifier's tables (spec 13.2): retryable, usage limit
+/// (its windows of 80 characters through the window words of `WINDOWS`),
+/// overflow (but `/too many tokens/i`, a guard).
+#[cfg(feature = "curated")]
+pub(super) static CURATED: [&Delayed; CURATED_LEN] = [&CUR_0, &CUR_1, &CUR_2, &CUR_3, &CUR_4, &CUR_5, &CUR_6, &CUR_7, &CUR_8, &CUR_9, &CUR_10, &CUR_11, &CUR_12, &CUR_13, &CUR_14, &CUR_15, &CUR_16, &CUR_17];
+
+/// Number of `guard_*` tables.
+#[cfg(feature = "curated")]
+pub(super) const GUARDS_LEN: usize = 5;
+
+/// The curated classifier's guards (spec 13.2): the never-retried
+/// pattern (`NEVER`), the throttle pattern (`THROTTLE`) and `/too many
+/// tokens/i` (`TOO_MANY_TOKENS`).
+#[cfg(feature = "curated")]
+pub(super) static GUARDS: [&Delayed; GUARDS_LEN] = [&GUARD_0, &GUARD_1, &GUARD_2, &GUARD_3, &GUARD_4];
+
+/// Output bit of `GUARDS`: the never-retried pattern ends here.
+#[cfg(feature = "curated")]
+pub(super) const NEVER: u8 = 16;
+
+/// Output bit of `GUARDS`: the throttle pattern ends here.
+#[cfg(feature = "curated")]
+pub(super) const THROTTLE: u8 = 32;
+
+/// Output bit of `GUARDS`: `/too many tokens/i` ends here.
+#[cfg(feature = "curated")]
+pub(super) const TOO_MANY_TOKENS: u8 = 64;
+
+/// The curated alternatives in other scripts than ASCII, matched as
+/// written in the text's bytes, with their bit (`RETRYABLE`,
+/// `USAGE_LIMIT`, `NEVER`).
+#[cfg(feature = "curated")]
+pub(super) static CURATED_LITERALS: [(&str, u8); 15] = [
+    ("请稍后再试", 1),
+    ("请稍候再试", 1),
+    ("稍后重试", 1),
+    ("负载已饱和", 1),
+    ("服务繁忙", 1),
+    ("并发", 1),
+    ("过于频繁", 1),
+    ("请求速度过快", 1),
+    ("访问频率", 1),
+    ("其他请求正在进行", 1),
+    ("使用上限", 2),
+    ("日访问量", 2),
+    ("利用制限", 2),
+    ("余额不足", 16),
+    ("请充值", 16),
+];
+
+/// Number of `cwin_*` tables.
+#[cfg(feature = "curated")]
+pub(super) const CURATED_WORD_TABLES: usize = 2;
+
+/// The tables of the curated window words' variants.
+#[cfg(feature = "curated")]
+pub(super) static CURATED_WORD_TABLE: [&Delayed; CURATED_WORD_TABLES] = [&CWIN_0, &CWIN_1];
+
+/// The curated window words' variants: (table, bit, length in characters).
+#[cfg(feature = "curated")]
+pub(super) static CURATED_WORDS: [(u8, u8, u8); 15] = [
+    (0, 1, 7), // `\baccount\b`
+    (0, 2, 9), // `\baccount's\b`
+    (0, 4, 10), // `\brate.limit\b`
+    (0, 8, 9), // `\bratelimit\b`
+    (0, 16, 5), // `\bhit a\b`
+    (0, 32, 8), // `\bhit your\b`
+    (0, 64, 5), // `\blimit\b`
+    (0, 128, 5), // `\bdaily\b`
+    (1, 1, 10), // `\ballocation\b`
+    (1, 2, 5), // `\bquota\b`
+    (1, 4, 7), // `\bmonthly\b`
+    (1, 8, 9), // `\ballowance\b`
+    (1, 16, 7), // `\bcredits\b`
+    (1, 32, 3), // `\b400\b`
+    (1, 64, 23), // `provider returned error`
+];
+
+/// Number of curated window alternatives.
+#[cfg(feature = "curated")]
+pub(super) const CURATED_WINDOWS_LEN: usize = 8;
+
+/// The curated window alternatives: the variants of the first word, of the
+/// second, the most characters between them, and the label.
+#[cfg(feature = "curated")]
+pub(super) static CURATED_WINDOWS: [(&[u8], &[u8], u8, u8); CURATED_WINDOWS_LEN] = [
+    // `\baccount(?:'s)?\b[^\n]{0,80}\brate.?limit\b`
+    (&[0, 1], &[2, 3], 80, 2),
+    // `\brate.?limit\b[^\n]{0,80}\baccount\b`
+    (&[2, 3], &[0], 80, 2),
+    // `\bhit (?:your|a)\b[^\n]{0,20}\blimit\b`
+    (&[4, 5], &[6], 20, 2),
+    // `\bdaily\b[^\n]{0,40}\b(?:quota|limit|allocation)\b`
+    (&[7], &[8, 6, 9], 40, 2),
+    // `\bmonthly\b[^\n]{0,40}\bquota\b`
+    (&[10], &[9], 40, 2),
+    // `\bmonthly\b[^\n]{0,40}\b(?:quota|credits|allowance)\b`
+    (&[10], &[11, 12, 9], 40, 2),
+    // `\b400\b[^\n]{0,40}provider returned error`
+    (&[13], &[14], 40, 16),
+    // `provider returned error[^\n]{0,40}\b400\b`
+    (&[14], &[13], 40, 16),
+];
+
+/// The required factors of the curated tables (lower case, ASCII): every
+/// match of every pattern they step (the never-retried, throttle and
+/// window alternatives included) contains one, so a text with none of
+/// them makes no table report anything.
+#[cfg(all(feature = "curated", feature = "prefilter"))]
+pub(super) static CURATED_FACTORS: [&str; 131] = [
+    "400",
+    "413",
+    "429",
+    "500",
+    "502",
+    "503",
+    "504",
+    "access denied",
+    "access is denied",
+    "account",
+    "allocated quota",
+    "busy",
+    "capacity",
+    "certificate verify failed",
+    "connect error",
+    "connect.",
+    "connection",
+    "context length",
+    "context size",
+    "context window",
+    "could not load model",
+    "credit balance is too low",
+    "daily",
+    "demand",
+    "eai_again",
+    "econnaborted",
+    "econnrefused",
+    "econnreset",
+    "ehostunreach",
+    "enetunreach",
+    "eof occurred in violation of protocol",
+    "epipe",
+    "err_stream_premature_close",
+    "error loading model",
+    "error sending request for url",
+    "etimedout",
+    "exceeded",
+    "exceeds the maximum",
+    "exhausted",
+    "failed to load model",
+    "fetch failed",
+    "for the hour",
+    "forcibly closed",
+    "gateway",
+    "high concurrency",
+    "hit a",
+    "hit your",
+    "http2enhanceyourcalm",
+    "http2refusedstream",
+    "http2streamreset",
+    "in 1 hour",
+    "incomplete chunked read",
+    "incorrect api key",
+    "insufficient",
+    "internal",
+    "invalid",
+    "is unable to process your request",
+    "limit",
+    "llama runner exited",
+    "malformed",
+    "max_tokens must be at least 1, got -",
+    "maximum prompt length is ",
+    "monthly",
+    "network",
+    "nghttp2_refused_stream",
+    "no available channel",
+    "no close frame received",
+    "no error details in response",
+    "no free slot available",
+    "no free slots available",
+    "no quota",
+    "no slot available",
+    "no slots available",
+    "other side closed",
+    "out of free credits",
+    "out of free messages",
+    "out of free requests",
+    "out of room in the model",
+    "overloaded",
+    "peak",
+    "per",
+    "please wait before trying again",
+    "premature close",
+    "premium request",
+    "provider",
+    "quota reached",
+    "quota will reset",
+    "rate increased too quickly",
+    "reduce the length of the messages",
+    "remotedisconnected",
+    "request_too_large",
+    "requested token",
+    "requires more credits",
+    "requires more system memory",
+    "reset before headers",
+    "retry delay",
+    "retry your request",
+    "rpd",
+    "rpm",
+    "run out of credits",
+    "self_signed_cert_in_chain",
+    "server",
+    "signed certificate",
+    "socket closed",
+    "socket hang up",
+    "stream disconnected before completion",
+    "stream stall",
+    "terminated",
+    "throttlingexception",
+    "time out",
+    "timed out",
+    "timeout",
+    "too large",
+    "too long",
+    "too many concurrent",
+    "too many requests",
+    "too many tokens",
+    "tpd",
+    "tpm",
+    "try again later",
+    "unable to allocate",
+    "unable to get local issuer certificate",
+    "unable to load model",
+    "unable_to_get_issuer_cert",
+    "unavailable",
+    "und_err_socket",
+    "unexpected_eof_while_reading",
+    "upstream",
+    "usage",
+    "used all available credits",
+    "within the last 24 hours",
+];
+
 /// A required factor: its text, how many bytes before it a match may start
 /// (`None`: anywhere earlier on its line), the labels whose patterns it was
 /// chosen for, and its *needs* ([`Need`]): a hit is stepped on only where
@@ -1144,4 +1391,506 @@ pub(super) static EXT_5: Delayed = Delayed {
     out: &[0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 8, 0, 8, 8, 0,],
     eoi: &[8, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 4,],
     labels: 12,
+};
+
+/// 251 states, 36 classes, 2407 bytes, compressed, matches reported one character late:
+/// - bit 1: `\b(?:no[_ -]?capacity|(?:high|peak)[ _-]?demand|(?:at|over|insufficient)[ _-]?capacity|capacity[ _-]?(?:exceeded|exhausted)|peak[ _-]?load)\b` as `(?-u:\b)(?:no[\x{5F}\x{20}\x{2D}]?capacity|(?:high|peak)[\x{20}\x{5F}\x{2D}]?demand|(?:at|over|insufficient)[\x{20}\x{5F}\x{2D}]?capacity|capacity[\x{20}\x{5F}\x{2D}]?(?:exceeded|exhausted)|peak[\x{20}\x{5F}\x{2D}]?load)(?-u:\b)`
+/// - bit 1: `overloaded` as `overloaded`
+/// - bit 1: `provider.?returned.?error` as `provider[^\n\r\x{2028}\x{2029}]?returned[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `rate.?limit` as `rate[^\n\r\x{2028}\x{2029}]?limit`
+/// - bit 1: `too many requests` as `too many requests`
+/// - bit 1: `\b(?:429|500|502|503|504)\b` as `(?-u:\b)(?:429|500|502|503|504)(?-u:\b)`
+/// - bit 1: `service.?unavailable` as `service[^\n\r\x{2028}\x{2029}]?unavailable`
+/// - bit 1: `server.?error` as `server[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `internal.?error` as `internal[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `retry your request` as `retry your request`
+/// - bit 1: `network.?error` as `network[^\n\r\x{2028}\x{2029}]?error`
+#[cfg(feature = "curated")]
+pub(super) static CUR_0: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 5, 6, 7, 8, 9, 5, 5, 5, 10, 0, 0, 0, 0, 0, 0, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 5, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 5, 0, 0, 0, 0, 11, 0, 12, 13, 14, 15, 16, 17, 18, 19, 20, 5, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 5, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 14, 1, 1, 1, 15, 16, 17, 1, 11, 12, 13, 1, 1, 1, 1, 1,],
+    base: &[502, 0, 139, 177, 187, 241, 269, 330, 341, 451, 355, 588, 521, 537, 571, 717, 710, 715, 734, 381, 550, 722, 358, 458, 720, 391, 735, 741, 478, 724, 725, 728, 411, 490, 741, 521, 744, 747, 315, 741, 477, 406, 572, 733, 741, 731, 432, 506, 387, 581, 736, 753, 740, 753, 563, 751, 741, 745, 450, 521, 599, 144, 551, 600, 325, 412, 745, 362, 752, 344, 758, 758, 758, 564, 589, 751, 316, 592, 752, 607, 353, 756, 560, 603, 608, 493, 604, 565, 611, 526, 777, 752, 614, 769, 439, 768, 605, 760, 764, 624, 483, 622, 625, 769, 766, 618, 372, 180, 771, 764, 775, 770, 614, 779, 629, 770, 216, 778, 779, 767, 776, 772, 392, 782, 628, 563, 631, 783, 629, 632, 634, 784, 640, 252, 379, 781, 638, 344, 778, 783, 635, 788, 288, 640, 635, 777, 573, 641, 644, 778, 401, 776, 628, 657, 644, 649, 578, 662, 654, 658, 806, 657, 659, 421, 793, 776, 675, 676, 796, 430, 784, 667, 668, 675, 685, 674, 785, 580, 688, 658, 786, 586, 457, 791, 693, 451, 682, 696, 792, 696, 587, 787, 466, 686, 786, 707, 803, 808, 695, 301, 472, 809, 694, 806, 792, 796, 710, 805, 795, 812, 799, 594, 700, 707, 813, 814, 704, 815, 801, 821, 805, 712, 717, 819, 823, 719, 808, 816, 711, 722, 823, 569, 530, 0, 36, 0, 816, 825, 714, 814, 729, 827, 819, 557, 813, 72, 493, 816, 817, 108, 820,],
+    slots: include_bytes!("cur_0.bin"),
+    special: 231,
+    out: &[0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 1,],
+    eoi: &[1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0,],
+    labels: 1,
+};
+
+/// 243 states, 28 classes, 2087 bytes, compressed, matches reported one character late:
+/// - bit 1: `connection.?error` as `connection[^\n\r\x{2028}\x{2029}]?error`
+/// - bit 1: `connection.?refused` as `connection[^\n\r\x{2028}\x{2029}]?refused`
+/// - bit 1: `unable.?to.?connect\.\s*is the computer able to access the url\?` as `unable[^\n\r\x{2028}\x{2029}]?to[^\n\r\x{2028}\x{2029}]?connect\.[\t\n\x0B\x0C\r ]*is the computer able to access the url\?`
+/// - bit 1: `other side closed` as `other side closed`
+/// - bit 1: `fetch failed` as `fetch failed`
+/// - bit 1: `upstream.?connect` as `upstream[^\n\r\x{2028}\x{2029}]?connect`
+/// - bit 1: `upstream.?request.?failed` as `upstream[^\n\r\x{2028}\x{2029}]?request[^\n\r\x{2028}\x{2029}]?failed`
+/// - bit 1: `reset before headers` as `reset before headers`
+/// - bit 1: `socket hang up` as `socket hang up`
+/// - bit 1: `timed? out` as `timed? out`
+/// - bit 1: `timeout` as `timeout`
+/// - bit 1: `terminated` as `terminated`
+/// - bit 1: `retry delay` as `retry delay`
+#[cfg(feature = "curated")]
+pub(super) static CUR_1: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 0, 0, 26, 0, 0, 0, 0, 0, 0, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 0, 0, 0, 26, 0, 0, 0, 0, 0, 0, 0, 27, 27,],
+    default: &[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 5, 6, 7, 0, 0,],
+    base: &[0, 151, 187, 200, 241, 259, 450, 337, 427, 292, 334, 442, 330, 311, 349, 537, 555, 580, 296, 590, 452, 314, 453, 457, 591, 595, 451, 593, 460, 582, 581, 459, 596, 593, 342, 592, 336, 601, 607, 473, 346, 608, 589, 596, 596, 613, 453, 607, 608, 462, 608, 597, 614, 613, 349, 617, 344, 168, 347, 470, 481, 474, 614, 615, 613, 603, 604, 470, 394, 605, 472, 471, 293, 349, 613, 480, 617, 623, 622, 618, 629, 488, 362, 295, 195, 222, 482, 620, 627, 482, 632, 621, 494, 632, 496, 497, 500, 501, 502, 305, 357, 504, 366, 370, 371, 374, 375, 312, 303, 249, 631, 639, 495, 617, 632, 626, 496, 627, 637, 504, 366, 503, 381, 508, 513, 388, 517, 389, 391, 317, 639, 641, 640, 648, 634, 635, 629, 633, 646, 519, 509, 318, 635, 518, 383, 633, 649, 650, 399, 522, 391, 526, 528, 406, 642, 649, 522, 655, 656, 642, 524, 402, 526, 656, 528, 532, 535, 545, 661, 417, 276, 659, 329, 421, 546, 423, 549, 547, 551, 554, 425, 426, 659, 647, 649, 560, 557, 648, 428, 663, 671, 667, 657, 430, 657, 653, 406, 560, 657, 440, 674, 674, 666, 673, 681, 661, 439, 566, 680, 679, 564, 565, 665, 558, 573, 665, 442, 680, 688, 667, 441, 572, 688, 0, 0, 675, 673, 686, 680, 674, 689, 681, 575, 573, 28, 56, 84, 575, 112, 563, 578, 140, 588,],
+    slots: include_bytes!("cur_1.bin"),
+    special: 223,
+    out: &[0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1, 1, 0, 1,],
+    eoi: &[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 1, 0, 0, 1, 0,],
+    labels: 1,
+};
+
+/// 239 states, 27 classes, 1668 bytes, compressed, matches reported one character late:
+/// - bit 1: `stream stall` as `stream stall`
+/// - bit 1: `no error details in response` as `no error details in response`
+/// - bit 1: `HTTP2(?:StreamReset|RefusedStream|EnhanceYourCalm)` as `http2(?:streamreset|refusedstream|enhanceyourcalm)`
+/// - bit 1: `nghttp2_(?:internal_error|refused_stream)` as `nghttp2_(?:internal_error|refused_stream)`
+/// - bit 1: `stream closed with error code nghttp2_(?:internal_error|refused_stream)` as `stream closed with error code nghttp2_(?:internal_error|refused_stream)`
+/// - bit 1: `malformed.?function.?call` as `malformed[^\n\r\x{2028}\x{2029}]?function[^\n\r\x{2028}\x{2029}]?call`
+/// - bit 1: `socket connection was closed unexpectedly` as `socket connection was closed unexpectedly`
+/// - bit 1: `connection closed mid-response` as `connection closed mid-response`
+/// - bit 1: `peer closed connection` as `peer closed connection`
+#[cfg(feature = "curated")]
+pub(super) static CUR_2: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 0, 7, 8, 9, 10, 11, 12, 13, 0, 14, 15, 16, 17, 18, 19, 0, 20, 21, 22, 23, 0, 24, 25, 26, 0, 0, 0, 0, 0, 5, 0, 6, 0, 7, 8, 9, 10, 11, 12, 13, 0, 14, 15, 16, 17, 18, 19, 0, 20, 21, 22, 23, 0, 24, 25, 26, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0, 3, 4, 0, 5, 0, 6, 0, 0, 0, 0, 0,],
+    base: &[0, 91, 114, 162, 193, 290, 167, 290, 318, 327, 337, 348, 342, 346, 334, 152, 336, 346, 335, 349, 339, 219, 351, 156, 262, 343, 340, 343, 362, 356, 360, 360, 155, 348, 350, 350, 364, 350, 357, 257, 357, 366, 260, 360, 276, 359, 252, 376, 282, 366, 161, 370, 361, 280, 157, 362, 365, 377, 364, 368, 275, 364, 379, 381, 274, 388, 370, 374, 273, 376, 377, 374, 390, 108, 380, 389, 391, 162, 383, 284, 179, 175, 174, 385, 392, 282, 283, 286, 292, 177, 300, 181, 183, 393, 395, 397, 189, 391, 400, 294, 400, 196, 386, 393, 402, 389, 391, 412, 199, 400, 296, 390, 396, 409, 202, 399, 399, 415, 415, 416, 406, 407, 283, 405, 295, 410, 203, 415, 411, 297, 409, 408, 412, 205, 420, 213, 426, 420, 419, 424, 217, 418, 430, 418, 423, 427, 438, 423, 211, 427, 438, 440, 442, 432, 445, 216, 231, 434, 450, 310, 437, 135, 445, 442, 449, 230, 441, 443, 452, 237, 311, 208, 314, 239, 320, 317, 229, 440, 444, 307, 323, 325, 446, 326, 443, 243, 451, 459, 458, 449, 448, 451, 449, 468, 452, 464, 457, 250, 454, 469, 240, 318, 325, 459, 461, 458, 242, 247, 255, 472, 479, 459, 466, 265, 459, 466, 477, 328, 323, 478, 480, 474, 464, 0, 0, 473, 470, 487, 328, 485, 330, 27, 474, 481, 54, 81, 490, 486, 497,],
+    slots: include_bytes!("cur_2.bin"),
+    special: 223,
+    out: &[0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1,],
+    eoi: &[1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 0,],
+    labels: 1,
+};
+
+/// 251 states, 26 classes, 1623 bytes, compressed, matches reported one character late:
+/// - bit 1: `incomplete chunked read` as `incomplete chunked read`
+/// - bit 1: `server disconnected` as `server disconnected`
+/// - bit 1: `\bsocket closed\b` as `(?-u:\b)socket closed(?-u:\b)`
+/// - bit 1: `forcibly closed` as `forcibly closed`
+/// - bit 1: `no close frame received` as `no close frame received`
+/// - bit 1: `premature close` as `premature close`
+/// - bit 1: `\beconnreset\b` as `(?-u:\b)econnreset(?-u:\b)`
+/// - bit 1: `\beconnaborted\b` as `(?-u:\b)econnaborted(?-u:\b)`
+/// - bit 1: `\betimedout\b` as `(?-u:\b)etimedout(?-u:\b)`
+/// - bit 1: `\beconnrefused\b` as `(?-u:\b)econnrefused(?-u:\b)`
+/// - bit 1: `\behostunreach\b` as `(?-u:\b)ehostunreach(?-u:\b)`
+/// - bit 1: `\benetunreach\b` as `(?-u:\b)enetunreach(?-u:\b)`
+/// - bit 1: `\beai_again\b` as `(?-u:\b)eai_again(?-u:\b)`
+/// - bit 1: `\bepipe\b` as `(?-u:\b)epipe(?-u:\b)`
+/// - bit 1: `und_err_socket` as `und_err_socket`
+/// - bit 1: `und_err_headers_timeout` as `und_err_headers_timeout`
+/// - bit 1: `und_err_body_timeout` as `und_err_body_timeout`
+/// - bit 1: `err_stream_premature_close` as `err_stream_premature_close`
+/// - bit 1: `connection.?reset` as `connection[^\n\r\x{2028}\x{2029}]?reset`
+/// - bit 1: `connection aborted` as `connection aborted`
+#[cfg(feature = "curated")]
+pub(super) static CUR_3: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3, 14, 15, 16, 17, 18, 19, 3, 20, 21, 22, 23, 24, 3, 3, 25, 3, 0, 0, 0, 0, 4, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3, 14, 15, 16, 17, 18, 19, 3, 20, 21, 22, 23, 24, 3, 3, 25, 3, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 1, 1, 1, 1, 2, 1, 10, 4, 1, 1, 5, 1, 1, 1, 6, 1, 7, 1, 11, 1, 9, 1, 1,],
+    base: &[146, 0, 35, 73, 66, 90, 99, 136, 103, 269, 313, 326, 320, 325, 321, 322, 150, 156, 321, 330, 325, 154, 344, 338, 328, 342, 71, 156, 154, 333, 330, 155, 161, 348, 165, 346, 336, 99, 163, 164, 171, 351, 177, 351, 173, 178, 334, 183, 337, 350, 180, 180, 184, 355, 352, 353, 354, 187, 353, 82, 348, 192, 196, 200, 347, 349, 346, 349, 188, 350, 187, 366, 366, 364, 93, 354, 357, 361, 198, 356, 355, 209, 377, 360, 368, 369, 365, 76, 375, 376, 363, 362, 379, 380, 195, 106, 109, 386, 202, 374, 372, 203, 384, 217, 218, 208, 392, 211, 222, 386, 383, 217, 113, 380, 376, 219, 219, 392, 384, 115, 392, 119, 225, 226, 384, 385, 395, 117, 52, 396, 397, 216, 403, 231, 242, 230, 124, 244, 387, 401, 247, 403, 123, 89, 391, 236, 392, 237, 241, 245, 257, 393, 251, 255, 249, 260, 262, 395, 397, 139, 411, 258, 399, 393, 411, 260, 411, 415, 263, 413, 264, 403, 403, 269, 409, 408, 410, 424, 420, 421, 413, 121, 423, 424, 425, 412, 427, 416, 271, 416, 419, 270, 420, 271, 278, 287, 424, 277, 433, 287, 430, 279, 422, 440, 139, 129, 294, 286, 300, 437, 425, 439, 440, 288, 441, 300, 428, 303, 305, 304, 298, 302, 450, 306, 430, 445, 142, 308, 309, 150, 446, 310, 449, 324, 449, 103, 321, 81, 164, 0, 26, 0, 440, 439, 442, 444, 444, 443, 455, 448, 312,],
+    slots: include_bytes!("cur_3.bin"),
+    special: 235,
+    out: &[0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,],
+    eoi: &[1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
+    labels: 1,
+};
+
+/// 254 states, 27 classes, 1776 bytes, compressed, matches reported one character late:
+/// - bit 1: `remote end closed connection` as `remote end closed connection`
+/// - bit 1: `remotedisconnected` as `remotedisconnected`
+/// - bit 1: `connection failed` as `connection failed`
+/// - bit 1: `connect error` as `connect error`
+/// - bit 1: `context deadline exceeded` as `context deadline exceeded`
+/// - bit 1: `stream disconnected before completion` as `stream disconnected before completion`
+/// - bit 1: `error sending request for url` as `error sending request for url`
+/// - bit 1: `eof occurred in violation of protocol` as `eof occurred in violation of protocol`
+/// - bit 1: `unexpected_eof_while_reading` as `unexpected_eof_while_reading`
+/// - bit 1: `bad.?gateway` as `bad[^\n\r\x{2028}\x{2029}]?gateway`
+/// - bit 1: `gateway request failed` as `gateway request failed`
+#[cfg(feature = "curated")]
+pub(super) static CUR_4: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 0, 1, 2, 0, 3, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 5, 6, 0, 7, 0, 0, 0, 0,],
+    base: &[0, 132, 175, 258, 312, 368, 359, 367, 376, 369, 376, 188, 365, 178, 368, 380, 135, 279, 387, 287, 382, 375, 384, 184, 383, 294, 289, 160, 297, 265, 287, 156, 386, 387, 380, 378, 186, 377, 158, 382, 396, 380, 200, 192, 396, 304, 399, 396, 391, 398, 399, 293, 387, 304, 389, 384, 162, 409, 206, 199, 309, 410, 297, 294, 411, 406, 403, 409, 301, 413, 410, 403, 413, 308, 205, 402, 211, 402, 411, 416, 399, 309, 411, 419, 310, 421, 421, 423, 169, 411, 221, 316, 430, 225, 425, 422, 149, 433, 420, 230, 434, 318, 429, 432, 166, 425, 419, 436, 428, 428, 437, 427, 443, 435, 447, 440, 322, 320, 317, 436, 323, 440, 441, 442, 339, 215, 439, 448, 325, 448, 445, 444, 445, 442, 441, 443, 226, 456, 211, 457, 458, 465, 460, 329, 336, 329, 227, 445, 231, 237, 447, 170, 241, 247, 331, 460, 464, 461, 452, 473, 250, 464, 245, 461, 341, 472, 247, 466, 474, 468, 249, 466, 481, 476, 343, 481, 465, 472, 483, 264, 263, 468, 351, 339, 354, 471, 265, 479, 483, 485, 269, 486, 479, 480, 270, 481, 179, 483, 480, 345, 481, 494, 500, 361, 353, 495, 492, 489, 484, 491, 185, 493, 500, 349, 495, 505, 502, 511, 359, 498, 498, 359, 497, 500, 363, 505, 498, 512, 505, 271, 516, 511, 508, 509, 362, 511, 0, 0, 508, 524, 513, 362, 526, 523, 511, 518, 27, 514, 277, 54, 81, 108, 526, 515,],
+    slots: include_bytes!("cur_4.bin"),
+    special: 236,
+    out: &[0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1,],
+    eoi: &[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 0,],
+    labels: 1,
+};
+
+/// 244 states, 27 classes, 1892 bytes, compressed, matches reported one character late:
+/// - bit 1: `server had an error` as `server had an error`
+/// - bit 1: `\bbusy\b` as `(?-u:\b)busy(?-u:\b)`
+/// - bit 1: `no (?:free )?slots? available` as `no (?:free )?slots? available`
+/// - bit 1: `concurrency limit` as `concurrency limit`
+/// - bit 1: `high concurrency` as `high concurrency`
+/// - bit 1: `too many concurrent` as `too many concurrent`
+/// - bit 1: `rate increased too quickly` as `rate increased too quickly`
+/// - bit 1: `throttlingexception` as `throttlingexception`
+/// - bit 1: `please wait before trying again` as `please wait before trying again`
+/// - bit 1: `try again later` as `try again later`
+/// - bit 1: `is unable to process your request` as `is unable to process your request`
+/// - bit 1: `\bper minute\b` as `(?-u:\b)per minute(?-u:\b)`
+/// - bit 1: `\b(?:rpm|tpm)\b` as `(?-u:\b)(?:rpm|tpm)(?-u:\b)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_5: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 2, 0, 0, 0, 0, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 2, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 1, 1, 1, 3, 1, 1, 1, 1, 4, 5, 1, 1, 1, 6, 1, 11, 1, 12, 9, 13, 1, 1, 1, 1, 1,],
+    base: &[150, 0, 115, 159, 200, 293, 309, 129, 179, 481, 128, 476, 487, 347, 471, 477, 188, 265, 493, 476, 489, 476, 127, 479, 169, 483, 181, 288, 280, 490, 142, 131, 334, 498, 260, 294, 146, 501, 502, 345, 368, 489, 486, 365, 151, 486, 506, 501, 488, 162, 170, 492, 173, 370, 333, 496, 502, 507, 182, 496, 267, 513, 508, 362, 502, 515, 513, 500, 362, 375, 365, 344, 271, 507, 520, 380, 509, 512, 525, 194, 368, 181, 383, 202, 516, 375, 517, 514, 384, 523, 205, 212, 391, 510, 529, 377, 392, 382, 532, 389, 400, 390, 533, 512, 282, 525, 404, 531, 399, 213, 219, 394, 519, 243, 536, 248, 537, 540, 535, 527, 223, 543, 410, 283, 534, 293, 526, 234, 522, 533, 546, 235, 411, 416, 406, 287, 543, 536, 547, 417, 532, 543, 540, 301, 553, 414, 418, 422, 418, 419, 300, 425, 426, 308, 553, 550, 558, 242, 543, 542, 543, 552, 414, 440, 551, 549, 307, 547, 431, 443, 407, 562, 561, 550, 313, 444, 323, 446, 441, 447, 554, 448, 439, 556, 552, 572, 573, 560, 354, 451, 327, 139, 459, 333, 554, 224, 458, 566, 562, 464, 462, 557, 453, 458, 561, 460, 568, 476, 581, 557, 334, 254, 357, 575, 567, 583, 565, 577, 582, 463, 570, 465, 480, 337, 0, 27, 0, 570, 576, 582, 574, 579, 583, 594, 591, 352, 54, 261, 81, 474, 583, 484, 108, 599,],
+    slots: include_bytes!("cur_5.bin"),
+    special: 222,
+    out: &[0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 1,],
+    eoi: &[1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0,],
+    labels: 1,
+};
+
+/// 246 states, 29 classes, 2280 bytes, compressed, matches reported one character late:
+/// - bit 1: `resource has been exhausted` as `resource has been exhausted`
+/// - bit 1: `quota.?exceeded` as `quota[^\n\r\x{2028}\x{2029}]?exceeded`
+/// - bit 1: `resource.?exhausted` as `resource[^\n\r\x{2028}\x{2029}]?exhausted`
+/// - bit 1: `exhausted your capacity` as `exhausted your capacity`
+/// - bit 1: `quota will reset` as `quota will reset`
+/// - bit 2: `usage.?limit` as `usage[^\n\r\x{2028}\x{2029}]?limit`
+/// - bit 2: `usage_limit_reached` as `usage_limit_reached`
+/// - bit 2: `usage_not_included` as `usage_not_included`
+/// - bit 2: `limit_reached` as `limit_reached`
+/// - bit 2: `\b\d+-hour limit\b` as `(?-u:\b)[0-9]+-hour limit(?-u:\b)`
+/// - bit 2: `\b(?:session|weekly) limit\b` as `(?-u:\b)(?:session|weekly) limit(?-u:\b)`
+/// - bit 2: `\blimits? will reset\b` as `(?-u:\b)limits? will reset(?-u:\b)`
+/// - bit 2: `\bper[ _-]?day\b` as `(?-u:\b)per[\x{20}\x{5F}\x{2D}]?day(?-u:\b)`
+/// - bit 2: `(?:\b|_)(?:rpd|tpd)\b` as `(?:(?-u:\b)|_)(?:rpd|tpd)(?-u:\b)`
+/// - bit 2: `perday` as `perday`
+/// - bit 2: `\bpremium requests?\b` as `(?-u:\b)premium requests?(?-u:\b)`
+/// - bit 2: `\bno quota\b` as `(?-u:\b)no quota(?-u:\b)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_6: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 11, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 11, 26, 27, 28, 11, 0, 0, 0, 0, 5, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 11, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 11, 26, 27, 28, 11, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 3, 2, 3, 3, 3, 3, 4, 3, 3, 3, 3, 3, 15, 3, 3, 3, 16, 8, 17, 3, 3, 12, 3, 3, 3,],
+    base: &[432, 312, 247, 0, 148, 190, 214, 252, 277, 290, 404, 520, 532, 647, 272, 644, 652, 657, 658, 656, 672, 262, 665, 302, 322, 333, 415, 670, 386, 658, 661, 413, 673, 666, 283, 309, 255, 657, 663, 660, 672, 362, 660, 672, 454, 662, 664, 664, 304, 349, 684, 677, 686, 668, 680, 685, 680, 465, 673, 675, 557, 438, 693, 672, 676, 174, 489, 683, 203, 558, 525, 698, 405, 449, 461, 702, 681, 678, 317, 313, 328, 697, 560, 480, 504, 698, 395, 699, 456, 484, 692, 458, 695, 542, 515, 522, 493, 558, 541, 346, 562, 710, 473, 703, 567, 569, 708, 713, 689, 578, 582, 569, 570, 707, 704, 705, 701, 704, 708, 567, 707, 410, 482, 708, 715, 232, 709, 703, 714, 712, 728, 584, 723, 589, 587, 506, 337, 257, 722, 563, 592, 594, 723, 434, 724, 595, 597, 721, 731, 713, 724, 352, 609, 726, 270, 610, 604, 713, 735, 729, 593, 594, 719, 446, 720, 726, 497, 736, 722, 506, 738, 726, 744, 733, 727, 596, 605, 371, 615, 613, 751, 729, 747, 604, 606, 607, 614, 375, 733, 741, 626, 628, 734, 629, 749, 636, 629, 384, 622, 626, 634, 750, 636, 755, 637, 642, 742, 761, 646, 756, 751, 742, 739, 383, 521, 0, 0, 641, 741, 755, 760, 746, 762, 750, 29, 399, 408, 58, 87, 644, 263, 530, 772, 116, 545, 0, 648, 748, 762, 767, 753, 769, 757, 364, 145, 423,],
+    slots: include_bytes!("cur_6.bin"),
+    special: 213,
+    out: &[0, 2, 0, 2, 2, 2, 2, 2, 2, 2, 2, 0, 2, 2, 0, 0, 2, 0, 2, 2, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1,],
+    eoi: &[2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 2, 2, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0,],
+    labels: 3,
+};
+
+/// 234 states, 28 classes, 1883 bytes, compressed, matches reported one character late:
+/// - bit 2: `\bquota reached\b` as `(?-u:\b)quota reached(?-u:\b)`
+/// - bit 2: `allocated quota` as `allocated quota`
+/// - bit 2: `\bfree usage\b` as `(?-u:\b)free usage(?-u:\b)`
+/// - bit 2: `\bper hour\b` as `(?-u:\b)per hour(?-u:\b)`
+/// - bit 2: `\bfor the hour\b` as `(?-u:\b)for the hour(?-u:\b)`
+/// - bit 2: `\bin 1 hour\b` as `(?-u:\b)in 1 hour(?-u:\b)`
+/// - bit 2: `\bwithin the last 24 hours\b` as `(?-u:\b)within the last 24 hours(?-u:\b)`
+/// - bit 2: `\bmonthly (?:chat messages |usage )?limit (?:has been )?(?:reached|exhausted|exceeded)\b` as `(?-u:\b)monthly (?:chat messages |usage )?limit (?:has been )?(?:reached|exhausted|exceeded)(?-u:\b)`
+/// - bit 2: `\b(?:reached|exhausted|exceeded) (?:your |the |its )?monthly (?:chat messages |usage )?limit\b` as `(?-u:\b)(?:reached|exhausted|exceeded) (?:your |the |its )?monthly (?:chat messages |usage )?limit(?-u:\b)`
+/// - bit 2: `\busage cap\b` as `(?-u:\b)usage cap(?-u:\b)`
+/// - bit 2: `\bout of free (?:messages|requests|credits)\b` as `(?-u:\b)out of free (?:messages|requests|credits)(?-u:\b)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_7: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 4, 2, 5, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 2, 2, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 2, 25, 26, 27, 2, 0, 0, 0, 0, 2, 0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 2, 2, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 2, 25, 26, 27, 2, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,],
+    base: &[345, 0, 22, 77, 11, 96, 97, 110, 152, 154, 182, 181, 194, 211, 41, 211, 232, 255, 241, 237, 244, 258, 275, 286, 281, 298, 316, 326, 333, 335, 117, 325, 349, 359, 339, 65, 83, 359, 366, 374, 48, 129, 385, 383, 357, 145, 392, 395, 400, 406, 416, 423, 412, 431, 369, 431, 66, 438, 32, 448, 467, 453, 76, 457, 472, 470, 467, 498, 476, 381, 494, 163, 503, 495, 500, 506, 393, 487, 499, 509, 505, 175, 503, 114, 20, 139, 507, 32, 66, 501, 514, 506, 504, 504, 497, 510, 136, 107, 503, 509, 505, 514, 405, 519, 510, 521, 518, 516, 508, 514, 522, 509, 533, 511, 152, 522, 206, 536, 528, 538, 517, 520, 191, 524, 542, 521, 535, 209, 537, 417, 534, 542, 526, 429, 549, 550, 531, 158, 543, 539, 175, 549, 162, 225, 50, 546, 535, 126, 531, 536, 538, 535, 556, 554, 542, 541, 565, 566, 546, 54, 209, 555, 564, 561, 68, 243, 566, 563, 568, 574, 553, 225, 555, 565, 565, 558, 576, 236, 572, 189, 259, 561, 574, 579, 570, 581, 587, 579, 581, 569, 582, 199, 579, 240, 275, 572, 572, 586, 596, 575, 589, 582, 600, 585, 441, 602, 580, 287, 604, 264, 86, 585, 453, 585, 586, 603, 275, 600, 589, 611, 299, 271, 465, 321, 317, 329, 98, 0, 477, 0, 598, 599, 339, 333,],
+    slots: include_bytes!("cur_7.bin"),
+    special: 221,
+    out: &[0, 2, 0, 2, 0, 2, 0, 2, 2, 2, 2, 0, 2,],
+    eoi: &[2, 0, 2, 0, 2, 0, 2, 0, 0, 0, 0, 2, 0,],
+    labels: 2,
+};
+
+/// 84 states, 21 classes, 560 bytes, compressed, matches reported one character late:
+/// - bit 4: `/prompt is too long/i` as `prompt is too long`
+/// - bit 4: `/input is too long for requested model/i` as `input is too long for requested model`
+/// - bit 4: `/exceeds the context window/i` as `exceeds the context window`
+#[cfg(feature = "curated")]
+pub(super) static CUR_8: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 0, 0, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 19, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 0, 0, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 19, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0,],
+    base: &[0, 17, 33, 31, 47, 37, 40, 49, 6, 44, 18, 38, 43, 20, 56, 10, 42, 51, 59, 60, 15, 54, 46, 63, 17, 58, 49, 66, 64, 57, 53, 28, 59, 60, 71, 73, 63, 64, 68, 77, 68, 68, 72, 65, 72, 72, 81, 80, 76, 68, 88, 84, 28, 86, 91, 81, 75, 80, 88, 96, 87, 84, 29, 96, 89, 21, 83, 85, 100, 23, 88, 102, 31, 106, 98, 97, 107, 107, 27, 0, 0, 92, 102, 99,],
+    slots: include_bytes!("cur_8.bin"),
+    special: 79,
+    out: &[0, 4, 4, 4, 4,],
+    eoi: &[4, 0, 0, 0, 0,],
+    labels: 4,
+};
+
+/// 40 states, 18 classes, 1001 bytes, compressed, matches reported one character late:
+/// - bit 4: `/input token count.*exceeds the maximum/i` as `input token count[^\n\r\x{2028}\x{2029}]*exceeds the maximum`
+#[cfg(feature = "curated")]
+pub(super) static CUR_9: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 0, 7, 8, 0, 9, 0, 10, 11, 12, 13, 0, 0, 14, 15, 16, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 0, 7, 8, 0, 9, 0, 10, 11, 12, 13, 0, 0, 14, 15, 16, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[17, 0, 17, 17, 17, 17, 18, 17, 17, 17, 0, 17, 17, 17, 17, 17, 17, 0,],
+    base: &[18, 35, 52, 69, 86, 103, 120, 137, 154, 171, 188, 205, 222, 239, 256, 273, 307, 350, 352, 318, 319, 320, 322, 324, 338, 332, 336, 344, 342, 356, 314, 358, 348, 360, 347, 361, 0, 362, 290, 364,],
+    slots: include_bytes!("cur_9.bin"),
+    special: 36,
+    out: &[0, 4, 4, 4,],
+    eoi: &[4, 0, 0, 0,],
+    labels: 4,
+};
+
+/// 132 states, 25 classes, 940 bytes, compressed, matches reported one character late:
+/// - bit 4: `/maximum prompt length is \d+/i` as `maximum prompt length is [0-9]+`
+/// - bit 4: `/reduce the length of the messages/i` as `reduce the length of the messages`
+/// - bit 4: `/maximum context length is \d+ tokens/i` as `maximum context length is [0-9]+ tokens`
+/// - bit 4: `/exceeds the limit of \d+/i` as `exceeds the limit of [0-9]+`
+/// - bit 4: `/exceeds the available context size/i` as `exceeds the available context size`
+#[cfg(feature = "curated")]
+pub(super) static CUR_10: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 12, 13, 14, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 0, 24, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 12, 13, 14, 15, 16, 17, 0, 18, 19, 20, 21, 22, 0, 23, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0,],
+    base: &[0, 123, 144, 142, 145, 129, 94, 146, 143, 135, 95, 144, 154, 97, 98, 153, 142, 148, 103, 162, 104, 144, 145, 104, 156, 157, 152, 151, 163, 164, 157, 99, 107, 109, 153, 160, 162, 109, 169, 108, 170, 156, 168, 157, 161, 101, 179, 169, 108, 183, 176, 175, 120, 186, 175, 169, 177, 171, 179, 186, 184, 192, 195, 190, 112, 197, 195, 184, 114, 192, 186, 190, 196, 196, 186, 199, 201, 208, 190, 201, 211, 113, 211, 204, 214, 196, 212, 217, 208, 210, 205, 211, 204, 217, 210, 207, 132, 207, 227, 215, 223, 229, 131, 209, 138, 122, 137, 213, 215, 234, 220, 234, 219, 227, 231, 230, 235, 236, 220, 128, 125, 238, 227, 0, 0, 25, 224, 245, 242, 50, 75, 245,],
+    slots: include_bytes!("cur_10.bin"),
+    special: 123,
+    out: &[0, 4, 4, 4, 4, 4, 0, 0, 4,],
+    eoi: &[4, 0, 4, 0, 0, 0, 4, 4, 0,],
+    labels: 4,
+};
+
+/// 47 states, 21 classes, 1238 bytes, compressed, matches reported one character late:
+/// - bit 4: `/requested tokens?.*exceed.*context (window|length|size)/i` as `requested tokens?[^\n\r\x{2028}\x{2029}]*exceed[^\n\r\x{2028}\x{2029}]*context (window|length|size)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_11: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 0, 11, 12, 0, 13, 14, 15, 16, 17, 0, 18, 19, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 0, 6, 7, 8, 0, 9, 10, 0, 11, 12, 0, 13, 14, 15, 16, 17, 0, 18, 19, 0, 20, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[21, 0, 21, 22, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21, 21,],
+    base: &[21, 42, 63, 84, 105, 126, 147, 168, 189, 210, 231, 252, 273, 294, 315, 336, 357, 378, 399, 420, 462, 0, 10, 32, 48, 80, 87, 111, 146, 473, 164, 182, 203, 221, 233, 263, 289, 311, 333, 342, 367, 393, 403, 0, 0, 441, 430,],
+    slots: include_bytes!("cur_11.bin"),
+    special: 43,
+    out: &[0, 4, 4, 4,],
+    eoi: &[4, 0, 0, 0,],
+    labels: 4,
+};
+
+/// 51 states, 22 classes, 1393 bytes, compressed, matches reported one character late:
+/// - bit 4: `/context (window|length|size).*(exceeded|overflow|too small)/i` as `context (window|length|size)[^\n\r\x{2028}\x{2029}]*(exceeded|overflow|too small)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_12: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 9, 10, 0, 0, 11, 12, 13, 14, 0, 0, 15, 16, 17, 0, 18, 19, 20, 0, 21, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 9, 10, 0, 0, 11, 12, 13, 14, 0, 0, 15, 16, 17, 0, 18, 19, 20, 0, 21, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[19, 0, 19, 19, 19, 19, 22, 19, 19, 19, 19, 19, 19, 19, 23, 19, 19, 24, 0, 19, 0, 19,],
+    base: &[44, 64, 84, 104, 124, 22, 144, 164, 184, 204, 224, 244, 264, 284, 304, 324, 344, 364, 384, 474, 404, 444, 525, 526, 468, 464, 479, 478, 473, 483, 487, 488, 494, 497, 493, 505, 508, 504, 512, 513, 517, 516, 520, 530, 531, 0, 535, 424, 539, 542, 538,],
+    slots: include_bytes!("cur_12.bin"),
+    special: 45,
+    out: &[0, 4, 4, 4, 4, 4,],
+    eoi: &[4, 0, 0, 0, 0, 0,],
+    labels: 4,
+};
+
+/// 37 states, 18 classes, 1143 bytes, compressed, matches reported one character late:
+/// - bit 4: `/(prompt|input).*(too long|too large).*(context|n_ctx)/i` as `(prompt|input)[^\n\r\x{2028}\x{2029}]*(too long|too large)[^\n\r\x{2028}\x{2029}]*(context|n_ctx)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_13: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8, 0, 0, 9, 10, 11, 12, 13, 0, 14, 0, 15, 16, 0, 0, 17, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8, 0, 0, 9, 10, 11, 12, 13, 0, 14, 0, 15, 16, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[21, 0, 21, 0, 21, 22, 21, 21, 21, 21, 21, 23, 21, 21, 21, 11, 21, 21,],
+    base: &[18, 36, 54, 72, 90, 108, 126, 144, 162, 180, 198, 216, 234, 252, 270, 288, 306, 324, 342, 378, 396, 421, 399, 426, 382, 412, 434, 413, 415, 416, 417, 436, 0, 437, 360, 423, 439,],
+    slots: include_bytes!("cur_13.bin"),
+    special: 32,
+    out: &[0, 4, 4, 4, 4,],
+    eoi: &[4, 0, 0, 0, 0,],
+    labels: 4,
+};
+
+/// 48 states, 19 classes, 1654 bytes, compressed, matches reported one character late:
+/// - bit 4: `/requested tokens?.*(exceeds?|greater than).*(n_ctx|context)/i` as `requested tokens?[^\n\r\x{2028}\x{2029}]*(exceeds?|greater than)[^\n\r\x{2028}\x{2029}]*(n_ctx|context)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_14: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 6, 7, 0, 8, 9, 0, 0, 10, 0, 0, 11, 12, 0, 13, 14, 15, 16, 17, 0, 0, 18, 0, 0, 0, 0, 0, 0, 3, 0, 4, 0, 5, 6, 7, 0, 8, 9, 0, 0, 10, 0, 0, 11, 12, 0, 13, 14, 15, 16, 17, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[15, 0, 15, 15, 0, 0, 15, 16, 17, 0, 15, 15, 15, 15, 1, 15, 15, 15, 0,],
+    base: &[285, 303, 321, 339, 357, 375, 393, 411, 429, 447, 465, 483, 501, 519, 555, 636, 639, 647, 654, 569, 575, 662, 581, 587, 602, 605, 19, 665, 38, 57, 613, 76, 95, 620, 114, 133, 673, 152, 171, 680, 190, 628, 209, 0, 228, 537, 247, 266,],
+    slots: include_bytes!("cur_14.bin"),
+    special: 43,
+    out: &[0, 4, 4, 4, 4,],
+    eoi: &[4, 0, 0, 0, 0,],
+    labels: 4,
+};
+
+/// 181 states, 25 classes, 1320 bytes, compressed, matches reported one character late:
+/// - bit 4: `/greater than the context length/i` as `greater than the context length`
+/// - bit 4: `/context window exceeds limit/i` as `context window exceeds limit`
+/// - bit 4: `/exceeded model token limit/i` as `exceeded model token limit`
+/// - bit 4: `/context[_ ]length[_ ]exceeded/i` as `context[\x{5F}\x{20}]length[\x{5F}\x{20}]exceeded`
+/// - bit 4: `/token limit exceeded/i` as `token limit exceeded`
+/// - bit 4: `/request_too_large/i` as `request_too_large`
+/// - bit 4: `/request exceeds the maximum size/i` as `request exceeds the maximum size`
+/// - bit 4: `/payload too large/i` as `payload too large`
+/// - bit 4: `/entity too large/i` as `entity too large`
+#[cfg(feature = "curated")]
+pub(super) static CUR_15: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 0, 7, 8, 9, 0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 0, 21, 22, 23, 24, 0, 0, 0, 0, 2, 0, 3, 0, 4, 5, 6, 0, 7, 8, 9, 0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 0, 21, 22, 23, 24, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 0, 0, 1, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 4, 0, 5, 0, 6, 0, 0, 0, 0, 0,],
+    base: &[0, 114, 169, 114, 175, 255, 263, 265, 260, 277, 276, 260, 114, 274, 266, 171, 188, 122, 275, 267, 282, 189, 270, 120, 271, 277, 286, 184, 185, 185, 124, 198, 290, 121, 192, 196, 293, 289, 128, 291, 278, 287, 146, 280, 127, 204, 150, 291, 198, 290, 288, 302, 285, 299, 287, 295, 302, 300, 148, 298, 206, 200, 297, 303, 203, 300, 313, 301, 313, 313, 207, 299, 211, 314, 309, 316, 309, 217, 321, 223, 209, 310, 322, 320, 326, 148, 322, 219, 308, 313, 144, 312, 154, 216, 233, 331, 233, 332, 228, 226, 330, 329, 235, 317, 331, 337, 237, 232, 325, 152, 321, 150, 337, 332, 339, 239, 164, 242, 338, 331, 340, 341, 162, 233, 335, 170, 168, 174, 248, 330, 338, 244, 340, 251, 349, 352, 345, 246, 333, 345, 345, 254, 349, 350, 351, 187, 349, 350, 344, 249, 344, 356, 360, 355, 349, 250, 368, 257, 352, 252, 362, 266, 348, 367, 0, 0, 360, 253, 358, 357, 374, 372, 365, 376, 25, 369, 50, 376, 373, 75, 100,],
+    slots: include_bytes!("cur_15.bin"),
+    special: 164,
+    out: &[0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 0, 4, 0, 4, 4, 0, 0,],
+    eoi: &[4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 4, 0, 0, 4, 4,],
+    labels: 4,
+};
+
+/// 38 states, 22 classes, 1039 bytes, compressed, matches reported one character late:
+/// - bit 4: `/\b413\b.*\b(request|payload|entity)\b.*\btoo large\b/i` as `(?-u:\b)413(?-u:\b)[^\n\r\x{2028}\x{2029}]*(?-u:\b)(request|payload|entity)(?-u:\b)[^\n\r\x{2028}\x{2029}]*(?-u:\b)too large(?-u:\b)`
+#[cfg(feature = "curated")]
+pub(super) static CUR_16: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 3, 5, 6, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 7, 3, 3, 8, 9, 3, 10, 3, 11, 3, 3, 12, 3, 13, 14, 15, 16, 17, 18, 19, 20, 3, 3, 3, 21, 3, 0, 0, 0, 0, 3, 0, 7, 3, 3, 8, 9, 3, 10, 3, 11, 3, 3, 12, 3, 13, 14, 15, 16, 17, 18, 19, 20, 3, 3, 3, 21, 3, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[5, 0, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6,],
+    base: &[22, 44, 66, 88, 371, 384, 0, 10, 38, 58, 70, 90, 117, 144, 165, 179, 202, 229, 256, 266, 302, 313, 394, 345, 376, 110, 132, 154, 176, 198, 220, 242, 264, 286, 308, 0, 330, 352,],
+    slots: include_bytes!("cur_16.bin"),
+    special: 35,
+    out: &[0, 4, 4,],
+    eoi: &[4, 0, 0,],
+    labels: 4,
+};
+
+/// 213 states, 38 classes, 1509 bytes, compressed, matches reported one character late:
+/// - bit 4: `/model_context_window_exceeded/i` as `model_context_window_exceeded`
+/// - bit 4: `/prompt filled the context window/i` as `prompt filled the context window`
+/// - bit 4: `/\b4(00|13)\s*(status code)?\s*\(no body\)/i` as `(?-u:\b)4(00|13)[\t\n\x0B\x0C\r ]*(status code)?[\t\n\x0B\x0C\r ]*\(no body\)`
+/// - bit 4: `/request too large for\b/i` as `request too large for(?-u:\b)`
+/// - bit 4: `/exceeds? (?:the |model )?context (?:limit|window)/i` as `exceeds? (?:the |model )?context (?:limit|window)`
+/// - bit 4: `/out of room in the model.s context window/i` as `out of room in the model[^\n\r\x{2028}\x{2029}]s context window`
+/// - bit 4: `/max_tokens must be at least 1, got -/i` as `max_tokens must be at least 1, got -`
+#[cfg(feature = "curated")]
+pub(super) static CUR_17: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 4, 5, 0, 0, 6, 7, 0, 0, 8, 9, 10, 11, 12, 10, 10, 10, 10, 10, 0, 0, 0, 0, 0, 0, 0, 14, 15, 16, 17, 18, 19, 20, 21, 22, 10, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 10, 34, 35, 36, 10, 0, 0, 0, 0, 13, 0, 14, 15, 16, 17, 18, 19, 20, 21, 22, 10, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 10, 34, 35, 36, 10, 0, 0, 0, 0, 0, 0, 37, 37,],
+    default: &[0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1, 1, 1, 4, 1, 5, 6, 1, 7, 1, 1, 1, 1, 1, 1, 0,],
+    base: &[66, 0, 169, 118, 135, 301, 305, 318, 329, 328, 324, 306, 148, 311, 157, 150, 124, 326, 332, 328, 344, 155, 315, 120, 156, 317, 165, 318, 162, 175, 115, 333, 325, 339, 172, 327, 342, 171, 161, 161, 191, 324, 127, 172, 341, 355, 356, 328, 186, 328, 129, 359, 345, 337, 187, 191, 362, 339, 336, 341, 192, 348, 183, 182, 193, 348, 200, 196, 368, 188, 205, 354, 342, 342, 198, 351, 349, 341, 211, 346, 361, 213, 377, 363, 201, 358, 203, 378, 357, 367, 204, 221, 228, 351, 143, 369, 232, 224, 353, 239, 133, 227, 232, 228, 234, 371, 234, 359, 378, 366, 390, 380, 132, 392, 364, 363, 395, 235, 369, 136, 140, 397, 379, 237, 381, 242, 381, 382, 249, 379, 385, 389, 390, 384, 384, 393, 395, 395, 248, 252, 149, 397, 253, 388, 265, 258, 259, 384, 390, 261, 243, 260, 391, 392, 246, 388, 408, 267, 256, 260, 419, 405, 269, 392, 272, 390, 408, 409, 410, 413, 268, 395, 277, 413, 76, 279, 401, 279, 286, 402, 285, 273, 142, 274, 279, 288, 431, 403, 296, 433, 287, 434, 141, 306, 303, 432, 320, 310, 412, 292, 437, 321, 0, 429, 0, 318, 407, 315, 410, 414, 427, 38, 113,],
+    slots: include_bytes!("cur_17.bin"),
+    special: 202,
+    out: &[0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0,],
+    eoi: &[4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4,],
+    labels: 4,
+};
+
+/// 89 states, 20 classes, 587 bytes, compressed, matches reported one character late:
+/// - bit 16: `insufficient_quota` as `insufficient_quota`
+/// - bit 16: `used all available credits` as `used all available credits`
+/// - bit 16: `run out of credits` as `run out of credits`
+/// - bit 16: `credit balance is too low` as `credit balance is too low`
+/// - bit 16: `insufficient balance` as `insufficient balance`
+#[cfg(feature = "curated")]
+pub(super) static GUARD_0: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 0, 0, 9, 0, 0, 10, 0, 11, 12, 0, 13, 14, 15, 16, 17, 18, 19, 0, 0, 0, 0, 0, 0, 0, 2, 0, 3, 4, 5, 6, 7, 8, 0, 0, 9, 0, 0, 10, 0, 11, 12, 0, 13, 14, 15, 16, 17, 18, 19, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4, 0, 0,],
+    base: &[0, 10, 42, 37, 40, 13, 41, 10, 50, 52, 43, 60, 56, 54, 14, 52, 65, 12, 59, 51, 66, 69, 62, 11, 62, 69, 26, 73, 65, 73, 24, 65, 77, 69, 25, 72, 78, 79, 72, 83, 67, 75, 71, 83, 86, 85, 33, 77, 83, 32, 89, 81, 33, 31, 94, 93, 80, 92, 96, 91, 91, 32, 93, 99, 34, 101, 89, 32, 96, 106, 97, 106, 50, 103, 95, 107, 101, 45, 102, 114, 106, 105, 99, 0, 0, 105, 109, 104, 107,],
+    slots: include_bytes!("guard_0.bin"),
+    special: 83,
+    out: &[0, 16, 16, 16, 16, 16,],
+    eoi: &[16, 0, 0, 0, 0, 0,],
+    labels: 16,
+};
+
+/// 223 states, 16 classes, 5713 bytes, compressed, matches reported one character late:
+/// - bit 16: `insufficient.{0,10}funds` as `insufficient[^\n\r\x{2028}\x{2029}]{0,10}funds`
+/// - bit 16: `requires more credits` as `requires more credits`
+#[cfg(feature = "curated")]
+pub(super) static GUARD_1: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 0, 0, 7, 0, 0, 0, 8, 9, 10, 0, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 0, 0, 7, 0, 0, 0, 8, 9, 10, 0, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0,],
+    base: &[0, 104, 124, 132, 150, 162, 178, 203, 218, 235, 2456, 250, 268, 2463, 2458, 282, 303, 2452, 313, 328, 343, 355, 373, 112, 396, 128, 144, 160, 176, 2468, 192, 208, 224, 240, 256, 272, 288, 414, 304, 320, 336, 352, 368, 384, 400, 416, 432, 448, 421, 464, 480, 496, 512, 528, 544, 560, 576, 592, 608, 624, 640, 656, 444, 672, 688, 704, 720, 736, 752, 768, 784, 800, 816, 832, 848, 864, 880, 896, 2469, 912, 928, 944, 960, 976, 992, 1008, 1024, 1040, 1056, 1072, 1088, 1104, 1120, 1136, 1152, 1168, 458, 1184, 1200, 1216, 1232, 1248, 1264, 1280, 1296, 1312, 1328, 1344, 1360, 1376, 1392, 1408, 1424, 1440, 1456, 1472, 2467, 1488, 1504, 1520, 1536, 1552, 1568, 1584, 1600, 1616, 1632, 1648, 1664, 1680, 1696, 1712, 1728, 1744, 1760, 1776, 1792, 1808, 468, 1824, 1840, 1856, 1872, 1888, 1904, 1920, 1936, 1952, 1968, 1984, 2000, 2016, 2032, 2048, 2064, 2080, 2096, 2112, 2128, 2144, 2160, 2176, 491, 2468, 2469, 2479, 2480, 2481, 2471, 2484, 2485, 2486, 2489, 507, 2490, 2492, 2442, 2443, 2498, 2450, 2449, 2499, 2506, 2458, 2503, 2504, 2508, 514, 536, 557, 2509, 2510, 0, 16, 2192, 0, 2208, 2224, 2240, 32, 2256, 2272, 2288, 2304, 48, 2320, 2336, 2352, 2368, 64, 2384, 2400, 2416, 2432, 80, 96, 571, 2513, 2514, 2516, 584, 604, 610,],
+    slots: include_bytes!("guard_1.bin"),
+    special: 192,
+    out: &[0, 0, 16, 16, 16, 16, 16, 0, 16, 16, 16, 16, 0, 16, 16, 16, 16, 0, 16, 16, 16, 16, 0, 0, 16, 16, 16, 16, 16, 16, 16,],
+    eoi: &[16, 16, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 16, 0, 0, 0, 0, 16, 0, 0, 0, 0, 16, 16, 0, 0, 0, 0, 0, 0, 0,],
+    labels: 16,
+};
+
+/// 242 states, 27 classes, 1738 bytes, compressed, matches reported one character late:
+/// - bit 16: `incorrect api key` as `incorrect api key`
+/// - bit 16: `invalid.?api.?key` as `invalid[^\n\r\x{2028}\x{2029}]?api[^\n\r\x{2028}\x{2029}]?key`
+/// - bit 16: `permission.?denied` as `permission[^\n\r\x{2028}\x{2029}]?denied`
+/// - bit 16: `access (?:is )?denied` as `access (?:is )?denied`
+/// - bit 16: `not authorized to perform` as `not authorized to perform`
+/// - bit 16: `self[- ]signed certificate` as `self[\x{2D}\x{20}]signed certificate`
+/// - bit 16: `self_signed_cert_in_chain` as `self_signed_cert_in_chain`
+/// - bit 16: `certificate verify failed` as `certificate verify failed`
+/// - bit 16: `unable to get local issuer certificate` as `unable to get local issuer certificate`
+/// - bit 16: `unable_to_get_issuer_cert` as `unable_to_get_issuer_cert`
+/// - bit 16: `process has terminated` as `process has terminated`
+#[cfg(feature = "curated")]
+pub(super) static GUARD_2: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 14, 15, 16, 17, 18, 19, 0, 20, 21, 22, 23, 24, 0, 0, 25, 26, 0, 0, 0, 0, 4, 0, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 14, 15, 16, 17, 18, 19, 0, 20, 21, 22, 23, 24, 0, 0, 25, 26, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 4, 0, 5, 0, 6, 0, 7, 0, 0, 0,],
+    base: &[0, 102, 127, 146, 295, 213, 363, 378, 227, 376, 186, 375, 380, 383, 391, 197, 398, 386, 221, 404, 408, 395, 405, 403, 231, 220, 401, 395, 228, 411, 404, 409, 195, 404, 233, 214, 400, 408, 237, 228, 226, 401, 402, 415, 246, 412, 417, 242, 234, 243, 244, 248, 249, 264, 259, 256, 420, 108, 416, 261, 267, 184, 260, 407, 408, 422, 258, 273, 271, 427, 207, 276, 278, 279, 208, 281, 282, 415, 271, 422, 418, 419, 419, 420, 422, 289, 285, 438, 287, 207, 421, 425, 438, 287, 291, 442, 441, 290, 438, 438, 443, 135, 436, 162, 294, 442, 443, 441, 442, 293, 452, 297, 441, 304, 303, 305, 311, 182, 209, 312, 310, 297, 321, 322, 324, 326, 327, 328, 199, 329, 331, 338, 454, 453, 449, 450, 452, 437, 212, 453, 438, 455, 443, 459, 460, 446, 447, 461, 339, 463, 463, 464, 465, 473, 472, 457, 476, 459, 460, 461, 467, 470, 471, 463, 470, 465, 466, 471, 325, 334, 472, 478, 479, 345, 486, 343, 469, 493, 479, 343, 484, 350, 345, 496, 480, 185, 487, 484, 350, 352, 492, 353, 356, 359, 187, 501, 484, 500, 486, 498, 362, 501, 496, 506, 367, 365, 363, 370, 366, 504, 369, 494, 504, 509, 368, 506, 496, 381, 381, 497, 502, 502, 382, 498, 501, 0, 0, 515, 514, 507, 507, 383, 517, 510, 27, 504, 54, 81, 384, 507, 525, 388,],
+    slots: include_bytes!("guard_2.bin"),
+    special: 225,
+    out: &[0, 16, 16, 16, 16, 16, 16, 16, 16, 0, 16, 0, 0, 16, 16, 16, 16,],
+    eoi: &[16, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 16, 16, 0, 0, 0, 0,],
+    labels: 16,
+};
+
+/// 157 states, 23 classes, 1174 bytes, compressed, matches reported one character late:
+/// - bit 16: `llama runner exited` as `llama runner exited`
+/// - bit 16: `requires more system memory` as `requires more system memory`
+/// - bit 16: `unable to allocate` as `unable to allocate`
+/// - bit 16: `(?:unable to|failed to|could not) load model` as `(?:unable to|failed to|could not) load model`
+/// - bit 16: `error loading model` as `error loading model`
+/// - bit 16: `extra usage is required` as `extra usage is required`
+/// - bit 16: `no available channels?` as `no available channels?`
+#[cfg(feature = "curated")]
+pub(super) static GUARD_3: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0, 11, 12, 13, 14, 0, 15, 16, 17, 18, 19, 20, 0, 21, 22, 0, 0, 0, 0, 0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0, 0, 11, 12, 13, 14, 0, 15, 16, 17, 18, 19, 20, 0, 21, 22, 0, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 0, 0, 1, 0, 2, 3, 0, 0, 0, 4, 0, 5, 0, 0, 6, 0, 0, 7, 0, 0, 0,],
+    base: &[0, 220, 153, 233, 226, 225, 234, 229, 225, 164, 227, 236, 143, 246, 108, 173, 165, 171, 232, 238, 238, 249, 233, 250, 177, 238, 177, 175, 253, 236, 179, 246, 257, 189, 258, 116, 259, 259, 246, 185, 250, 253, 246, 265, 251, 258, 263, 119, 256, 183, 185, 253, 187, 261, 101, 255, 183, 272, 273, 262, 264, 197, 277, 265, 279, 276, 274, 128, 280, 272, 284, 275, 277, 282, 197, 278, 276, 198, 193, 278, 127, 189, 206, 276, 282, 292, 205, 285, 143, 135, 290, 286, 293, 298, 283, 295, 298, 118, 136, 291, 303, 199, 207, 288, 302, 293, 292, 204, 307, 288, 216, 306, 306, 295, 301, 298, 298, 311, 137, 312, 210, 301, 314, 144, 302, 141, 219, 316, 216, 150, 151, 307, 323, 319, 314, 110, 321, 152, 314, 313, 221, 0, 23, 46, 0, 316, 215, 329, 321, 319, 222, 321, 317, 230, 330, 69, 92,],
+    slots: include_bytes!("guard_3.bin"),
+    special: 141,
+    out: &[0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 0, 16,],
+    eoi: &[16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 16,],
+    labels: 16,
+};
+
+/// 98 states, 25 classes, 758 bytes, compressed, matches reported one character late:
+/// - bit 32: `throttlingexception|please wait before trying again|too many tokens per (?:day|minute)|\bper (?:day|minute)\b|\btpm\b` as `throttlingexception|please wait before trying again|too many tokens per (?:day|minute)|(?-u:\b)per (?:day|minute)(?-u:\b)|(?-u:\b)tpm(?-u:\b)`
+/// - bit 64: `/too many tokens/i` as `too many tokens`
+#[cfg(feature = "curated")]
+pub(super) static GUARD_4: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 12, 13, 14, 15, 16, 17, 2, 18, 19, 20, 21, 2, 22, 23, 24, 2, 0, 0, 0, 0, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 12, 13, 14, 15, 16, 17, 2, 18, 19, 20, 21, 2, 22, 23, 24, 2, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 1, 5, 1, 1, 1, 1,],
+    base: &[35, 0, 89, 46, 40, 91, 76, 121, 111, 114, 92, 130, 131, 119, 135, 44, 118, 118, 37, 136, 129, 134, 59, 139, 119, 129, 144, 60, 131, 126, 60, 137, 125, 130, 148, 137, 152, 71, 143, 146, 91, 136, 150, 73, 83, 135, 97, 68, 154, 153, 154, 155, 148, 156, 148, 147, 151, 97, 150, 81, 162, 154, 105, 170, 157, 155, 99, 173, 49, 54, 151, 173, 166, 167, 155, 165, 166, 161, 174, 164, 184, 88, 83, 177, 184, 177, 114, 103, 0, 104, 105, 0, 176, 116, 25, 0, 177, 117,],
+    slots: include_bytes!("guard_4.bin"),
+    special: 86,
+    out: &[0, 32, 0, 64, 64, 64, 64, 64, 0, 32, 32, 32,],
+    eoi: &[32, 0, 64, 0, 0, 0, 0, 0, 32, 0, 0, 0,],
+    labels: 96,
+};
+
+/// 60 states, 20 classes, 631 bytes, compressed, matches reported one character late:
+/// - bit 1: `\baccount\b` as `(?-u:\b)account(?-u:\b)`
+/// - bit 2: `\baccount's\b` as `(?-u:\b)account\x{27}s(?-u:\b)`
+/// - bit 4: `\brate.limit\b` as `(?-u:\b)rate[^\n\r\x{2028}\x{2029}]limit(?-u:\b)`
+/// - bit 8: `\bratelimit\b` as `(?-u:\b)ratelimit(?-u:\b)`
+/// - bit 16: `\bhit a\b` as `(?-u:\b)hit a(?-u:\b)`
+/// - bit 32: `\bhit your\b` as `(?-u:\b)hit your(?-u:\b)`
+/// - bit 64: `\blimit\b` as `(?-u:\b)limit(?-u:\b)`
+/// - bit 128: `\bdaily\b` as `(?-u:\b)daily(?-u:\b)`
+#[cfg(feature = "curated")]
+pub(super) static CWIN_0: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 5, 4, 6, 7, 8, 4, 4, 9, 10, 4, 4, 11, 12, 13, 14, 4, 4, 15, 16, 17, 18, 4, 4, 4, 19, 4, 0, 0, 0, 0, 4, 0, 5, 4, 6, 7, 8, 4, 4, 9, 10, 4, 4, 11, 12, 13, 14, 4, 4, 15, 16, 17, 18, 4, 4, 4, 19, 4, 0, 0, 0, 0, 0, 0, 1, 1,],
+    default: &[0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,],
+    base: &[28, 0, 35, 39, 35, 41, 55, 57, 62, 58, 72, 70, 82, 88, 101, 95, 99, 90, 90, 15, 126, 0, 131, 131, 31, 135, 18, 130, 130, 139, 140, 139, 137, 141, 142, 145, 146, 147, 141, 142, 143, 111, 47, 115, 47, 50, 59, 119, 62, 16, 123, 127, 71, 131, 74, 135, 139, 83, 86, 95,],
+    slots: include_bytes!("cwin_0.bin"),
+    special: 41,
+    out: &[0, 0, 0, 128, 16, 64, 0, 1, 1, 0, 0, 32, 0, 2, 0, 0, 8, 68, 4,],
+    eoi: &[128, 16, 64, 0, 0, 0, 1, 0, 0, 32, 2, 0, 8, 0, 68, 4, 0, 0, 0,],
+    labels: 255,
+};
+
+/// 71 states, 24 classes, 611 bytes, compressed, matches reported one character late:
+/// - bit 1: `\ballocation\b` as `(?-u:\b)allocation(?-u:\b)`
+/// - bit 2: `\bquota\b` as `(?-u:\b)quota(?-u:\b)`
+/// - bit 4: `\bmonthly\b` as `(?-u:\b)monthly(?-u:\b)`
+/// - bit 8: `\ballowance\b` as `(?-u:\b)allowance(?-u:\b)`
+/// - bit 16: `\bcredits\b` as `(?-u:\b)credits(?-u:\b)`
+/// - bit 32: `\b400\b` as `(?-u:\b)400(?-u:\b)`
+/// - bit 64: `provider returned error` as `provider returned error`
+#[cfg(feature = "curated")]
+pub(super) static CWIN_1: Delayed = Delayed {
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 3, 3, 4, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 5, 3, 6, 7, 8, 3, 3, 9, 10, 3, 3, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 3, 23, 3, 0, 0, 0, 0, 3, 0, 5, 3, 6, 7, 8, 3, 3, 9, 10, 3, 3, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 3, 23, 3, 0, 0, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1,],
+    base: &[36, 0, 36, 36, 61, 65, 64, 62, 83, 75, 86, 82, 83, 84, 87, 95, 85, 84, 87, 24, 97, 99, 99, 105, 106, 107, 94, 103, 108, 97, 104, 100, 96, 112, 111, 116, 106, 110, 117, 125, 114, 20, 120, 110, 110, 114, 119, 125, 127, 134, 23, 119, 120, 124, 122, 33, 39, 49, 52, 53, 62, 55, 68, 65, 69, 71, 84, 0, 87, 0, 123,],
+    slots: include_bytes!("cwin_1.bin"),
+    special: 55,
+    out: &[0, 32, 0, 2, 0, 0, 16, 4, 0, 0, 8, 1, 0, 64, 64, 64,],
+    eoi: &[32, 0, 2, 0, 16, 4, 0, 0, 8, 1, 0, 0, 64, 0, 0, 0,],
+    labels: 127,
 };

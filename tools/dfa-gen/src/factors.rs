@@ -618,6 +618,54 @@ pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
     choose(&Searched::of(&choose(&Searched::default())?))
 }
 
+/// The curated patterns (spec 13.2) that the tables match, their
+/// alternatives in other scripts than ASCII left out (those are searched
+/// as they are written): the retryable patterns of 10.5 and 13.2, the
+/// usage-limit pattern (windows included), the unanchored overflow
+/// patterns of 3.3 (`/too many tokens/i` included), 10.5 and 13.2, the
+/// never-retried pattern and the throttle pattern.
+pub fn curated_patterns() -> Result<Vec<String>, String> {
+    let ascii = |js: &str| {
+        crate::alternatives(js)
+            .into_iter()
+            .filter(|a| a.is_ascii())
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let mut set = vec![
+        patterns::RETRYABLE_EXTENDED.to_string(),
+        ascii(patterns::RETRYABLE_CURATED),
+        ascii(patterns::USAGE_LIMIT_CURATED),
+        ascii(patterns::NEVER_CURATED),
+        patterns::TOO_MANY_TOKENS_THROTTLE.to_string(),
+    ];
+    for literal in patterns::OVERFLOW
+        .iter()
+        .chain(patterns::OVERFLOW_EXTENDED)
+        .chain(patterns::OVERFLOW_CURATED)
+    {
+        let body = literal_body(literal)?;
+        if !body.starts_with('^') {
+            set.push(body.to_string());
+        }
+    }
+    Ok(set)
+}
+
+/// The required factors of the curated tables: every match of every
+/// pattern of [`curated_patterns`] contains one (lower case, ASCII). A
+/// text with none of them makes no table report anything.
+pub fn curated() -> Result<Vec<Vec<u8>>, String> {
+    let mut all = Vec::new();
+    for js in curated_patterns()? {
+        all.extend(of_pattern_extended(&js, &Searched::default())?);
+    }
+    let mut texts: Vec<Vec<u8>> = reduce(all).into_iter().map(|f| f.text).collect();
+    texts.sort();
+    texts.dedup();
+    Ok(texts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -198,6 +198,18 @@ pub const BIT_HEAD: u8 = 8;
 /// Output bit (of the extended tables) of the first window word variant;
 /// the next ones follow, up to bit 128.
 pub const BIT_WINDOW_WORD: u8 = 16;
+/// Output bit (of the curated `guard_*` tables) of the never-retried
+/// pattern (13.2).
+pub const BIT_NEVER: u8 = 16;
+/// Output bit (of `guard_*`) of the pattern under which `/too many
+/// tokens/i` does not count as an overflow (13.2).
+pub const BIT_THROTTLE: u8 = 32;
+/// Output bit (of `guard_*`) of `/too many tokens/i` (3.3), which the
+/// curated classifier counts only where [`BIT_THROTTLE`] does not match.
+pub const BIT_TOO_MANY_TOKENS: u8 = 64;
+/// The one overflow pattern of 3.3 that the curated classifier reads
+/// apart (see [`BIT_TOO_MANY_TOKENS`]).
+pub const TOO_MANY_TOKENS: &str = "/too many tokens/i";
 
 /// One pattern of a table: (JavaScript, translated, output bit).
 pub type Part = (String, String, u8);
@@ -390,6 +402,141 @@ pub struct Plan {
     pub stars: Vec<Star>,
     /// The extended classifier (10.5).
     pub extended: Extended,
+    /// The curated classifier (13.2).
+    pub curated: Curated,
+}
+
+/// The curated classifier's tables (13.2). Its window alternatives
+/// (`FIRST[^\n]{0,N}SECOND`) are read by a window scanner over the word
+/// ends that the `cwin_*` tables report, like the extended ones
+/// ([`Window`]), since a DFA would need a state per distance.
+pub struct Curated {
+    /// Retryable (10.5 and 13.2), usage limit, the window words and the
+    /// overflow patterns (3.3 unanchored but `/too many tokens/i`, 10.5,
+    /// 13.2; a `.*` pattern gets a table of its own).
+    pub parts: Vec<Part>,
+    /// The never-retried pattern ([`BIT_NEVER`]), the throttle pattern
+    /// ([`BIT_THROTTLE`]) and `/too many tokens/i`
+    /// ([`BIT_TOO_MANY_TOKENS`]).
+    pub guards: Vec<Part>,
+    /// The alternatives written in other scripts than ASCII (Chinese and
+    /// Japanese gateway wordings), matched as written: a literal string
+    /// and its bit ([`BIT_RETRYABLE`], [`BIT_USAGE_LIMIT`], [`BIT_NEVER`]).
+    /// The tables read every non-ASCII character as one symbol, so these
+    /// are searched in the text's bytes instead.
+    pub literals: Vec<(String, u8)>,
+    /// The fixed-length variants of the window words, each a part of a
+    /// `cwin_*` table of its own bit.
+    pub words: Vec<CuratedWord>,
+    /// The window alternatives.
+    pub windows: Vec<CuratedWindow>,
+}
+
+/// A fixed-length variant of a curated window word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CuratedWord {
+    /// The variant as a pattern (`\bhit your\b`).
+    pub js: String,
+    /// Its length in characters (without the `\b`s).
+    pub len: u8,
+    /// The `cwin_*` table that reports it.
+    pub table: u8,
+    /// Its output bit in that table.
+    pub bit: u8,
+}
+
+/// A curated window alternative: a variant of `first` ends, then at most
+/// `gap` characters other than `\n`, then a variant of `second` starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CuratedWindow {
+    /// The alternative as written.
+    pub js: String,
+    /// The variants of its first word (indexes of [`Curated::words`]).
+    pub first: Vec<u8>,
+    /// The variants of its second word.
+    pub second: Vec<u8>,
+    /// The most characters between them.
+    pub gap: u8,
+    /// The label it gives ([`BIT_USAGE_LIMIT`] or [`BIT_NEVER`]).
+    pub label: u8,
+}
+
+/// The fixed-length variants of a window word of 13.2, with their lengths
+/// in characters: literal characters and `.`, each optionally followed by
+/// `?`, and groups `(?:a|b|...)` of literals, optionally followed by `?`.
+pub fn curated_variants(word: &str) -> Result<Vec<(String, u8)>, String> {
+    // Atoms: their choices, each (text, length).
+    let mut atoms: Vec<Vec<(String, usize)>> = Vec::new();
+    let mut chars = word.chars().peekable();
+    while let Some(c) = chars.next() {
+        let mut choices = match c {
+            '(' => {
+                if chars.next() != Some('?') || chars.next() != Some(':') {
+                    return Err(format!("only (?:...) groups in window words: {word}"));
+                }
+                let mut all = vec![String::new()];
+                loop {
+                    match chars.next() {
+                        Some(')') => break,
+                        Some('|') => all.push(String::new()),
+                        Some(c) if c.is_ascii_alphanumeric() || "'_ -".contains(c) => {
+                            if let Some(last) = all.last_mut() {
+                                last.push(c);
+                            }
+                        }
+                        other => return Err(format!("{other:?} in a group of {word}")),
+                    }
+                }
+                all.into_iter()
+                    .map(|a| {
+                        let n = a.chars().count();
+                        (a, n)
+                    })
+                    .collect::<Vec<_>>()
+            }
+            '.' => vec![(".".to_string(), 1)],
+            c if c.is_ascii_alphanumeric() || "'_ -".contains(c) => vec![(c.to_string(), 1)],
+            c => return Err(format!("{c:?} in window word {word}")),
+        };
+        if chars.peek() == Some(&'?') {
+            chars.next();
+            choices.push((String::new(), 0));
+        }
+        atoms.push(choices);
+    }
+    let mut variants = vec![(String::new(), 0usize)];
+    for choices in atoms {
+        variants = variants
+            .iter()
+            .flat_map(|(v, n)| choices.iter().map(move |(t, m)| (format!("{v}{t}"), n + m)))
+            .collect();
+    }
+    variants.sort();
+    variants.dedup();
+    variants
+        .into_iter()
+        .map(|(v, n)| Ok((v, u8::try_from(n).map_err(|_| "a long word")?)))
+        .collect()
+}
+
+/// A side of a window (`\bWORD\b`, or without either `\b`): its
+/// variants as patterns, with their lengths.
+fn window_side(side: &str) -> Result<Vec<(String, u8)>, String> {
+    let (open, rest) = match side.strip_prefix(r"\b") {
+        Some(rest) => (r"\b", rest),
+        None => ("", side),
+    };
+    let (word, close) = match rest.strip_suffix(r"\b") {
+        Some(word) => (word, r"\b"),
+        None => (rest, ""),
+    };
+    if word.contains('\\') {
+        return Err(format!("a window word with an escape: {side}"));
+    }
+    Ok(curated_variants(word)?
+        .into_iter()
+        .map(|(v, n)| (format!("{open}{v}{close}"), n))
+        .collect())
 }
 
 /// The extended classifier's own tables (its overflow test also uses the
@@ -421,6 +568,7 @@ pub fn plan() -> Result<Plan, String> {
         words: Vec::new(),
         stars: Vec::new(),
         extended: extended()?,
+        curated: curated()?,
     };
     for literal in patterns::OVERFLOW {
         let body = literal_body(literal)?;
@@ -534,6 +682,146 @@ fn extended() -> Result<Extended, String> {
     Ok(ext)
 }
 
+/// Whether an alternative is a literal of non-ASCII characters only
+/// (`Ok(true)`), ASCII only (`Ok(false)`), or a mix (an error: neither the
+/// tables nor the literal search could read it).
+fn non_ascii_literal(alternative: &str) -> Result<bool, String> {
+    if alternative.is_ascii() {
+        return Ok(false);
+    }
+    if alternative.chars().all(|c| !c.is_ascii()) {
+        return Ok(true);
+    }
+    Err(format!(
+        "an alternative that mixes ASCII and other characters: {alternative}"
+    ))
+}
+
+/// Adds `alternative` to the windows of `cur` when it is one
+/// (`FIRST[^\n]{0,N}SECOND`); whether it is.
+fn curated_window(cur: &mut Curated, alternative: &str, label: u8) -> Result<bool, String> {
+    const GAP: &str = r"[^\n]{0,";
+    let Some(at) = alternative.find(GAP) else {
+        return Ok(false);
+    };
+    let bad = || format!(r"not of the form FIRST[^\n]{{0,N}}SECOND: {alternative}");
+    let rest = &alternative[at + GAP.len()..];
+    let close = rest.find('}').ok_or_else(bad)?;
+    let gap: u8 = rest[..close].parse().map_err(|_| bad())?;
+    let mut ids = |side: &str| -> Result<Vec<u8>, String> {
+        let mut ids = Vec::new();
+        for (js, len) in window_side(side)? {
+            let id = match cur.words.iter().position(|w| w.js == js) {
+                Some(id) => id,
+                None => {
+                    let k = cur.words.len();
+                    cur.words.push(CuratedWord {
+                        js,
+                        len,
+                        table: u8::try_from(k / 8).map_err(|_| "too many window words")?,
+                        bit: 1 << (k % 8),
+                    });
+                    k
+                }
+            };
+            ids.push(u8::try_from(id).map_err(|_| "too many window words")?);
+        }
+        Ok(ids)
+    };
+    let first = ids(&alternative[..at])?;
+    let second = ids(&rest[close + 1..])?;
+    cur.windows.push(CuratedWindow {
+        js: alternative.to_string(),
+        first,
+        second,
+        gap,
+        label,
+    });
+    Ok(true)
+}
+
+/// The curated classifier's parts (13.2).
+fn curated() -> Result<Curated, String> {
+    let ext = extended()?;
+    let mut cur = Curated {
+        parts: Vec::new(),
+        guards: Vec::new(),
+        literals: Vec::new(),
+        words: Vec::new(),
+        windows: Vec::new(),
+    };
+    let retryable = alternatives(patterns::RETRYABLE_EXTENDED)
+        .into_iter()
+        .chain(alternatives(patterns::RETRYABLE_CURATED));
+    for alternative in retryable {
+        if non_ascii_literal(alternative)? {
+            cur.literals.push((alternative.to_string(), BIT_RETRYABLE));
+        } else {
+            cur.parts.push(part(alternative, BIT_RETRYABLE)?);
+        }
+    }
+    let mut plain = Vec::new();
+    for alternative in alternatives(patterns::USAGE_LIMIT_CURATED) {
+        if non_ascii_literal(alternative)? {
+            cur.literals
+                .push((alternative.to_string(), BIT_USAGE_LIMIT));
+        } else if !curated_window(&mut cur, alternative, BIT_USAGE_LIMIT)? {
+            plain.push(alternative);
+        }
+    }
+    if !ext
+        .windows
+        .iter()
+        .all(|w| cur.windows.iter().any(|c| c.js == w.js))
+    {
+        return Err("the curated usage-limit pattern lacks a window of 10.5".into());
+    }
+    // Each alternative a part: the packing spreads them over the tables.
+    for alternative in plain {
+        cur.parts.push(part(alternative, BIT_USAGE_LIMIT)?);
+    }
+    let overflow = patterns::OVERFLOW
+        .iter()
+        .filter(|l| **l != TOO_MANY_TOKENS)
+        .chain(patterns::OVERFLOW_EXTENDED)
+        .chain(patterns::OVERFLOW_CURATED);
+    if !patterns::OVERFLOW.contains(&TOO_MANY_TOKENS) {
+        return Err(format!("no {TOO_MANY_TOKENS} in the overflow patterns"));
+    }
+    for literal in overflow {
+        let body = literal_body(literal)?;
+        if body.starts_with('^') {
+            // 10.5: the anchored no-body pattern gives way to the
+            // unanchored one.
+            continue;
+        }
+        cur.parts.push((
+            literal.to_string(),
+            translate(body, Letters::Lower)?,
+            BIT_OVERFLOW,
+        ));
+    }
+    let mut never = Vec::new();
+    for alternative in alternatives(patterns::NEVER_CURATED) {
+        if non_ascii_literal(alternative)? {
+            cur.literals.push((alternative.to_string(), BIT_NEVER));
+        } else if !curated_window(&mut cur, alternative, BIT_NEVER)? {
+            never.push(alternative);
+        }
+    }
+    for alternative in never {
+        cur.guards.push(part(alternative, BIT_NEVER)?);
+    }
+    cur.guards
+        .push(part(patterns::TOO_MANY_TOKENS_THROTTLE, BIT_THROTTLE)?);
+    cur.guards.push((
+        TOO_MANY_TOKENS.to_string(),
+        translate(literal_body(TOO_MANY_TOKENS)?, Letters::Lower)?,
+        BIT_TOO_MANY_TOKENS,
+    ));
+    Ok(cur)
+}
+
 /// One generated table.
 pub struct Built {
     /// Name of the static (upper case) and file stem (lower case).
@@ -542,8 +830,11 @@ pub struct Built {
     pub parts: Vec<Part>,
     /// Whether it is searched anchored.
     pub anchored: bool,
-    /// Whether it belongs to the extended classifier (feature `extended`).
+    /// Whether it is compressed, its matches reported one character late
+    /// (the extended and curated classifiers' tables).
     pub extended: bool,
+    /// The cargo feature that carries it, if any.
+    pub feature: Option<&'static str>,
     /// The table.
     pub table: Table,
     /// Its compressed form, which the extended classifier's tables take.
@@ -571,7 +862,12 @@ impl Built {
 
 /// Packs `parts` into as few tables of at most 256 states as a greedy
 /// left-to-right split gives.
-fn pack_greedy(stem: &str, parts: &[Part], report: Report) -> Result<Vec<Built>, String> {
+fn pack_greedy(
+    stem: &str,
+    parts: &[Part],
+    report: Report,
+    feature: Option<&'static str>,
+) -> Result<Vec<Built>, String> {
     let compile_parts = |group: &[Part]| {
         let regexes: Vec<String> = group.iter().map(|p| p.1.clone()).collect();
         let bits: Vec<u8> = group.iter().map(|p| p.2).collect();
@@ -589,7 +885,8 @@ fn pack_greedy(stem: &str, parts: &[Part], report: Report) -> Result<Vec<Built>,
     let mut from = 0;
     while from < parts.len() {
         let mut to = from + 1;
-        let mut best = compile_parts(&parts[from..to])?;
+        let mut best =
+            compile_parts(&parts[from..to]).map_err(|e| format!("{}: {e}", parts[from].0))?;
         while to < parts.len() && !star(&parts[from]) && !star(&parts[to]) {
             match compile_parts(&parts[from..=to]) {
                 Ok(t) => {
@@ -612,6 +909,7 @@ fn pack_greedy(stem: &str, parts: &[Part], report: Report) -> Result<Vec<Built>,
                 parts: parts[from..to].to_vec(),
                 anchored: false,
                 extended: report == Report::Delayed,
+                feature,
                 compressed: match report {
                     Report::AtEnd => None,
                     Report::Delayed => Some(table.compress()?),
@@ -634,9 +932,10 @@ pub fn build_all() -> Result<Vec<Built>, String> {
         parts: plan.labels.clone(),
         anchored: false,
         extended: false,
+        feature: None,
         compressed: None,
     }];
-    built.extend(pack_greedy("words", &plan.words, Report::AtEnd)?);
+    built.extend(pack_greedy("words", &plan.words, Report::AtEnd, None)?);
     for (k, star) in plan.stars.iter().enumerate() {
         built.push(Built {
             name: format!("tail_{k}"),
@@ -644,10 +943,47 @@ pub fn build_all() -> Result<Vec<Built>, String> {
             parts: vec![(star.js.to_string(), star.tail.clone(), 1)],
             anchored: true,
             extended: false,
+            feature: None,
             compressed: None,
         });
     }
-    built.extend(pack_greedy("ext", &plan.extended.parts, Report::Delayed)?);
+    built.extend(pack_greedy(
+        "ext",
+        &plan.extended.parts,
+        Report::Delayed,
+        Some("extended"),
+    )?);
+    built.extend(pack_greedy(
+        "cur",
+        &plan.curated.parts,
+        Report::Delayed,
+        Some("curated"),
+    )?);
+    built.extend(pack_greedy(
+        "guard",
+        &plan.curated.guards,
+        Report::Delayed,
+        Some("curated"),
+    )?);
+    // The window words: eight variants a table, one bit each.
+    for (k, chunk) in plan.curated.words.chunks(8).enumerate() {
+        let parts: Vec<Part> = chunk
+            .iter()
+            .map(|w| Ok((w.js.clone(), translate(&w.js, Letters::Lower)?, w.bit)))
+            .collect::<Result<_, String>>()?;
+        let regexes: Vec<String> = parts.iter().map(|p| p.1.clone()).collect();
+        let bits: Vec<u8> = parts.iter().map(|p| p.2).collect();
+        let table = table::compile(&regexes, &bits, false, Report::Delayed)?;
+        built.push(Built {
+            name: format!("cwin_{k}"),
+            compressed: Some(table.compress()?),
+            table,
+            parts,
+            anchored: false,
+            extended: true,
+            feature: Some("curated"),
+        });
+    }
     Ok(built)
 }
 
@@ -701,9 +1037,10 @@ fn render_table(s: &mut String, b: &Built) {
     match &b.compressed {
         Some(c) => {
             // The labels the table can give (a window word counts for the
-            // usage limit).
+            // usage limit; a guard's bits are its own).
+            let guard = b.name.starts_with("guard_") || b.name.starts_with("cwin_");
             let labels = b.parts.iter().fold(0u8, |a, p| {
-                a | if p.2 >= BIT_WINDOW_WORD {
+                a | if p.2 >= BIT_WINDOW_WORD && !guard {
                     BIT_USAGE_LIMIT
                 } else {
                     p.2
@@ -711,7 +1048,8 @@ fn render_table(s: &mut String, b: &Built) {
             });
             let _ = writeln!(
                 s,
-                "#[cfg(feature = \"extended\")]\npub(super) static {name}: Delayed = Delayed {{"
+                "#[cfg(feature = \"{}\")]\npub(super) static {name}: Delayed = Delayed {{",
+                b.feature.unwrap_or("extended")
             );
             s.push_str("    classes: &[");
             render_bytes(s, &t.classes);
@@ -850,11 +1188,126 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
         );
     }
     s.push_str("];\n");
+    render_curated(&mut s, built, &plan.curated)?;
     render_factors(&mut s)?;
     for b in built {
         render_table(&mut s, b);
     }
     Ok(s)
+}
+
+/// The curated classifier's lists: its tables, its guards and its
+/// literals (13.2).
+fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), String> {
+    let count = |prefix: &str| built.iter().filter(|b| b.name.starts_with(prefix)).count();
+    let names = |prefix: &str| {
+        built
+            .iter()
+            .filter(|b| b.name.starts_with(prefix))
+            .map(|b| format!("&{}", b.name.to_ascii_uppercase()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let cfg = "#[cfg(feature = \"curated\")]";
+    let _ = writeln!(
+        s,
+        "\n/// Number of `cur_*` tables.\n{cfg}\npub(super) const CURATED_LEN: usize = {};",
+        count("cur_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The curated classifier's tables (spec 13.2): retryable, usage limit\n\
+         /// (its windows of 80 characters through the window words of `WINDOWS`),\n\
+         /// overflow (but `/too many tokens/i`, a guard).\n{cfg}\n\
+         pub(super) static CURATED: [&Delayed; CURATED_LEN] = [{}];",
+        names("cur_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// Number of `guard_*` tables.\n{cfg}\npub(super) const GUARDS_LEN: usize = {};",
+        count("guard_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The curated classifier's guards (spec 13.2): the never-retried\n\
+         /// pattern (`NEVER`), the throttle pattern (`THROTTLE`) and `/too many\n\
+         /// tokens/i` (`TOO_MANY_TOKENS`).\n{cfg}\n\
+         pub(super) static GUARDS: [&Delayed; GUARDS_LEN] = [{}];",
+        names("guard_")
+    );
+    let _ = writeln!(s, "\n/// Output bit of `GUARDS`: the never-retried pattern ends here.\n{cfg}\npub(super) const NEVER: u8 = {BIT_NEVER};");
+    let _ = writeln!(s, "\n/// Output bit of `GUARDS`: the throttle pattern ends here.\n{cfg}\npub(super) const THROTTLE: u8 = {BIT_THROTTLE};");
+    let _ = writeln!(s, "\n/// Output bit of `GUARDS`: `/too many tokens/i` ends here.\n{cfg}\npub(super) const TOO_MANY_TOKENS: u8 = {BIT_TOO_MANY_TOKENS};");
+    let _ = writeln!(
+        s,
+        "\n/// The curated alternatives in other scripts than ASCII, matched as\n\
+         /// written in the text's bytes, with their bit (`RETRYABLE`,\n\
+         /// `USAGE_LIMIT`, `NEVER`).\n{cfg}\n\
+         pub(super) static CURATED_LITERALS: [(&str, u8); {}] = [",
+        cur.literals.len()
+    );
+    for (literal, bit) in &cur.literals {
+        let _ = writeln!(s, "    ({literal:?}, {bit}),");
+    }
+    s.push_str("];\n");
+    let _ = writeln!(
+        s,
+        "\n/// Number of `cwin_*` tables.\n{cfg}\npub(super) const CURATED_WORD_TABLES: usize = {};",
+        count("cwin_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The tables of the curated window words' variants.\n{cfg}\n\
+         pub(super) static CURATED_WORD_TABLE: [&Delayed; CURATED_WORD_TABLES] = [{}];",
+        names("cwin_")
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The curated window words' variants: (table, bit, length in characters).\n{cfg}\n\
+         pub(super) static CURATED_WORDS: [(u8, u8, u8); {}] = [",
+        cur.words.len()
+    );
+    for w in &cur.words {
+        let _ = writeln!(s, "    ({}, {}, {}), // `{}`", w.table, w.bit, w.len, w.js);
+    }
+    s.push_str("];\n");
+    let _ = writeln!(
+        s,
+        "\n/// Number of curated window alternatives.\n{cfg}\npub(super) const CURATED_WINDOWS_LEN: usize = {};",
+        cur.windows.len()
+    );
+    let _ = writeln!(
+        s,
+        "\n/// The curated window alternatives: the variants of the first word, of the\n\
+         /// second, the most characters between them, and the label.\n{cfg}\n\
+         pub(super) static CURATED_WINDOWS: [(&[u8], &[u8], u8, u8); CURATED_WINDOWS_LEN] = ["
+    );
+    for w in &cur.windows {
+        let _ = writeln!(s, "    // `{}`", w.js);
+        let _ = writeln!(
+            s,
+            "    (&{:?}, &{:?}, {}, {}),",
+            w.first, w.second, w.gap, w.label
+        );
+    }
+    s.push_str("];\n");
+    let factors = factors::curated()?;
+    let _ = writeln!(
+        s,
+        "\n/// The required factors of the curated tables (lower case, ASCII): every\n\
+         /// match of every pattern they step (the never-retried, throttle and\n\
+         /// window alternatives included) contains one, so a text with none of\n\
+         /// them makes no table report anything.\n\
+         #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
+         pub(super) static CURATED_FACTORS: [&str; {}] = [",
+        factors.len()
+    );
+    for f in &factors {
+        let text = String::from_utf8(f.clone()).map_err(|e| e.to_string())?;
+        let _ = writeln!(s, "    {text:?},");
+    }
+    s.push_str("];\n");
+    Ok(())
 }
 
 /// The required factors of the classic patterns ([`factors`]), per set

@@ -1,0 +1,323 @@
+//! The curated classifier (spec 13.2): one pass over the symbols of a text
+//! that steps the `CURATED` tables (retryable, usage limit, overflow), the
+//! `GUARDS` (the never-retried pattern, the throttle pattern and `/too many
+//! tokens/i`) and the window words' tables, whose word ends the window
+//! scanner pairs; and a search of the text's bytes for the alternatives
+//! written in other scripts than ASCII (the tables read every such
+//! character as one symbol). A literal of whole characters occurs in the
+//! lossy reading of some bytes exactly where it occurs in the bytes: an
+//! invalid sequence never swallows a leading byte, so the search is the
+//! same on both entry points.
+
+use super::dfa::{
+    CURATED, CURATED_LEN, CURATED_LITERALS, CURATED_WINDOWS, CURATED_WINDOWS_LEN, CURATED_WORDS,
+    CURATED_WORD_TABLE, CURATED_WORD_TABLES, GUARDS, GUARDS_LEN, NEVER, OVERFLOW, RETRYABLE,
+    THROTTLE, TOO_MANY_TOKENS, USAGE_LIMIT,
+};
+use super::Classification;
+
+use super::LONG_WAIT_MS;
+
+/// Everything the curated patterns find in a text: the bits `RETRYABLE`,
+/// `USAGE_LIMIT` and `OVERFLOW` (but `/too many tokens/i`), `NEVER`,
+/// `THROTTLE` and `TOO_MANY_TOKENS`. `bytes` are the text's bytes (raw
+/// or valid), `symbols` their reading.
+pub(super) fn scan(bytes: &[u8], symbols: impl Iterator<Item = u8>) -> u8 {
+    let found = literals(bytes);
+    // On std: a text without a required factor makes no table report.
+    #[cfg(feature = "prefilter")]
+    if !may_match(bytes) {
+        return found;
+    }
+    tables(found, symbols)
+}
+
+/// Whether `bytes` hold one of the required factors of the curated
+/// tables (ASCII case aside). The factors are ASCII, which the lossy
+/// reading keeps where it is: they occur in the bytes exactly where they
+/// occur in their reading. The searcher is built once per process, at
+/// first use.
+#[cfg(feature = "prefilter")]
+fn may_match(bytes: &[u8]) -> bool {
+    static SEARCHER: Searcher = Searcher::new();
+    // Without a searcher (it cannot fail on these few factors), every
+    // text steps the tables.
+    SEARCHER
+        .get(&super::dfa::CURATED_FACTORS)
+        .is_none_or(|s| s.is_match(bytes))
+}
+
+#[cfg(feature = "prefilter")]
+extern crate std;
+
+/// A searcher for a few ASCII strings, ASCII case aside, built at first
+/// use (on std).
+#[cfg(feature = "prefilter")]
+struct Searcher(std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>);
+
+#[cfg(feature = "prefilter")]
+impl Searcher {
+    const fn new() -> Self {
+        Searcher(std::sync::OnceLock::new())
+    }
+
+    /// The searcher for `strings` (always the same ones), built on first
+    /// call. `aho-corasick`'s builder needs more stack than a small host
+    /// thread has (in debug builds), and any thread may classify first: it
+    /// builds on a thread of its own. `None` where that fails: the caller
+    /// then reads every text.
+    fn get(&self, strings: &'static [&'static str]) -> Option<&aho_corasick::AhoCorasick> {
+        self.0
+            .get_or_init(|| {
+                let build = || {
+                    aho_corasick::AhoCorasick::builder()
+                        .ascii_case_insensitive(true)
+                        .build(strings)
+                        .ok()
+                };
+                std::thread::scope(|s| {
+                    std::thread::Builder::new()
+                        .name("autoretry-curated".into())
+                        .spawn_scoped(s, build)
+                        .ok()?
+                        .join()
+                        .ok()?
+                })
+            })
+            .as_ref()
+    }
+}
+
+/// The name each hint rule of spec 13.2 reads its text at (the rules of
+/// 10.4, 6a to 6c, 7 and 8), lower case: a text with none of them, ASCII
+/// case aside, has no hint.
+#[cfg(feature = "prefilter")]
+const HINT_NAMES: [&str; 10] = [
+    "retry-after",
+    "x-ratelimit-reset",
+    "reset after ",
+    "please retry in ",
+    "\"retrydelay\":",
+    "try again in",
+    "retry after",
+    "try again after",
+    "\"resets_in_seconds\"",
+    "usage limit reached|",
+];
+
+/// The curated hint of `bytes` without a clock
+/// ([`curated_hint_ms_bytes`](super::curated_hint_ms_bytes)); on std, a
+/// text without one of the rules' names is passed over at once.
+pub(super) fn hint(bytes: &[u8]) -> Option<u64> {
+    #[cfg(feature = "prefilter")]
+    {
+        static SEARCHER: Searcher = Searcher::new();
+        if SEARCHER
+            .get(&HINT_NAMES)
+            .is_some_and(|s| !s.is_match(bytes))
+        {
+            return None;
+        }
+    }
+    super::curated_hint_ms_bytes(bytes, None)
+}
+
+/// The tables' plain scan, on top of the literals' bits `found`.
+fn tables(mut found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+    let mut states = [0u8; CURATED_LEN];
+    let mut guards = [0u8; GUARDS_LEN];
+    let mut words = [0u8; CURATED_WORD_TABLES];
+    let mut windows = Windows::default();
+    // Characters read so far: where a match reported now ends.
+    let mut pos: usize = 0;
+    for sym in symbols {
+        for (state, table) in states.iter_mut().zip(CURATED) {
+            *state = table.next(*state, sym);
+            if *state >= table.special {
+                found |= table.output(*state);
+            }
+        }
+        for (state, table) in guards.iter_mut().zip(GUARDS) {
+            *state = table.next(*state, sym);
+            if *state >= table.special {
+                found |= table.output(*state);
+            }
+        }
+        let mut outs = [0u8; CURATED_WORD_TABLES];
+        for ((state, table), out) in words.iter_mut().zip(CURATED_WORD_TABLE).zip(&mut outs) {
+            *state = table.next(*state, sym);
+            if *state >= table.special {
+                *out = table.output(*state);
+            }
+        }
+        if outs.iter().any(|&o| o != 0) {
+            found |= windows.words(&outs, pos);
+        }
+        if sym == b'\n' {
+            windows.line_break();
+        }
+        pos = pos.saturating_add(1);
+    }
+    // Matches that end with the text.
+    for (&state, table) in states.iter().zip(CURATED) {
+        found |= table.eoi(state);
+    }
+    for (&state, table) in guards.iter().zip(GUARDS) {
+        found |= table.eoi(state);
+    }
+    let mut outs = [0u8; CURATED_WORD_TABLES];
+    for ((&state, table), out) in words.iter().zip(CURATED_WORD_TABLE).zip(&mut outs) {
+        *out = table.eoi(state);
+    }
+    found | windows.words(&outs, pos)
+}
+
+/// The bits of the literal alternatives that occur in `bytes`.
+fn literals(bytes: &[u8]) -> u8 {
+    // The literals are not ASCII: an ASCII text holds none.
+    if bytes.is_ascii() {
+        return 0;
+    }
+    let mut found = 0;
+    for &(literal, bit) in &CURATED_LITERALS {
+        let needle = literal.as_bytes();
+        if found & bit == 0
+            && !needle.is_empty()
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            found |= bit;
+        }
+    }
+    found
+}
+
+/// Per window alternative, where a variant of its first word last ended
+/// on the current line (in characters). Only the nearest end matters: a
+/// later end is at least as close, and the two words of an alternative
+/// never overlap.
+#[derive(Default)]
+struct Windows {
+    ends: [Option<usize>; CURATED_WINDOWS_LEN],
+}
+
+impl Windows {
+    /// The word variants that `outs` (per word table, its output bits)
+    /// report ended at `pos`; the labels of the alternatives they complete.
+    fn words(&mut self, outs: &[u8; CURATED_WORD_TABLES], pos: usize) -> u8 {
+        let reported = |table: u8, bit: u8| {
+            outs.get(usize::from(table))
+                .is_some_and(|&out| out & bit != 0)
+        };
+        let mut labels = 0;
+        // Second words first: a word ending here cannot start after itself.
+        for (id, &(table, bit, len)) in CURATED_WORDS.iter().enumerate() {
+            if !reported(table, bit) {
+                continue;
+            }
+            let Some(start) = pos.checked_sub(usize::from(len)) else {
+                continue;
+            };
+            for (end, &(_, second, gap, label)) in self.ends.iter().zip(&CURATED_WINDOWS) {
+                if second.iter().any(|&s| usize::from(s) == id)
+                    && end.is_some_and(|end| start >= end && start - end <= usize::from(gap))
+                {
+                    labels |= label;
+                }
+            }
+        }
+        for (id, &(table, bit, _)) in CURATED_WORDS.iter().enumerate() {
+            if !reported(table, bit) {
+                continue;
+            }
+            for (end, &(first, ..)) in self.ends.iter_mut().zip(&CURATED_WINDOWS) {
+                if first.iter().any(|&f| usize::from(f) == id) {
+                    *end = Some(pos);
+                }
+            }
+        }
+        labels
+    }
+
+    /// A `\n`: no window reaches across it.
+    fn line_break(&mut self) {
+        self.ends = [None; CURATED_WINDOWS_LEN];
+    }
+}
+
+/// Whether the found bits make an overflow (spec 13.2: `/too many
+/// tokens/i` counts only where the throttle pattern does not match).
+pub(super) const fn overflow(found: u8) -> bool {
+    found & OVERFLOW != 0 || (found & TOO_MANY_TOKENS != 0 && found & THROTTLE == 0)
+}
+
+/// Whether the found bits match the retryable test of rule 4 with the
+/// sixth rule (the retryable or the usage-limit pattern, and not the
+/// never-retried one).
+pub(super) const fn retryable(found: u8) -> bool {
+    found & (RETRYABLE | USAGE_LIMIT) != 0 && found & NEVER == 0
+}
+
+/// The [`Classification`] of a curated scan's findings: a usage-limit
+/// text is retryable too, a never-retried text never, and a retryable
+/// text whose hint (`hint_ms`, spec 13.2's rules) is at least
+/// [`LONG_WAIT_MS`] is a usage limit.
+pub(super) fn labels(found: u8, empty: bool, hint_ms: Option<u64>) -> Classification {
+    let overflow = overflow(found);
+    let retryable = !empty && !overflow && retryable(found);
+    Classification {
+        retryable,
+        overflow,
+        usage_limit: found & USAGE_LIMIT != 0
+            || retryable && hint_ms.is_some_and(|h| h >= LONG_WAIT_MS),
+        hint_ms,
+    }
+}
+
+#[cfg(all(test, feature = "prefilter"))]
+mod tests {
+    extern crate std;
+
+    use super::super::utf8::{lossy_symbols, symbols};
+    use super::*;
+
+    /// The factor test changes no answer: on every corpus text, whole
+    /// lines and texts made of pieces, the scan is the tables' scan.
+    #[test]
+    fn the_factor_test_is_the_tables() {
+        use std::string::String;
+        let mut texts: std::vec::Vec<String> = [
+            include_str!("../../tests/corpus/curated/errors.jsonl"),
+            include_str!("../../tests/corpus/extended/errors.jsonl"),
+            include_str!("../../tests/corpus/real/errors.jsonl"),
+            include_str!("../../benches/data/body.html"),
+        ]
+        .iter()
+        .flat_map(|c| c.lines())
+        .map(String::from)
+        .collect();
+        texts.push(String::from(
+            "Lorem ipsum dolor sit amet, consectetur adipiscing elit.",
+        ));
+        let (mut skipped, mut labelled) = (0, 0);
+        for text in &texts {
+            let got = scan(text.as_bytes(), symbols(text));
+            let want = tables(literals(text.as_bytes()), symbols(text));
+            assert_eq!(got, want, "{text}");
+            let mut bytes = text.as_bytes().to_vec();
+            bytes.insert(bytes.len() / 2, 0xFF);
+            assert_eq!(
+                scan(&bytes, lossy_symbols(&bytes)),
+                tables(literals(&bytes), lossy_symbols(&bytes)),
+                "{text}"
+            );
+            assert_eq!(
+                hint(text.as_bytes()),
+                super::super::curated_hint_ms(text, None),
+                "{text}"
+            );
+            skipped += usize::from(!may_match(text.as_bytes()));
+            labelled += usize::from(want != 0);
+        }
+        assert!(skipped > 3 && labelled > 1000, "{skipped} {labelled}");
+    }
+}
