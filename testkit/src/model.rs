@@ -97,6 +97,10 @@ enum Wait {
     /// decision (spec 5.1.4, 10.3 step 7).
     Answer {
         text: String,
+        /// The text the answer carries: the message's own error text (for a
+        /// stall or an empty answer, the events show the machine's text
+        /// instead, spec §12; the host answers with what it fed).
+        answer: String,
         attempt: u32,
         max: u32,
         delay: u64,
@@ -316,7 +320,7 @@ impl Model {
     /// The text the usage-limit answer must carry, while it is awaited.
     pub fn awaited_text(&self) -> Option<&str> {
         match &self.wait {
-            Wait::Answer { text, .. } => Some(text),
+            Wait::Answer { answer, .. } => Some(answer),
             _ => None,
         }
     }
@@ -590,6 +594,10 @@ impl Model {
         if self.store && usage_limit {
             out.push(Out::Mark { hint: decided.mark });
             self.wait = Wait::Answer {
+                answer: match &made {
+                    Some(_) => m.text.map_or("", text_of).to_owned(),
+                    None => text.clone(),
+                },
                 text,
                 attempt: self.attempt,
                 max,
@@ -708,6 +716,7 @@ impl Model {
     pub fn answer(&mut self, switched: bool, text: &str) -> Option<Vec<Out>> {
         let Wait::Answer {
             text: marked,
+            answer,
             attempt,
             max,
             delay,
@@ -716,7 +725,7 @@ impl Model {
         else {
             return Some(vec![]);
         };
-        if marked != text {
+        if answer != text {
             return None;
         }
         debug_assert_eq!(attempt, self.attempt);
