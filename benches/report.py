@@ -161,12 +161,15 @@ say("")
 # (alt::CuratedSet): the alternatives above implement the classic patterns.
 curated_ours = corpus_median("curated_corpus", "ours")
 curated_set = corpus_median("curated_corpus", "regexset")
-if curated_ours is not None:
-    n_curated = len([p for p in (crit / "curated_corpus" / "ours").iterdir() if p.is_dir()])
+if curated_ours is not None or (crit / "curated_body").is_dir():
+    d = crit / "curated_corpus" / "ours"
+    n_curated = len([p for p in d.iterdir() if p.is_dir()]) if d.is_dir() else 0
     say("### Curated classifier: ours against a RegexSet of spec 13.2's patterns")
     say("")
-    crows = [[f"corpus (`tests/corpus/curated/`), median over the {n_curated} texts of the per-text median",
-              fmt_cell(curated_ours, curated_ours), fmt_cell(curated_set, curated_ours)]]
+    crows = []
+    if curated_ours is not None:
+        crows.append([f"corpus (`tests/corpus/curated/`), median over the {n_curated} texts of the per-text median",
+                      fmt_cell(curated_ours, curated_ours), fmt_cell(curated_set, curated_ours)])
     for b in BODIES:
         size = js["bytes"][b]
         ours_ns = median_ns("curated_body", "ours", b)
@@ -180,14 +183,14 @@ if curated_ours is not None:
         "and real corpora (the usage limit by its pattern: the long-wait rule reads the hint, which the set does "
         "not compute, while ours does).")
     say("")
-    if curated_set is not None:
+    if curated_ours is not None and curated_set is not None:
         goals.append(["curated corpus median faster than its RegexSet",
                       f"ours {fmt_time(curated_ours)}, RegexSet {fmt_time(curated_set)} (×{curated_set / curated_ours:.2f})",
                       curated_ours < curated_set])
     for b in ("lorem_1MB", "1MB"):
         ns = median_ns("curated_body", "ours", b)
         if ns is not None:
-            goals.append([f"`Classifier::Curated.classify` ≥ 1 GB/s on body {b}", fmt_rate(js["bytes"][b], ns),
+            goals.append([f"`Classifier::Curated.classify` ≥ 1 GB/s on body {b}" + (" (`body.html`)" if b == "1MB" else ""), fmt_rate(js["bytes"][b], ns),
                           js["bytes"][b] / ns >= 1.0])
     for b in ("dense_1MB", "limits_1MB"):
         ours_ns, theirs = median_ns("curated_body", "ours", b), median_ns("curated_body", "regexset", b)
