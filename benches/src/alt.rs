@@ -3,6 +3,8 @@
 //! - [`PerRule`]: the `regex` crate, one `Regex` per rule, with the spec's
 //!   semantics (see [`to_regex_syntax`]).
 //! - [`Set`]: the same patterns in one `RegexSet`.
+//! - [`CuratedSet`]: spec 13.2's patterns (the curated classifier) in one
+//!   `RegexSet`.
 //! - [`Literals`]: `aho-corasick` on the literal parts of the retryable
 //!   pattern (an approximation, see there).
 //! - [`naive_labels`] / [`naive_retryable`]: ASCII-lowercase the text, then
@@ -11,14 +13,17 @@
 use aho_corasick::AhoCorasick;
 use regex::{Regex, RegexSet};
 
-use crate::common::{patterns, Labels};
+use crate::common::{curated_patterns, patterns, Labels};
 
 /// A spec pattern (JavaScript syntax, `i` flag) in `regex` syntax with the
 /// spec's semantics (§3.1): the whole pattern in `(?i-u)` (ASCII-only case
 /// folding; `\d` is `[0-9]` and `\s` is `[\t\n\v\f\r ]`, both ASCII), and
 /// each `.` as `(?u:[^\n\r\x{2028}\x{2029}])`: one scalar value but a line
 /// terminator. (`regex`'s own `(?i)` would fold `ſ` and the Kelvin sign, and
-/// its `.` would match `\r`, U+2028 and U+2029.)
+/// its `.` would match `\r`, U+2028 and U+2029.) `\b` is then ASCII (10.5),
+/// and the one negated class the patterns hold, `[^\n]`, becomes
+/// `(?u:[^\n])`: one scalar value but `\n` (in `(?-u)` it would be one
+/// byte, which `regex` refuses for `&str`).
 pub fn to_regex_syntax(js: &str) -> String {
     let mut out = String::from("(?i-u:");
     let mut chars = js.chars();
@@ -29,6 +34,17 @@ pub fn to_regex_syntax(js: &str) -> String {
                 out.extend(chars.next());
             }
             '.' => out.push_str(r"(?u:[^\n\r\x{2028}\x{2029}])"),
+            '[' if chars.as_str().starts_with(r"^\n]") => {
+                out.push_str(r"(?u:[^\n])");
+                chars.nth(3);
+            }
+            '[' => {
+                assert!(
+                    !chars.as_str().starts_with('^'),
+                    "an untranslated negated class in {js}"
+                );
+                out.push(c);
+            }
             c => out.push(c),
         }
     }
@@ -88,6 +104,52 @@ impl Set {
             retryable: !text.is_empty() && !overflow && m.matched(0),
             overflow,
             usage_limit: m.matched(1),
+        }
+    }
+}
+
+/// Spec 13.2 in one `RegexSet`: 0 retryable (10.5's pattern or 13.2's
+/// additions), 1 usage limit, 2 never retried, 3 the throttle, 4 `too many
+/// tokens`, then the other overflow patterns. Labels as
+/// `Classifier::Curated` combines them, the usage limit by its pattern
+/// alone (the long-wait rule reads the hint).
+pub struct CuratedSet(RegexSet);
+
+impl CuratedSet {
+    const RETRYABLE: usize = 0;
+    const USAGE_LIMIT: usize = 1;
+    const NEVER: usize = 2;
+    const THROTTLE: usize = 3;
+    const TOO_MANY_TOKENS: usize = 4;
+    const OVERFLOW: usize = 5;
+
+    pub fn new() -> Self {
+        let p = curated_patterns();
+        let all = [
+            p.retryable,
+            p.usage_limit,
+            p.never,
+            p.throttle,
+            p.too_many_tokens,
+        ]
+        .into_iter()
+        .chain(p.overflow)
+        .map(|p| to_regex_syntax(&p));
+        CuratedSet(RegexSet::new(all).expect("a valid set"))
+    }
+
+    pub fn labels(&self, text: &str) -> Labels {
+        let m = self.0.matches(text);
+        let overflow = (Self::OVERFLOW..self.0.len()).any(|i| m.matched(i))
+            || m.matched(Self::TOO_MANY_TOKENS) && !m.matched(Self::THROTTLE);
+        let usage_limit = m.matched(Self::USAGE_LIMIT);
+        Labels {
+            retryable: !text.is_empty()
+                && !overflow
+                && (m.matched(Self::RETRYABLE) || usage_limit)
+                && !m.matched(Self::NEVER),
+            overflow,
+            usage_limit,
         }
     }
 }
@@ -339,4 +401,51 @@ pub const EDGE_CASES: &[&str] = &[
     "context length_exceeded",
     "fetch failed",
     "exceeds 5000 tokens",
+];
+
+/// Texts on the edges of spec 13.2's semantics, for the curated checks.
+pub const CURATED_EDGE_CASES: &[&str] = &[
+    "",
+    "busy",
+    "busy_",
+    "not busy.",
+    "ECONNRESET",
+    "xeconnreset",
+    "ſocket closed",
+    "socket closed",
+    "请稍后再试",
+    "服务繁忙，请稍后",
+    "并发",
+    "利用制限",
+    "your account's rate limit",
+    "account\r rate limit",
+    "account\nrate limit",
+    "account\u{2028}rate-limit",
+    "rate limit for this account",
+    "daily token quota",
+    "daily\nquota",
+    "5-hour limit",
+    "x5-hour limit",
+    "tpd",
+    "org_tpd",
+    "rpm",
+    "per minute",
+    "too many tokens",
+    "Too many tokens, please wait before trying again.",
+    "too many tokens per day",
+    "ThrottlingException: too many tokens",
+    "insufficient funds",
+    "insufficient\u{2028}funds",
+    "insufficient 0123456789funds",
+    "503 insufficient_quota",
+    "400 from upstream: provider returned error",
+    "provider returned error 4000",
+    "quota exceeded",
+    "exceeds model context window",
+    "out of room in the model's context window",
+    "request too large for gpt-4",
+    "request too large for_",
+    "max_tokens must be at least 1, got -5",
+    "proxy: 413 status code (no body)",
+    "413 Request Entity Too Large",
 ];

@@ -12,9 +12,16 @@
 //!   required factor of the patterns at all), `dense_1MB` rate-limit log
 //!   lines full of them (retryable), `limits_1MB` one line of `limit `
 //!   (no label).
+//! - `curated_corpus/{ours,regexset}/NNNN`: text NNNN of the curated corpus
+//!   (`tests/corpus/curated/`) through `Classifier::Curated.classify`
+//!   (spec 13.2's labels and hint) and through a `RegexSet` of 13.2's
+//!   patterns (the labels); `curated_body/{ours,regexset}/{size}` the
+//!   same on the bodies above.
 //!
 //! Before measuring, every alternative that claims the spec's semantics is
-//! checked against ours on the corpus, the bodies and the edge cases.
+//! checked against ours on the corpus, the bodies and the edge cases
+//! (the curated set also by `tests/curated_regexset.rs`, on the real
+//! corpus too).
 
 mod alt;
 mod common;
@@ -25,8 +32,14 @@ use std::time::Duration;
 use autoretry::classify::{classify, Classifier};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-use alt::{naive_labels, naive_retryable, Literals, PerRule, Set, EDGE_CASES};
-use common::{body, body_match_at_end, corpus, ours, repeated, Labels, DENSE, LIMITS, LOREM};
+use alt::{
+    naive_labels, naive_retryable, CuratedSet, Literals, PerRule, Set, CURATED_EDGE_CASES,
+    EDGE_CASES,
+};
+use common::{
+    body, body_match_at_end, corpus, curated_corpus, ours, ours_curated, real_texts, repeated,
+    Labels, DENSE, LIMITS, LOREM,
+};
 
 /// The bodies: name and text.
 fn bodies() -> Vec<(&'static str, String)> {
@@ -205,6 +218,66 @@ fn body_benches(c: &mut Criterion) {
     g.finish();
 }
 
+/// Refuses to measure a curated `RegexSet` that computes other labels
+/// than ours on the curated and real corpora, the bodies and the edge
+/// cases (the usage limit by its pattern: 13.2's long-wait rule reads
+/// the hint, which no pattern set computes).
+fn check_curated(set: &CuratedSet) {
+    let entries = curated_corpus();
+    let real = real_texts();
+    let bodies = bodies();
+    let texts = entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .chain(real.iter().map(String::as_str))
+        .chain(CURATED_EDGE_CASES.iter().copied())
+        .chain(bodies.iter().map(|(_, t)| t.as_str()));
+    for text in texts {
+        let short = text.chars().take(60).collect::<String>();
+        assert_eq!(
+            set.labels(text),
+            ours_curated(text),
+            "curated RegexSet: {short:?}"
+        );
+    }
+}
+
+fn curated_benches(c: &mut Criterion) {
+    let set = CuratedSet::new();
+    check_curated(&set);
+    let entries = curated_corpus();
+
+    // A thousand texts: shorter windows than the defaults, still
+    // thousands of calls per sample for these texts of a few hundred bytes.
+    let mut g = c.benchmark_group("curated_corpus");
+    g.warm_up_time(Duration::from_millis(20))
+        .measurement_time(Duration::from_millis(40));
+    for (i, e) in entries.iter().enumerate() {
+        let (t, n) = (e.text.as_str(), format!("{i:04}"));
+        g.bench_with_input(BenchmarkId::new("ours", &n), t, |b, t| {
+            b.iter(|| Classifier::Curated.classify(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regexset", &n), t, |b, t| {
+            b.iter(|| set.labels(black_box(t)))
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("curated_body");
+    g.measurement_time(Duration::from_millis(400));
+    for (name, text) in &bodies() {
+        let t = text.as_str();
+        g.throughput(Throughput::Bytes(t.len() as u64));
+        g.bench_with_input(BenchmarkId::new("ours", name), t, |b, t| {
+            b.iter(|| Classifier::Curated.classify(black_box(t)))
+        });
+        g.bench_with_input(BenchmarkId::new("regexset", name), t, |b, t| {
+            b.iter(|| set.labels(black_box(t)))
+        });
+    }
+    g.finish();
+}
+
 /// Modest defaults so that the whole report fits in minutes on two cores;
 /// command-line flags (`--measurement-time`, ...) override them (except the
 /// bodies' measurement time, set per group).
@@ -220,6 +293,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = corpus_benches, body_benches
+    targets = corpus_benches, body_benches, curated_benches
 }
 criterion_main!(benches);

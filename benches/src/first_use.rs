@@ -1,7 +1,10 @@
 //! Prints, as one JSON object, what the first use of the classifier costs
 //! on std: the time and the heap of the first `classify` of a long text
 //! (feature `prefilter` builds its tables and the factor searcher then,
-//! once per process), against the same call once they are built.
+//! once per process), against the same call once they are built; then
+//! the first use of the extended and the curated classifiers (the
+//! curated one builds its own factor searcher), and the curated call
+//! once built.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,8 +54,14 @@ fn main() {
     let (ext_ns, ext_heap) = cost(|| {
         std::hint::black_box(Classifier::Extended.classify(&text));
     });
+    let (cur_ns, cur_heap) = cost(|| {
+        std::hint::black_box(Classifier::Curated.classify(&text));
+    });
+    let (cur_again_ns, _) = cost(|| {
+        std::hint::black_box(Classifier::Curated.classify(&text));
+    });
     println!(
-        "{{\"text_bytes\":{},\"classic_first_ns\":{first_ns},\"classic_first_heap\":{first_heap},\"classic_again_ns\":{again_ns},\"extended_first_ns\":{ext_ns},\"extended_first_heap\":{ext_heap}}}",
+        "{{\"text_bytes\":{},\"classic_first_ns\":{first_ns},\"classic_first_heap\":{first_heap},\"classic_again_ns\":{again_ns},\"extended_first_ns\":{ext_ns},\"extended_first_heap\":{ext_heap},\"curated_first_ns\":{cur_ns},\"curated_first_heap\":{cur_heap},\"curated_again_ns\":{cur_again_ns}}}",
         text.len()
     );
 }
