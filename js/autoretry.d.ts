@@ -255,6 +255,8 @@ export const PROFILE_MODERN: 1;
 export const PROFILES: Readonly<Record<"classic" | "modern", number>>;
 export const CLASSIFIER_CLASSIC: 0;
 export const CLASSIFIER_EXTENDED: 1;
+/** Spec §13.2's curated set: the C libraries have it, no WebAssembly module does. */
+export const CLASSIFIER_CURATED: 2;
 export const CLASSIFIERS: Readonly<Record<"classic" | "extended", number>>;
 export const SHOULD_RETRY_ABSENT: 0;
 export const SHOULD_RETRY_NO: 1;

@@ -126,6 +126,7 @@ function decodeSettings(group) {
         s[key] = Number(uint(v, what, ERR_SETTINGS, 100n, "an integer from 0 to 100"));
         break;
       case "classifier":
+        if (v === "curated") fail(`${what}: "curated" (spec §13.2) is in the C libraries, the sidecar and the Rust crate, not in a WebAssembly module (its tables would double the module): use "classic" or "extended"`);
         if (typeof v !== "string" || !Object.hasOwn(CLASSIFIERS, v)) fail(`${what}: expected "classic" or "extended", found ${describe(v)}`);
         s[key] = v;
         break;

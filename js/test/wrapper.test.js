@@ -380,3 +380,22 @@ test("autoretry.wasm has the classic classifier alone and says which module has 
     machine.free();
   }
 });
+
+test("no module has the curated classifier: asking for it is refused by name, and a settings input asking for it changes nothing", async () => {
+  for (const url of [new URL("../autoretry.wasm", import.meta.url), autoretry.EXTENDED_WASM_URL, autoretry.RULES_WASM_URL]) {
+    const module = await load(url);
+    const e = thrown(() => new Machine(module, { settings: { classifier: "curated" } }));
+    assert.equal(e.code, ERR_SETTINGS);
+    assert.match(e.message, /^retry\.classifier: "curated" \(spec §13\.2\) is in the C libraries, the sidecar and the Rust crate, not in a WebAssembly module/);
+    const machine = new Machine(module);
+    try {
+      const before = machine.state();
+      assert.equal(thrown(() => machine.handle({ type: "settings", settings: { classifier: "curated" } })).code, ERR_SETTINGS);
+      assert.deepEqual(machine.state(), before);
+    } finally {
+      machine.free();
+    }
+  }
+  assert.equal(autoretry.CLASSIFIER_CURATED, 2);
+  assert.equal(Object.hasOwn(autoretry.CLASSIFIERS, "curated"), false);
+});
