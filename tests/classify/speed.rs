@@ -39,8 +39,14 @@ fn curated_rough_timings() {
     let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
     let body = read("benches/data/body.html");
     let bodies = [
-        ("lorem_1MB", repeated(&read("benches/data/lorem.html"), 1 << 20)),
-        ("dense_1MB", repeated(&read("benches/data/dense.log"), 1 << 20)),
+        (
+            "lorem_1MB",
+            repeated(&read("benches/data/lorem.html"), 1 << 20),
+        ),
+        (
+            "dense_1MB",
+            repeated(&read("benches/data/dense.log"), 1 << 20),
+        ),
         ("limits_1MB", repeated("limit ", 1 << 20)),
         ("body.html", body),
     ];
