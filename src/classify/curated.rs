@@ -19,6 +19,7 @@ use super::dfa::{
     CURATED_WORD_TABLE, CURATED_WORD_TABLES, GUARDS, GUARDS_LEN, NEVER, OVERFLOW, RETRYABLE,
     THROTTLE, TOO_MANY_TOKENS, USAGE_LIMIT,
 };
+#[cfg(feature = "prefilter")]
 use super::symbol::SYMBOLS;
 use super::table::Delayed;
 use super::Classification;
