@@ -8,12 +8,20 @@
 //! lossy reading of some bytes exactly where it occurs in the bytes: an
 //! invalid sequence never swallows a leading byte, so the search is the
 //! same on both entry points.
+//!
+//! On std (feature `prefilter`) a text without one of the tables'
+//! required factors steps no table (the factors are found with Teddy over
+//! the text lower-cased in chunks), and the tables are stepped unpacked
+//! (`Unpacked`, filled at first use).
 
 use super::dfa::{
     CURATED, CURATED_LEN, CURATED_LITERALS, CURATED_WINDOWS, CURATED_WINDOWS_LEN, CURATED_WORDS,
     CURATED_WORD_TABLE, CURATED_WORD_TABLES, GUARDS, GUARDS_LEN, NEVER, OVERFLOW, RETRYABLE,
     THROTTLE, TOO_MANY_TOKENS, USAGE_LIMIT,
 };
+#[cfg(feature = "prefilter")]
+use super::symbol::SYMBOLS;
+use super::table::Delayed;
 use super::Classification;
 
 use super::LONG_WAIT_MS;
@@ -53,7 +61,110 @@ extern crate std;
 /// A searcher for a few ASCII strings, ASCII case aside, built at first
 /// use (on std).
 #[cfg(feature = "prefilter")]
-struct Searcher(std::sync::OnceLock<Option<aho_corasick::AhoCorasick>>);
+struct Searcher(std::sync::OnceLock<Option<Search>>);
+
+/// How a [`Searcher`] searches: `aho-corasick`'s packed Teddy searchers
+/// over the text lower-cased in chunks on the stack (one for the strings
+/// that start with a letter, one for the others, as `super::factors`
+/// does), or, where the target has no Teddy, one automaton that ignores
+/// ASCII case. On `benches/data/lorem.html` repeated to 1 MB the automaton
+/// over the tables' 131 factors ran at about 0.3 GB/s; the chunks and
+/// Teddy, at several times that.
+#[cfg(feature = "prefilter")]
+enum Search {
+    Packed {
+        searchers: std::vec::Vec<aho_corasick::packed::Searcher>,
+        /// The longest string, in bytes: the chunks overlap by one less.
+        longest: usize,
+    },
+    Automaton(aho_corasick::AhoCorasick),
+}
+
+/// Bytes lower-cased and searched at a time.
+#[cfg(feature = "prefilter")]
+const CHUNK: usize = 4096;
+
+/// The most strings one Teddy searcher takes.
+#[cfg(feature = "prefilter")]
+const TEDDY_MAX: usize = 64;
+
+#[cfg(feature = "prefilter")]
+impl Search {
+    /// The search for `strings` (lower case ASCII).
+    fn new(strings: &[&str]) -> Option<Search> {
+        let longest = strings.iter().map(|s| s.len()).max()?;
+        let packed = || {
+            let mut searchers = std::vec::Vec::new();
+            for letters in [true, false] {
+                let ids: std::vec::Vec<usize> = (0..strings.len())
+                    .filter(|&i| {
+                        strings.get(i).is_some_and(|s| {
+                            s.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) == letters
+                        })
+                    })
+                    .collect();
+                if ids.is_empty() {
+                    continue;
+                }
+                // Teddy takes at most 64 strings: runs of the sorted
+                // strings, each its own searcher.
+                let mut ids = ids;
+                let text = |i: usize| strings.get(i).copied().unwrap_or("");
+                ids.sort_by_key(|&i| text(i));
+                let runs = ids.len().div_ceil(TEDDY_MAX);
+                for run in ids.chunks(ids.len().div_ceil(runs)) {
+                    let run = super::factors::bucketed(run.to_vec(), text);
+                    let searcher = aho_corasick::packed::Config::new()
+                        .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                        .builder()
+                        .extend(run.iter().filter_map(|&i| strings.get(i)))
+                        .build()?;
+                    searchers.push(searcher);
+                }
+            }
+            Some(Search::Packed { searchers, longest })
+        };
+        // A longest string longer than a chunk's overlap allows is not
+        // reached (the factors are short); the automaton takes it.
+        let short = (1..CHUNK / 2).contains(&longest) && strings.iter().all(|s| s.is_ascii());
+        short.then(packed).flatten().or_else(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(strings)
+                .ok()
+                .map(Search::Automaton)
+        })
+    }
+
+    /// Whether one of the strings occurs in `bytes`, ASCII case aside.
+    fn is_match(&self, bytes: &[u8]) -> bool {
+        match self {
+            Search::Automaton(ac) => ac.is_match(bytes),
+            Search::Packed { searchers, longest } => {
+                let mut lower = [0u8; CHUNK];
+                let step = CHUNK - longest.saturating_sub(1);
+                let mut at = 0;
+                loop {
+                    let chunk = bytes.get(at..).unwrap_or_default();
+                    let chunk = chunk.get(..CHUNK).unwrap_or(chunk);
+                    let Some(lower) = lower.get_mut(..chunk.len()) else {
+                        return true;
+                    };
+                    for (l, &b) in lower.iter_mut().zip(chunk) {
+                        *l = b.to_ascii_lowercase();
+                    }
+                    if searchers.iter().any(|s| s.find(&*lower).is_some()) {
+                        return true;
+                    }
+                    if at + CHUNK >= bytes.len() {
+                        return false;
+                    }
+                    at += step;
+                }
+            }
+        }
+    }
+}
 
 #[cfg(feature = "prefilter")]
 impl Searcher {
@@ -66,19 +177,13 @@ impl Searcher {
     /// thread has (in debug builds), and any thread may classify first: it
     /// builds on a thread of its own. `None` where that fails: the caller
     /// then reads every text.
-    fn get(&self, strings: &'static [&'static str]) -> Option<&aho_corasick::AhoCorasick> {
+    fn get(&self, strings: &'static [&'static str]) -> Option<&Search> {
         self.0
             .get_or_init(|| {
-                let build = || {
-                    aho_corasick::AhoCorasick::builder()
-                        .ascii_case_insensitive(true)
-                        .build(strings)
-                        .ok()
-                };
                 std::thread::scope(|s| {
                     std::thread::Builder::new()
                         .name("autoretry-curated".into())
-                        .spawn_scoped(s, build)
+                        .spawn_scoped(s, || Search::new(strings))
                         .ok()?
                         .join()
                         .ok()?
@@ -122,35 +227,89 @@ pub(super) fn hint(bytes: &[u8]) -> Option<u64> {
     super::curated_hint_ms_bytes(bytes, None)
 }
 
-/// The tables' plain scan, on top of the literals' bits `found`.
-fn tables(mut found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
-    let mut states = [0u8; CURATED_LEN];
-    let mut guards = [0u8; GUARDS_LEN];
-    let mut words = [0u8; CURATED_WORD_TABLES];
+/// Every table the scan steps, in order: `CURATED`, `GUARDS`, then the
+/// window words' tables (whose outputs go to the window scanner).
+const ALL: usize = CURATED_LEN + GUARDS_LEN + CURATED_WORD_TABLES;
+
+/// The first of [`ALL`]'s tables that are window words' tables.
+const WORDS_AT: usize = CURATED_LEN + GUARDS_LEN;
+
+/// The tables of [`ALL`], in order.
+static TABLES: [&Delayed; ALL] = {
+    let mut all = [CURATED[0]; ALL];
+    let mut k = 0;
+    while k < ALL {
+        all[k] = if k < CURATED_LEN {
+            CURATED[k]
+        } else if k < WORDS_AT {
+            GUARDS[k - CURATED_LEN]
+        } else {
+            CURATED_WORD_TABLE[k - WORDS_AT]
+        };
+        k += 1;
+    }
+    all
+};
+
+/// The first special state of each table of [`TABLES`].
+static SPECIAL: [u8; ALL] = {
+    let mut special = [0; ALL];
+    let mut k = 0;
+    while k < ALL {
+        special[k] = TABLES[k].special;
+        k += 1;
+    }
+    special
+};
+
+/// The tables' scan, on top of the literals' bits `found`: on std, through
+/// the tables unpacked ([`Unpacked`]), else through the compressed ones.
+fn tables(found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if let Some(unpacked) = Unpacked::get() {
+        return stepped(found, symbols, |k, state, sym| unpacked.next(k, state, sym));
+    }
+    plain(found, symbols)
+}
+
+/// The tables' plain scan, through the compressed tables.
+fn plain(found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+    stepped(found, symbols, |k, state, sym| {
+        TABLES.get(k).map_or(0, |t| t.next(state, sym))
+    })
+}
+
+/// The tables' scan with `next(k, state, sym)`, the state after `state` of
+/// table `k` of [`TABLES`] reads `sym`.
+#[inline(always)]
+fn stepped(
+    mut found: u8,
+    symbols: impl Iterator<Item = u8>,
+    next: impl Fn(usize, u8, u8) -> u8,
+) -> u8 {
+    let mut states = [0u8; ALL];
     let mut windows = Windows::default();
     // Characters read so far: where a match reported now ends.
     let mut pos: usize = 0;
     for sym in symbols {
-        for (state, table) in states.iter_mut().zip(CURATED) {
-            *state = table.next(*state, sym);
-            if *state >= table.special {
-                found |= table.output(*state);
-            }
-        }
-        for (state, table) in guards.iter_mut().zip(GUARDS) {
-            *state = table.next(*state, sym);
-            if *state >= table.special {
-                found |= table.output(*state);
+        let (labels, words) = states.split_at_mut(WORDS_AT);
+        for (k, state) in labels.iter_mut().enumerate() {
+            *state = next(k, *state, sym);
+            if *state >= SPECIAL.get(k).map_or(0, |&s| s) {
+                found |= TABLES.get(k).map_or(0, |t| t.output(*state));
             }
         }
         let mut outs = [0u8; CURATED_WORD_TABLES];
-        for ((state, table), out) in words.iter_mut().zip(CURATED_WORD_TABLE).zip(&mut outs) {
-            *state = table.next(*state, sym);
-            if *state >= table.special {
-                *out = table.output(*state);
+        let mut any = false;
+        for ((w, state), o) in words.iter_mut().enumerate().zip(&mut outs) {
+            let k = WORDS_AT + w;
+            *state = next(k, *state, sym);
+            if *state >= SPECIAL.get(k).map_or(0, |&s| s) {
+                *o = TABLES.get(k).map_or(0, |t| t.output(*state));
+                any |= *o != 0;
             }
         }
-        if outs.iter().any(|&o| o != 0) {
+        if any {
             found |= windows.words(&outs, pos);
         }
         if sym == b'\n' {
@@ -159,17 +318,85 @@ fn tables(mut found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
         pos = pos.saturating_add(1);
     }
     // Matches that end with the text.
-    for (&state, table) in states.iter().zip(CURATED) {
-        found |= table.eoi(state);
-    }
-    for (&state, table) in guards.iter().zip(GUARDS) {
-        found |= table.eoi(state);
-    }
     let mut outs = [0u8; CURATED_WORD_TABLES];
-    for ((&state, table), out) in words.iter().zip(CURATED_WORD_TABLE).zip(&mut outs) {
-        *out = table.eoi(state);
+    for (k, (&state, table)) in states.iter().zip(TABLES).enumerate() {
+        let out = table.eoi(state);
+        match k.checked_sub(WORDS_AT) {
+            None => found |= out,
+            Some(w) => {
+                if let Some(o) = outs.get_mut(w) {
+                    *o = out;
+                }
+            }
+        }
     }
     found | windows.words(&outs, pos)
+}
+
+/// The tables of [`TABLES`] unpacked (on std): per table, a row of
+/// [`SYMBOLS`] per state, so that a step is one load indexed by the state
+/// and the symbol rather than the compressed tables' chain of four loads
+/// and a comparison. About 500 KB on the heap, filled at first use.
+#[cfg(feature = "prefilter")]
+struct Unpacked {
+    rows: std::boxed::Box<[u8]>,
+    /// Where each table's rows start.
+    at: [usize; ALL],
+}
+
+#[cfg(feature = "prefilter")]
+impl Unpacked {
+    /// The tables unpacked, filled on first call.
+    fn get() -> Option<&'static Unpacked> {
+        static UNPACKED: std::sync::OnceLock<Option<Unpacked>> = std::sync::OnceLock::new();
+        UNPACKED.get_or_init(Unpacked::new).as_ref()
+    }
+
+    fn new() -> Option<Unpacked> {
+        let mut at = [0; ALL];
+        let mut len = 0usize;
+        for (a, t) in at.iter_mut().zip(TABLES) {
+            *a = len;
+            len = len.checked_add(t.base.len().checked_mul(SYMBOLS)?)?;
+        }
+        let mut rows = std::vec![0u8; len].into_boxed_slice();
+        for (&a, t) in at.iter().zip(TABLES) {
+            let states = u8::try_from(t.base.len().checked_sub(1)?).ok()?;
+            // One symbol per class: the transitions are per class.
+            let mut of_class = [None; 256];
+            for sym in 0..=u8::try_from(SYMBOLS - 1).ok()? {
+                let class = t.classes.get(usize::from(sym))?;
+                of_class.get_mut(usize::from(*class))?.get_or_insert(sym);
+            }
+            for state in 0..=states {
+                let mut target = [0u8; 256];
+                for (to, sym) in target.iter_mut().zip(of_class) {
+                    if let Some(sym) = sym {
+                        *to = t.next(state, sym);
+                    }
+                }
+                let row = a + usize::from(state) * SYMBOLS;
+                let row = rows.get_mut(row..row + SYMBOLS)?;
+                for (to, class) in row.iter_mut().zip(t.classes) {
+                    *to = *target.get(usize::from(*class))?;
+                }
+            }
+        }
+        Some(Unpacked { rows, at })
+    }
+
+    /// The state after `state` of table `k` reads `sym`.
+    #[inline(always)]
+    fn next(&self, k: usize, state: u8, sym: u8) -> u8 {
+        if usize::from(sym) >= SYMBOLS {
+            // Not reached (the readings give symbols only).
+            return TABLES.get(k).map_or(0, |t| t.next(state, sym));
+        }
+        let at = self.at.get(k).map_or(0, |&a| a);
+        self.rows
+            .get(at + usize::from(state) * SYMBOLS + usize::from(sym))
+            .map_or(0, |&s| s)
+    }
 }
 
 /// The bits of the literal alternatives that occur in `bytes`.
@@ -181,14 +408,24 @@ fn literals(bytes: &[u8]) -> u8 {
     let mut found = 0;
     for &(literal, bit) in &CURATED_LITERALS {
         let needle = literal.as_bytes();
-        if found & bit == 0
-            && !needle.is_empty()
-            && bytes.windows(needle.len()).any(|w| w == needle)
-        {
+        if found & bit == 0 && !needle.is_empty() && occurs(bytes, needle) {
             found |= bit;
         }
     }
     found
+}
+
+/// Whether `needle` occurs in `bytes`: `memchr`'s vectorized search on
+/// std, a plain comparison at each place without it.
+fn occurs(bytes: &[u8], needle: &[u8]) -> bool {
+    #[cfg(feature = "prefilter")]
+    {
+        memchr::memmem::find(bytes, needle).is_some()
+    }
+    #[cfg(not(feature = "prefilter"))]
+    {
+        bytes.windows(needle.len()).any(|w| w == needle)
+    }
 }
 
 /// Per window alternative, where a variant of its first word last ended
@@ -280,8 +517,9 @@ mod tests {
     use super::super::utf8::{lossy_symbols, symbols};
     use super::*;
 
-    /// The factor test changes no answer: on every corpus text, whole
-    /// lines and texts made of pieces, the scan is the tables' scan.
+    /// The factor test and the unpacked tables change no answer: on every
+    /// corpus text, whole lines and with an invalid byte inside, the scan
+    /// is the compressed tables' plain scan.
     #[test]
     fn the_factor_test_is_the_tables() {
         use std::string::String;
@@ -301,13 +539,13 @@ mod tests {
         let (mut skipped, mut labelled) = (0, 0);
         for text in &texts {
             let got = scan(text.as_bytes(), symbols(text));
-            let want = tables(literals(text.as_bytes()), symbols(text));
+            let want = plain(literals(text.as_bytes()), symbols(text));
             assert_eq!(got, want, "{text}");
             let mut bytes = text.as_bytes().to_vec();
             bytes.insert(bytes.len() / 2, 0xFF);
             assert_eq!(
                 scan(&bytes, lossy_symbols(&bytes)),
-                tables(literals(&bytes), lossy_symbols(&bytes)),
+                plain(literals(&bytes), lossy_symbols(&bytes)),
                 "{text}"
             );
             assert_eq!(
@@ -315,9 +553,151 @@ mod tests {
                 super::super::curated_hint_ms(text, None),
                 "{text}"
             );
+            let plain = |bytes: &[u8]| {
+                CURATED_LITERALS
+                    .iter()
+                    .filter(|(l, _)| bytes.windows(l.len()).any(|w| w == l.as_bytes()))
+                    .fold(0, |found, &(_, bit)| found | bit)
+            };
+            assert_eq!(literals(text.as_bytes()), plain(text.as_bytes()), "{text}");
+            assert_eq!(literals(&bytes), plain(&bytes), "{text}");
             skipped += usize::from(!may_match(text.as_bytes()));
             labelled += usize::from(want != 0);
         }
         assert!(skipped > 3 && labelled > 1000, "{skipped} {labelled}");
+    }
+
+    /// The chunked Teddy search finds a string exactly where the automaton
+    /// that ignores ASCII case does: on generated texts short and long
+    /// (across chunk ends), in mixed case, with other scripts and invalid
+    /// UTF-8 around, for the tables' factors and the hint names.
+    #[test]
+    fn the_packed_search_is_the_automaton() {
+        use std::vec::Vec;
+        let automaton = |strings: &[&str]| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(strings)
+                .unwrap()
+        };
+        let lists: [&[&str]; 2] = [&super::super::dfa::CURATED_FACTORS, &HINT_NAMES];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let fill: [&[u8]; 6] = [
+            b"lorem ipsum ",
+            b"\n",
+            "\u{4e2d}\u{6587} ".as_bytes(),
+            b"\xff\xc3",
+            b"<p>",
+            b"0123 ",
+        ];
+        for strings in lists {
+            let Some(Search::Packed { .. }) = Search::new(strings) else {
+                #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+                panic!("no Teddy on x86_64 or aarch64");
+                #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+                return;
+            };
+            let search = Search::new(strings).unwrap();
+            let ac = automaton(strings);
+            let (mut hits, mut misses) = (0, 0);
+            for round in 0..400u64 {
+                let len = [0, 3, 40, 700, CHUNK - 3, CHUNK + 50, 3 * CHUNK][(round % 7) as usize];
+                let mut text: Vec<u8> = Vec::new();
+                while text.len() < len {
+                    let f = fill[(next() % fill.len() as u64) as usize];
+                    text.extend_from_slice(f);
+                }
+                if round % 3 != 0 {
+                    // One string, in mixed case, somewhere (chunk ends too).
+                    let s = strings[(next() % strings.len() as u64) as usize];
+                    let at = match round % 4 {
+                        0 => CHUNK.saturating_sub(s.len() / 2 + 1),
+                        1 => text.len(),
+                        _ => (next() as usize) % (text.len() + 1),
+                    };
+                    let at = at.min(text.len());
+                    let word: Vec<u8> = s
+                        .bytes()
+                        .map(|b| {
+                            if next() % 2 == 0 {
+                                b.to_ascii_uppercase()
+                            } else {
+                                b
+                            }
+                        })
+                        .collect();
+                    text.splice(at..at, word);
+                }
+                let want = ac.is_match(&text);
+                assert_eq!(
+                    search.is_match(&text),
+                    want,
+                    "{:?}",
+                    std::string::String::from_utf8_lossy(&text)
+                );
+                if want {
+                    hits += 1
+                } else {
+                    misses += 1
+                }
+            }
+            assert!(hits > 100 && misses > 50, "{hits} {misses}");
+        }
+    }
+
+    /// On texts made of pieces of the corpora (short and long, ASCII and
+    /// not, with line breaks and invalid UTF-8 through the bytes' reading),
+    /// the scan is the compressed tables' plain scan.
+    #[test]
+    fn the_fast_path_is_the_plain_scan_on_generated_texts() {
+        use std::vec::Vec;
+        let lines: Vec<&str> = include_str!("../../tests/corpus/curated/errors.jsonl")
+            .lines()
+            .chain(include_str!("../../tests/corpus/real/errors.jsonl").lines())
+            .collect();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut found, mut none) = (0, 0);
+        for round in 0..300 {
+            let len = [10, 60, 300, 2_000, 20_000][round % 5];
+            let mut bytes: Vec<u8> = Vec::new();
+            while bytes.len() < len {
+                let line = lines[(next() % lines.len() as u64) as usize].as_bytes();
+                let a = (next() as usize) % (line.len() + 1);
+                let b = (a + (next() as usize) % 80).min(line.len());
+                bytes.extend_from_slice(&line[a..b]);
+                match next() % 8 {
+                    0 => bytes.push(b'\n'),
+                    1 => bytes.extend_from_slice(b"\xff\xe4\xb8"),
+                    2 => bytes.extend_from_slice("\u{2028} \u{670d}\u{52a1}".as_bytes()),
+                    _ => bytes.push(b' '),
+                }
+            }
+            let want = plain(literals(&bytes), lossy_symbols(&bytes));
+            assert_eq!(scan(&bytes, lossy_symbols(&bytes)), want);
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                assert_eq!(
+                    scan(&bytes, symbols(text)),
+                    plain(literals(&bytes), symbols(text))
+                );
+            }
+            if want != 0 {
+                found += 1
+            } else {
+                none += 1
+            }
+        }
+        assert!(found > 100 && none > 5, "{found} {none}");
     }
 }

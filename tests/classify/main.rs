@@ -9,3 +9,4 @@ mod headers;
 mod hint_numbers;
 mod patterns;
 mod props;
+mod speed;
