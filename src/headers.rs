@@ -262,7 +262,8 @@ type OwnedPair = (&'static str, &'static str);
 
 /// An owned pair, borrowed.
 fn as_strs(pair: &OwnedPair) -> (&str, &str) {
-    (&pair.0, &pair.1)
+    let (name, value) = pair;
+    (name, value)
 }
 
 impl<'a> Headers<'a> {
