@@ -222,7 +222,7 @@ fn stop(code: u32) -> Option<StopReason> {
 }
 
 /// The settings of `new_ex`/`settings_ex`'s scalars, `None` for those the
-/// module must refuse.
+/// module must refuse (codes: the C libraries' classic, extended, curated).
 #[allow(clippy::too_many_arguments)]
 fn settings(
     profile: u32,
@@ -238,7 +238,7 @@ fn settings(
     let profile = [Profile::Classic, Profile::Modern]
         .get(profile as usize)
         .copied()?;
-    let classifier = [Classifier::Classic, Classifier::Extended]
+    let classifier = [Classifier::Classic, Classifier::Extended, Classifier::Curated]
         .get(classifier as usize)
         .copied()?;
     let jitter = JitterPct::new(u8::try_from(jitter).ok()?)?;
