@@ -238,9 +238,13 @@ fn settings(
     let profile = [Profile::Classic, Profile::Modern]
         .get(profile as usize)
         .copied()?;
-    let classifier = [Classifier::Classic, Classifier::Extended, Classifier::Curated]
-        .get(classifier as usize)
-        .copied()?;
+    let classifier = [
+        Classifier::Classic,
+        Classifier::Extended,
+        Classifier::Curated,
+    ]
+    .get(classifier as usize)
+    .copied()?;
     let jitter = JitterPct::new(u8::try_from(jitter).ok()?)?;
     Some(
         RetrySettings::DEFAULT
