@@ -95,8 +95,9 @@
 #define AUTORETRY_CLASSIFIER_EXTENDED 1
 
 // `retry.classifier` `"curated"`: the patterns and hints of spec §13.2
-// (the C libraries; the WebAssembly modules leave it out and refuse it
-// with `AUTORETRY_ERR_SETTINGS`).
+// (feature `curated`: the C libraries and `autoretry-curated.wasm`; the
+// other WebAssembly modules leave it out and refuse it with
+// `AUTORETRY_ERR_SETTINGS`).
 #define AUTORETRY_CLASSIFIER_CURATED 2
 
 // `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,
@@ -515,6 +516,23 @@ typedef struct autoretry_header_hints {
   // `retryAfterMs`.
   uint64_t retry_after_ms;
 } autoretry_header_hints;
+
+// What `autoretry_classify()` found for an error text: spec §3's labels
+// (§10.5's or §13.2's for those classifiers), each 1 or 0, and the retry
+// hint read from the text without a clock when `has_hint` is 1.
+typedef struct autoretry_classification {
+  // 1 when the text is retryable: not empty, not an overflow, and of
+  // the retryable patterns.
+  uint32_t retryable;
+  // 1 when the text is a context overflow (never retryable).
+  uint32_t overflow;
+  // 1 when the text is a usage limit, whatever its other labels.
+  uint32_t usage_limit;
+  // 1 when `hint_ms` is set, else 0.
+  uint32_t has_hint;
+  // The wait the text asks for, in ms.
+  uint64_t hint_ms;
+} autoretry_classification;
 
 // The machine's state, as `autoretry_state_c()` writes it:
 // `autoRetryEnabled`, `isRetrying` (1 or 0) and `retryAttempt`.
@@ -1107,6 +1125,37 @@ int32_t autoretry_read_headers(const struct autoretry_header *headers,
                                uint32_t has_now,
                                uint64_t now_ms,
                                struct autoretry_header_hints *out);
+
+// Classifies an error text (the `errorMessage` of a message whose stop
+// reason is `error`) with one classifier, as the machine does (the
+// library's `Classifier::classify_bytes`): `classifier` is an
+// `AUTORETRY_CLASSIFIER_*` code, `(text, text_len)` the text (its bytes
+// read as UTF-8, an invalid sequence as U+FFFD; `text_len == -1`: no
+// text, classified as the empty one), the labels and the hint into
+// `*out`. Returns 0, or `AUTORETRY_ERR_SETTINGS` (an unknown
+// `classifier`, or one the build leaves out: the extended one without
+// feature `extended`, the curated one without `curated`),
+// `AUTORETRY_ERR_TEXT_LEN`, `AUTORETRY_ERR_ARG` (a null text with a
+// length, a null or misaligned `out`, a text that overlaps `out`) or
+// `AUTORETRY_ERR_BUFFER` (a range the module may not read or write); a
+// failed call writes nothing. Touches no machine.
+//
+// # Safety
+//
+// `text` valid for reads of `text_len` bytes when `text_len > 0`; `out`
+// valid for writes of one `autoretry_classification`.
+//
+// ```c
+// const char *text = "429 Too Many Requests";
+// autoretry_classification c;
+// if (autoretry_classify(AUTORETRY_CLASSIFIER_CLASSIC, (const uint8_t *)text,
+//                        (int32_t)strlen(text), &c) == 0 && c.retryable)
+//   printf("retryable\n");
+// ```
+int32_t autoretry_classify(uint32_t classifier,
+                           const uint8_t *text,
+                           int32_t text_len,
+                           struct autoretry_classification *out);
 
 // Creates a machine with the whole `retry` group as a struct (every key,
 // spec §11.1's included) and the host options of `autoretry_new_ex()`.

@@ -17,10 +17,10 @@ use super::codes::{
 use super::codes::{CLASSIFIER_EXTENDED, PROFILE_MODERN};
 use super::pool;
 use super::structs::{
-    AutoretryHeader, AutoretryHeaderHints, AutoretryInput, AutoretryOutput, AutoretrySettings,
-    AutoretryState, INPUT_ABORT, INPUT_ABORT_RETRY, INPUT_AGENT_END, INPUT_MESSAGE_END,
-    INPUT_MODEL_SWITCHED, INPUT_SETTINGS, INPUT_SET_AUTO_RETRY, INPUT_STREAM_EVENT,
-    INPUT_STREAM_START, INPUT_TIMER_FIRED, INPUT_USAGE_LIMIT_MARKED,
+    AutoretryClassification, AutoretryHeader, AutoretryHeaderHints, AutoretryInput,
+    AutoretryOutput, AutoretrySettings, AutoretryState, INPUT_ABORT, INPUT_ABORT_RETRY,
+    INPUT_AGENT_END, INPUT_MESSAGE_END, INPUT_MODEL_SWITCHED, INPUT_SETTINGS, INPUT_SET_AUTO_RETRY,
+    INPUT_STREAM_EVENT, INPUT_STREAM_START, INPUT_TIMER_FIRED, INPUT_USAGE_LIMIT_MARKED,
 };
 use autoretry::{HeaderHints, Input, RetrySettings, Usage};
 
@@ -278,6 +278,61 @@ pub unsafe extern "C" fn autoretry_read_headers(
     0
 }
 
+/// Classifies an error text (the `errorMessage` of a message whose stop
+/// reason is `error`) with one classifier, as the machine does (the
+/// library's `Classifier::classify_bytes`): `classifier` is an
+/// `AUTORETRY_CLASSIFIER_*` code, `(text, text_len)` the text (its bytes
+/// read as UTF-8, an invalid sequence as U+FFFD; `text_len == -1`: no
+/// text, classified as the empty one), the labels and the hint into
+/// `*out`. Returns 0, or `AUTORETRY_ERR_SETTINGS` (an unknown
+/// `classifier`, or one the build leaves out: the extended one without
+/// feature `extended`, the curated one without `curated`),
+/// `AUTORETRY_ERR_TEXT_LEN`, `AUTORETRY_ERR_ARG` (a null text with a
+/// length, a null or misaligned `out`, a text that overlaps `out`) or
+/// `AUTORETRY_ERR_BUFFER` (a range the module may not read or write); a
+/// failed call writes nothing. Touches no machine.
+///
+/// # Safety
+///
+/// `text` valid for reads of `text_len` bytes when `text_len > 0`; `out`
+/// valid for writes of one `autoretry_classification`.
+///
+/// ```c
+/// const char *text = "429 Too Many Requests";
+/// autoretry_classification c;
+/// if (autoretry_classify(AUTORETRY_CLASSIFIER_CLASSIC, (const uint8_t *)text,
+///                        (int32_t)strlen(text), &c) == 0 && c.retryable)
+///   printf("retryable\n");
+/// ```
+#[no_mangle]
+pub unsafe extern "C" fn autoretry_classify(
+    classifier: u32,
+    text: *const u8,
+    text_len: i32,
+    out: *mut AutoretryClassification,
+) -> i32 {
+    let classifier = match call::classifier_of(classifier) {
+        Ok(classifier) => classifier,
+        Err(code) => return code,
+    };
+    // SAFETY: the caller's contract, forwarded.
+    let (bytes, out) = match unsafe { pool::host_buffers((text, text_len), (out, 1)) } {
+        Ok(buffers) => buffers,
+        Err(code) => return code,
+    };
+    let found = classifier.classify_bytes(bytes.unwrap_or_default());
+    if let Some(slot) = out.first_mut() {
+        *slot = AutoretryClassification {
+            retryable: u32::from(found.retryable),
+            overflow: u32::from(found.overflow),
+            usage_limit: u32::from(found.usage_limit),
+            has_hint: u32::from(found.hint_ms.is_some()),
+            hint_ms: found.hint_ms.unwrap_or(0),
+        };
+    }
+    0
+}
+
 /// Creates a machine with the whole `retry` group as a struct (every key,
 /// spec §11.1's included) and the host options of `autoretry_new_ex()`.
 /// Returns its handle (`>= 0`), `AUTORETRY_ERR_SETTINGS` for a key out of
@@ -379,7 +434,7 @@ pub unsafe extern "C" fn autoretry_settings_defaults(
     let classifier = match settings.classifier {
         #[cfg(feature = "extended")]
         autoretry::classify::Classifier::Extended => CLASSIFIER_EXTENDED,
-        #[cfg(not(target_arch = "wasm32"))]
+        #[cfg(feature = "curated")]
         autoretry::classify::Classifier::Curated => crate::codes::CLASSIFIER_CURATED,
         _ => CLASSIFIER_CLASSIC,
     };

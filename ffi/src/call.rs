@@ -8,6 +8,8 @@
 // `pool.rs`'s two conversions.
 #![allow(unsafe_code)]
 
+#[cfg(feature = "curated")]
+use super::codes::CLASSIFIER_CURATED;
 use super::codes::{
     CLASSIFIER_CLASSIC, ERR_ARG, ERR_HANDLE, ERR_POOL_FULL, ERR_REFUSED, ERR_SETTINGS, ERR_UTF8,
     PARTIAL_NONE, PARTIAL_TEXT, PARTIAL_TOOLS, PROFILE_CLASSIC, SHOULD_RETRY_ABSENT,
@@ -34,6 +36,20 @@ pub(super) fn host_options(context_window: u64, credential_store: u32, seed: u64
         .with_seed(seed)
 }
 
+/// The classifier of a `CLASSIFIER_*` code, or [`ERR_SETTINGS`] for an
+/// unknown code or one of a classifier this build leaves out (feature
+/// `extended`, `curated`).
+pub(super) fn classifier_of(code: u32) -> Result<Classifier, i32> {
+    match code {
+        CLASSIFIER_CLASSIC => Ok(Classifier::Classic),
+        #[cfg(feature = "extended")]
+        CLASSIFIER_EXTENDED => Ok(Classifier::Extended),
+        #[cfg(feature = "curated")]
+        CLASSIFIER_CURATED => Ok(Classifier::Curated),
+        _ => Err(ERR_SETTINGS),
+    }
+}
+
 /// The whole `retry` group from its scalar form (see [`autoretry_new_ex`]),
 /// or [`ERR_SETTINGS`].
 #[allow(clippy::too_many_arguments)]
@@ -57,15 +73,7 @@ pub(super) fn retry_settings(
         // is no modern profile: its classifier is the extended one.
         _ => return Err(ERR_SETTINGS),
     };
-    let classifier = match classifier {
-        CLASSIFIER_CLASSIC => Classifier::Classic,
-        #[cfg(feature = "extended")]
-        CLASSIFIER_EXTENDED => Classifier::Extended,
-        // The WebAssembly modules are built without the curated tables.
-        #[cfg(not(target_arch = "wasm32"))]
-        super::codes::CLASSIFIER_CURATED => Classifier::Curated,
-        _ => return Err(ERR_SETTINGS),
-    };
+    let classifier = classifier_of(classifier)?;
     let Some(jitter_pct) = u8::try_from(jitter_pct).ok().and_then(JitterPct::new) else {
         return Err(ERR_SETTINGS);
     };

@@ -69,8 +69,9 @@ pub const CLASSIFIER_CLASSIC: u32 = 0;
 /// refuses it with [`ERR_SETTINGS`]).
 pub const CLASSIFIER_EXTENDED: u32 = 1;
 /// `retry.classifier` `"curated"`: the patterns and hints of spec §13.2
-/// (the C libraries; the WebAssembly modules leave it out and refuse it
-/// with `AUTORETRY_ERR_SETTINGS`).
+/// (feature `curated`: the C libraries and `autoretry-curated.wasm`; the
+/// other WebAssembly modules leave it out and refuse it with
+/// `AUTORETRY_ERR_SETTINGS`).
 pub const CLASSIFIER_CURATED: u32 = 2;
 
 /// `shouldRetry` absent: the patterns decide (spec §3, rule 4). It is 0,

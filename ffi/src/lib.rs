@@ -78,6 +78,10 @@
 //!   name the same one; the input is handled with a copy of the budget
 //!   that replaces it only with the machine, so a failed call changes
 //!   neither. A handle that names no budget is [`ERR_BUDGET`].
+//! - **No machine needed**: [`autoretry_classify`] gives an error text's
+//!   labels and hint under one classifier (spec §3, §10.5, §13.2), and
+//!   [`autoretry_read_headers`] what response headers say (spec §13.1);
+//!   neither touches the pool.
 //! - **Settings** arrive as typed scalars, one argument per key of the
 //!   `retry` group (spec §4, §10.1), in the spec's order: `profile` and
 //!   `classifier` as `PROFILE_*` / `CLASSIFIER_*` codes, booleans as

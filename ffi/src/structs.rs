@@ -265,6 +265,28 @@ pub struct AutoretryHeaderHints {
     pub retry_after_ms: u64,
 }
 
+/// What `autoretry_classify()` found for an error text: spec §3's labels
+/// (§10.5's or §13.2's for those classifiers), each 1 or 0, and the retry
+/// hint read from the text without a clock when `has_hint` is 1.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AutoretryClassification {
+    /// 1 when the text is retryable: not empty, not an overflow, and of
+    /// the retryable patterns.
+    pub retryable: u32,
+    /// 1 when the text is a context overflow (never retryable).
+    pub overflow: u32,
+    /// 1 when the text is a usage limit, whatever its other labels.
+    pub usage_limit: u32,
+    /// 1 when `hint_ms` is set, else 0.
+    pub has_hint: u32,
+    /// The wait the text asks for, in ms.
+    pub hint_ms: u64,
+}
+
+// The layout a WebAssembly host reads by hand (`ffi/wasm/run-corpus.mjs`).
+const _: () = assert!(core::mem::size_of::<AutoretryClassification>() == 24);
+
 // The layout a WebAssembly host writes by hand (`ffi/wasm/run-vectors.mjs`).
 #[cfg(target_pointer_width = "32")]
 const _: () = assert!(core::mem::size_of::<AutoretryInput>() == 208);

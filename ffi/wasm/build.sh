@@ -8,6 +8,7 @@
 #     ffi/wasm/build.sh            # target/wasm/autoretry.wasm
 #     ffi/wasm/build.sh extended   # target/wasm/autoretry-extended.wasm: feature extended too
 #     ffi/wasm/build.sh rules      # target/wasm/autoretry-rules.wasm: features rules and extended
+#     ffi/wasm/build.sh curated    # target/wasm/autoretry-curated.wasm: features curated and extended
 #
 # The default module keeps within its 64 KiB goal with the classic
 # classifier alone: it refuses the extended classifier and the modern
@@ -15,7 +16,9 @@
 # `extended` one adds them (their tables and scan, about 14 KB); the
 # `rules` one adds, besides, the loader of compiled rules blobs
 # (`autoretry_rules_load`, regex-automata's validation and search), about
-# 24 KB more. docs/size.md gives each module's size. None has the
+# 24 KB more; the `curated` one adds, to the extended one, the curated
+# classifier of spec 13.2 (its tables, scan and hints) and nothing else
+# (no rules loader). docs/size.md gives each module's size. None has the
 # package's default `prefilter` (it needs std).
 #
 # Then binaryen's `wasm-opt -Oz` (npm package `binaryen`, pinned, installed
@@ -29,8 +32,9 @@ case "${1:-default}" in
     default) features= name=autoretry ;;
     extended) features=extended name=autoretry-extended ;;
     rules) features=rules,extended name=autoretry-rules ;;
+    curated) features=curated,extended name=autoretry-curated ;;
     *)
-        echo "usage: ffi/wasm/build.sh [default|extended|rules]" >&2
+        echo "usage: ffi/wasm/build.sh [default|extended|rules|curated]" >&2
         exit 2
         ;;
 esac

@@ -807,6 +807,165 @@ fn read_headers_on_the_header_corpus() {
     );
 }
 
+/// `autoretry_classify` on one text: its return code and what it wrote.
+fn classify_through_abi(code: u32, text: &[u8]) -> (i32, AutoretryClassification) {
+    let mut got = AutoretryClassification::default();
+    // SAFETY: `text` and `got` are live and disjoint.
+    let n = unsafe { autoretry_classify(code, text.as_ptr(), text.len() as i32, &mut got) };
+    (n, got)
+}
+
+/// A classification as `autoretry_classify` writes it.
+fn classification_struct(c: autoretry::classify::Classification) -> AutoretryClassification {
+    AutoretryClassification {
+        retryable: u32::from(c.retryable),
+        overflow: u32::from(c.overflow),
+        usage_limit: u32::from(c.usage_limit),
+        has_hint: u32::from(c.hint_ms.is_some()),
+        hint_ms: c.hint_ms.unwrap_or(0),
+    }
+}
+
+/// Every row of the three labelled corpora (`tests/corpus/errors.jsonl`,
+/// `extended/errors.jsonl`, `curated/errors.jsonl`) through
+/// `autoretry_classify` with its classifier: the four labels exactly.
+#[test]
+fn classify_on_every_corpus() {
+    for (file, code, least) in [
+        ("errors.jsonl", CLASSIFIER_CLASSIC, 126),
+        ("extended/errors.jsonl", CLASSIFIER_EXTENDED, 195),
+        ("curated/errors.jsonl", CLASSIFIER_CURATED, 1003),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/corpus")
+            .join(file);
+        let corpus = fs::read_to_string(&path).unwrap();
+        let mut failures = Vec::new();
+        let mut rows = 0;
+        for (i, line) in corpus.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let row: Value = serde_json::from_str(line).unwrap();
+            let flag = |key: &str| u32::from(row[key].as_bool().expect(key));
+            let hint = row["hintMs"].as_u64();
+            let want = AutoretryClassification {
+                retryable: flag("retryable"),
+                overflow: flag("overflow"),
+                usage_limit: flag("usageLimit"),
+                has_hint: u32::from(hint.is_some()),
+                hint_ms: hint.unwrap_or(0),
+            };
+            let text = row["text"].as_str().unwrap();
+            let got = classify_through_abi(code, text.as_bytes());
+            if got != (0, want) {
+                failures.push(format!(
+                    "{file}:{}: {text:?}: got {got:?}, want {want:?}",
+                    i + 1
+                ));
+            }
+            rows += 1;
+        }
+        println!(
+            "autoretry_classify, tests/corpus/{file}: {} of {rows} rows pass",
+            rows - failures.len()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(rows >= least, "{file}: only {rows} rows");
+    }
+}
+
+/// `autoretry_classify`: each classifier's answer is the library's, no
+/// text reads as the empty one, invalid UTF-8 as U+FFFD, and every
+/// refusal writes nothing.
+#[test]
+fn classify_labels_and_error_codes() {
+    let classifiers = [
+        (CLASSIFIER_CLASSIC, Classifier::Classic),
+        (CLASSIFIER_EXTENDED, Classifier::Extended),
+        (CLASSIFIER_CURATED, Classifier::Curated),
+    ];
+    for (code, classifier) in classifiers {
+        for text in [
+            &b"529 overloaded_error"[..],
+            b"prompt is too long: 208254 tokens > 200000 maximum",
+            b"Rate limit exceeded. Try again in 30 seconds.",
+            b"socket hang up\xFF",
+            b"",
+        ] {
+            assert_eq!(
+                classify_through_abi(code, text),
+                (0, classification_struct(classifier.classify_bytes(text))),
+                "{classifier:?} {text:?}"
+            );
+        }
+        let mut got = AutoretryClassification::default();
+        // SAFETY: no text (-1, null); `got` is live.
+        let n = unsafe { autoretry_classify(code, std::ptr::null(), -1, &mut got) };
+        assert_eq!((n, got), classify_through_abi(code, b""));
+    }
+    let text = "429 Too Many Requests";
+    let bad = AutoretryClassification {
+        retryable: 7,
+        ..AutoretryClassification::default()
+    };
+    let mut got = bad;
+    // SAFETY: every pointer is live for its length, or null with a length
+    // the checks refuse before any read; the last text overlaps `got`.
+    unsafe {
+        for code in [3, u32::MAX] {
+            assert_eq!(
+                autoretry_classify(code, text.as_ptr(), text.len() as i32, &mut got),
+                ERR_SETTINGS
+            );
+        }
+        assert_eq!(
+            autoretry_classify(CLASSIFIER_CLASSIC, text.as_ptr(), -2, &mut got),
+            ERR_TEXT_LEN
+        );
+        let long = vec![b'a'; MAX_TEXT + 1];
+        assert_eq!(
+            autoretry_classify(
+                CLASSIFIER_CLASSIC,
+                long.as_ptr(),
+                long.len() as i32,
+                &mut got
+            ),
+            ERR_TEXT_LEN
+        );
+        assert_eq!(
+            autoretry_classify(CLASSIFIER_CLASSIC, std::ptr::null(), 3, &mut got),
+            ERR_ARG
+        );
+        assert_eq!(
+            autoretry_classify(
+                CLASSIFIER_CLASSIC,
+                text.as_ptr(),
+                text.len() as i32,
+                std::ptr::null_mut()
+            ),
+            ERR_ARG
+        );
+        let mut two = [AutoretryClassification::default(); 2];
+        let misaligned = two.as_mut_ptr().cast::<u8>().wrapping_add(4).cast();
+        assert_eq!(
+            autoretry_classify(
+                CLASSIFIER_CLASSIC,
+                text.as_ptr(),
+                text.len() as i32,
+                misaligned
+            ),
+            ERR_ARG
+        );
+        let over = std::ptr::addr_of!(got).cast::<u8>();
+        assert_eq!(
+            autoretry_classify(CLASSIFIER_CLASSIC, over, 8, &mut got),
+            ERR_ARG
+        );
+    }
+    assert_eq!(got, bad, "a failed call wrote nothing");
+}
+
 #[test]
 fn every_beyond_vector_step_passes_through_the_c_abi() {
     let _turn = turn();
