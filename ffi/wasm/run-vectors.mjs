@@ -7,7 +7,9 @@
 // e.g. `tests/vectors/*.jsonl` (sections 1-9),
 // `tests/vectors/options/*.jsonl` (the policy options of section 10) or
 // `tests/vectors/beyond/*.jsonl` (section 11, `--api struct` only) or
-// `tests/vectors/stream/*.jsonl` (section 12, `--api struct` only).
+// `tests/vectors/stream/*.jsonl` (section 12, `--api struct` only) or
+// `tests/vectors/response/*.jsonl` (section 13, `--api struct` only: a
+// message's `headers`).
 // `--api ex` (the default) uses the entry points that take every option
 // (`autoretry_new_ex`, `autoretry_settings_ex`, `autoretry_message_end_ex`,
 // `autoretry_agent_end_ex`); `--api old` the ones of the first hosts, which
@@ -15,15 +17,17 @@
 // needs more is an error); `--api struct` every field of section 11 too:
 // the machine from a settings struct (`autoretry_new_c`), every input as an
 // `autoretry_input` struct (`autoretry_handle_json`; the stream inputs of
-// section 12 with their `nowMs`, a message's `empty`), with the scenario's
+// section 12 with their `nowMs`, a message's `empty` and `headers`), with the scenario's
 // retry budget (`autoretry_budget_new`), whose tokens are checked after
 // every step.
 //
 // A module without feature `extended` (the default `autoretry.wasm`) has
-// the classic classifier only: a scenario whose settings ask for the
-// extended classifier or the modern profile must be refused there with
-// ERR_SETTINGS (its machine not created, or the settings input refused with
-// the state unchanged), and the rest of that scenario is not run.
+// the classic classifier only, and only `autoretry-curated.wasm` (feature
+// `curated`) has the curated one: a scenario whose settings ask for a
+// classifier the module lacks (the extended one or the modern profile, the
+// curated one) must be refused there with ERR_SETTINGS (its machine not
+// created, or the settings input refused with the state unchanged), and the
+// rest of that scenario is not run.
 //
 // Exits 0 only when every step's outputs, state and refusal match, and every
 // emitted event has the spec's key order. Before the vectors
@@ -187,7 +191,7 @@ const U64_MAX = 0xffffffffffffffffn;
 const STOP = { stop: 1, length: 2, toolUse: 3, error: 4, aborted: 5 };
 // The module's codes (`autoretry_ffi`).
 const PROFILE = { classic: 0, modern: 1 };
-const CLASSIFIER = { classic: 0, extended: 1 };
+const CLASSIFIER = { classic: 0, extended: 1, curated: 2 };
 const SHOULD_RETRY = { absent: 0, false: 1, true: 2 };
 const ERR_ARG = -6;
 const ERR_SETTINGS = -8;
@@ -228,7 +232,7 @@ function decodeSettings(group) {
       if (!(v instanceof Num) || !v.isUint() || v.big() > ints[key]) return `retry.${key}: expected an integer from 0 to ${ints[key]}`;
       s[key] = v.big();
     } else if (key === "classifier") {
-      if (typeof v !== "string" || !Object.hasOwn(CLASSIFIER, v)) return 'retry.classifier: expected "classic" or "extended"';
+      if (typeof v !== "string" || !Object.hasOwn(CLASSIFIER, v)) return 'retry.classifier: expected "classic", "extended" or "curated"';
       s.classifier = v;
     } else return `retry: unknown key ${key}`;
   }
@@ -274,8 +278,16 @@ function writeSettings(view, at, s) {
   view.setUint32(at + 88, s.retryEmpty ? 1 : 0, true);
 }
 
-// The size of `autoretry_input` on wasm32.
+// The size of `autoretry_input` on wasm32, and of `autoretry_header`.
 const INPUT_SIZE = 208;
+const HEADER_SIZE = 16;
+
+// A message's `headers` (spec 13.1): a list of `[name, value]` string
+// pairs, else null (the vectors expect a refusal).
+function headerPairs(headers) {
+  const pair = (p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === "string");
+  return Array.isArray(headers) && headers.every(pair) ? headers : null;
+}
 
 // A decimal number (at most three digits after the point) in thousandths,
 // as the budget's figures are given: 0.5 is 500n.
@@ -285,8 +297,8 @@ function milli(v, what) {
   return BigInt(m[1]) * 1000n + BigInt((m[2] ?? "").padEnd(3, "0"));
 }
 
-// The `nowMs` of a stream input, or null when it is missing or not a u64
-// (the vectors expect a refusal).
+// The `nowMs` of an input (a stream input's, an `agent_end`'s), or null
+// when it is missing or not a u64 (the vectors expect a refusal).
 function streamNow(input) {
   const v = input.nowMs;
   return v instanceof Num && v.isUint() && v.big() <= U64_MAX ? v.big() : null;
@@ -361,6 +373,34 @@ class Host {
     return bytes.length;
   }
 
+  // Writes a message's header fields into the text buffer after its text
+  // (`textLen` bytes, -1 for none): the `autoretry_header` structs, then
+  // their names' and values' bytes; sets the input's `headers` and
+  // `headers_len` (at 192 and 196).
+  writeHeaders(view, at, textLen, pairs) {
+    if (pairs.length === 0) return;
+    const structs = this.textPtr + Math.ceil(Math.max(textLen, 0) / 8) * 8;
+    let bytesAt = structs + pairs.length * HEADER_SIZE;
+    const put = (s) => {
+      const bytes = new TextEncoder().encode(s);
+      if (bytesAt + bytes.length > this.textPtr + this.maxText) throw new Error(`the text and headers are longer than ${this.maxText} bytes`);
+      new Uint8Array(this.memory.buffer, bytesAt, bytes.length).set(bytes);
+      bytesAt += bytes.length;
+      return [bytesAt - bytes.length, bytes.length];
+    };
+    pairs.forEach(([name, value], k) => {
+      const [n, nLen] = put(name);
+      const [v, vLen] = put(value);
+      const h = structs + k * HEADER_SIZE;
+      view.setUint32(h, n, true);
+      view.setUint32(h + 4, nLen, true);
+      view.setUint32(h + 8, v, true);
+      view.setUint32(h + 12, vLen, true);
+    });
+    view.setUint32(at + 192, structs, true);
+    view.setUint32(at + 196, pairs.length, true);
+  }
+
   // Writes one vector input as an `autoretry_input` at the start of the
   // output buffer (the module reads it before it writes there); its text in
   // the text buffer. Returns false when this host refuses the input (a
@@ -382,7 +422,14 @@ class Host {
         if (stop === undefined) throw new Error(`stopReason ${m.stopReason}`);
         view.setUint32(at + 4, stop, true);
         view.setUint32(at + 8, this.textPtr, true);
-        view.setInt32(at + 12, this.text(m), true);
+        const textLen = this.text(m);
+        view.setInt32(at + 12, textLen, true);
+        // `headers`: `null` is absent.
+        if (m.headers !== undefined && m.headers !== null) {
+          const pairs = headerPairs(m.headers);
+          if (pairs === null) return false;
+          this.writeHeaders(view, at, textLen, pairs);
+        }
         if (m.shouldRetry !== undefined && typeof m.shouldRetry !== "boolean") throw new Error("shouldRetry: expected a boolean");
         view.setInt32(at + 16, SHOULD_RETRY[m.shouldRetry === undefined ? "absent" : String(m.shouldRetry)], true);
         if (m.usage !== undefined) {
@@ -396,9 +443,12 @@ class Host {
           view.setUint32(at + 24, 1, true);
           view.setBigUint64(at + 64, uint(m.retryAfterMs, "retryAfterMs"), true);
         }
+        // `nowMs` (spec 13.1, the wall clock): a u64 when present.
         if (input.nowMs !== undefined) {
+          const now = streamNow(input);
+          if (now === null) return false;
           view.setUint32(at + 28, 1, true);
-          view.setBigUint64(at + 72, uint(input.nowMs, "nowMs"), true);
+          view.setBigUint64(at + 72, now, true);
         }
         const partial = m.partial ?? "none";
         if (typeof partial !== "string" || !Object.hasOwn(PARTIAL, partial)) return false;
@@ -468,6 +518,7 @@ class Host {
         const usage = u === undefined ? [0, 0n, 0n, 0n] : [1, count("input"), count("cacheRead"), count("cacheWrite")];
         const now = input.nowMs === undefined ? [0, 0n] : [1, uint(input.nowMs, "nowMs")];
         if (m.empty !== undefined) throw new Error("message.empty needs --api struct");
+        if (m.headers !== undefined && m.headers !== null) throw new Error("message.headers needs --api struct");
         if (this.api === "ex") {
           if (m.shouldRetry !== undefined && typeof m.shouldRetry !== "boolean") throw new Error("shouldRetry: expected a boolean");
           const verdict = SHOULD_RETRY[m.shouldRetry === undefined ? "absent" : String(m.shouldRetry)];
@@ -550,7 +601,7 @@ class Host {
 // ---------------------------------------------------------------- checks
 // The module refuses what the scalars can still get wrong, and then changes
 // nothing: returns a list of problems.
-function checkRefusals(x, out) {
+function checkRefusals(x, out, hasCurated) {
   const problems = [];
   const expect = (what, got, want) => {
     if (got !== want) problems.push(`${what}: got ${got}, want ${want}`);
@@ -560,8 +611,9 @@ function checkRefusals(x, out) {
     "jitterPct 101": [0, 1, 3, 2000n, 0n, 0n, 101, 0, 0],
     "jitterPct 356": [0, 1, 3, 2000n, 0n, 0n, 356, 0, 0],
     "profile 2": [2, 1, 3, 2000n, 0n, 0n, 0, 0, 0],
-    "classifier 2": [0, 1, 3, 2000n, 0n, 0n, 0, 0, 2],
+    "classifier 3": [0, 1, 3, 2000n, 0n, 0n, 0, 0, 3],
   };
+  if (!hasCurated) bad["classifier 2 (curated)"] = [0, 1, 3, 2000n, 0n, 0n, 0, 0, 2];
   for (const [what, args] of Object.entries(bad)) expect(`autoretry_new_ex with ${what}`, x.autoretry_new_ex(...args, 0n, 0, 0n), ERR_SETTINGS);
   const h = x.autoretry_new_ex(...classic, 0n, 0, 0n);
   if (h < 0) return [...problems, `autoretry_new_ex: ${h}`];
@@ -602,15 +654,21 @@ if (imports.length > 0) {
 const instance = await WebAssembly.instantiate(module, {});
 const host = new Host(instance, api);
 
-const failures = checkRefusals(host.x, [host.outPtr, host.outLen]).map((p) => `refusals: ${p}`);
 // Whether the module has the extended classifier (feature `extended`): only
-// then does it give the modern profile's defaults.
+// then does it give the modern profile's defaults. Whether it has the
+// curated one (feature `curated`): only then does it classify with it.
 const hasExtended = host.x.autoretry_settings_defaults(1, host.outPtr) === 0;
-const asksExtended = (group) => {
+const hasCurated = host.x.autoretry_classify(CLASSIFIER.curated, 0, -1, host.outPtr) === 0;
+const failures = checkRefusals(host.x, [host.outPtr, host.outLen], hasCurated).map((p) => `refusals: ${p}`);
+// The classifier a settings group asks for that the module lacks, or null.
+const lacking = (group) => {
   const s = decodeSettings(group ?? {});
-  return typeof s !== "string" && (s.profile === "modern" || s.classifier === "extended");
+  if (typeof s === "string") return null;
+  if (!hasExtended && (s.profile === "modern" || s.classifier === "extended")) return "the extended classifier";
+  if (!hasCurated && s.classifier === "curated") return "the curated classifier";
+  return null;
 };
-let classicOnly = 0;
+let lacked = 0;
 let skipping = false;
 let scenarios = 0;
 let scenariosPassed = 0;
@@ -634,7 +692,8 @@ for (const file of vectorFiles) {
       scenario = obj.scenario;
       scenarioOk = true;
       skipping = false;
-      if (!hasExtended && asksExtended(obj.settings)) {
+      const lacks = lacking(obj.settings);
+      if (lacks !== null) {
         let code = 0;
         try {
           host.start(obj);
@@ -644,9 +703,9 @@ for (const file of vectorFiles) {
         }
         if (code !== ERR_SETTINGS) {
           scenarioOk = false;
-          failures.push(`${where} (${scenario}): a module without the extended classifier created the machine (${code}), want ERR_SETTINGS`);
+          failures.push(`${where} (${scenario}): a module without ${lacks} created the machine (${code}), want ERR_SETTINGS`);
         }
-        classicOnly++;
+        lacked++;
         skipping = true;
         return;
       }
@@ -655,7 +714,8 @@ for (const file of vectorFiles) {
     }
     if (scenario === null) throw new Error(`${where}: a step before any scenario line`);
     if (skipping) return;
-    if (!hasExtended && obj.in.type === "settings" && asksExtended(obj.in.settings)) {
+    const lacks = obj.in.type === "settings" ? lacking(obj.in.settings) : null;
+    if (lacks !== null) {
       const before = host.state();
       let code = 0;
       try {
@@ -666,9 +726,9 @@ for (const file of vectorFiles) {
       }
       if (Number(code) !== ERR_SETTINGS || !equal(host.state(), before)) {
         scenarioOk = false;
-        failures.push(`${where} (${scenario}): a module without the extended classifier answered ${code} to these settings, want ERR_SETTINGS and the state unchanged`);
+        failures.push(`${where} (${scenario}): a module without ${lacks} answered ${code} to these settings, want ERR_SETTINGS and the state unchanged`);
       }
-      classicOnly++;
+      lacked++;
       skipping = true;
       return;
     }
@@ -702,6 +762,7 @@ for (const file of vectorFiles) {
 }
 
 for (const f of failures) console.error(`FAIL ${f}`);
-const refusedNote = hasExtended ? "" : `, ${classicOnly} of them refused as the module has the classic classifier only`;
+const has = hasCurated ? "every classifier" : hasExtended ? "the classic and extended classifiers only" : "the classic classifier only";
+const refusedNote = lacked === 0 ? "" : `, ${lacked} of them refused as the module has ${has}`;
 console.log(`autoretry on wasm32 (--api ${api}): ${scenariosPassed}/${scenarios} scenarios${refusedNote}, ${stepsPassed}/${steps} steps passed (${vectorFiles.length} files)`);
 process.exit(failures.length === 0 && steps > 0 ? 0 : 1);
