@@ -48,7 +48,7 @@ export const PROFILE_MODERN = 1;
 /** `retry.classifier` codes. */
 export const CLASSIFIER_CLASSIC = 0;
 export const CLASSIFIER_EXTENDED = 1;
-/** Spec §13.2's curated set: the C libraries have it, no WebAssembly module does. */
+/** Spec §13.2's curated set: the C libraries and `autoretry-curated.wasm` have it. */
 export const CLASSIFIER_CURATED = 2;
 /** `shouldRetry` codes: absent, false, true. */
 export const SHOULD_RETRY_ABSENT = 0;
@@ -62,7 +62,7 @@ export const PARTIAL_TOOLS = 2;
 /** The wire names of the codes above. */
 export const STOP_REASONS = Object.freeze({ stop: STOP_STOP, length: STOP_LENGTH, toolUse: STOP_TOOL_USE, error: STOP_ERROR, aborted: STOP_ABORTED });
 export const PROFILES = Object.freeze({ classic: PROFILE_CLASSIC, modern: PROFILE_MODERN });
-export const CLASSIFIERS = Object.freeze({ classic: CLASSIFIER_CLASSIC, extended: CLASSIFIER_EXTENDED });
+export const CLASSIFIERS = Object.freeze({ classic: CLASSIFIER_CLASSIC, extended: CLASSIFIER_EXTENDED, curated: CLASSIFIER_CURATED });
 export const PARTIALS = Object.freeze({ none: PARTIAL_NONE, text: PARTIAL_TEXT, tools: PARTIAL_TOOLS });
 
 // The `AUTORETRY_INPUT_*` kinds, by input type.
@@ -95,10 +95,25 @@ export const REFUSALS = Object.freeze({
 
 // The wasm32 layout of `autoretry_retry_settings` (96 bytes) and of
 // `autoretry_input` (208 bytes, the settings at 88; `partial` at 184,
-// `budget` at 188, `headers` and `headers_len` at 192 and 196, left 0:
-// none; `empty` at 200).
+// `budget` at 188, `headers` and `headers_len` at 192 and 196; `empty` at
+// 200); of `autoretry_header` (16 bytes: a name's pointer and length, a
+// value's); of `autoretry_header_hints` (16 bytes: the `shouldRetry` code,
+// `has_retry_after`, then `retry_after_ms` at 8); of
+// `autoretry_classification` (24 bytes: four flags, then `hint_ms` at 16).
 const INPUT_SIZE = 208;
 const INPUT_SETTINGS_AT = 88;
+export const HEADER_SIZE = 16;
+
+/**
+ * The bytes a message's text and header fields take in the module's text
+ * buffer (`Abi.fields`): the text, padded to 8, then the header structs,
+ * then their names' and values' bytes. `headers`: `[name, value]` pairs
+ * of UTF-8 bytes.
+ */
+export function fieldsLength(text, headers) {
+  const textEnd = Math.ceil((text?.length ?? 0) / 8) * 8;
+  return headers.reduce((n, [name, value]) => n + HEADER_SIZE + name.length + value.length, headers.length === 0 ? text?.length ?? 0 : textEnd);
+}
 
 /** Each error code's name, e.g. `ERROR_NAMES[-2] === "ERR_REFUSED"`. */
 export const ERROR_NAMES = Object.freeze({
@@ -143,6 +158,12 @@ export class Abi {
      * defaults with ERR_SETTINGS.
      */
     this.hasExtended = x.autoretry_settings_defaults(PROFILE_MODERN, this.outPtr) === 0;
+    /**
+     * Whether the module has the curated classifier (`autoretry-curated.wasm`;
+     * feature `curated`): a module without it refuses its code with
+     * ERR_SETTINGS, even for no text.
+     */
+    this.hasCurated = x.autoretry_classify(CLASSIFIER_CURATED, 0, -1, this.outPtr) === 0;
   }
 
   /** The module's memory (grown by `memory.grow` for rules blobs). */
@@ -161,6 +182,64 @@ export class Abi {
     if (bytes === undefined) return -1;
     new Uint8Array(this.x.memory.buffer, this.textPtr, bytes.length).set(bytes);
     return bytes.length;
+  }
+
+  // A message's text and header fields in the text buffer, laid out as
+  // `fieldsLength` counts them (the caller has checked that they fit):
+  // the text's length (-1 for none) and the address of the header structs
+  // (0 for none).
+  fields(text, headers) {
+    const textLen = this.text(text);
+    if (headers.length === 0) return [textLen, 0];
+    const memory = new Uint8Array(this.x.memory.buffer);
+    const view = new DataView(this.x.memory.buffer);
+    const structs = this.textPtr + Math.ceil(Math.max(textLen, 0) / 8) * 8;
+    let at = structs + headers.length * HEADER_SIZE;
+    const put = (bytes) => {
+      memory.set(bytes, at);
+      at += bytes.length;
+      return at - bytes.length;
+    };
+    headers.forEach(([name, value], k) => {
+      const h = structs + k * HEADER_SIZE;
+      view.setUint32(h, put(name), true);
+      view.setUint32(h + 4, name.length, true);
+      view.setUint32(h + 8, put(value), true);
+      view.setUint32(h + 12, value.length, true);
+    });
+    return [textLen, structs];
+  }
+
+  /**
+   * `autoretry_classify`: the text's labels under the classifier `code`,
+   * `{retryable, overflow, usageLimit, hintMs}` (`hintMs` a BigInt or
+   * null), or the negative error code.
+   */
+  classify(code, bytes) {
+    const n = this.x.autoretry_classify(code, this.textPtr, this.text(bytes), this.outPtr);
+    if (n !== 0) return n;
+    const view = new DataView(this.x.memory.buffer);
+    const flag = (at) => view.getUint32(this.outPtr + at, true) !== 0;
+    return { retryable: flag(0), overflow: flag(4), usageLimit: flag(8), hintMs: flag(12) ? view.getBigUint64(this.outPtr + 16, true) : null };
+  }
+
+  /**
+   * `autoretry_read_headers`: what the header fields (`[name, value]`
+   * pairs of UTF-8 bytes) say, `{shouldRetry, retryAfterMs}` (a boolean or
+   * null, a BigInt or null), or the negative error code. `nowMs`: a BigInt
+   * or undefined.
+   */
+  readHeaders(headers, nowMs) {
+    const [, structs] = this.fields(undefined, headers);
+    const now = nowMs === undefined ? [0, 0n] : [1, nowMs];
+    const n = this.x.autoretry_read_headers(structs, headers.length, ...now, this.outPtr);
+    if (n !== 0) return n;
+    const view = new DataView(this.x.memory.buffer);
+    const verdict = view.getInt32(this.outPtr, true);
+    return {
+      shouldRetry: verdict === SHOULD_RETRY_ABSENT ? null : verdict === SHOULD_RETRY_YES,
+      retryAfterMs: view.getUint32(this.outPtr + 4, true) !== 0 ? view.getBigUint64(this.outPtr + 8, true) : null,
+    };
   }
 
   // The settings as an `autoretry_retry_settings` at `at` of the memory.
@@ -207,7 +286,8 @@ export class Abi {
   // switched or enabled (booleans), settings }; a message: { stopReason,
   // text (UTF-8 bytes or undefined), usage ({ input, cacheRead, cacheWrite }
   // or undefined), shouldRetry (boolean or undefined), retryAfterMs (BigInt
-  // or undefined), partial (a name), empty (a boolean) }.
+  // or undefined), partial (a name), empty (a boolean), headers (`[name,
+  // value]` pairs of UTF-8 bytes, maybe none) }.
   // `budget`: a budget handle, 0 for none.
   input(h, input, budget) {
     const view = new DataView(this.x.memory.buffer);
@@ -219,7 +299,10 @@ export class Abi {
     if (m !== undefined) {
       view.setUint32(at + 4, STOP_REASONS[m.stopReason], true);
       view.setUint32(at + 8, this.textPtr, true);
-      view.setInt32(at + 12, this.text(m.text), true);
+      const [textLen, headers] = this.fields(m.text, m.headers);
+      view.setInt32(at + 12, textLen, true);
+      view.setUint32(at + 192, headers, true);
+      view.setUint32(at + 196, m.headers.length, true);
       const verdict = m.shouldRetry === undefined ? SHOULD_RETRY_ABSENT : m.shouldRetry ? SHOULD_RETRY_YES : SHOULD_RETRY_NO;
       view.setInt32(at + 16, verdict, true);
       if (m.usage !== undefined) {

@@ -28,6 +28,34 @@ export interface AssistantMessage {
    * `partial` "text" or "tools" it is refused (`EmptyWithPartial`).
    */
   empty?: boolean | null;
+  /**
+   * The response's header fields (spec §13.1), `[name, value]` pairs in
+   * the order received: an `agent_end` reads `shouldRetry` and
+   * `retryAfterMs` from them where the message sets neither (dates with
+   * its `nowMs`). They share the module's text buffer with
+   * `errorMessage` (`module.maxText` bytes for both).
+   */
+  headers?: [string, string][] | null;
+}
+
+/** A classifier's wire name. */
+export type ClassifierName = "classic" | "extended" | "curated";
+
+/** An error text's labels (spec §3, §10.5, §13.2), as `module.classify()` gives them. */
+export interface Classification {
+  retryable: boolean;
+  overflow: boolean;
+  usageLimit: boolean;
+  /** The wait the text asks for, read without a clock; null when none. */
+  hintMs: U64 | null;
+}
+
+/** What response header fields say (spec §13.1), as `module.readHeaders()` gives it. */
+export interface HeaderHints {
+  /** The headers' verdict; null when they do not say. */
+  shouldRetry: boolean | null;
+  /** The wait they ask for; null when they do not say. */
+  retryAfterMs: U64 | null;
 }
 
 /** The `retry` settings group (spec §4, §10.1, §11.1, §12.1): missing keys default. */
@@ -40,7 +68,8 @@ export interface RetrySettings {
   backoffCapMs?: U64;
   jitterPct?: number | bigint;
   honorHints?: boolean;
-  classifier?: "classic" | "extended";
+  /** "curated" needs `autoretry-curated.wasm`, "extended" any module but `autoretry.wasm`. */
+  classifier?: ClassifierName;
   /** Ask the host to switch models before a chain ends for a policy reason (spec §11.3). */
   modelFallback?: boolean;
   /** How long an announced usage-limit reset may be waited for; 0 = never (spec §11.5). */
@@ -122,7 +151,28 @@ export class AutoretryModule {
    * ask for either throw ERR_SETTINGS there.
    */
   readonly hasExtended: boolean;
+  /**
+   * Whether it has the curated classifier of spec §13.2
+   * (`autoretry-curated.wasm`, which has the extended one too); the other
+   * modules throw ERR_SETTINGS, naming it, for settings that ask for it.
+   */
+  readonly hasCurated: boolean;
+  /**
+   * An error text's labels under a classifier (default "classic"), as the
+   * machines classify it. Throws ERR_SETTINGS for a classifier the module
+   * lacks, ERR_TEXT_LEN for a text over `maxText` bytes of UTF-8.
+   */
+  classify(text: string, classifier?: ClassifierName): Classification;
+  /**
+   * What response header fields say (spec §13.1); `nowMs` (Unix ms) reads
+   * dates. Throws ERR_ARG for a field that is not a pair of strings,
+   * ERR_TEXT_LEN for more than `maxText` bytes of them.
+   */
+  readHeaders(headers: [string, string][], nowMs?: U64 | null): HeaderHints;
 }
+
+/** The module with the curated classifier of spec §13.2 (and the extended one), `autoretry-curated.wasm` next to the wrapper. */
+export const CURATED_WASM_URL: URL;
 
 /** The module that loads your own rules, `autoretry-rules.wasm` next to the wrapper (the extended classifier too). */
 export const RULES_WASM_URL: URL;
@@ -255,9 +305,9 @@ export const PROFILE_MODERN: 1;
 export const PROFILES: Readonly<Record<"classic" | "modern", number>>;
 export const CLASSIFIER_CLASSIC: 0;
 export const CLASSIFIER_EXTENDED: 1;
-/** Spec §13.2's curated set: the C libraries have it, no WebAssembly module does. */
+/** Spec §13.2's curated set: the C libraries and `autoretry-curated.wasm` have it. */
 export const CLASSIFIER_CURATED: 2;
-export const CLASSIFIERS: Readonly<Record<"classic" | "extended", number>>;
+export const CLASSIFIERS: Readonly<Record<ClassifierName, number>>;
 export const SHOULD_RETRY_ABSENT: 0;
 export const SHOULD_RETRY_NO: 1;
 export const SHOULD_RETRY_YES: 2;

@@ -28,6 +28,7 @@ import {
   PARTIALS,
   PROFILES,
   STOP_REASONS,
+  fieldsLength,
 } from "./abi.js";
 import { Blobs } from "./blobs.js";
 import { AutoretryError } from "./errors.js";
@@ -126,8 +127,7 @@ function decodeSettings(group) {
         s[key] = Number(uint(v, what, ERR_SETTINGS, 100n, "an integer from 0 to 100"));
         break;
       case "classifier":
-        if (v === "curated") fail(`${what}: "curated" (spec §13.2) is in the C libraries, the sidecar and the Rust crate, not in a WebAssembly module (its tables would double the module): use "classic" or "extended"`);
-        if (typeof v !== "string" || !Object.hasOwn(CLASSIFIERS, v)) fail(`${what}: expected "classic" or "extended", found ${describe(v)}`);
+        if (typeof v !== "string" || !Object.hasOwn(CLASSIFIERS, v)) fail(`${what}: expected "classic", "extended" or "curated", found ${describe(v)}`);
         s[key] = v;
         break;
       default:
@@ -159,7 +159,7 @@ function decodeMessage(m, maxText) {
   if (typeof stop !== "string" || !Object.hasOwn(STOP_REASONS, stop)) {
     throw new AutoretryError(ERR_ARG, `message.stopReason: expected one of "stop", "length", "toolUse", "error", "aborted", found ${describe(stop)}`);
   }
-  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined, partial: "none", empty: false };
+  const out = { stopReason: stop, text: undefined, usage: undefined, shouldRetry: undefined, retryAfterMs: undefined, partial: "none", empty: false, headers: [] };
   const text = optional(m.errorMessage);
   if (text !== undefined) {
     if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `message.errorMessage: expected a string, found ${describe(text)}`);
@@ -189,7 +189,28 @@ function decodeMessage(m, maxText) {
   }
   // With partial text or tools the machine refuses it (EmptyWithPartial).
   if (optional(m.empty) !== undefined) out.empty = bool(m.empty, "message.empty");
+  const headers = optional(m.headers);
+  if (headers !== undefined) {
+    out.headers = decodeHeaders(headers, "message.headers");
+    const n = fieldsLength(out.text, out.headers);
+    if (n > maxText) {
+      throw new AutoretryError(ERR_TEXT_LEN, `message.errorMessage and message.headers: ${n} bytes in the module's text buffer, more than its ${maxText}`);
+    }
+  }
   return out;
+}
+
+// Response header fields (spec §13.1): a list of `[name, value]` string
+// pairs, in the order received, as pairs of UTF-8 bytes.
+function decodeHeaders(headers, what) {
+  if (!Array.isArray(headers)) throw new AutoretryError(ERR_ARG, `${what}: expected a list of [name, value] pairs, found ${describe(headers)}`);
+  const encoder = new TextEncoder();
+  return headers.map((pair, k) => {
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" || typeof pair[1] !== "string") {
+      throw new AutoretryError(ERR_ARG, `${what}[${k}]: expected a [name, value] pair of strings, found ${describe(pair)}`);
+    }
+    return [encoder.encode(pair[0]), encoder.encode(pair[1])];
+  });
 }
 
 // The default clock of the stream inputs: monotonic milliseconds
@@ -234,7 +255,60 @@ export class AutoretryModule {
   get hasExtended() {
     return this.abi.hasExtended;
   }
+
+  /**
+   * Whether this module has the curated classifier of spec §13.2
+   * (`autoretry-curated.wasm`, which has the extended one too).
+   */
+  get hasCurated() {
+    return this.abi.hasCurated;
+  }
+
+  /**
+   * Classifies an error text as the module's machines do with `classifier`
+   * ("classic", the default, "extended" or "curated"):
+   * `{retryable, overflow, usageLimit, hintMs}`, `hintMs` the wait the
+   * text asks for (read without a clock) or null. Throws ERR_SETTINGS for
+   * a classifier the module lacks, ERR_TEXT_LEN for a text over `maxText`
+   * bytes.
+   * @param {string} text
+   * @param {string} [classifier]
+   */
+  classify(text, classifier = "classic") {
+    if (typeof classifier !== "string" || !Object.hasOwn(CLASSIFIERS, classifier)) {
+      throw new AutoretryError(ERR_SETTINGS, `classifier: expected "classic", "extended" or "curated", found ${describe(classifier)}`);
+    }
+    checkClassifier(this, { profile: "classic", classifier }, "classifier");
+    if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `text: expected a string, found ${describe(text)}`);
+    const bytes = new TextEncoder().encode(text);
+    if (bytes.length > this.maxText) throw new AutoretryError(ERR_TEXT_LEN, `text: ${bytes.length} bytes of UTF-8, more than the module's ${this.maxText}`);
+    const got = this.abi.classify(CLASSIFIERS[classifier], bytes);
+    if (typeof got === "number") throw new AutoretryError(got, `classify: the module returned ${ERROR_NAMES[got] ?? got}`);
+    return { ...got, hintMs: got.hintMs === null ? null : safe(got.hintMs) };
+  }
+
+  /**
+   * What response header fields say (spec §13.1): `[name, value]` string
+   * pairs in the order received and, for a date, the wall clock `nowMs`
+   * (Unix ms): `{shouldRetry, retryAfterMs}`, each null when the headers
+   * do not say.
+   * @param {[string, string][]} headers
+   * @param {number | bigint | null} [nowMs]
+   */
+  readHeaders(headers, nowMs) {
+    const pairs = decodeHeaders(headers, "headers");
+    const n = fieldsLength(undefined, pairs);
+    if (n > this.maxText) throw new AutoretryError(ERR_TEXT_LEN, `headers: ${n} bytes in the module's text buffer, more than its ${this.maxText}`);
+    const now = optional(nowMs) === undefined ? undefined : uint(nowMs, "nowMs");
+    const got = this.abi.readHeaders(pairs, now);
+    if (typeof got === "number") throw new AutoretryError(got, `readHeaders: the module returned ${ERROR_NAMES[got] ?? got}`);
+    return { ...got, retryAfterMs: got.retryAfterMs === null ? null : safe(got.retryAfterMs) };
+  }
 }
+
+// A u64 as the wrapper's outputs carry it: a number when it is a safe
+// integer, else a BigInt.
+const safe = (n) => (n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n);
 
 /**
  * The URL of the module with the extended classifier (and so the modern
@@ -243,11 +317,23 @@ export class AutoretryModule {
  */
 export const EXTENDED_WASM_URL = new URL("./autoretry-extended.wasm", import.meta.url);
 
-// Settings that need the extended classifier, on a module without it: a
-// clear ERR_SETTINGS rather than the module's bare refusal.
-function checkExtended(module, s) {
+/**
+ * The URL of the module with the curated classifier of spec §13.2 (and
+ * the extended one), `autoretry-curated.wasm` next to this file:
+ * `load(CURATED_WASM_URL)`.
+ */
+export const CURATED_WASM_URL = new URL("./autoretry-curated.wasm", import.meta.url);
+
+// Settings that need a classifier the module lacks (the extended one, or
+// the modern profile whose it is; the curated one): a clear ERR_SETTINGS
+// rather than the module's bare refusal.
+function checkClassifier(module, s, key = "retry.classifier") {
+  if (s.classifier === "curated") {
+    if (module.hasCurated) return;
+    throw new AutoretryError(ERR_SETTINGS, `${key} "curated" (spec §13.2): this module has no curated classifier: load autoretry-curated.wasm (CURATED_WASM_URL)`);
+  }
   if (module.hasExtended || (s.profile !== "modern" && s.classifier !== "extended")) return;
-  const what = s.profile === "modern" ? 'retry.profile "modern" (its classifier is the extended one)' : 'retry.classifier "extended"';
+  const what = s.profile === "modern" ? 'retry.profile "modern" (its classifier is the extended one)' : `${key} "extended"`;
   throw new AutoretryError(ERR_SETTINGS, `${what}: this module (autoretry.wasm) has the classic classifier only: load autoretry-extended.wasm (EXTENDED_WASM_URL) or autoretry-rules.wasm (RULES_WASM_URL)`);
 }
 
@@ -269,8 +355,8 @@ const RULES_REFUSALS = {
 // repository the .wasm files are built, not committed).
 function buildHint(url) {
   const name = url.pathname.split("/").pop();
-  if (name !== "autoretry.wasm" && name !== "autoretry-extended.wasm" && name !== "autoretry-rules.wasm") return "";
-  return ": build it with `sh js/build.sh` in the repository (it needs the Rust toolchain, rustup), which writes js/autoretry.wasm, js/autoretry-extended.wasm and js/autoretry-rules.wasm, or pass load() the module's bytes or URL";
+  if (!["autoretry.wasm", "autoretry-extended.wasm", "autoretry-rules.wasm", "autoretry-curated.wasm"].includes(name)) return "";
+  return ": build it with `sh js/build.sh` in the repository (it needs the Rust toolchain, rustup), which writes js/autoretry.wasm, js/autoretry-extended.wasm, js/autoretry-rules.wasm and js/autoretry-curated.wasm, or pass load() the module's bytes or URL";
 }
 
 /**
@@ -342,7 +428,7 @@ export class Machine {
     const { settings = {}, host = {}, clock = monotonicMs } = options;
     if (typeof clock !== "function") throw new AutoretryError(ERR_ARG, `options.clock: expected a function returning milliseconds, found ${describe(clock)}`);
     const s = decodeSettings(settings);
-    checkExtended(module, s);
+    checkClassifier(module, s);
     const h = decodeHost(host);
     const handle = module.abi.create(s, h);
     if (handle === ERR_POOL_FULL) throw new AutoretryError(ERR_POOL_FULL, "every slot of the module's pool is in use or retired: free() a machine first (each slot serves 2^23 machines, then is retired: once all are, load() the module again)");
@@ -429,7 +515,7 @@ export class Machine {
         break;
       case "settings":
         fields = { type, settings: decodeSettings(input.settings) };
-        checkExtended(this.#module, fields.settings);
+        checkClassifier(this.#module, fields.settings);
         break;
       case "stream_start":
       case "stream_event":

@@ -1,7 +1,7 @@
 // The types in use: CI compiles this file with `tsc --noEmit --strict`
 // (it is not run). A mistake in autoretry.d.ts, or in this use of it, fails.
-import { AutoretryError, Budget, ERR_BUDGET, ERR_REFUSED, ERR_RULES_LENGTH, EXTENDED_WASM_URL, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
-import type { Event, Input, Output, RetryState } from "../autoretry.js";
+import { AutoretryError, Budget, CURATED_WASM_URL, ERR_BUDGET, ERR_REFUSED, ERR_RULES_LENGTH, EXTENDED_WASM_URL, Machine, RULES_WASM_URL, STOP_ERROR, load, parseJson, stringifyJson } from "../autoretry.js";
+import type { Classification, ClassifierName, Event, HeaderHints, Input, Output, RetryState } from "../autoretry.js";
 
 const machine = new Machine(await load(), { settings: { profile: "modern", baseDelayMs: 2000, maxRetries: 3n }, host: { seed: 42n } });
 const input: Input = { type: "agent_end", message: { role: "assistant", stopReason: "error", errorMessage: "503" }, nowMs: Date.now() };
@@ -69,3 +69,14 @@ watched.streamEvent();
 watched.handle({ type: "stream_event", nowMs: 6n });
 watched.handle({ type: "agent_end", message: { stopReason: "stop", empty: true } });
 watched.free();
+
+// Section 13: the curated classifier, response headers on a message, the
+// classifier and the header reading alone.
+const curated = await load(CURATED_WASM_URL);
+const name: ClassifierName = curated.hasCurated ? "curated" : "extended";
+const reader = new Machine(curated, { settings: { classifier: name, honorHints: true } });
+reader.handle({ type: "agent_end", message: { stopReason: "error", errorMessage: "529", headers: [["retry-after", "7"]] }, nowMs: Date.now() });
+reader.free();
+const labels: Classification = curated.classify("Rate limit exceeded. Try again in 30 seconds.", name);
+const hints: HeaderHints = curated.readHeaders([["retry-after-ms", "1500"]], null);
+console.log(labels.retryable, labels.hintMs, hints.shouldRetry, hints.retryAfterMs);

@@ -1,31 +1,35 @@
 // Every conformance vector (tests/vectors/*.jsonl, sections 1-9,
 // tests/vectors/options/*.jsonl, the options of section 10,
-// tests/vectors/beyond/*.jsonl, section 11 with its retry budgets, and
-// tests/vectors/stream/*.jsonl, section 12) through the wrapper: outputs,
+// tests/vectors/beyond/*.jsonl, section 11 with its retry budgets,
+// tests/vectors/stream/*.jsonl, section 12, and tests/vectors/response/*.jsonl,
+// section 13 with a message's headers) through the wrapper: outputs,
 // state, refusals, the events' key order and the budget's tokens after
 // every step. The stream vectors run twice: through `handle` with their
 // `nowMs`, and through `streamStart()`/`streamEvent()` with a clock that
 // reads each step's `nowMs`.
 //
 // The modules: $AUTORETRY_WASM, else js/autoretry.wasm,
-// js/autoretry-extended.wasm and js/autoretry-rules.wasm (`sh js/build.sh`),
-// the last with no rules loaded: it must behave as the others. The default
-// module has the classic classifier only: a scenario whose settings ask for
-// the extended classifier or the modern profile is refused there, with
-// ERR_SETTINGS naming autoretry-extended.wasm, and the machine unchanged.
+// js/autoretry-extended.wasm, js/autoretry-rules.wasm (with no rules loaded:
+// it must behave as the others) and js/autoretry-curated.wasm
+// (`sh js/build.sh`). The default module has the classic classifier only: a
+// scenario whose settings ask for the extended classifier or the modern
+// profile is refused there, with ERR_SETTINGS naming
+// autoretry-extended.wasm, and the machine unchanged; only the curated
+// module has the curated classifier, which the others refuse naming
+// autoretry-curated.wasm.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { AutoretryError, Budget, ERR_ARG, ERR_REFUSED, ERR_SETTINGS, Machine, load, parseJson } from "../autoretry.js";
 
-const wasms = process.env.AUTORETRY_WASM ? [process.env.AUTORETRY_WASM] : ["autoretry.wasm", "autoretry-extended.wasm", "autoretry-rules.wasm"].map((f) => new URL(`../${f}`, import.meta.url).pathname);
+const wasms = process.env.AUTORETRY_WASM ? [process.env.AUTORETRY_WASM] : ["autoretry.wasm", "autoretry-extended.wasm", "autoretry-rules.wasm", "autoretry-curated.wasm"].map((f) => new URL(`../${f}`, import.meta.url).pathname);
 for (const wasm of wasms) {
   if (!existsSync(wasm)) throw new Error(`no WebAssembly module at ${wasm}: run \`sh js/build.sh\` or set AUTORETRY_WASM`);
 }
 
 const root = new URL("../../tests/vectors/", import.meta.url);
-const files = [root, new URL("options/", root), new URL("beyond/", root), new URL("stream/", root)].flatMap((dir) =>
+const files = [root, new URL("options/", root), new URL("beyond/", root), new URL("stream/", root), new URL("response/", root)].flatMap((dir) =>
   readdirSync(dir)
     .filter((f) => f.endsWith(".jsonl"))
     .sort()
@@ -56,13 +60,19 @@ function clockable(input) {
   return Number.isSafeInteger(t) && t >= 0 ? BigInt(t) : undefined;
 }
 
-// Whether a settings group asks for the extended classifier (the modern
-// profile's is the extended one).
-const asksExtended = (settings) => settings?.profile === "modern" || settings?.classifier === "extended";
+// The module that has the classifier a settings group asks for, when
+// `module` lacks it (the modern profile's classifier is the extended one);
+// else undefined.
+function lacking(module, settings) {
+  if (settings?.classifier === "curated") return module.hasCurated ? undefined : "autoretry-curated.wasm";
+  const extended = settings?.profile === "modern" || settings?.classifier === "extended";
+  return extended && !module.hasExtended ? "autoretry-extended.wasm" : undefined;
+}
 
-// The refusal of a module without the extended classifier.
-function refusedAsClassicOnly(f, where) {
-  assert.throws(f, (e) => e instanceof AutoretryError && e.code === ERR_SETTINGS && /autoretry-extended\.wasm/.test(e.message), where);
+// The refusal of a module without the classifier: ERR_SETTINGS naming the
+// module that has it.
+function refusedNaming(f, other, where) {
+  assert.throws(f, (e) => e instanceof AutoretryError && e.code === ERR_SETTINGS && e.message.includes(other), where);
 }
 
 for (const wasm of wasms) {
@@ -70,7 +80,7 @@ for (const wasm of wasms) {
   const module = await load(readFileSync(wasm));
   let stepsRun = 0;
   let clockSteps = 0;
-  let classicOnlyRefusals = 0;
+  let lackingRefusals = 0;
 
   const runs = files.flatMap((file) => [{ file, clock: false }, ...(file.pathname.includes("/stream/") ? [{ file, clock: true }] : [])]);
   for (const { file, clock } of runs) {
@@ -78,9 +88,10 @@ for (const wasm of wasms) {
       test(`${name} ${where} ${header.scenario}${clock ? " (clock)" : ""}`, () => {
         let now = 0n;
         const options = { settings: header.settings, host: header.host };
-        if (!module.hasExtended && asksExtended(header.settings)) {
-          refusedAsClassicOnly(() => new Machine(module, options), where);
-          classicOnlyRefusals++;
+        const other = lacking(module, header.settings);
+        if (other !== undefined) {
+          refusedNaming(() => new Machine(module, options), other, where);
+          lackingRefusals++;
           return;
         }
         const machine = new Machine(module, clock ? { ...options, clock: () => now } : options);
@@ -94,11 +105,12 @@ for (const wasm of wasms) {
               const id = ids[Number(input.timer) - 1] ?? 0xffffffffffffffffn;
               input = { ...input, timer: id };
             }
-            if (!module.hasExtended && input.type === "settings" && asksExtended(input.settings)) {
+            const other = input.type === "settings" ? lacking(module, input.settings) : undefined;
+            if (other !== undefined) {
               const before = machine.state();
-              refusedAsClassicOnly(() => machine.handle(input, budget), step.where);
+              refusedNaming(() => machine.handle(input, budget), other, step.where);
               assert.deepEqual(machine.state(), before, `${step.where}: state`);
-              classicOnlyRefusals++;
+              lackingRefusals++;
               break;
             }
             let out = [];
@@ -112,9 +124,9 @@ for (const wasm of wasms) {
               } else out = machine.handle(input, budget);
             } catch (e) {
               if (!(e instanceof AutoretryError)) throw e;
-              // Section 11's and 12's vectors refuse fields of the wrong
-              // type too, which the wrapper's checks refuse (ERR_ARG).
-              const typed = step.where.startsWith("beyond/") || step.where.startsWith("stream/");
+              // Section 11's, 12's and 13's vectors refuse fields of the
+              // wrong type too, which the wrapper's checks refuse (ERR_ARG).
+              const typed = ["beyond/", "stream/", "response/"].some((dir) => step.where.startsWith(dir));
               const codes = input.type === "settings" ? [ERR_SETTINGS] : typed ? [ERR_REFUSED, ERR_ARG] : [ERR_REFUSED];
               assert.ok(codes.includes(e.code), `${step.where}: ${e.message}`);
               refused = true;
@@ -144,11 +156,13 @@ for (const wasm of wasms) {
   }
 
   test(`${name}: every vector step ran`, () => {
-    assert.ok(files.length >= 73, `${files.length} vector files`);
+    assert.ok(files.length >= 87, `${files.length} vector files`);
     assert.ok(stepsRun >= 200, `${stepsRun} steps`);
     assert.ok(clockSteps >= 25, `${clockSteps} stream steps through the clock methods`);
-    // The scenarios of the modern profile and the extended classifier.
-    if (module.hasExtended) assert.equal(classicOnlyRefusals, 0);
-    else assert.ok(classicOnlyRefusals >= 9, `${classicOnlyRefusals} scenarios refused by the classic-only module`);
+    // The scenarios of the modern profile and the extended classifier, and
+    // those of the curated one (tests/vectors/response/).
+    if (module.hasCurated) assert.equal(lackingRefusals, 0);
+    else if (module.hasExtended) assert.ok(lackingRefusals >= 7, `${lackingRefusals} scenarios refused by a module without the curated classifier`);
+    else assert.ok(lackingRefusals >= 16, `${lackingRefusals} scenarios refused by the classic-only module`);
   });
 }

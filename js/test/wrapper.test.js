@@ -381,12 +381,16 @@ test("autoretry.wasm has the classic classifier alone and says which module has 
   }
 });
 
-test("no module has the curated classifier: asking for it is refused by name, and a settings input asking for it changes nothing", async () => {
+test("only autoretry-curated.wasm has the curated classifier: the others refuse it naming that module, and a settings input asking for it changes nothing", async () => {
   for (const url of [new URL("../autoretry.wasm", import.meta.url), autoretry.EXTENDED_WASM_URL, autoretry.RULES_WASM_URL]) {
     const module = await load(url);
+    assert.equal(module.hasCurated, false);
     const e = thrown(() => new Machine(module, { settings: { classifier: "curated" } }));
     assert.equal(e.code, ERR_SETTINGS);
-    assert.match(e.message, /^retry\.classifier: "curated" \(spec §13\.2\) is in the C libraries, the sidecar and the Rust crate, not in a WebAssembly module/);
+    assert.match(e.message, /^retry\.classifier "curated" \(spec §13\.2\): this module has no curated classifier: load autoretry-curated\.wasm \(CURATED_WASM_URL\)$/);
+    const c = thrown(() => module.classify("529 overloaded", "curated"));
+    assert.equal(c.code, ERR_SETTINGS);
+    assert.match(c.message, /autoretry-curated\.wasm/);
     const machine = new Machine(module);
     try {
       const before = machine.state();
@@ -396,6 +400,36 @@ test("no module has the curated classifier: asking for it is refused by name, an
       machine.free();
     }
   }
+  const curated = await load(autoretry.CURATED_WASM_URL);
+  assert.ok(curated.hasCurated && curated.hasExtended && !curated.hasRules);
+  new Machine(curated, { settings: { classifier: "curated" } }).free();
   assert.equal(autoretry.CLASSIFIER_CURATED, 2);
-  assert.equal(Object.hasOwn(autoretry.CLASSIFIERS, "curated"), false);
+  assert.equal(autoretry.CLASSIFIERS.curated, autoretry.CLASSIFIER_CURATED);
+  assert.ok(autoretry.CURATED_WASM_URL.pathname.endsWith("/autoretry-curated.wasm"));
+});
+
+test("classify and readHeaders: bad arguments throw before the module sees them", async () => {
+  const module = await load(autoretry.CURATED_WASM_URL);
+  assert.equal(thrown(() => module.classify("x", "modern")).code, ERR_SETTINGS);
+  assert.equal(thrown(() => module.classify(42)).code, ERR_ARG);
+  assert.equal(thrown(() => module.classify("x".repeat(module.maxText + 1))).code, ERR_TEXT_LEN);
+  assert.deepEqual(module.classify(""), { retryable: false, overflow: false, usageLimit: false, hintMs: null });
+  assert.deepEqual(module.classify("Rate limit exceeded. Try again in 30 seconds.", "curated"), { retryable: true, overflow: false, usageLimit: false, hintMs: 30000 });
+  assert.equal(thrown(() => module.readHeaders({ "retry-after": "5" })).code, ERR_ARG);
+  assert.equal(thrown(() => module.readHeaders([["retry-after"]])).code, ERR_ARG);
+  assert.equal(thrown(() => module.readHeaders([["retry-after", 5]])).code, ERR_ARG);
+  assert.equal(thrown(() => module.readHeaders([["retry-after", "5"]], -1)).code, ERR_ARG);
+  assert.equal(thrown(() => module.readHeaders([["a", "b".repeat(module.maxText)]])).code, ERR_TEXT_LEN);
+  assert.deepEqual(module.readHeaders([]), { shouldRetry: null, retryAfterMs: null });
+  assert.deepEqual(module.readHeaders([["Retry-After", "7"]], null), { shouldRetry: null, retryAfterMs: 7000 });
+  // A message's headers and text share the text buffer.
+  const machine = new Machine(module);
+  try {
+    const message = { stopReason: "error", errorMessage: "x".repeat(module.maxText - 16), headers: [["retry-after", "5"]] };
+    assert.equal(thrown(() => machine.handle({ type: "agent_end", message })).code, ERR_TEXT_LEN);
+    assert.equal(thrown(() => machine.handle({ type: "agent_end", message: { ...message, headers: [["a"]] } })).code, ERR_ARG);
+    assert.deepEqual(machine.state(), { autoRetryEnabled: true, isRetrying: false, retryAttempt: 0 });
+  } finally {
+    machine.free();
+  }
 });
