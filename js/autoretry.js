@@ -280,6 +280,8 @@ export class AutoretryModule {
     }
     checkClassifier(this, { profile: "classic", classifier }, "classifier");
     if (typeof text !== "string") throw new AutoretryError(ERR_ARG, `text: expected a string, found ${describe(text)}`);
+    // TextEncoder would turn a lone surrogate into U+FFFD silently.
+    if (typeof text.isWellFormed === "function" && !text.isWellFormed()) throw new AutoretryError(ERR_UTF8, "text: a lone surrogate (not valid Unicode)");
     const bytes = new TextEncoder().encode(text);
     if (bytes.length > this.maxText) throw new AutoretryError(ERR_TEXT_LEN, `text: ${bytes.length} bytes of UTF-8, more than the module's ${this.maxText}`);
     const got = this.abi.classify(CLASSIFIERS[classifier], bytes);

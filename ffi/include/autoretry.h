@@ -1128,14 +1128,13 @@ int32_t autoretry_read_headers(const struct autoretry_header *headers,
 
 // Classifies an error text (the `errorMessage` of a message whose stop
 // reason is `error`) with one classifier, as the machine does (the
-// library's `Classifier::classify_bytes`): `classifier` is an
-// `AUTORETRY_CLASSIFIER_*` code, `(text, text_len)` the text (its bytes
-// read as UTF-8, an invalid sequence as U+FFFD; `text_len == -1`: no
-// text, classified as the empty one), the labels and the hint into
-// `*out`. Returns 0, or `AUTORETRY_ERR_SETTINGS` (an unknown
-// `classifier`, or one the build leaves out: the extended one without
-// feature `extended`, the curated one without `curated`),
-// `AUTORETRY_ERR_TEXT_LEN`, `AUTORETRY_ERR_ARG` (a null text with a
+// library's `Classifier::classify`): `classifier` is an
+// `AUTORETRY_CLASSIFIER_*` code, `(text, text_len)` the text (UTF-8;
+// `text_len == -1`: no text, classified as the empty one), the labels
+// and the hint into `*out`. Returns 0, or `AUTORETRY_ERR_SETTINGS` (an
+// unknown `classifier`, or one the build leaves out: the extended one
+// without feature `extended`, the curated one without `curated`),
+// `AUTORETRY_ERR_UTF8`, `AUTORETRY_ERR_TEXT_LEN`, `AUTORETRY_ERR_ARG` (a null text with a
 // length, a null or misaligned `out`, a text that overlaps `out`) or
 // `AUTORETRY_ERR_BUFFER` (a range the module may not read or write); a
 // failed call writes nothing. Touches no machine.

@@ -412,6 +412,7 @@ test("classify and readHeaders: bad arguments throw before the module sees them"
   const module = await load(autoretry.CURATED_WASM_URL);
   assert.equal(thrown(() => module.classify("x", "modern")).code, ERR_SETTINGS);
   assert.equal(thrown(() => module.classify(42)).code, ERR_ARG);
+  if (typeof "".isWellFormed === "function") assert.equal(thrown(() => module.classify("529 \ud800")).code, ERR_UTF8);
   assert.equal(thrown(() => module.classify("x".repeat(module.maxText + 1))).code, ERR_TEXT_LEN);
   assert.deepEqual(module.classify(""), { retryable: false, overflow: false, usageLimit: false, hintMs: null });
   assert.deepEqual(module.classify("Rate limit exceeded. Try again in 30 seconds.", "curated"), { retryable: true, overflow: false, usageLimit: false, hintMs: 30000 });

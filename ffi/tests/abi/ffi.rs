@@ -876,8 +876,8 @@ fn classify_on_every_corpus() {
 }
 
 /// `autoretry_classify`: each classifier's answer is the library's, no
-/// text reads as the empty one, invalid UTF-8 as U+FFFD, and every
-/// refusal writes nothing.
+/// text reads as the empty one, and every refusal (invalid UTF-8 among
+/// them) writes nothing.
 #[test]
 fn classify_labels_and_error_codes() {
     let classifiers = [
@@ -887,15 +887,15 @@ fn classify_labels_and_error_codes() {
     ];
     for (code, classifier) in classifiers {
         for text in [
-            &b"529 overloaded_error"[..],
-            b"prompt is too long: 208254 tokens > 200000 maximum",
-            b"Rate limit exceeded. Try again in 30 seconds.",
-            b"socket hang up\xFF",
-            b"",
+            "529 overloaded_error",
+            "prompt is too long: 208254 tokens > 200000 maximum",
+            "Rate limit exceeded. Try again in 30 seconds.",
+            "socket hang up \u{1F4A5}",
+            "",
         ] {
             assert_eq!(
-                classify_through_abi(code, text),
-                (0, classification_struct(classifier.classify_bytes(text))),
+                classify_through_abi(code, text.as_bytes()),
+                (0, classification_struct(classifier.classify(text))),
                 "{classifier:?} {text:?}"
             );
         }
@@ -922,6 +922,16 @@ fn classify_labels_and_error_codes() {
         assert_eq!(
             autoretry_classify(CLASSIFIER_CLASSIC, text.as_ptr(), -2, &mut got),
             ERR_TEXT_LEN
+        );
+        let invalid = b"socket hang up\xFF";
+        assert_eq!(
+            autoretry_classify(
+                CLASSIFIER_CLASSIC,
+                invalid.as_ptr(),
+                invalid.len() as i32,
+                &mut got
+            ),
+            ERR_UTF8
         );
         let long = vec![b'a'; MAX_TEXT + 1];
         assert_eq!(
