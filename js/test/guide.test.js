@@ -3,8 +3,8 @@
 // ../autoretry.js), from the repository's root, so that what they show
 // works as shown.
 //
-// The modules: js/autoretry.wasm, js/autoretry-extended.wasm and
-// js/autoretry-rules.wasm (`sh js/build.sh`).
+// The modules: js/autoretry.wasm, js/autoretry-extended.wasm,
+// js/autoretry-rules.wasm and js/autoretry-curated.wasm (`sh js/build.sh`).
 
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
