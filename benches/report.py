@@ -302,6 +302,7 @@ size_rows = [
     ("firmware flash, feature `rules` (the example rule set's blob + search)", grab(r"verdict: (\d+) bytes of flash"), None),
     ("default .wasm (`autoretry.wasm`, the classic classifier)", grab(r"\.wasm: (\d+) bytes"), 64 * 1024),
     ("`autoretry-extended.wasm` (feature `extended`)", grab(r"autoretry-extended\.wasm, (\d+) bytes"), None),
+    ("`autoretry-curated.wasm` (features `curated` and `extended`)", grab(r"autoretry-curated\.wasm, (\d+) bytes"), None),
 ]
 if size_report:
     say("### Sizes (examples/firmware/size-report.sh, thumbv7m-none-eabi at opt-level z; wasm32-unknown-unknown)")
