@@ -3,7 +3,9 @@
 // overlap each other or alias the module's own data (its stack, statics and
 // pool, all below `__heap_base`), too-small output buffers, pool exhaustion
 // and reuse, a freed machine's timer fired at the slot's next machine, and
-// calls that trapped in earlier builds followed by normal calls. For a
+// calls that trapped in earlier builds followed by normal calls, and the
+// bad ranges of the two entry points that need no machine
+// (`autoretry_classify`, `autoretry_read_headers`). For a
 // module with rules (`ffi/wasm/build.sh rules`) also hostile rules
 // blobs: past the memory, below `__heap_base`, in an exchange buffer,
 // wrapping, misaligned, refused, shared by two machines, and output buffers
@@ -317,6 +319,95 @@ const newMachine = () => x.autoretry_new(1, 3, 2000n, 0n, 1);
     last = h;
   }
   checks++;
+}
+
+// ---------------------------------------------------------------- no machine
+// `autoretry_classify` and `autoretry_read_headers`: every bad range
+// returns its code and writes nothing; a good call after them works.
+{
+  const end = memEnd();
+  const free = heapBase + 64;
+  // The answer goes to the out buffer; each failed call must leave it as it was.
+  const classifyOut = outBuf + 64;
+  const filled = () => mem().fill(0xa5, classifyOut, classifyOut + 24);
+  const untouched = () => mem().subarray(classifyOut, classifyOut + 24).every((b) => b === 0xa5);
+  const len = writeText(textBuf, "529 overloaded");
+  const badClassify = [
+    ["text past the end of memory", [0, end + 16, 4, classifyOut], ERR.BUFFER],
+    ["text running past the end of memory", [0, end - 2, 4, classifyOut], ERR.BUFFER],
+    ["text below __heap_base", [0, heapBase - 64, 8, classifyOut], ERR.BUFFER],
+    ["text wrapping", [0, 0xfffffff0, 32, classifyOut], ERR.BUFFER],
+    ["text past the text buffer", [0, textBuf + maxText - 4, 8, classifyOut], ERR.BUFFER],
+    ["text null with a length", [0, 0, 4, classifyOut], ERR.ARG],
+    ["text length -2", [0, textBuf, -2, classifyOut], ERR.TEXT_LEN],
+    ["text longer than the limit", [0, textBuf, maxText + 1, classifyOut], ERR.TEXT_LEN],
+    ["text over the answer", [0, classifyOut - 4, 8, classifyOut], ERR.ARG],
+    ["answer past the end of memory", [0, textBuf, len, end - 8], ERR.BUFFER],
+    ["answer below __heap_base", [0, textBuf, len, heapBase - 64], ERR.BUFFER],
+    ["answer null", [0, textBuf, len, 0], ERR.ARG],
+    ["answer misaligned", [0, textBuf, len, classifyOut + 4], ERR.ARG],
+    ["answer running past the out buffer", [0, textBuf, len, outBuf + outLen - 16], ERR.BUFFER],
+    ["classifier 3", [3, textBuf, len, classifyOut], ERR.SETTINGS],
+    ["classifier 2**32 - 1", [0xffffffff, textBuf, len, classifyOut], ERR.SETTINGS],
+  ];
+  for (const [what, args, want] of badClassify) {
+    filled();
+    expect(`autoretry_classify, ${what}`, call(what, () => x.autoretry_classify(...args)), want);
+    expect(`autoretry_classify, ${what}: nothing written`, untouched(), true);
+  }
+  mem().set([0x61, 0xff, 0x62], textBuf);
+  filled();
+  expect("autoretry_classify, invalid UTF-8", call("invalid UTF-8", () => x.autoretry_classify(0, textBuf, 3, classifyOut)), ERR.UTF8);
+  expect("autoretry_classify, invalid UTF-8: nothing written", untouched(), true);
+  writeText(textBuf, "529 overloaded");
+  expect("autoretry_classify after them", x.autoretry_classify(0, textBuf, len, classifyOut), 0);
+  expect("autoretry_classify: retryable", new DataView(x.memory.buffer).getUint32(classifyOut, true), 1);
+  expect("autoretry_classify with the text in host memory", (writeText(free, "429"), x.autoretry_classify(0, free, 3, classifyOut)), 0);
+
+  // One header, `retry-after: 7`, its struct at the text buffer's start and
+  // its bytes after it.
+  const header = (at, name, value) => {
+    const view = new DataView(x.memory.buffer);
+    view.setUint32(at, name[0], true);
+    view.setUint32(at + 4, name[1], true);
+    view.setUint32(at + 8, value[0], true);
+    view.setUint32(at + 12, value[1], true);
+  };
+  const nameAt = textBuf + 64;
+  const valueAt = nameAt + writeText(nameAt, "retry-after");
+  writeText(valueAt, "7");
+  const good = () => header(textBuf, [nameAt, 11], [valueAt, 1]);
+  const badHeaders = [
+    ["array past the end of memory", () => good(), [end - 8, 1], ERR.BUFFER],
+    ["array below __heap_base", () => good(), [heapBase - 64, 1], ERR.BUFFER],
+    ["array null with a length", () => good(), [0, 1], ERR.ARG],
+    ["array misaligned", () => good(), [textBuf + 2, 1], ERR.ARG],
+    ["array wrapping", () => good(), [textBuf, 0x10000000], ERR.BUFFER],
+    ["array past the text buffer", () => good(), [textBuf, maxText / 16 + 1], ERR.BUFFER],
+    ["name past the end of memory", () => header(textBuf, [end - 4, 11], [valueAt, 1]), [textBuf, 1], ERR.BUFFER],
+    ["name below __heap_base", () => header(textBuf, [heapBase - 64, 11], [valueAt, 1]), [textBuf, 1], ERR.BUFFER],
+    ["name null with a length", () => header(textBuf, [0, 11], [valueAt, 1]), [textBuf, 1], ERR.ARG],
+    ["value wrapping", () => header(textBuf, [nameAt, 11], [0xfffffff0, 32]), [textBuf, 1], ERR.BUFFER],
+  ];
+  for (const [what, set, [at, n], want] of badHeaders) {
+    set();
+    filled();
+    expect(`autoretry_read_headers, ${what}`, call(what, () => x.autoretry_read_headers(at, n, 0, 0n, classifyOut)), want);
+    expect(`autoretry_read_headers, ${what}: nothing written`, untouched(), true);
+  }
+  good();
+  for (const [what, out, want] of [
+    ["answer past the end of memory", end - 8, ERR.BUFFER],
+    ["answer below __heap_base", heapBase - 64, ERR.BUFFER],
+    ["answer null", 0, ERR.ARG],
+    ["answer misaligned", classifyOut + 4, ERR.ARG],
+  ]) {
+    filled();
+    expect(`autoretry_read_headers, ${what}`, call(what, () => x.autoretry_read_headers(textBuf, 1, 0, 0n, out)), want);
+    expect(`autoretry_read_headers, ${what}: nothing written`, untouched(), true);
+  }
+  expect("autoretry_read_headers after them", x.autoretry_read_headers(textBuf, 1, 0, 0n, classifyOut), 0);
+  expect("autoretry_read_headers: 7000 ms", new DataView(x.memory.buffer).getBigUint64(classifyOut + 8, true), 7000n);
 }
 
 // ---------------------------------------------------------------- rules
