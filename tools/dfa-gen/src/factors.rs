@@ -36,8 +36,10 @@ pub struct Factor {
     /// until no match is under way.
     pub after: Option<usize>,
     /// The labels (`BIT_*`) whose patterns have an alternative this factor
-    /// was chosen for: a hit's segment steps their tables only.
-    pub labels: u8,
+    /// was chosen for: a hit's segment steps their tables only. For the
+    /// curated tables ([`curated`]), the tables themselves (bit `k`: table
+    /// `k`).
+    pub labels: u32,
 }
 
 fn add(a: Option<usize>, b: Option<usize>) -> Option<usize> {
@@ -256,7 +258,10 @@ pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
 
 /// `factors`, chosen for the patterns of `labels`.
 fn labelled(factors: Vec<Factor>, labels: u8) -> impl Iterator<Item = Factor> {
-    factors.into_iter().map(move |f| Factor { labels, ..f })
+    factors.into_iter().map(move |f| Factor {
+        labels: labels.into(),
+        ..f
+    })
 }
 
 /// Every label of [`classic`].
@@ -618,52 +623,31 @@ pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
     choose(&Searched::of(&choose(&Searched::default())?))
 }
 
-/// The curated patterns (spec 13.2) that the tables match, their
-/// alternatives in other scripts than ASCII left out (those are searched
-/// as they are written): the retryable patterns of 10.5 and 13.2, the
-/// usage-limit pattern (windows included), the unanchored overflow
-/// patterns of 3.3 (`/too many tokens/i` included), 10.5 and 13.2, the
-/// never-retried pattern and the throttle pattern.
-pub fn curated_patterns() -> Result<Vec<String>, String> {
-    let ascii = |js: &str| {
-        crate::alternatives(js)
-            .into_iter()
-            .filter(|a| a.is_ascii())
-            .collect::<Vec<_>>()
-            .join("|")
-    };
-    let mut set = vec![
-        patterns::RETRYABLE_EXTENDED.to_string(),
-        ascii(patterns::RETRYABLE_CURATED),
-        ascii(patterns::USAGE_LIMIT_CURATED),
-        ascii(patterns::NEVER_CURATED),
-        patterns::TOO_MANY_TOKENS_THROTTLE.to_string(),
-    ];
-    for literal in patterns::OVERFLOW
-        .iter()
-        .chain(patterns::OVERFLOW_EXTENDED)
-        .chain(patterns::OVERFLOW_CURATED)
-    {
-        let body = literal_body(literal)?;
-        if !body.starts_with('^') {
-            set.push(body.to_string());
+/// The required factors of the curated tables, per table: `tables[k]` are
+/// the patterns (JavaScript syntax, without delimiters) whose matches
+/// table `k` reports, or, for the window words' tables, the window
+/// alternatives they serve (with the mask of those tables). Every match of
+/// a pattern of table `k` contains a factor whose `labels` has bit `k`:
+/// the classifier steps a table only around the hits of its own factors.
+/// A factor that contains another gives way to it ([`reduce`]), so none
+/// contains another; two choices, as in [`classic`].
+pub fn curated(tables: &[(Vec<String>, u32)]) -> Result<Vec<Factor>, String> {
+    let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
+        let mut all = Vec::new();
+        for (patterns, mask) in tables {
+            for js in patterns {
+                all.extend(
+                    of_pattern_extended(js, searched)?
+                        .into_iter()
+                        .map(|f| Factor { labels: *mask, ..f }),
+                );
+            }
         }
-    }
-    Ok(set)
-}
-
-/// The required factors of the curated tables: every match of every
-/// pattern of [`curated_patterns`] contains one (lower case, ASCII). A
-/// text with none of them makes no table report anything.
-pub fn curated() -> Result<Vec<Vec<u8>>, String> {
-    let mut all = Vec::new();
-    for js in curated_patterns()? {
-        all.extend(of_pattern_extended(&js, &Searched::default())?);
-    }
-    let mut texts: Vec<Vec<u8>> = reduce(all).into_iter().map(|f| f.text).collect();
-    texts.sort();
-    texts.dedup();
-    Ok(texts)
+        Ok(reduce(all))
+    };
+    let mut factors = choose(&Searched::of(&choose(&Searched::default())?))?;
+    factors.sort_by(|a, b| a.text.cmp(&b.text));
+    Ok(factors)
 }
 
 #[cfg(test)]
