@@ -163,8 +163,11 @@ impl Search {
             }
             // Teddy takes at most 64 factors: runs of the sorted ones, a
             // searcher each.
+            // The shortest factors in one run: Teddy fingerprints a
+            // searcher's factors by as many first bytes as its shortest
+            // has (at most 4), and fewer let more places through.
             let mut ids = ids;
-            ids.sort_by_key(|&i| text(i));
+            ids.sort_by_key(|&i| (text(i).len() >= 4, text(i)));
             let runs = ids.len().div_ceil(TEDDY_MAX);
             for run in ids.chunks(ids.len().div_ceil(runs)) {
                 let run = bucketed(run.to_vec(), &text);

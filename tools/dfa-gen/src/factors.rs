@@ -270,7 +270,17 @@ pub const ALL: u8 = BIT_RETRYABLE | BIT_USAGE_LIMIT | BIT_OVERFLOW | BIT_HINT;
 /// Merges duplicates and factors that contain another: a factor that
 /// contains kept ones gives way to the one that bounds its matches best
 /// (any would do: its occurrences hold them all).
-pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
+pub fn reduce(all: Vec<Factor>) -> Vec<Factor> {
+    reduce_where(all, |_, _| true)
+}
+
+/// [`reduce`], merging a factor into a kept one `k` that it holds at `at`
+/// only where `merge(k, at)`: the search reports every occurrence of
+/// each factor but one per place, so a factor that starts with another
+/// (`at == 0`) must give way to it; one that holds another further in may
+/// stay, a longer and rarer factor of its own (`session limit`, not a
+/// hit of `limit` with every need of every pattern around `limit`).
+pub fn reduce_where(mut all: Vec<Factor>, merge: impl Fn(&[u8], usize) -> bool) -> Vec<Factor> {
     all.sort_by(|a, b| (a.text.len(), &a.text).cmp(&(b.text.len(), &b.text)));
     let mut kept: Vec<Factor> = Vec::new();
     for f in all {
@@ -279,8 +289,8 @@ pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
         for (i, k) in kept.iter().enumerate() {
             let n = k.text.len();
             let mut bounds = None;
-            for at in
-                (0..=f.text.len().saturating_sub(n)).filter(|&at| f.text[at..].starts_with(&k.text))
+            for at in (0..=f.text.len().saturating_sub(n))
+                .filter(|&at| f.text[at..].starts_with(&k.text) && merge(&k.text, at))
             {
                 let (b, a) = bounds.unwrap_or((k.before, k.after));
                 bounds = Some((
@@ -629,26 +639,30 @@ pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
 /// alternatives they serve (with the mask of those tables). Every match of
 /// a pattern of table `k` contains a factor whose `labels` has bit `k`:
 /// the classifier steps a table only around the hits of its own factors.
-/// A factor that contains another gives way to it ([`reduce`]), so none
-/// contains another; two choices, as in [`classic`].
+/// Each alternative takes its own longest literal; a factor that starts
+/// with another, or holds one of [`CURATED_MERGE_MIN`] bytes or more,
+/// gives way to it ([`reduce_where`]), so none starts with another.
 pub fn curated(tables: &[(Vec<String>, u32)]) -> Result<Vec<Factor>, String> {
-    let choose = |searched: &Searched| -> Result<Vec<Factor>, String> {
-        let mut all = Vec::new();
-        for (patterns, mask) in tables {
-            for js in patterns {
-                all.extend(
-                    of_pattern_extended(js, searched)?
-                        .into_iter()
-                        .map(|f| Factor { labels: *mask, ..f }),
-                );
-            }
+    let mut all = Vec::new();
+    for (patterns, mask) in tables {
+        for js in patterns {
+            all.extend(
+                of_pattern_extended(js, &Searched::default())?
+                    .into_iter()
+                    .map(|f| Factor { labels: *mask, ..f }),
+            );
         }
-        Ok(reduce(all))
-    };
-    let mut factors = choose(&Searched::of(&choose(&Searched::default())?))?;
+    }
+    let mut factors = reduce_where(all, |k, at| at == 0 || k.len() >= CURATED_MERGE_MIN);
     factors.sort_by(|a, b| a.text.cmp(&b.text));
     Ok(factors)
 }
+
+/// A curated factor that another holds further in than its start takes
+/// that one's matches only from this length on: longer factors are rare
+/// enough that their hits stay few, and merging keeps the searched
+/// factors few (each Teddy searcher takes 64).
+const CURATED_MERGE_MIN: usize = 8;
 
 #[cfg(test)]
 mod tests {

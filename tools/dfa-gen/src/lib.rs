@@ -1331,7 +1331,7 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
          \n\
          /// The required factors of the curated tables, sorted: every match of a\n\
          /// pattern of table `k` contains one whose mask has bit `k`, and none\n\
-         /// contains another.\n\
+         /// starts with another.\n\
          #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
          pub(super) static CURATED_FACTORS: [CuratedFactor; {}] = [",
         factors.len()
