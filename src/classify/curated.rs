@@ -26,33 +26,26 @@ use super::Classification;
 
 use super::LONG_WAIT_MS;
 
-/// Everything the curated patterns find in a text: the bits `RETRYABLE`,
-/// `USAGE_LIMIT` and `OVERFLOW` (but `/too many tokens/i`), `NEVER`,
-/// `THROTTLE` and `TOO_MANY_TOKENS`. `bytes` are the text's bytes (raw
-/// or valid), `symbols` their reading.
-pub(super) fn scan(bytes: &[u8], symbols: impl Iterator<Item = u8>) -> u8 {
-    let found = literals(bytes);
-    // On std: a text without a required factor makes no table report.
+/// Everything the curated patterns find in the valid UTF-8 `text`: the
+/// bits `RETRYABLE`, `USAGE_LIMIT` and `OVERFLOW` (but `/too many
+/// tokens/i`), `NEVER`, `THROTTLE` and `TOO_MANY_TOKENS`. On std, through
+/// the factor search (`super::curated_factors`).
+pub(super) fn scan_str(text: &str) -> u8 {
+    let found = literals(text.as_bytes());
     #[cfg(feature = "prefilter")]
-    if !may_match(bytes) {
+    if let Some(found) = super::curated_factors::scan(text, found) {
         return found;
     }
-    tables(found, symbols)
+    tables(found, super::utf8::symbols(text))
 }
 
-/// Whether `bytes` hold one of the required factors of the curated
-/// tables (ASCII case aside). The factors are ASCII, which the lossy
-/// reading keeps where it is: they occur in the bytes exactly where they
-/// occur in their reading. The searcher is built once per process, at
-/// first use.
-#[cfg(feature = "prefilter")]
-fn may_match(bytes: &[u8]) -> bool {
-    static SEARCHER: Searcher = Searcher::new();
-    // Without a searcher (it cannot fail on these few factors), every
-    // text steps the tables.
-    SEARCHER
-        .get(&super::dfa::CURATED_FACTORS)
-        .is_none_or(|s| s.is_match(bytes))
+/// [`scan_str`] over the lossy reading of `bytes`.
+pub(super) fn scan_bytes(bytes: &[u8]) -> u8 {
+    #[cfg(feature = "prefilter")]
+    if let Ok(text) = core::str::from_utf8(bytes) {
+        return scan_str(text);
+    }
+    tables(literals(bytes), super::utf8::lossy_symbols(bytes))
 }
 
 #[cfg(feature = "prefilter")]
@@ -179,18 +172,24 @@ impl Searcher {
     /// then reads every text.
     fn get(&self, strings: &'static [&'static str]) -> Option<&Search> {
         self.0
-            .get_or_init(|| {
-                std::thread::scope(|s| {
-                    std::thread::Builder::new()
-                        .name("autoretry-curated".into())
-                        .spawn_scoped(s, || Search::new(strings))
-                        .ok()?
-                        .join()
-                        .ok()?
-                })
-            })
+            .get_or_init(|| built(|| Search::new(strings)))
             .as_ref()
     }
+}
+
+/// What `build` builds, built on a thread of its own: `aho-corasick`'s
+/// builders need more stack than a small host thread has (in debug
+/// builds), and any thread may classify first. `None` where that fails.
+#[cfg(feature = "prefilter")]
+pub(super) fn built<T: Send>(build: impl FnOnce() -> Option<T> + Send) -> Option<T> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("autoretry-curated".into())
+            .spawn_scoped(s, build)
+            .ok()?
+            .join()
+            .ok()?
+    })
 }
 
 /// The name each hint rule of spec 13.2 reads its text at (the rules of
@@ -229,13 +228,13 @@ pub(super) fn hint(bytes: &[u8]) -> Option<u64> {
 
 /// Every table the scan steps, in order: `CURATED`, `GUARDS`, then the
 /// window words' tables (whose outputs go to the window scanner).
-const ALL: usize = CURATED_LEN + GUARDS_LEN + CURATED_WORD_TABLES;
+pub(super) const ALL: usize = CURATED_LEN + GUARDS_LEN + CURATED_WORD_TABLES;
 
 /// The first of [`ALL`]'s tables that are window words' tables.
-const WORDS_AT: usize = CURATED_LEN + GUARDS_LEN;
+pub(super) const WORDS_AT: usize = CURATED_LEN + GUARDS_LEN;
 
 /// The tables of [`ALL`], in order.
-static TABLES: [&Delayed; ALL] = {
+pub(super) static TABLES: [&Delayed; ALL] = {
     let mut all = [CURATED[0]; ALL];
     let mut k = 0;
     while k < ALL {
@@ -338,16 +337,20 @@ fn stepped(
 /// and the symbol rather than the compressed tables' chain of four loads
 /// and a comparison. About 500 KB on the heap, filled at first use.
 #[cfg(feature = "prefilter")]
-struct Unpacked {
+pub(super) struct Unpacked {
     rows: std::boxed::Box<[u8]>,
     /// Where each table's rows start.
     at: [usize; ALL],
+    /// Per table, its idle states (a bit per state): those whose
+    /// transitions are the start state's and that report nothing, at the
+    /// end of the text either.
+    idle: [[u64; 4]; ALL],
 }
 
 #[cfg(feature = "prefilter")]
 impl Unpacked {
     /// The tables unpacked, filled on first call.
-    fn get() -> Option<&'static Unpacked> {
+    pub(super) fn get() -> Option<&'static Unpacked> {
         static UNPACKED: std::sync::OnceLock<Option<Unpacked>> = std::sync::OnceLock::new();
         UNPACKED.get_or_init(Unpacked::new).as_ref()
     }
@@ -382,7 +385,32 @@ impl Unpacked {
                 }
             }
         }
-        Some(Unpacked { rows, at })
+        let mut idle = [[0u64; 4]; ALL];
+        for ((bits, &a), t) in idle.iter_mut().zip(&at).zip(TABLES) {
+            let start = rows.get(a..a + SYMBOLS)?;
+            for state in 0..t.base.len().min(usize::from(t.special)) {
+                let row = rows.get(a + state * SYMBOLS..a + (state + 1) * SYMBOLS)?;
+                let eoi = u8::try_from(state).map_or(1, |s| t.eoi(s));
+                if row == start && eoi == 0 {
+                    *bits.get_mut(state / 64)? |= 1 << (state % 64);
+                }
+            }
+        }
+        Some(Unpacked { rows, at, idle })
+    }
+
+    /// The rows of table `k`: the state after `state` reads `sym` is at
+    /// `state * SYMBOLS + sym`.
+    #[inline(always)]
+    pub(super) fn rows_of(&self, k: usize) -> &[u8] {
+        let at = self.at.get(k).copied().unwrap_or(0);
+        self.rows.get(at..).unwrap_or_default()
+    }
+
+    /// The idle states of table `k` (see [`Unpacked::idle`]).
+    #[inline(always)]
+    pub(super) fn idle_of(&self, k: usize) -> &[u64; 4] {
+        self.idle.get(k).unwrap_or(&[0; 4])
     }
 
     /// The state after `state` of table `k` reads `sym`.
@@ -433,14 +461,14 @@ fn occurs(bytes: &[u8], needle: &[u8]) -> bool {
 /// later end is at least as close, and the two words of an alternative
 /// never overlap.
 #[derive(Default)]
-struct Windows {
+pub(super) struct Windows {
     ends: [Option<usize>; CURATED_WINDOWS_LEN],
 }
 
 impl Windows {
     /// The word variants that `outs` (per word table, its output bits)
     /// report ended at `pos`; the labels of the alternatives they complete.
-    fn words(&mut self, outs: &[u8; CURATED_WORD_TABLES], pos: usize) -> u8 {
+    pub(super) fn words(&mut self, outs: &[u8; CURATED_WORD_TABLES], pos: usize) -> u8 {
         let reported = |table: u8, bit: u8| {
             outs.get(usize::from(table))
                 .is_some_and(|&out| out & bit != 0)
@@ -475,8 +503,18 @@ impl Windows {
         labels
     }
 
+    /// Whether a first word that ended on this line may still meet its
+    /// second, `pos` characters read.
+    #[cfg(feature = "prefilter")]
+    pub(super) fn waiting(&self, pos: usize) -> bool {
+        self.ends
+            .iter()
+            .zip(&CURATED_WINDOWS)
+            .any(|(end, w)| end.is_some_and(|end| pos.saturating_sub(end) <= usize::from(w.2)))
+    }
+
     /// A `\n`: no window reaches across it.
-    fn line_break(&mut self) {
+    pub(super) fn line_break(&mut self) {
         self.ends = [None; CURATED_WINDOWS_LEN];
     }
 }
@@ -538,13 +576,13 @@ mod tests {
         ));
         let (mut skipped, mut labelled) = (0, 0);
         for text in &texts {
-            let got = scan(text.as_bytes(), symbols(text));
+            let got = scan_str(text);
             let want = plain(literals(text.as_bytes()), symbols(text));
             assert_eq!(got, want, "{text}");
             let mut bytes = text.as_bytes().to_vec();
             bytes.insert(bytes.len() / 2, 0xFF);
             assert_eq!(
-                scan(&bytes, lossy_symbols(&bytes)),
+                scan_bytes(&bytes),
                 plain(literals(&bytes), lossy_symbols(&bytes)),
                 "{text}"
             );
@@ -561,7 +599,7 @@ mod tests {
             };
             assert_eq!(literals(text.as_bytes()), plain(text.as_bytes()), "{text}");
             assert_eq!(literals(&bytes), plain(&bytes), "{text}");
-            skipped += usize::from(!may_match(text.as_bytes()));
+            skipped += usize::from(hint(text.as_bytes()).is_none());
             labelled += usize::from(want != 0);
         }
         assert!(skipped > 3 && labelled > 1000, "{skipped} {labelled}");
@@ -580,7 +618,11 @@ mod tests {
                 .build(strings)
                 .unwrap()
         };
-        let lists: [&[&str]; 2] = [&super::super::dfa::CURATED_FACTORS, &HINT_NAMES];
+        let factors: Vec<&str> = super::super::dfa::CURATED_FACTORS
+            .iter()
+            .map(|f| f.0)
+            .collect();
+        let lists: [&[&str]; 2] = [&factors, &HINT_NAMES];
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             seed ^= seed << 13;
@@ -651,6 +693,118 @@ mod tests {
         }
     }
 
+    /// The factor search's runs on texts built to strain them: windows
+    /// whose words fall in different chunks or lines, `\s*` across lines
+    /// (`400\n\n(no body)`), long words and runs of one factor, matches at
+    /// the text's ends and at the chunks' edges (256 and 4096 bytes), never
+    /// retried texts after retryable ones. Each takes the factor search
+    /// (where the target has Teddy) and gives the plain scan's bits.
+    #[test]
+    fn the_runs_are_the_plain_scan_on_strained_texts() {
+        use std::string::String;
+        use std::vec::Vec;
+        let pieces = [
+            "account",
+            "'s",
+            " rate limit",
+            "rate-limit",
+            " ",
+            "\n",
+            "\r\n",
+            "400",
+            "413",
+            " status code ",
+            "(no body)",
+            "  \n  ",
+            "hit your",
+            " daily ",
+            "limit",
+            "limits",
+            "quota",
+            "monthly",
+            "credits",
+            "provider returned error",
+            "per",
+            " minute",
+            "day",
+            "too many tokens",
+            "throttlingexception",
+            "x",
+            "abcdefghij",
+            "_",
+            "-",
+            "limitlimit",
+            "rpm",
+            "tpm",
+            "econnreset",
+            "invalid api key",
+            "permission denied",
+            "\u{4e2d}",
+            "\u{2028}",
+            "\u{670d}\u{52a1}\u{7e41}\u{5fd9}",
+            "usage",
+            "exceeded",
+            "context window",
+            " exceeds the context limit",
+            "input token count",
+            " exceeds the maximum",
+            "connection",
+            " reset",
+            "busy",
+            "try again later",
+            "self-signed certificate",
+        ];
+        let mut seed = 0x0DDB_1A5E_5BAD_5EEDu64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut labelled, mut quiet) = (0, 0);
+        for round in 0..600 {
+            let len = [5, 40, 250, 262, 600, 4090, 4200, 9000][round % 8];
+            let mut text = String::new();
+            while text.len() < len {
+                let piece = pieces[(next() % pieces.len() as u64) as usize];
+                text.push_str(piece);
+                if next() % 4 == 0 {
+                    // Filler of a random length: words fall anywhere.
+                    let n = (next() % 90) as usize;
+                    text.extend(core::iter::repeat_n('.', n));
+                }
+            }
+            let lit = literals(text.as_bytes());
+            let want = plain(lit, symbols(&text));
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            assert!(
+                super::super::curated_factors::scan(&text, lit).is_some(),
+                "no factor search"
+            );
+            assert_eq!(scan_str(&text), want, "{text:?}");
+            if want & !lit != 0 {
+                labelled += 1
+            } else {
+                quiet += 1
+            }
+        }
+        assert!(labelled > 300 && quiet > 20, "{labelled} {quiet}");
+        // Long runs of one word, and a window across a line.
+        let mut long: Vec<String> = Vec::new();
+        long.push("limit ".repeat(3000));
+        long.push("rpm".repeat(3000));
+        long.push("a".repeat(5000) + "rpm");
+        long.push(String::from("account") + &" ".repeat(70) + "rate limit");
+        long.push(String::from("account") + &" ".repeat(90) + "rate limit");
+        long.push(String::from("account\n rate limit"));
+        long.push(String::from("400\n\n \n(no body)"));
+        long.push(" ".repeat(4094) + "400 (no body) " + &"y".repeat(300));
+        for text in &long {
+            let want = plain(literals(text.as_bytes()), symbols(text));
+            assert_eq!(scan_str(text), want, "{text:?}");
+        }
+    }
+
     /// On texts made of pieces of the corpora (short and long, ASCII and
     /// not, with line breaks and invalid UTF-8 through the bytes' reading),
     /// the scan is the compressed tables' plain scan.
@@ -685,12 +839,9 @@ mod tests {
                 }
             }
             let want = plain(literals(&bytes), lossy_symbols(&bytes));
-            assert_eq!(scan(&bytes, lossy_symbols(&bytes)), want);
+            assert_eq!(scan_bytes(&bytes), want);
             if let Ok(text) = std::str::from_utf8(&bytes) {
-                assert_eq!(
-                    scan(&bytes, symbols(text)),
-                    plain(literals(&bytes), symbols(text))
-                );
+                assert_eq!(scan_str(text), plain(literals(&bytes), symbols(text)));
             }
             if want != 0 {
                 found += 1

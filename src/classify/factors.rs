@@ -101,7 +101,10 @@ fn search<S: Step>(want: u8) -> Option<&'static Search> {
     let at = usize::from(want & 15);
     S::searches()
         .get(at)?
-        .get_or_init(|| Search::new(S::FACTORS.get(at)?))
+        .get_or_init(|| {
+            let factors = S::FACTORS.get(at)?;
+            Search::new(factors.len(), |i| factors.get(i).map_or("", |f| f.0))
+        })
         .as_ref()
 }
 
@@ -125,6 +128,12 @@ pub(super) struct Search {
     rare: Option<(usize, u8, u8)>,
 }
 
+/// The most factors one Teddy searcher takes.
+const TEDDY_MAX: usize = 64;
+
+/// The most searchers of a [`Search`].
+const GROUPS_MAX: usize = 4;
+
 /// One searcher of a [`Search`].
 struct Group {
     searcher: Searcher,
@@ -133,45 +142,74 @@ struct Group {
 }
 
 impl Search {
-    /// The search for `factors`; `None` where the target has no Teddy.
-    fn new(factors: &[Factor]) -> Option<Search> {
+    /// The search for the `count` factors `text(0)`, `text(1)`, ... (lower
+    /// case ASCII, none a prefix of another); `None` where the target has
+    /// no Teddy.
+    pub(super) fn new(count: usize, text: impl Fn(usize) -> &'static str) -> Option<Search> {
         let mut groups = Vec::new();
         let mut rare = None;
         for letters in [true, false] {
-            let ids: Vec<usize> = factors
-                .iter()
-                .enumerate()
-                .filter(|(_, (f, _, _, _))| {
-                    f.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) == letters
+            let ids: Vec<usize> = (0..count)
+                .filter(|&i| {
+                    text(i)
+                        .as_bytes()
+                        .first()
+                        .is_some_and(u8::is_ascii_alphabetic)
+                        == letters
                 })
-                .map(|(i, _)| i)
                 .collect();
             if ids.is_empty() {
                 continue;
             }
-            let ids = bucketed(ids, |i| factors.get(i).map_or("", |f| f.0));
-            let searcher = Config::new()
-                .match_kind(MatchKind::LeftmostFirst)
-                .builder()
-                .extend(
-                    ids.iter()
-                        .filter_map(|&i| factors.get(i))
-                        .map(|(f, _, _, _)| f),
-                )
-                .build()?;
-            let firsts = ids
-                .iter()
-                .filter_map(|&i| factors.get(i)?.0.as_bytes().first().copied());
-            let (lo, hi) = (firsts.clone().min()?, firsts.max()?);
-            if !letters && (lo..=hi).all(|b| !b.is_ascii_alphabetic() && !b.is_ascii_whitespace()) {
-                rare = Some((groups.len(), lo, hi));
+            // Teddy takes at most 64 factors: runs of the sorted ones, a
+            // searcher each.
+            // The shortest factors in one run: Teddy fingerprints a
+            // searcher's factors by as many first bytes as its shortest
+            // has (at most 4), and fewer let more places through.
+            let mut ids = ids;
+            ids.sort_by_key(|&i| (text(i).len() >= 4, text(i)));
+            let runs = ids.len().div_ceil(TEDDY_MAX);
+            for run in ids.chunks(ids.len().div_ceil(runs)) {
+                let run = bucketed(run.to_vec(), &text);
+                let searcher = Config::new()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .builder()
+                    .extend(run.iter().map(|&i| text(i)))
+                    .build()?;
+                let firsts = run
+                    .iter()
+                    .filter_map(|&i| text(i).as_bytes().first().copied());
+                let (lo, hi) = (firsts.clone().min()?, firsts.max()?);
+                if !letters
+                    && runs == 1
+                    && (lo..=hi).all(|b| !b.is_ascii_alphabetic() && !b.is_ascii_whitespace())
+                {
+                    rare = Some((groups.len(), lo, hi));
+                }
+                groups.push(Group {
+                    searcher,
+                    factors: run,
+                });
             }
-            groups.push(Group {
-                searcher,
-                factors: ids,
-            });
+        }
+        if groups.len() > GROUPS_MAX {
+            return None;
         }
         Some(Search { groups, rare })
+    }
+
+    /// Lower-cases `chunk` into `lower` (as long); whether it may hold a
+    /// factor of the [`Search::rare`] group (some byte of it is in the
+    /// group's range of first bytes), for [`Hits::new`].
+    #[inline(always)]
+    pub(super) fn lower(&self, chunk: &[u8], lower: &mut [u8]) -> bool {
+        let (lo, span) = self.rare.map_or((0, 255), |(_, lo, hi)| (lo, hi - lo));
+        let mut rare = 0u8;
+        for (l, &b) in lower.iter_mut().zip(chunk) {
+            *l = b.to_ascii_lowercase();
+            rare |= u8::from(b.wrapping_sub(lo) <= span);
+        }
+        rare != 0
     }
 }
 
@@ -206,25 +244,25 @@ pub(super) fn bucketed<'a>(mut ids: Vec<usize>, text: impl Fn(usize) -> &'a str)
 }
 
 /// A hit: where a factor occurs (start, end) and which (its index).
-type Hit = (usize, usize, usize);
+pub(super) type Hit = (usize, usize, usize);
 
 /// Every occurrence of a [`Search`]'s factors in a text, overlapping ones
 /// too, in the order of their starts.
-struct Hits<'a> {
+pub(super) struct Hits<'a> {
     search: &'a Search,
     text: &'a [u8],
     /// Per group, its next occurrence.
-    next: [Option<Hit>; 2],
+    next: [Option<Hit>; GROUPS_MAX],
 }
 
 impl<'a> Hits<'a> {
     /// The hits in `text`; without `rare`, none of the [`Search::rare`]
     /// group (the text holds no byte its factors start with).
-    fn new(search: &'a Search, text: &'a [u8], rare: bool) -> Self {
+    pub(super) fn new(search: &'a Search, text: &'a [u8], rare: bool) -> Self {
         let mut hits = Hits {
             search,
             text,
-            next: [None; 2],
+            next: [None; GROUPS_MAX],
         };
         for k in 0..hits.next.len() {
             if rare || search.rare.is_none_or(|(g, _, _)| g != k) {
@@ -250,13 +288,20 @@ impl<'a> Hits<'a> {
     /// The next occurrence. Its group searches on one byte after its
     /// start: no factor is a prefix of another, so one factor per start is
     /// all there is.
-    fn next(&mut self) -> Option<Hit> {
-        let k = match self.next {
-            [Some(a), Some(b)] => usize::from(b.0 < a.0),
-            [Some(_), None] => 0,
-            [None, Some(_)] => 1,
-            [None, None] => return None,
-        };
+    pub(super) fn next(&mut self) -> Option<Hit> {
+        // The group whose next occurrence starts first (the first of
+        // equals: no two factors start at one place).
+        let mut k = None;
+        let mut first = usize::MAX;
+        for (g, hit) in self.next.iter().enumerate() {
+            if let Some(hit) = hit {
+                if hit.0 < first {
+                    first = hit.0;
+                    k = Some(g);
+                }
+            }
+        }
+        let k = k?;
         let hit = self.next.get(k).copied().flatten()?;
         self.refill(k, hit.0 + 1);
         Some(hit)
@@ -399,14 +444,9 @@ fn chunks<S: Step>(
             seg.rest(p, bytes, *at);
             return Stop::Done;
         };
-        let (lo, span) = search.rare.map_or((0, 255), |(_, lo, hi)| (lo, hi - lo));
-        let mut rare = 0u8;
-        for (l, &b) in lower.iter_mut().zip(chunk) {
-            *l = b.to_ascii_lowercase();
-            rare |= u8::from(b.wrapping_sub(lo) <= span);
-        }
+        let rare = search.lower(chunk, lower);
         let mut hits = 0;
-        let mut found = Hits::new(search, lower, rare != 0);
+        let mut found = Hits::new(search, lower, rare);
         while let Some((start, stop, factor)) = found.next() {
             let h = *at + start;
             if h >= end {
@@ -482,11 +522,11 @@ fn chunks<S: Step>(
 
 /// A text being searched, with the chunk of it lower-cased.
 #[derive(Clone, Copy)]
-struct Text<'a> {
-    bytes: &'a [u8],
+pub(super) struct Text<'a> {
+    pub(super) bytes: &'a [u8],
     /// `bytes[at..]` lower-cased, as far as it goes.
-    lower: &'a [u8],
-    at: usize,
+    pub(super) lower: &'a [u8],
+    pub(super) at: usize,
 }
 
 /// Ranges of at most this many starts are compared in place; wider ones
@@ -497,7 +537,7 @@ const NARROW: usize = 16;
 /// its factor (see [`Factor`]) has each of its literals where it says, or
 /// the factor has none.
 #[inline(always)]
-fn needed(text: Text, h: usize, needs: &[&[Need]]) -> bool {
+pub(super) fn needed(text: Text, h: usize, needs: &[&[Need]]) -> bool {
     needs.is_empty()
         || needs
             .iter()

@@ -36,6 +36,8 @@ mod dfa;
 mod classic;
 #[cfg(feature = "curated")]
 mod curated;
+#[cfg(all(feature = "curated", feature = "prefilter"))]
+mod curated_factors;
 mod curated_hint;
 mod date;
 mod decimal;
@@ -204,7 +206,7 @@ impl Classifier {
             }
             #[cfg(feature = "curated")]
             Classifier::Curated => {
-                let found = curated::scan(text.as_bytes(), utf8::symbols(text));
+                let found = curated::scan_str(text);
                 curated::labels(found, text.is_empty(), curated::hint(text.as_bytes()))
             }
         }
@@ -246,7 +248,7 @@ impl Classifier {
             }
             #[cfg(feature = "curated")]
             Classifier::Curated => {
-                let found = curated::scan(bytes, utf8::lossy_symbols(bytes));
+                let found = curated::scan_bytes(bytes);
                 curated::labels(found, bytes.is_empty(), curated::hint(bytes))
             }
         }
@@ -474,13 +476,13 @@ fn matches_bytes(label: u8, bytes: &[u8]) -> bool {
 /// What the curated patterns find in `text`.
 #[cfg(feature = "curated")]
 fn curated_str(text: &str) -> u8 {
-    curated::scan(text.as_bytes(), utf8::symbols(text))
+    curated::scan_str(text)
 }
 
 /// [`curated_str`] over the lossy reading of `bytes`.
 #[cfg(feature = "curated")]
 fn curated_bytes(bytes: &[u8]) -> u8 {
-    curated::scan(bytes, utf8::lossy_symbols(bytes))
+    curated::scan_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -36,8 +36,10 @@ pub struct Factor {
     /// until no match is under way.
     pub after: Option<usize>,
     /// The labels (`BIT_*`) whose patterns have an alternative this factor
-    /// was chosen for: a hit's segment steps their tables only.
-    pub labels: u8,
+    /// was chosen for: a hit's segment steps their tables only. For the
+    /// curated tables ([`curated`]), the tables themselves (bit `k`: table
+    /// `k`).
+    pub labels: u32,
 }
 
 fn add(a: Option<usize>, b: Option<usize>) -> Option<usize> {
@@ -256,7 +258,10 @@ pub fn classic(want: u8) -> Result<Vec<Factor>, String> {
 
 /// `factors`, chosen for the patterns of `labels`.
 fn labelled(factors: Vec<Factor>, labels: u8) -> impl Iterator<Item = Factor> {
-    factors.into_iter().map(move |f| Factor { labels, ..f })
+    factors.into_iter().map(move |f| Factor {
+        labels: labels.into(),
+        ..f
+    })
 }
 
 /// Every label of [`classic`].
@@ -265,7 +270,17 @@ pub const ALL: u8 = BIT_RETRYABLE | BIT_USAGE_LIMIT | BIT_OVERFLOW | BIT_HINT;
 /// Merges duplicates and factors that contain another: a factor that
 /// contains kept ones gives way to the one that bounds its matches best
 /// (any would do: its occurrences hold them all).
-pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
+pub fn reduce(all: Vec<Factor>) -> Vec<Factor> {
+    reduce_where(all, |_, _| true)
+}
+
+/// [`reduce`], merging a factor into a kept one `k` that it holds at `at`
+/// only where `merge(k, at)`: the search reports every occurrence of
+/// each factor but one per place, so a factor that starts with another
+/// (`at == 0`) must give way to it; one that holds another further in may
+/// stay, a longer and rarer factor of its own (`session limit`, not a
+/// hit of `limit` with every need of every pattern around `limit`).
+pub fn reduce_where(mut all: Vec<Factor>, merge: impl Fn(&[u8], usize) -> bool) -> Vec<Factor> {
     all.sort_by(|a, b| (a.text.len(), &a.text).cmp(&(b.text.len(), &b.text)));
     let mut kept: Vec<Factor> = Vec::new();
     for f in all {
@@ -274,8 +289,8 @@ pub fn reduce(mut all: Vec<Factor>) -> Vec<Factor> {
         for (i, k) in kept.iter().enumerate() {
             let n = k.text.len();
             let mut bounds = None;
-            for at in
-                (0..=f.text.len().saturating_sub(n)).filter(|&at| f.text[at..].starts_with(&k.text))
+            for at in (0..=f.text.len().saturating_sub(n))
+                .filter(|&at| f.text[at..].starts_with(&k.text) && merge(&k.text, at))
             {
                 let (b, a) = bounds.unwrap_or((k.before, k.after));
                 bounds = Some((
@@ -618,53 +633,36 @@ pub fn extended(want: u8) -> Result<Vec<Factor>, String> {
     choose(&Searched::of(&choose(&Searched::default())?))
 }
 
-/// The curated patterns (spec 13.2) that the tables match, their
-/// alternatives in other scripts than ASCII left out (those are searched
-/// as they are written): the retryable patterns of 10.5 and 13.2, the
-/// usage-limit pattern (windows included), the unanchored overflow
-/// patterns of 3.3 (`/too many tokens/i` included), 10.5 and 13.2, the
-/// never-retried pattern and the throttle pattern.
-pub fn curated_patterns() -> Result<Vec<String>, String> {
-    let ascii = |js: &str| {
-        crate::alternatives(js)
-            .into_iter()
-            .filter(|a| a.is_ascii())
-            .collect::<Vec<_>>()
-            .join("|")
-    };
-    let mut set = vec![
-        patterns::RETRYABLE_EXTENDED.to_string(),
-        ascii(patterns::RETRYABLE_CURATED),
-        ascii(patterns::USAGE_LIMIT_CURATED),
-        ascii(patterns::NEVER_CURATED),
-        patterns::TOO_MANY_TOKENS_THROTTLE.to_string(),
-    ];
-    for literal in patterns::OVERFLOW
-        .iter()
-        .chain(patterns::OVERFLOW_EXTENDED)
-        .chain(patterns::OVERFLOW_CURATED)
-    {
-        let body = literal_body(literal)?;
-        if !body.starts_with('^') {
-            set.push(body.to_string());
+/// The required factors of the curated tables, per table: `tables[k]` are
+/// the patterns (JavaScript syntax, without delimiters) whose matches
+/// table `k` reports, or, for the window words' tables, the window
+/// alternatives they serve (with the mask of those tables). Every match of
+/// a pattern of table `k` contains a factor whose `labels` has bit `k`:
+/// the classifier steps a table only around the hits of its own factors.
+/// Each alternative takes its own longest literal; a factor that starts
+/// with another, or holds one of [`CURATED_MERGE_MIN`] bytes or more,
+/// gives way to it ([`reduce_where`]), so none starts with another.
+pub fn curated(tables: &[(Vec<String>, u32)]) -> Result<Vec<Factor>, String> {
+    let mut all = Vec::new();
+    for (patterns, mask) in tables {
+        for js in patterns {
+            all.extend(
+                of_pattern_extended(js, &Searched::default())?
+                    .into_iter()
+                    .map(|f| Factor { labels: *mask, ..f }),
+            );
         }
     }
-    Ok(set)
+    let mut factors = reduce_where(all, |k, at| at == 0 || k.len() >= CURATED_MERGE_MIN);
+    factors.sort_by(|a, b| a.text.cmp(&b.text));
+    Ok(factors)
 }
 
-/// The required factors of the curated tables: every match of every
-/// pattern of [`curated_patterns`] contains one (lower case, ASCII). A
-/// text with none of them makes no table report anything.
-pub fn curated() -> Result<Vec<Vec<u8>>, String> {
-    let mut all = Vec::new();
-    for js in curated_patterns()? {
-        all.extend(of_pattern_extended(&js, &Searched::default())?);
-    }
-    let mut texts: Vec<Vec<u8>> = reduce(all).into_iter().map(|f| f.text).collect();
-    texts.sort();
-    texts.dedup();
-    Ok(texts)
-}
+/// A curated factor that another holds further in than its start takes
+/// that one's matches only from this length on: longer factors are rare
+/// enough that their hits stay few, and merging keeps the searched
+/// factors few (each Teddy searcher takes 64).
+const CURATED_MERGE_MIN: usize = 8;
 
 #[cfg(test)]
 mod tests {

@@ -1291,23 +1291,97 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
         );
     }
     s.push_str("];\n");
-    let factors = factors::curated()?;
+    // Per table of `TABLES` (`cur_*`, `guard_*`, `cwin_*`, in that order),
+    // its patterns; the window words' tables share the window alternatives.
+    let mut tables: Vec<(Vec<String>, u32)> = Vec::new();
+    for prefix in ["cur_", "guard_"] {
+        for b in built.iter().filter(|b| b.name.starts_with(prefix)) {
+            let mut patterns = Vec::new();
+            for (js, _, _) in &b.parts {
+                let js = if js.starts_with('/') {
+                    literal_body(js)?
+                } else {
+                    js.as_str()
+                };
+                patterns.push(js.to_string());
+            }
+            tables.push((patterns, 1u32 << tables.len()));
+        }
+    }
+    let words = count("cwin_");
+    let words_mask = ((1u32 << words) - 1) << tables.len();
+    if tables.len() + words > 32 {
+        return Err("more than 32 curated tables".into());
+    }
+    tables.push((
+        cur.windows.iter().map(|w| w.js.clone()).collect(),
+        words_mask,
+    ));
+    let factors = factors::curated(&tables)?;
     let _ = writeln!(
         s,
-        "\n/// The required factors of the curated tables (lower case, ASCII): every\n\
-         /// match of every pattern they step (the never-retried, throttle and\n\
-         /// window alternatives included) contains one, so a text with none of\n\
-         /// them makes no table report anything.\n\
+        "\n/// A required factor of the curated tables: its text (lower case,\n\
+         /// ASCII), how many bytes before it a match may start (`None`: anywhere\n\
+         /// earlier on its line), the mask of the tables whose patterns it was\n\
+         /// chosen for (bit `k`: table `k` of `CURATED`, then `GUARDS`, then\n\
+         /// `CURATED_WORD_TABLE`, counted on; a window alternative's: both window\n\
+         /// words' tables), and its needs (as a [`Factor`]'s).\n\
          #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
-         pub(super) static CURATED_FACTORS: [&str; {}] = [",
+         pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'static [Need]]);\n\
+         \n\
+         /// The required factors of the curated tables, sorted: every match of a\n\
+         /// pattern of table `k` contains one whose mask has bit `k`, and none\n\
+         /// starts with another.\n\
+         #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
+         pub(super) static CURATED_FACTORS: [CuratedFactor; {}] = [",
         factors.len()
     );
+    let mut longest = 0;
     for f in &factors {
-        let text = String::from_utf8(f.clone()).map_err(|e| e.to_string())?;
-        let _ = writeln!(s, "    {text:?},");
+        longest = longest.max(f.text.len());
+        let text = String::from_utf8(f.text.clone()).map_err(|e| e.to_string())?;
+        let before = match f.before {
+            Some(b) => format!("Some({})", u16::try_from(b).map_err(|e| e.to_string())?),
+            None => "None".to_string(),
+        };
+        // The needs, over the patterns of every table the factor serves.
+        let js: Vec<&str> = tables
+            .iter()
+            .filter(|(_, mask)| mask & f.labels != 0)
+            .flat_map(|(patterns, _)| patterns.iter().map(String::as_str))
+            .collect();
+        let needs = render_needs(&text, near::needs(&js, &f.text)?)?;
+        let _ = writeln!(s, "    ({text:?}, {before}, {:#x}, &[{needs}]),", f.labels);
     }
     s.push_str("];\n");
+    let _ = writeln!(
+        s,
+        "\n/// The longest of `CURATED_FACTORS`, in bytes.\n\
+         #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
+         pub(super) const CURATED_FACTOR_MAX_LEN: usize = {longest};"
+    );
     Ok(())
+}
+
+/// The needs of a factor (`text`), as Rust: `&[..], &[..]`.
+fn render_needs(text: &str, needs: Vec<Vec<near::Near>>) -> Result<String, String> {
+    let mut rendered = Vec::new();
+    for need in needs {
+        let mut all = Vec::new();
+        for n in need {
+            let lit = String::from_utf8(n.text).map_err(|e| e.to_string())?;
+            let offset =
+                |x: isize| i16::try_from(x).map_err(|_| format!("{text}: {lit} {x} bytes off"));
+            all.push(format!(
+                "({}, {}, {}, {lit:?})",
+                offset(n.lo)?,
+                offset(n.hi)?,
+                n.line
+            ));
+        }
+        rendered.push(format!("&[{}]", all.join(", ")));
+    }
+    Ok(rendered.join(", "))
 }
 
 /// The required factors of the classic patterns ([`factors`]), per set
@@ -1381,29 +1455,8 @@ fn render_factor_table(
                 ),
                 None => "None".to_string(),
             };
-            let mut needs = Vec::new();
-            for need in near::needs(&js, &f.text)? {
-                let mut all = Vec::new();
-                for n in need {
-                    let lit = String::from_utf8(n.text).map_err(|e| e.to_string())?;
-                    let offset = |x: isize| {
-                        i16::try_from(x).map_err(|_| format!("{text}: {lit} {x} bytes off"))
-                    };
-                    all.push(format!(
-                        "({}, {}, {}, {lit:?})",
-                        offset(n.lo)?,
-                        offset(n.hi)?,
-                        n.line
-                    ));
-                }
-                needs.push(format!("&[{}]", all.join(", ")));
-            }
-            let _ = writeln!(
-                s,
-                "        ({text:?}, {before}, {}, &[{}]),",
-                f.labels,
-                needs.join(", ")
-            );
+            let needs = render_needs(&text, near::needs(&js, &f.text)?)?;
+            let _ = writeln!(s, "        ({text:?}, {before}, {}, &[{needs}]),", f.labels);
         }
         s.push_str("    ],\n");
     }
