@@ -9,14 +9,14 @@
 //! invalid sequence never swallows a leading byte, so the search is the
 //! same on both entry points.
 //!
-//! On std (feature `prefilter`) a text without one of the tables'
-//! required factors steps no table (the factors are found with Teddy over
-//! the text lower-cased in chunks), and the tables are stepped unpacked
-//! (`Unpacked`, filled at first use).
+//! On std (feature `prefilter`) valid UTF-8 takes the factor search
+//! (`super::curated_factors`): each table steps only around the hits of
+//! its own factors, on the tables unpacked (`Unpacked`, filled at first
+//! use).
 
 use super::dfa::{
     CURATED, CURATED_LEN, CURATED_LITERALS, CURATED_WINDOWS, CURATED_WINDOWS_LEN, CURATED_WORDS,
-    CURATED_WORD_TABLE, CURATED_WORD_TABLES, GUARDS, GUARDS_LEN, NEVER, OVERFLOW, RETRYABLE,
+    CURATED_WORD_TABLE, CURATED_WORD_TABLES, GUARDS, GUARDS_LEN, HINT, NEVER, OVERFLOW, RETRYABLE,
     THROTTLE, TOO_MANY_TOKENS, USAGE_LIMIT,
 };
 #[cfg(feature = "prefilter")]
@@ -28,15 +28,17 @@ use super::LONG_WAIT_MS;
 
 /// Everything the curated patterns find in the valid UTF-8 `text`: the
 /// bits `RETRYABLE`, `USAGE_LIMIT` and `OVERFLOW` (but `/too many
-/// tokens/i`), `NEVER`, `THROTTLE` and `TOO_MANY_TOKENS`. On std, through
-/// the factor search (`super::curated_factors`).
+/// tokens/i`), `NEVER`, `THROTTLE` and `TOO_MANY_TOKENS`, and `HINT`
+/// unless the text surely has no hint name ([`hint`]). On std, through the
+/// factor search (`super::curated_factors`).
 pub(super) fn scan_str(text: &str) -> u8 {
     let found = literals(text.as_bytes());
     #[cfg(feature = "prefilter")]
     if let Some(found) = super::curated_factors::scan(text, found) {
         return found;
     }
-    tables(found, super::utf8::symbols(text))
+    // The hint rules read every text the factor search does not.
+    tables(found, super::utf8::symbols(text)) | HINT
 }
 
 /// [`scan_str`] over the lossy reading of `bytes`.
@@ -45,183 +47,19 @@ pub(super) fn scan_bytes(bytes: &[u8]) -> u8 {
     if let Ok(text) = core::str::from_utf8(bytes) {
         return scan_str(text);
     }
-    tables(literals(bytes), super::utf8::lossy_symbols(bytes))
+    tables(literals(bytes), super::utf8::lossy_symbols(bytes)) | HINT
 }
 
 #[cfg(feature = "prefilter")]
 extern crate std;
 
-/// A searcher for a few ASCII strings, ASCII case aside, built at first
-/// use (on std).
-#[cfg(feature = "prefilter")]
-struct Searcher(std::sync::OnceLock<Option<Search>>);
-
-/// How a [`Searcher`] searches: `aho-corasick`'s packed Teddy searchers
-/// over the text lower-cased in chunks on the stack (one for the strings
-/// that start with a letter, one for the others, as `super::factors`
-/// does), or, where the target has no Teddy, one automaton that ignores
-/// ASCII case. On `benches/data/lorem.html` repeated to 1 MB the automaton
-/// over the tables' 131 factors ran at about 0.3 GB/s; the chunks and
-/// Teddy, at several times that.
-#[cfg(feature = "prefilter")]
-enum Search {
-    Packed {
-        searchers: std::vec::Vec<aho_corasick::packed::Searcher>,
-        /// The longest string, in bytes: the chunks overlap by one less.
-        longest: usize,
-    },
-    Automaton(aho_corasick::AhoCorasick),
-}
-
-/// Bytes lower-cased and searched at a time.
-#[cfg(feature = "prefilter")]
-const CHUNK: usize = 4096;
-
-/// The most strings one Teddy searcher takes.
-#[cfg(feature = "prefilter")]
-const TEDDY_MAX: usize = 64;
-
-#[cfg(feature = "prefilter")]
-impl Search {
-    /// The search for `strings` (lower case ASCII).
-    fn new(strings: &[&str]) -> Option<Search> {
-        let longest = strings.iter().map(|s| s.len()).max()?;
-        let packed = || {
-            let mut searchers = std::vec::Vec::new();
-            for letters in [true, false] {
-                let ids: std::vec::Vec<usize> = (0..strings.len())
-                    .filter(|&i| {
-                        strings.get(i).is_some_and(|s| {
-                            s.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) == letters
-                        })
-                    })
-                    .collect();
-                if ids.is_empty() {
-                    continue;
-                }
-                // Teddy takes at most 64 strings: runs of the sorted
-                // strings, each its own searcher.
-                let mut ids = ids;
-                let text = |i: usize| strings.get(i).copied().unwrap_or("");
-                ids.sort_by_key(|&i| text(i));
-                let runs = ids.len().div_ceil(TEDDY_MAX);
-                for run in ids.chunks(ids.len().div_ceil(runs)) {
-                    let run = super::factors::bucketed(run.to_vec(), text);
-                    let searcher = aho_corasick::packed::Config::new()
-                        .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
-                        .builder()
-                        .extend(run.iter().filter_map(|&i| strings.get(i)))
-                        .build()?;
-                    searchers.push(searcher);
-                }
-            }
-            Some(Search::Packed { searchers, longest })
-        };
-        // A longest string longer than a chunk's overlap allows is not
-        // reached (the factors are short); the automaton takes it.
-        let short = (1..CHUNK / 2).contains(&longest) && strings.iter().all(|s| s.is_ascii());
-        short.then(packed).flatten().or_else(|| {
-            aho_corasick::AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build(strings)
-                .ok()
-                .map(Search::Automaton)
-        })
-    }
-
-    /// Whether one of the strings occurs in `bytes`, ASCII case aside.
-    fn is_match(&self, bytes: &[u8]) -> bool {
-        match self {
-            Search::Automaton(ac) => ac.is_match(bytes),
-            Search::Packed { searchers, longest } => {
-                let mut lower = [0u8; CHUNK];
-                let step = CHUNK - longest.saturating_sub(1);
-                let mut at = 0;
-                loop {
-                    let chunk = bytes.get(at..).unwrap_or_default();
-                    let chunk = chunk.get(..CHUNK).unwrap_or(chunk);
-                    let Some(lower) = lower.get_mut(..chunk.len()) else {
-                        return true;
-                    };
-                    for (l, &b) in lower.iter_mut().zip(chunk) {
-                        *l = b.to_ascii_lowercase();
-                    }
-                    if searchers.iter().any(|s| s.find(&*lower).is_some()) {
-                        return true;
-                    }
-                    if at + CHUNK >= bytes.len() {
-                        return false;
-                    }
-                    at += step;
-                }
-            }
-        }
-    }
-}
-
-#[cfg(feature = "prefilter")]
-impl Searcher {
-    const fn new() -> Self {
-        Searcher(std::sync::OnceLock::new())
-    }
-
-    /// The searcher for `strings` (always the same ones), built on first
-    /// call. `aho-corasick`'s builder needs more stack than a small host
-    /// thread has (in debug builds), and any thread may classify first: it
-    /// builds on a thread of its own. `None` where that fails: the caller
-    /// then reads every text.
-    fn get(&self, strings: &'static [&'static str]) -> Option<&Search> {
-        self.0
-            .get_or_init(|| built(|| Search::new(strings)))
-            .as_ref()
-    }
-}
-
-/// What `build` builds, built on a thread of its own: `aho-corasick`'s
-/// builders need more stack than a small host thread has (in debug
-/// builds), and any thread may classify first. `None` where that fails.
-#[cfg(feature = "prefilter")]
-pub(super) fn built<T: Send>(build: impl FnOnce() -> Option<T> + Send) -> Option<T> {
-    std::thread::scope(|s| {
-        std::thread::Builder::new()
-            .name("autoretry-curated".into())
-            .spawn_scoped(s, build)
-            .ok()?
-            .join()
-            .ok()?
-    })
-}
-
-/// The name each hint rule of spec 13.2 reads its text at (the rules of
-/// 10.4, 6a to 6c, 7 and 8), lower case: a text with none of them, ASCII
-/// case aside, has no hint.
-#[cfg(feature = "prefilter")]
-const HINT_NAMES: [&str; 10] = [
-    "retry-after",
-    "x-ratelimit-reset",
-    "reset after ",
-    "please retry in ",
-    "\"retrydelay\":",
-    "try again in",
-    "retry after",
-    "try again after",
-    "\"resets_in_seconds\"",
-    "usage limit reached|",
-];
-
 /// The curated hint of `bytes` without a clock
-/// ([`curated_hint_ms_bytes`](super::curated_hint_ms_bytes)); on std, a
-/// text without one of the rules' names is passed over at once.
-pub(super) fn hint(bytes: &[u8]) -> Option<u64> {
-    #[cfg(feature = "prefilter")]
-    {
-        static SEARCHER: Searcher = Searcher::new();
-        if SEARCHER
-            .get(&HINT_NAMES)
-            .is_some_and(|s| !s.is_match(bytes))
-        {
-            return None;
-        }
+/// ([`curated_hint_ms_bytes`](super::curated_hint_ms_bytes)), `found`
+/// being the text's scan: a text whose scan did not see the name of a hint
+/// rule (`HINT`: the factor search looks for them) has none.
+pub(super) fn hint(found: u8, bytes: &[u8]) -> Option<u64> {
+    if found & HINT == 0 {
+        return None;
     }
     super::curated_hint_ms_bytes(bytes, None)
 }
@@ -578,16 +416,16 @@ mod tests {
         for text in &texts {
             let got = scan_str(text);
             let want = plain(literals(text.as_bytes()), symbols(text));
-            assert_eq!(got, want, "{text}");
+            assert_eq!(got & !HINT, want, "{text}");
             let mut bytes = text.as_bytes().to_vec();
             bytes.insert(bytes.len() / 2, 0xFF);
             assert_eq!(
-                scan_bytes(&bytes),
+                scan_bytes(&bytes) & !HINT,
                 plain(literals(&bytes), lossy_symbols(&bytes)),
                 "{text}"
             );
             assert_eq!(
-                hint(text.as_bytes()),
+                hint(got, text.as_bytes()),
                 super::super::curated_hint_ms(text, None),
                 "{text}"
             );
@@ -599,98 +437,10 @@ mod tests {
             };
             assert_eq!(literals(text.as_bytes()), plain(text.as_bytes()), "{text}");
             assert_eq!(literals(&bytes), plain(&bytes), "{text}");
-            skipped += usize::from(hint(text.as_bytes()).is_none());
+            skipped += usize::from(got & HINT == 0);
             labelled += usize::from(want != 0);
         }
         assert!(skipped > 3 && labelled > 1000, "{skipped} {labelled}");
-    }
-
-    /// The chunked Teddy search finds a string exactly where the automaton
-    /// that ignores ASCII case does: on generated texts short and long
-    /// (across chunk ends), in mixed case, with other scripts and invalid
-    /// UTF-8 around, for the tables' factors and the hint names.
-    #[test]
-    fn the_packed_search_is_the_automaton() {
-        use std::vec::Vec;
-        let automaton = |strings: &[&str]| {
-            aho_corasick::AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build(strings)
-                .unwrap()
-        };
-        let factors: Vec<&str> = super::super::dfa::CURATED_FACTORS
-            .iter()
-            .map(|f| f.0)
-            .collect();
-        let lists: [&[&str]; 2] = [&factors, &HINT_NAMES];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
-        let fill: [&[u8]; 6] = [
-            b"lorem ipsum ",
-            b"\n",
-            "\u{4e2d}\u{6587} ".as_bytes(),
-            b"\xff\xc3",
-            b"<p>",
-            b"0123 ",
-        ];
-        for strings in lists {
-            let Some(Search::Packed { .. }) = Search::new(strings) else {
-                #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-                panic!("no Teddy on x86_64 or aarch64");
-                #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-                return;
-            };
-            let search = Search::new(strings).unwrap();
-            let ac = automaton(strings);
-            let (mut hits, mut misses) = (0, 0);
-            for round in 0..400u64 {
-                let len = [0, 3, 40, 700, CHUNK - 3, CHUNK + 50, 3 * CHUNK][(round % 7) as usize];
-                let mut text: Vec<u8> = Vec::new();
-                while text.len() < len {
-                    let f = fill[(next() % fill.len() as u64) as usize];
-                    text.extend_from_slice(f);
-                }
-                if round % 3 != 0 {
-                    // One string, in mixed case, somewhere (chunk ends too).
-                    let s = strings[(next() % strings.len() as u64) as usize];
-                    let at = match round % 4 {
-                        0 => CHUNK.saturating_sub(s.len() / 2 + 1),
-                        1 => text.len(),
-                        _ => (next() as usize) % (text.len() + 1),
-                    };
-                    let at = at.min(text.len());
-                    let word: Vec<u8> = s
-                        .bytes()
-                        .map(|b| {
-                            if next() % 2 == 0 {
-                                b.to_ascii_uppercase()
-                            } else {
-                                b
-                            }
-                        })
-                        .collect();
-                    text.splice(at..at, word);
-                }
-                let want = ac.is_match(&text);
-                assert_eq!(
-                    search.is_match(&text),
-                    want,
-                    "{:?}",
-                    std::string::String::from_utf8_lossy(&text)
-                );
-                if want {
-                    hits += 1
-                } else {
-                    misses += 1
-                }
-            }
-            assert!(hits > 100 && misses > 50, "{hits} {misses}");
-        }
     }
 
     /// The factor search's runs on texts built to strain them: windows
@@ -753,6 +503,12 @@ mod tests {
             "busy",
             "try again later",
             "self-signed certificate",
+            "Retry after 7 seconds",
+            "try again in ~ 2m30s",
+            "\"resets_in_seconds\": 42",
+            "usage limit reached|1700000000",
+            "retry-after: 30",
+            "reset after 5s",
         ];
         let mut seed = 0x0DDB_1A5E_5BAD_5EEDu64;
         let mut next = move || {
@@ -781,7 +537,13 @@ mod tests {
                 super::super::curated_factors::scan(&text, lit).is_some(),
                 "no factor search"
             );
-            assert_eq!(scan_str(&text), want, "{text:?}");
+            let got = scan_str(&text);
+            assert_eq!(got & !HINT, want, "{text:?}");
+            assert_eq!(
+                hint(got, text.as_bytes()),
+                super::super::curated_hint_ms(&text, None),
+                "{text:?}"
+            );
             if want & !lit != 0 {
                 labelled += 1
             } else {
@@ -801,7 +563,7 @@ mod tests {
         long.push(" ".repeat(4094) + "400 (no body) " + &"y".repeat(300));
         for text in &long {
             let want = plain(literals(text.as_bytes()), symbols(text));
-            assert_eq!(scan_str(text), want, "{text:?}");
+            assert_eq!(scan_str(text) & !HINT, want, "{text:?}");
         }
     }
 
@@ -839,9 +601,12 @@ mod tests {
                 }
             }
             let want = plain(literals(&bytes), lossy_symbols(&bytes));
-            assert_eq!(scan_bytes(&bytes), want);
+            assert_eq!(scan_bytes(&bytes) & !HINT, want);
             if let Ok(text) = std::str::from_utf8(&bytes) {
-                assert_eq!(scan_str(text), plain(literals(&bytes), symbols(text)));
+                assert_eq!(
+                    scan_str(text) & !HINT,
+                    plain(literals(&bytes), symbols(text))
+                );
             }
             if want != 0 {
                 found += 1

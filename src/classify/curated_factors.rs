@@ -30,16 +30,22 @@
 //! - A run that reaches the end of the text adds the matches that end
 //!   with it.
 //!
-//! A table whose labels are all found steps no more; once every table is
-//! done the search stops. Texts that are not valid UTF-8 take the plain
-//! scan (`super::curated`).
+//! The names every hint rule reads its text at are factors too (mask
+//! `CURATED_HINT_MASK`): a text without one has no hint, and the rules are
+//! not read (`HINT` among the bits found). A table whose labels are all
+//! found steps no more; once every table is done and a name was seen the
+//! search stops. Texts that are not valid UTF-8 take the plain scan
+//! (`super::curated`).
 
 extern crate std;
 
 use std::sync::OnceLock;
 
 use super::curated::{Unpacked, Windows, ALL, TABLES, WORDS_AT};
-use super::dfa::{CURATED_FACTORS, CURATED_FACTOR_MAX_LEN, CURATED_WINDOWS, CURATED_WORD_TABLES};
+use super::dfa::{
+    CURATED_FACTORS, CURATED_FACTOR_MAX_LEN, CURATED_HINT_MASK, CURATED_WINDOWS,
+    CURATED_WORD_TABLES, HINT,
+};
 use super::factors::{needed, Hits, Search, Text};
 use super::symbol::SYMBOLS;
 use super::utf8::{char_start, decode};
@@ -59,13 +65,14 @@ const CHUNK: usize = 4096;
 const FIRST_CHUNK: usize = 256;
 
 /// The search for [`CURATED_FACTORS`], built at first use (on a thread
-/// of its own, see `super::curated::built`); `None` where the target has
-/// no Teddy.
+/// of its own: `aho-corasick`'s builder needs more stack than a small host
+/// thread has in debug builds, and any thread may classify first); `None`
+/// where the target has no Teddy, or the thread could not be made.
 fn search() -> Option<&'static Search> {
     static SEARCH: OnceLock<Option<Search>> = OnceLock::new();
     SEARCH
         .get_or_init(|| {
-            super::curated::built(|| {
+            on_own_thread(|| {
                 Search::new(CURATED_FACTORS.len(), |i| {
                     CURATED_FACTORS.get(i).map_or("", |f| f.0)
                 })
@@ -74,16 +81,26 @@ fn search() -> Option<&'static Search> {
         .as_ref()
 }
 
-/// The bits of [`super::curated::scan`]'s findings that `text` has, on
-/// top of `found` (the literals'); `None` where the factor search cannot
-/// run (no Teddy on the target, or the tables could not be unpacked).
+/// What `build` builds, on a thread of its own; `None` where that fails.
+fn on_own_thread<T: Send>(build: impl FnOnce() -> Option<T> + Send) -> Option<T> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("autoretry-curated".into())
+            .spawn_scoped(s, build)
+            .ok()?
+            .join()
+            .ok()?
+    })
+}
+
+/// The bits of [`super::curated::scan_str`]'s findings that `text` has,
+/// on top of `found` (the literals'), with `HINT` where the name of a
+/// hint rule occurs; `None` where the factor search cannot run (no Teddy
+/// on the target, or the tables could not be unpacked).
 pub(super) fn scan(text: &str, found: u8) -> Option<u8> {
     let search = search()?;
     let tables = Unpacked::get()?;
     let mut runs = Runs::new(tables, found);
-    if runs.live == 0 {
-        return Some(runs.found);
-    }
     let bytes = text.as_bytes();
     let mut first = [0u8; FIRST_CHUNK + CURATED_FACTOR_MAX_LEN - 1];
     let mut at = 0;
@@ -140,6 +157,12 @@ impl Runs {
         }
     }
 
+    /// Whether every run is done and a hint rule's name was seen: nothing
+    /// is left to look for.
+    fn done(&self) -> bool {
+        self.live == 0 && self.found & HINT != 0
+    }
+
     /// The text from `at` on, in chunks of the larger buffer.
     #[inline(never)]
     fn rest(&mut self, search: &Search, bytes: &[u8], mut at: usize) {
@@ -188,8 +211,15 @@ impl Runs {
                 continue;
             };
             let units = units(mask) & self.live;
-            if units == 0 || !needed(text, h, needs) {
+            let hint = mask & CURATED_HINT_MASK != 0 && self.found & HINT == 0;
+            if units == 0 && !hint || !needed(text, h, needs) {
                 continue;
+            }
+            if hint {
+                self.found |= HINT;
+                if self.done() {
+                    return true;
+                }
             }
             let from = match before {
                 Some(before) => char_start(bytes, h.saturating_sub(usize::from(before))),
@@ -225,7 +255,7 @@ impl Runs {
             self.run(u, bytes, from, past);
             if self.found != before {
                 self.prune();
-                if self.live == 0 {
+                if self.done() {
                     return true;
                 }
             }
@@ -428,5 +458,77 @@ fn labels(u: usize) -> u8 {
         CURATED_WINDOWS.iter().fold(0, |all, w| all | w.3)
     } else {
         TABLES.get(u).map_or(0, |t| t.labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::vec::Vec;
+
+    /// The search reports every occurrence of every factor, in any ASCII
+    /// case, overlapping ones too, in the order of their starts: on texts
+    /// made of the factors themselves (so that they crowd and overlap),
+    /// against a comparison at every place.
+    #[test]
+    fn the_hits_are_every_occurrence() {
+        let Some(search) = search() else {
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            panic!("no Teddy on x86_64 or aarch64");
+            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+            return;
+        };
+        let mut seed = 0x1234_5678_9ABC_DEF1u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut total = 0;
+        for round in 0..200 {
+            let mut text: Vec<u8> = Vec::new();
+            while text.len() < [30, 200, 1000][round % 3] {
+                let (f, ..) = CURATED_FACTORS[(next() % CURATED_FACTORS.len() as u64) as usize];
+                // A factor, or a piece of one, in mixed case.
+                let cut = if next() % 3 == 0 {
+                    (next() as usize) % (f.len() + 1)
+                } else {
+                    f.len()
+                };
+                text.extend(f.bytes().take(cut).map(|b| {
+                    if next() % 2 == 0 {
+                        b.to_ascii_uppercase()
+                    } else {
+                        b
+                    }
+                }));
+                if next() % 4 == 0 {
+                    text.push(b' ');
+                }
+            }
+            let lower: Vec<u8> = text.iter().map(u8::to_ascii_lowercase).collect();
+            let mut want = Vec::new();
+            for start in 0..lower.len() {
+                for (i, (f, ..)) in CURATED_FACTORS.iter().enumerate() {
+                    if lower[start..].starts_with(f.as_bytes()) {
+                        want.push((start, start + f.len(), i));
+                    }
+                }
+            }
+            let mut got = Vec::new();
+            let mut hits = Hits::new(search, &lower, true);
+            while let Some(hit) = hits.next() {
+                got.push(hit);
+            }
+            assert_eq!(
+                got,
+                want,
+                "{:?}",
+                std::string::String::from_utf8_lossy(&text)
+            );
+            total += want.len();
+        }
+        assert!(total > 2000, "{total}");
     }
 }

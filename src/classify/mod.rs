@@ -207,7 +207,11 @@ impl Classifier {
             #[cfg(feature = "curated")]
             Classifier::Curated => {
                 let found = curated::scan_str(text);
-                curated::labels(found, text.is_empty(), curated::hint(text.as_bytes()))
+                curated::labels(
+                    found,
+                    text.is_empty(),
+                    curated::hint(found, text.as_bytes()),
+                )
             }
         }
     }
@@ -249,7 +253,7 @@ impl Classifier {
             #[cfg(feature = "curated")]
             Classifier::Curated => {
                 let found = curated::scan_bytes(bytes);
-                curated::labels(found, bytes.is_empty(), curated::hint(bytes))
+                curated::labels(found, bytes.is_empty(), curated::hint(found, bytes))
             }
         }
     }

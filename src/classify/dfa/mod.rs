@@ -193,7 +193,8 @@ pub(super) static CURATED_WINDOWS: [(&[u8], &[u8], u8, u8); CURATED_WINDOWS_LEN]
 /// earlier on its line), the mask of the tables whose patterns it was
 /// chosen for (bit `k`: table `k` of `CURATED`, then `GUARDS`, then
 /// `CURATED_WORD_TABLE`, counted on; a window alternative's: both window
-/// words' tables), and its needs (as a [`Factor`]'s).
+/// words' tables; `CURATED_HINT_MASK`: the names of the hint rules), and
+/// its needs (as a [`Factor`]'s).
 #[cfg(all(feature = "curated", feature = "prefilter"))]
 pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'static [Need]]);
 
@@ -201,7 +202,9 @@ pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'sta
 /// pattern of table `k` contains one whose mask has bit `k`, and none
 /// starts with another.
 #[cfg(all(feature = "curated", feature = "prefilter"))]
-pub(super) static CURATED_FACTORS: [CuratedFactor; 151] = [
+pub(super) static CURATED_FACTORS: [CuratedFactor; 160] = [
+    ("\"resets_in_seconds\"", Some(0), 0x80000000, &[]),
+    ("\"retrydelay\":", Some(0), 0x80000000, &[]),
     ("-hour limit", None, 0x40, &[]),
     ("400", Some(0), 0x20000, &[]),
     ("413", Some(0), 0x20000, &[]),
@@ -295,6 +298,7 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 151] = [
     ("overloaded", Some(0), 0x1, &[]),
     ("peak", Some(0), 0x1, &[&[(4, 5, true, "demand")], &[(4, 5, true, "load")]]),
     ("per", Some(0), 0x5000e0, &[&[(-18, -18, true, "not authorized to perform")], &[(-16, -16, true, "too many tokens per day")], &[(-16, -16, true, "too many tokens per minute")], &[(0, 0, true, "per day")], &[(0, 0, true, "per hour")], &[(0, 0, true, "per minute")], &[(0, 0, true, "perday")], &[(0, 0, true, "permission"), (10, 14, true, "denied")], &[(3, 4, true, "day")]]),
+    ("please retry in ", Some(0), 0x80000000, &[]),
     ("please wait before trying again", Some(0), 0x400020, &[]),
     ("premature close", Some(0), 0x8, &[]),
     ("premium request", Some(0), 0x40, &[]),
@@ -312,9 +316,12 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 151] = [
     ("requested token", Some(0), 0x4800, &[]),
     ("requires more credits", Some(0), 0x80000, &[]),
     ("requires more system memory", Some(0), 0x200000, &[]),
+    ("reset after ", Some(0), 0x80000000, &[]),
     ("reset before headers", Some(0), 0x2, &[]),
+    ("retry after", Some(0), 0x80000000, &[]),
     ("retry delay", Some(0), 0x2, &[]),
     ("retry your request", Some(0), 0x1, &[]),
+    ("retry-after", Some(0), 0x80000000, &[]),
     ("rpd", Some(1), 0x40, &[]),
     ("rpm", Some(0), 0x20, &[]),
     ("run out of credits", Some(0), 0x40000, &[]),
@@ -338,6 +345,8 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 151] = [
     ("too many tokens", Some(0), 0x400000, &[]),
     ("tpd", Some(1), 0x40, &[]),
     ("tpm", Some(0), 0x400020, &[]),
+    ("try again after", Some(0), 0x80000000, &[]),
+    ("try again in", Some(0), 0x80000000, &[]),
     ("try again later", Some(0), 0x20, &[]),
     ("unable to allocate", Some(0), 0x200000, &[]),
     ("unable to get local issuer certificate", Some(0), 0x100000, &[]),
@@ -349,11 +358,17 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 151] = [
     ("und_err_socket", Some(0), 0x8, &[]),
     ("unexpected_eof_while_reading", Some(0), 0x10, &[]),
     ("upstream", Some(0), 0x2, &[&[(8, 12, true, "connect")], &[(8, 12, true, "request"), (15, 23, true, "failed")]]),
-    ("usage", Some(0), 0xc0, &[&[(-23, -23, true, "exhausted your monthly usage limit")], &[(-22, -22, true, "exceeded your monthly usage limit")], &[(-22, -22, true, "exhausted its monthly usage limit")], &[(-22, -22, true, "exhausted the monthly usage limit")], &[(-21, -21, true, "exceeded its monthly usage limit")], &[(-21, -21, true, "exceeded the monthly usage limit")], &[(-21, -21, true, "reached your monthly usage limit")], &[(-20, -20, true, "reached its monthly usage limit")], &[(-20, -20, true, "reached the monthly usage limit")], &[(-18, -18, true, "exhausted monthly usage limit")], &[(-17, -17, true, "exceeded monthly usage limit")], &[(-16, -16, true, "reached monthly usage limit")], &[(-8, -8, true, "monthly usage limit exceeded")], &[(-8, -8, true, "monthly usage limit exhausted")], &[(-8, -8, true, "monthly usage limit has been exceeded")], &[(-8, -8, true, "monthly usage limit has been exhausted")], &[(-8, -8, true, "monthly usage limit has been reached")], &[(-8, -8, true, "monthly usage limit reached")], &[(-5, -5, true, "free usage")], &[(0, 0, true, "usage cap")], &[(0, 0, true, "usage_limit_reached")], &[(0, 0, true, "usage_not_included")], &[(5, 9, true, "limit")]]),
+    ("usage", Some(0), 0x800000c0, &[&[(-23, -23, true, "exhausted your monthly usage limit")], &[(-22, -22, true, "exceeded your monthly usage limit")], &[(-22, -22, true, "exhausted its monthly usage limit")], &[(-22, -22, true, "exhausted the monthly usage limit")], &[(-21, -21, true, "exceeded its monthly usage limit")], &[(-21, -21, true, "exceeded the monthly usage limit")], &[(-21, -21, true, "reached your monthly usage limit")], &[(-20, -20, true, "reached its monthly usage limit")], &[(-20, -20, true, "reached the monthly usage limit")], &[(-18, -18, true, "exhausted monthly usage limit")], &[(-17, -17, true, "exceeded monthly usage limit")], &[(-16, -16, true, "reached monthly usage limit")], &[(-8, -8, true, "monthly usage limit exceeded")], &[(-8, -8, true, "monthly usage limit exhausted")], &[(-8, -8, true, "monthly usage limit has been exceeded")], &[(-8, -8, true, "monthly usage limit has been exhausted")], &[(-8, -8, true, "monthly usage limit has been reached")], &[(-8, -8, true, "monthly usage limit reached")], &[(-5, -5, true, "free usage")], &[(0, 0, true, "usage cap")], &[(0, 0, true, "usage limit reached|")], &[(0, 0, true, "usage_limit_reached")], &[(0, 0, true, "usage_not_included")], &[(5, 9, true, "limit")]]),
     ("used all available credits", Some(0), 0x40000, &[]),
     ("weekly limit", Some(0), 0x40, &[]),
     ("within the last 24 hours", Some(0), 0x80, &[]),
+    ("x-ratelimit-reset", Some(0), 0x80000000, &[]),
 ];
+
+/// The mask bit of the names every curated hint rule reads its text at:
+/// a text with none of them has no curated hint.
+#[cfg(all(feature = "curated", feature = "prefilter"))]
+pub(super) const CURATED_HINT_MASK: u32 = 0x80000000;
 
 /// The longest of `CURATED_FACTORS`, in bytes.
 #[cfg(all(feature = "curated", feature = "prefilter"))]

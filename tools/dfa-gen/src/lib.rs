@@ -186,6 +186,11 @@ pub const HINT_NAMES: &str = "retry-after|x-ratelimit-reset";
 /// leading literals of rules 3 to 6.
 pub const HINT_NAMES_EXTENDED: &str =
     r#"retry-after|x-ratelimit-reset|reset after |please retry in |"retryDelay":|try again in"#;
+/// The names every hint rule of 13.2 reads its text at (10.4's, and
+/// those of rules 6a to 6c): a text with none of them has no curated hint.
+pub const HINT_NAMES_CURATED: &str = r#"retry-after|x-ratelimit-reset|reset after |please retry in |"retryDelay":|try again in|retry after|try again after|"resets_in_seconds"|usage limit reached\|"#;
+/// The mask bit of [`HINT_NAMES_CURATED`] among the curated factors'.
+pub const CURATED_HINT_MASK: u32 = 1 << 31;
 /// Output bit of an overflow pattern without `.*` (3.3, and the extended
 /// ones of 10.5).
 pub const BIT_OVERFLOW: u8 = 4;
@@ -1310,13 +1315,14 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
     }
     let words = count("cwin_");
     let words_mask = ((1u32 << words) - 1) << tables.len();
-    if tables.len() + words > 32 {
-        return Err("more than 32 curated tables".into());
+    if tables.len() + words > 31 {
+        return Err("more than 31 curated tables".into());
     }
     tables.push((
         cur.windows.iter().map(|w| w.js.clone()).collect(),
         words_mask,
     ));
+    tables.push((vec![HINT_NAMES_CURATED.to_string()], CURATED_HINT_MASK));
     let factors = factors::curated(&tables)?;
     let _ = writeln!(
         s,
@@ -1325,7 +1331,8 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
          /// earlier on its line), the mask of the tables whose patterns it was\n\
          /// chosen for (bit `k`: table `k` of `CURATED`, then `GUARDS`, then\n\
          /// `CURATED_WORD_TABLE`, counted on; a window alternative's: both window\n\
-         /// words' tables), and its needs (as a [`Factor`]'s).\n\
+         /// words' tables; `CURATED_HINT_MASK`: the names of the hint rules), and\n\
+         /// its needs (as a [`Factor`]'s).\n\
          #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
          pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'static [Need]]);\n\
          \n\
@@ -1354,6 +1361,13 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
         let _ = writeln!(s, "    ({text:?}, {before}, {:#x}, &[{needs}]),", f.labels);
     }
     s.push_str("];\n");
+    let _ = writeln!(
+        s,
+        "\n/// The mask bit of the names every curated hint rule reads its text at:\n\
+         /// a text with none of them has no curated hint.\n\
+         #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
+         pub(super) const CURATED_HINT_MASK: u32 = {CURATED_HINT_MASK:#x};"
+    );
     let _ = writeln!(
         s,
         "\n/// The longest of `CURATED_FACTORS`, in bytes.\n\
