@@ -12,6 +12,11 @@
 //! | [`Path::Skipping`] | the set's scan, skipping the strings of three bytes where no match can start (`skipping`, `prefilter`) | invalid UTF-8 of [`SKIPPING_MIN_LEN`] bytes or more; long texts where the target has no Teddy |
 //! | [`Path::Factors`] | a vectorized search for the patterns' required factors, the set's scan only around each hit (`factors`) | valid UTF-8 of [`FACTORS_MIN_LEN`] bytes or more, where the target has Teddy (x86_64, aarch64) |
 //!
+//! The curated set (`super::curated`) is not a [`Set`]: its 25 tables step
+//! one by one around the hits of their own factors
+//! (`super::curated_factors`), on every valid text where the target has
+//! Teddy, and take the plain scan otherwise.
+//!
 //! The factor search needs characters (a valid `&str`); a long text where
 //! the target has no Teddy takes the skipping scan (the factor search
 //! answers `None`), and a text between the two lengths the short tables.
