@@ -3,7 +3,8 @@
 //! those of the policy options of section 10 (`tests/vectors/options/*.jsonl`)
 //! those of section 11 (`tests/vectors/beyond/*.jsonl`), those of
 //! section 12 (`tests/vectors/stream/*.jsonl`) and the response headers'
-//! of section 13 (`tests/vectors/response/`, all but `curated-*`). Per
+//! of section 13 (`tests/vectors/response/`; `curated-*` with feature
+//! `curated`). Per
 //! scenario its
 //! file, folder, settings and host options (the jitter seed included) and
 //! its retry budget, if any; per step the input (the message fields of
@@ -46,6 +47,7 @@ fn main() {
         "tests/vectors/stream",
         "tests/vectors/response",
     ];
+    let curated = std::env::var_os("CARGO_FEATURE_CURATED").is_some();
     let mut paths: Vec<(usize, PathBuf)> = Vec::new();
     for (folder, dir) in folders.iter().enumerate() {
         let dir = manifest.join("../..").join(dir);
@@ -54,11 +56,13 @@ fn main() {
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.expect("directory entry").path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            // The curated classifier (spec 13.2) is not in the firmware's
-            // build: its response vectors are the headers' alone.
+            // The curated classifier's vectors (spec 13.2) where the build
+            // has it (feature `curated`).
             .filter(|p| {
-                !p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("curated-"))
+                curated
+                    || !p
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("curated-"))
             })
             .collect();
         files.sort();

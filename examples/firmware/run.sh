@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the firmware (thumbv7m-none-eabi, release) and runs it under QEMU's
-# lm3s6965evb, with the extended classifier (the option vectors need it) and
-# a machine restored from postcard bytes of its snapshot before every step.
+# lm3s6965evb, with the extended classifier (the option vectors need it), the
+# curated one (the `curated-*` response vectors) and a machine restored from
+# postcard bytes of its snapshot before every step.
 # Exits 0 only when the firmware reports every scenario passed (semihosting
 # exit status), within the time limit.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-cargo build --release --bin autoretry-firmware --features extended,snapshot
+cargo build --release --bin autoretry-firmware --features extended,curated,snapshot
 kernel=target/thumbv7m-none-eabi/release/autoretry-firmware
 
 status=0
