@@ -1,7 +1,8 @@
 /* A C host of the autoretry machine: replays conformance vector files
  * (tests/vectors/ *.jsonl, tests/vectors/options/ *.jsonl,
- * tests/vectors/beyond/ *.jsonl and tests/vectors/stream/ *.jsonl, the
- * stream inputs with their nowMs) through the C ABI's struct form
+ * tests/vectors/beyond/ *.jsonl, tests/vectors/stream/ *.jsonl, the
+ * stream inputs with their nowMs, and tests/vectors/response/ *.jsonl, a
+ * message's headers) through the C ABI's struct form
  * (autoretry_new_c, autoretry_handle_c, autoretry_state_c) and checks every
  * step's outputs, state and refusal, and a scenario's retry budget
  * (autoretry_budget_new, autoretry_budget_tokens) after every step.
@@ -505,6 +506,25 @@ static bool feed(int32_t h, int32_t budget, const json *in, autoretry_output *ou
       x.text = (const uint8_t *)text->s;
       x.text_len = (int32_t)text->len;
     }
+    /* `headers` (spec 13.1): a list of [name, value] string pairs; `null`
+     * is absent, anything else bad input. */
+    static autoretry_header headers[64];
+    const json *hs = get(m, "headers");
+    if (hs && hs->kind != J_NULL) {
+      if (hs->kind != J_ARR || hs->len > sizeof headers / sizeof headers[0]) return false;
+      for (size_t k = 0; k < hs->len; k++) {
+        const json *pair = &hs->items[k];
+        if (pair->kind != J_ARR || pair->len != 2 || pair->items[0].kind != J_STR ||
+            pair->items[1].kind != J_STR)
+          return false;
+        headers[k].name = (const uint8_t *)pair->items[0].s;
+        headers[k].name_len = (uint32_t)pair->items[0].len;
+        headers[k].value = (const uint8_t *)pair->items[1].s;
+        headers[k].value_len = (uint32_t)pair->items[1].len;
+      }
+      x.headers = headers;
+      x.headers_len = (uint32_t)hs->len;
+    }
     const json *u = get(m, "usage");
     if (u) {
       x.has_usage = 1;
@@ -531,10 +551,11 @@ static bool feed(int32_t h, int32_t budget, const json *in, autoretry_output *ou
       if (empty->kind != J_BOOL) return false;
       x.empty = empty->b;
     }
+    /* `nowMs` (spec 13.1, the wall clock): a u64 when present. */
     const json *now = get(in, "nowMs");
     if (now) {
+      if (!uint_of(now, UINT64_MAX, &x.now_ms)) return false;
       x.has_now = 1;
-      x.now_ms = uint_or(now, 0);
     }
   } else if (is(type, "timer_fired")) {
     uint64_t ordinal = uint_or(get(in, "timer"), 0);
