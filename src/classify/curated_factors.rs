@@ -46,7 +46,7 @@ use super::dfa::{
     CURATED_FACTORS, CURATED_FACTOR_MAX_LEN, CURATED_HINT_MASK, CURATED_WINDOWS,
     CURATED_WORD_TABLES, HINT,
 };
-use super::factors::{needed, Hits, Search, Text};
+use super::factors::{needed, Hits, LineStarts, Search, Text};
 use super::symbol::SYMBOLS;
 use super::utf8::{char_start, decode};
 
@@ -127,8 +127,8 @@ struct Runs {
     /// has read.
     windows: Windows,
     chars: usize,
-    /// The last line start asked for: (position asked, its line's start).
-    line: (usize, usize),
+    /// The line starts asked.
+    line: LineStarts,
 }
 
 impl Runs {
@@ -142,7 +142,7 @@ impl Runs {
             states: [0; ALL],
             windows: Windows::default(),
             chars: 0,
-            line: (0, 0),
+            line: LineStarts::default(),
         };
         runs.prune();
         runs
@@ -223,7 +223,7 @@ impl Runs {
             }
             let from = match before {
                 Some(before) => char_start(bytes, h.saturating_sub(usize::from(before))),
-                None => self.line_start(bytes, h),
+                None => self.line.of(bytes, h),
             };
             if self.step(bytes, units, from, *at + stop) {
                 return true;
@@ -236,7 +236,7 @@ impl Runs {
     /// Where no search runs: every run from the start of `at`'s line to
     /// the end of the text.
     fn every_run(&mut self, bytes: &[u8], at: usize) {
-        let from = self.line_start(bytes, at);
+        let from = self.line.of(bytes, at);
         self.step(bytes, self.live, from, bytes.len());
     }
 
@@ -395,26 +395,6 @@ impl Runs {
             *s = state;
         }
         pos
-    }
-
-    /// The start of the line `i` is on: after the last line feed before
-    /// it. Asked at rising positions, it reads each byte once.
-    fn line_start(&mut self, bytes: &[u8], i: usize) -> usize {
-        let (asked, answer) = self.line;
-        let from = if (answer..=asked).contains(&i) {
-            return answer;
-        } else if i > asked {
-            asked
-        } else {
-            0
-        };
-        let start = match memchr::memrchr(b'\n', bytes.get(from..i).unwrap_or_default()) {
-            Some(k) => from + k + 1,
-            None if from == asked => answer,
-            None => 0,
-        };
-        self.line = (i, start);
-        start
     }
 }
 

@@ -346,7 +346,7 @@ pub(super) fn scan<S: Step>(want: u8, text: &str) -> Option<u8> {
         pos: 0,
         line_done: 0,
         line_labels: 0,
-        line: (0, 0),
+        line: LineStarts::default(),
     };
     let mut at = None;
     loop {
@@ -474,7 +474,7 @@ fn chunks<S: Step>(
                 // Step the rest of the chunk whole, every table, from the
                 // start of this hit's line to the end of the line the
                 // chunk ends in.
-                let start = seg.line_start(bytes, h);
+                let start = seg.line.of(bytes, h);
                 seg.to(p, bytes, start, u8::MAX);
                 if seg.run(p, bytes, end, true) {
                     return Stop::Done;
@@ -498,7 +498,7 @@ fn chunks<S: Step>(
                     char_start(bytes, h.saturating_sub(usize::from(before))),
                     false,
                 ),
-                None => (seg.line_start(bytes, h), true),
+                None => (seg.line.of(bytes, h), true),
             };
             seg.to(p, bytes, need, labels);
             if seg.run(p, bytes, *at + stop, line) {
@@ -512,7 +512,7 @@ fn chunks<S: Step>(
                 // where it starts, so the new set's factor in it is on
                 // that line too (no match has a line feed before its
                 // factor), though maybe before the hit.
-                *at = seg.line_start(bytes, h);
+                *at = seg.line.of(bytes, h);
                 continue 'chunks;
             }
         }
@@ -623,8 +623,8 @@ struct Segment<S> {
     line_done: usize,
     /// The labels whose tables stepped that line.
     line_labels: u8,
-    /// The last [`Segment::line_start`] asked: (where, the answer).
-    line: (usize, usize),
+    /// The line starts asked.
+    line: LineStarts,
 }
 
 impl<S: Step> Segment<S> {
@@ -637,7 +637,7 @@ impl<S: Step> Segment<S> {
     /// Steps every table from the start of `at`'s line (no match crosses
     /// one) to the end of the text: the scan without the search.
     fn rest(&mut self, p: &Prefilter, bytes: &[u8], at: usize) {
-        let start = self.line_start(bytes, at);
+        let start = self.line.of(bytes, at);
         self.to(p, bytes, start, u8::MAX);
         self.run(p, bytes, bytes.len(), false);
     }
@@ -765,30 +765,33 @@ impl<S: Step> Segment<S> {
     }
 }
 
-impl<S> Segment<S> {
+/// Line starts asked at positions of one text, remembering the last
+/// answer: (position asked, its line's start).
+#[derive(Clone, Copy, Default)]
+pub(super) struct LineStarts(usize, usize);
+
+impl LineStarts {
     /// Where the line of the byte at `i` starts, or an earlier line's
     /// start (after a line feed; starting before a `\r`, U+2028 or U+2029
     /// is only more than needed). Asked at growing positions, or on the
     /// line asked last (where the search for the labels left goes back
     /// to), it reads each byte at most once: the text before the last
     /// answer's position is not read again.
-    fn line_start(&mut self, bytes: &[u8], i: usize) -> usize {
-        let (asked, answer) = self.line;
+    pub(super) fn of(&mut self, bytes: &[u8], i: usize) -> usize {
+        let LineStarts(asked, answer) = *self;
         if (answer..=asked).contains(&i) {
             // No line feed between the answer and the position asked.
             return answer;
         }
         let from = if asked <= i { asked } else { 0 };
-        let found = bytes
-            .get(from..i)
-            .and_then(|b| b.iter().rposition(|&c| c == b'\n'))
-            .map(|k| from + k + 1);
+        let found =
+            memchr::memrchr(b'\n', bytes.get(from..i).unwrap_or_default()).map(|k| from + k + 1);
         let start = match found {
             Some(start) => start,
             None if asked <= i => answer,
             None => 0,
         };
-        self.line = (i, start);
+        *self = LineStarts(i, start);
         start
     }
 }
@@ -1258,14 +1261,7 @@ mod tests {
     #[test]
     fn line_starts_asked_forth_and_back() {
         let bytes = b"ab\ncdef\ng\n\nhij";
-        let mut seg = Segment {
-            scan: (),
-            start: 0,
-            pos: 0,
-            line_done: 0,
-            line_labels: 0,
-            line: (0, 0),
-        };
+        let mut line = LineStarts::default();
         let truth = |i: usize| {
             bytes[..i]
                 .iter()
@@ -1274,7 +1270,7 @@ mod tests {
         };
         // Growing, then back on the line asked last, then back before it.
         for i in [0, 1, 5, 7, 6, 3, 7, 9, 2, 10, 11, 14, 12, 13, 0, 14] {
-            assert_eq!(seg.line_start(bytes, i), truth(i), "at {i}");
+            assert_eq!(line.of(bytes, i), truth(i), "at {i}");
         }
     }
 
