@@ -9,10 +9,10 @@
 //! invalid sequence never swallows a leading byte, so the search is the
 //! same on both entry points.
 //!
-//! On std (feature `prefilter`) valid UTF-8 takes the factor search
-//! (`super::curated_factors`): each table steps only around the hits of
-//! its own factors, on the tables unpacked (`Unpacked`, filled at first
-//! use).
+//! On std (feature `prefilter`) valid UTF-8 takes the tables as one lazily
+//! built automaton (`super::curated_lazy`, from the tables unpacked:
+//! `Unpacked`, filled at first use), around the hits of their factors in
+//! a long text (`super::curated_factors`).
 
 use super::dfa::{
     CURATED, CURATED_LEN, CURATED_LITERALS, CURATED_WINDOWS, CURATED_WINDOWS_LEN, CURATED_WORDS,
@@ -29,7 +29,7 @@ use super::LONG_WAIT_MS;
 /// Everything the curated patterns find in the valid UTF-8 `text`: the
 /// bits `RETRYABLE`, `USAGE_LIMIT` and `OVERFLOW` (but `/too many
 /// tokens/i`), `NEVER`, `THROTTLE` and `TOO_MANY_TOKENS`, and `HINT`
-/// unless the text surely has no hint name ([`hint`]). On std, through the
+/// where the name of a hint rule occurs ([`hint`]). On std, through the
 /// factor search (`super::curated_factors`).
 pub(super) fn scan_str(text: &str) -> u8 {
     let found = literals(text.as_bytes());
@@ -37,8 +37,7 @@ pub(super) fn scan_str(text: &str) -> u8 {
     if let Some(found) = super::curated_factors::scan(text, found) {
         return found;
     }
-    // The hint rules read every text the factor search does not.
-    tables(found, super::utf8::symbols(text)) | HINT
+    tables(found, super::utf8::symbols(text))
 }
 
 /// [`scan_str`] over the lossy reading of `bytes`.
@@ -47,7 +46,7 @@ pub(super) fn scan_bytes(bytes: &[u8]) -> u8 {
     if let Ok(text) = core::str::from_utf8(bytes) {
         return scan_str(text);
     }
-    tables(literals(bytes), super::utf8::lossy_symbols(bytes)) | HINT
+    tables(literals(bytes), super::utf8::lossy_symbols(bytes))
 }
 
 #[cfg(feature = "prefilter")]
@@ -56,7 +55,7 @@ extern crate std;
 /// The curated hint of `bytes` without a clock
 /// ([`curated_hint_ms_bytes`](super::curated_hint_ms_bytes)), `found`
 /// being the text's scan: a text whose scan did not see the name of a hint
-/// rule (`HINT`: the factor search looks for them) has none.
+/// rule (`HINT`, a guard's match) has none.
 pub(super) fn hint(found: u8, bytes: &[u8]) -> Option<u64> {
     if found & HINT == 0 {
         return None;
@@ -110,7 +109,7 @@ fn tables(found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
 }
 
 /// The tables' plain scan, through the compressed tables.
-fn plain(found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
+pub(super) fn plain(found: u8, symbols: impl Iterator<Item = u8>) -> u8 {
     stepped(found, symbols, |k, state, sym| {
         TABLES.get(k).map_or(0, |t| t.next(state, sym))
     })
@@ -147,7 +146,7 @@ fn stepped(
             }
         }
         if any {
-            found |= windows.words(&outs, pos);
+            found |= windows.words(reported(&outs), pos);
         }
         if sym == b'\n' {
             windows.line_break();
@@ -167,7 +166,7 @@ fn stepped(
             }
         }
     }
-    found | windows.words(&outs, pos)
+    found | windows.words(reported(&outs), pos)
 }
 
 /// The tables of [`TABLES`] unpacked (on std): per table, a row of
@@ -237,14 +236,6 @@ impl Unpacked {
         Some(Unpacked { rows, at, idle })
     }
 
-    /// The rows of table `k`: the state after `state` reads `sym` is at
-    /// `state * SYMBOLS + sym`.
-    #[inline(always)]
-    pub(super) fn rows_of(&self, k: usize) -> &[u8] {
-        let at = self.at.get(k).copied().unwrap_or(0);
-        self.rows.get(at..).unwrap_or_default()
-    }
-
     /// The idle states of table `k` (see [`Unpacked::idle`]).
     #[inline(always)]
     pub(super) fn idle_of(&self, k: usize) -> &[u64; 4] {
@@ -253,7 +244,7 @@ impl Unpacked {
 
     /// The state after `state` of table `k` reads `sym`.
     #[inline(always)]
-    fn next(&self, k: usize, state: u8, sym: u8) -> u8 {
+    pub(super) fn next(&self, k: usize, state: u8, sym: u8) -> u8 {
         if usize::from(sym) >= SYMBOLS {
             // Not reached (the readings give symbols only).
             return TABLES.get(k).map_or(0, |t| t.next(state, sym));
@@ -265,12 +256,41 @@ impl Unpacked {
     }
 }
 
+/// The first bytes of the literal alternatives: from `.0` to `.1`.
+const LEADS: (u8, u8) = {
+    let (mut lo, mut hi) = (u8::MAX, 0);
+    let mut i = 0;
+    while i < CURATED_LITERALS.len() {
+        let lead = CURATED_LITERALS[i].0.as_bytes()[0];
+        if lead < lo {
+            lo = lead;
+        }
+        if lead > hi {
+            hi = lead;
+        }
+        i += 1;
+    }
+    (lo, hi)
+};
+
 /// The bits of the literal alternatives that occur in `bytes`.
 fn literals(bytes: &[u8]) -> u8 {
-    // The literals are not ASCII: an ASCII text holds none.
+    // The literals start with bytes that are not ASCII, in a narrow range
+    // (CJK): a text holds none before the first such byte. The search for
+    // it reads 64 bytes at a time (vectorized), the literals' searches
+    // only the rest.
     if bytes.is_ascii() {
         return 0;
     }
+    let (lo, span) = (LEADS.0, LEADS.1.wrapping_sub(LEADS.0));
+    let lead = |b: &u8| b.wrapping_sub(lo) <= span;
+    let Some(chunk) = bytes
+        .chunks(64)
+        .position(|c| c.iter().fold(false, |any, b| any | lead(b)))
+    else {
+        return 0;
+    };
+    let bytes = bytes.get(chunk * 64..).unwrap_or_default();
     let mut found = 0;
     for &(literal, bit) in &CURATED_LITERALS {
         let needle = literal.as_bytes();
@@ -300,60 +320,145 @@ fn occurs(bytes: &[u8], needle: &[u8]) -> bool {
 /// never overlap.
 #[derive(Default)]
 pub(super) struct Windows {
-    ends: [Option<usize>; CURATED_WINDOWS_LEN],
+    ends: [usize; CURATED_WINDOWS_LEN],
+    /// The alternatives whose `ends` is set (bit `w`: alternative `w`).
+    open: u32,
+    /// Where the last of them closes: past it, no second word can meet
+    /// its first.
+    last: usize,
+}
+
+/// Per window word (of `CURATED_WORDS`), the alternatives it is a first
+/// word of (bit `w`: alternative `w`).
+const FIRST: [u32; CURATED_WORDS.len()] = roles(true);
+
+/// Per window word, the alternatives it is a second word of.
+const SECOND: [u32; CURATED_WORDS.len()] = roles(false);
+
+/// The window words that are a first word of some alternative.
+pub(super) const FIRSTS: u32 = any(&FIRST);
+
+/// The window words that are a second word of some alternative.
+const SECONDS: u32 = any(&SECOND);
+
+/// The words (bit `id`) whose mask in `roles` is not empty.
+const fn any(roles: &[u32; CURATED_WORDS.len()]) -> u32 {
+    let mut ids = 0;
+    let mut id = 0;
+    while id < roles.len() {
+        if roles[id] != 0 {
+            ids |= 1 << id;
+        }
+        id += 1;
+    }
+    ids
+}
+
+/// [`FIRST`] (`first`) or [`SECOND`].
+const fn roles(first: bool) -> [u32; CURATED_WORDS.len()] {
+    assert!(CURATED_WINDOWS_LEN <= 32 && CURATED_WORDS.len() <= 32);
+    let mut masks = [0; CURATED_WORDS.len()];
+    let mut w = 0;
+    while w < CURATED_WINDOWS_LEN {
+        let words = if first {
+            CURATED_WINDOWS[w].0
+        } else {
+            CURATED_WINDOWS[w].1
+        };
+        let mut i = 0;
+        while i < words.len() {
+            masks[words[i] as usize] |= 1 << w;
+            i += 1;
+        }
+        w += 1;
+    }
+    masks
+}
+
+/// The window words that `outs` (per word table, its output bits) report:
+/// bit `id` for `CURATED_WORDS[id]`.
+pub(super) fn reported(outs: &[u8; CURATED_WORD_TABLES]) -> u32 {
+    let mut ids = 0;
+    for (id, &(table, bit, _)) in CURATED_WORDS.iter().enumerate() {
+        if outs
+            .get(usize::from(table))
+            .is_some_and(|&out| out & bit != 0)
+        {
+            ids |= 1 << id;
+        }
+    }
+    ids
 }
 
 impl Windows {
-    /// The word variants that `outs` (per word table, its output bits)
-    /// report ended at `pos`; the labels of the alternatives they complete.
-    pub(super) fn words(&mut self, outs: &[u8; CURATED_WORD_TABLES], pos: usize) -> u8 {
-        let reported = |table: u8, bit: u8| {
-            outs.get(usize::from(table))
-                .is_some_and(|&out| out & bit != 0)
-        };
+    /// The window words `ids` ([`reported`]) ended at `pos`; the labels of
+    /// the alternatives they complete.
+    pub(super) fn words(&mut self, ids: u32, pos: usize) -> u8 {
         let mut labels = 0;
         // Second words first: a word ending here cannot start after itself.
-        for (id, &(table, bit, len)) in CURATED_WORDS.iter().enumerate() {
-            if !reported(table, bit) {
-                continue;
-            }
-            let Some(start) = pos.checked_sub(usize::from(len)) else {
-                continue;
-            };
-            for (end, &(_, second, gap, label)) in self.ends.iter().zip(&CURATED_WINDOWS) {
-                if second.iter().any(|&s| usize::from(s) == id)
-                    && end.is_some_and(|end| start >= end && start - end <= usize::from(gap))
-                {
-                    labels |= label;
+        let mut seconds = if self.open != 0 { ids & SECONDS } else { 0 };
+        while seconds != 0 {
+            let id = seconds.trailing_zeros() as usize;
+            seconds &= seconds - 1;
+            if let (Some(&second), Some(&(_, _, len))) = (SECOND.get(id), CURATED_WORDS.get(id)) {
+                let mut meets = second & self.open;
+                let Some(start) = pos.checked_sub(usize::from(len)) else {
+                    continue;
+                };
+                while meets != 0 {
+                    let w = meets.trailing_zeros() as usize;
+                    meets &= meets - 1;
+                    if let (Some(&end), Some(&(_, _, gap, label))) =
+                        (self.ends.get(w), CURATED_WINDOWS.get(w))
+                    {
+                        if start >= end && start - end <= usize::from(gap) {
+                            labels |= label;
+                        }
+                    }
                 }
             }
         }
-        for (id, &(table, bit, _)) in CURATED_WORDS.iter().enumerate() {
-            if !reported(table, bit) {
-                continue;
-            }
-            for (end, &(first, ..)) in self.ends.iter_mut().zip(&CURATED_WINDOWS) {
-                if first.iter().any(|&f| usize::from(f) == id) {
-                    *end = Some(pos);
+        let mut firsts = ids & FIRSTS;
+        while firsts != 0 {
+            let id = firsts.trailing_zeros() as usize;
+            firsts &= firsts - 1;
+            let first = FIRST.get(id).copied().unwrap_or(0);
+            for (w, (end, window)) in self.ends.iter_mut().zip(&CURATED_WINDOWS).enumerate() {
+                if first >> w & 1 != 0 {
+                    *end = pos;
+                    if self.open == 0 {
+                        self.last = 0;
+                    }
+                    self.open |= 1 << w;
+                    self.last = self.last.max(pos.saturating_add(usize::from(window.2)));
                 }
             }
         }
         labels
     }
 
-    /// Whether a first word that ended on this line may still meet its
-    /// second, `pos` characters read.
+    /// Closes the windows once no second word can meet its first any
+    /// more, `pos` characters read and no word under way; whether one is
+    /// still open.
     #[cfg(feature = "prefilter")]
-    pub(super) fn waiting(&self, pos: usize) -> bool {
-        self.ends
-            .iter()
-            .zip(&CURATED_WINDOWS)
-            .any(|(end, w)| end.is_some_and(|end| pos.saturating_sub(end) <= usize::from(w.2)))
+    #[inline(always)]
+    pub(super) fn expire(&mut self, pos: usize) -> bool {
+        if pos > self.last {
+            self.open = 0;
+        }
+        self.open != 0
+    }
+
+    /// Whether a window is open (see [`Windows::expire`]).
+    #[cfg(feature = "prefilter")]
+    #[inline(always)]
+    pub(super) fn open(&self) -> bool {
+        self.open != 0
     }
 
     /// A `\n`: no window reaches across it.
     pub(super) fn line_break(&mut self) {
-        self.ends = [None; CURATED_WINDOWS_LEN];
+        self.open = 0;
     }
 }
 
@@ -416,11 +521,11 @@ mod tests {
         for text in &texts {
             let got = scan_str(text);
             let want = plain(literals(text.as_bytes()), symbols(text));
-            assert_eq!(got & !HINT, want, "{text}");
+            assert_eq!(got, want, "{text}");
             let mut bytes = text.as_bytes().to_vec();
             bytes.insert(bytes.len() / 2, 0xFF);
             assert_eq!(
-                scan_bytes(&bytes) & !HINT,
+                scan_bytes(&bytes),
                 plain(literals(&bytes), lossy_symbols(&bytes)),
                 "{text}"
             );
@@ -538,7 +643,7 @@ mod tests {
                 "no factor search"
             );
             let got = scan_str(&text);
-            assert_eq!(got & !HINT, want, "{text:?}");
+            assert_eq!(got, want, "{text:?}");
             assert_eq!(
                 hint(got, text.as_bytes()),
                 super::super::curated_hint_ms(&text, None),
@@ -563,7 +668,7 @@ mod tests {
         long.push(" ".repeat(4094) + "400 (no body) " + &"y".repeat(300));
         for text in &long {
             let want = plain(literals(text.as_bytes()), symbols(text));
-            assert_eq!(scan_str(text) & !HINT, want, "{text:?}");
+            assert_eq!(scan_str(text), want, "{text:?}");
         }
     }
 
@@ -601,12 +706,9 @@ mod tests {
                 }
             }
             let want = plain(literals(&bytes), lossy_symbols(&bytes));
-            assert_eq!(scan_bytes(&bytes) & !HINT, want);
+            assert_eq!(scan_bytes(&bytes), want);
             if let Ok(text) = std::str::from_utf8(&bytes) {
-                assert_eq!(
-                    scan_str(text) & !HINT,
-                    plain(literals(&bytes), symbols(text))
-                );
+                assert_eq!(scan_str(text), plain(literals(&bytes), symbols(text)));
             }
             if want != 0 {
                 found += 1

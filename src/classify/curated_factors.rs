@@ -1,5 +1,5 @@
 //! The curated classifier's factor search (on std, feature `prefilter`):
-//! each of its tables steps only around the hits of its own factors.
+//! the tables step only around the hits of their factors.
 //!
 //! Every match of a pattern of a curated table contains one of that
 //! table's factors (`dfa::CURATED_FACTORS`, derived by the generator from
@@ -7,55 +7,76 @@
 //! many bytes before it a match may start and its *needs*, as the other
 //! sets' factors in `super::factors`). The text is lower-cased in chunks
 //! and searched with the same packed Teddy search ([`Search`]); a hit
-//! whose needs hold steps, for each table of its mask still needed, a
-//! *run* of that table:
+//! whose needs hold, of a table still needed, steps the *run* of all the
+//! tables, as one automaton (`super::curated_lazy`):
 //!
 //! - A run starts at a character boundary after a character that is not
-//!   an ASCII word character (or at the start of the text), in the table's
-//!   start state: the curated patterns' only assertion is the ASCII `\b`,
-//!   which sees such a character as it sees the start of the text, so the
-//!   run reports exactly the matches that start there or later. A hit's
-//!   run starts at or before where a match containing it may start (the
+//!   an ASCII word character (or at the start of the text), in the start
+//!   state: the curated patterns' only assertion is the ASCII `\b`, which
+//!   sees such a character as it sees the start of the text, so the run
+//!   reports exactly the matches that start there or later. A hit's run
+//!   starts at or before where a match containing it may start (the
 //!   factor's bound, or the start of its line), moved back over ASCII word
 //!   characters.
-//! - A run goes on past the hit until the table is *idle*: in a state
-//!   whose transitions are its start state's, which nothing reports from
-//!   (so no match is under way, and what follows is read as from a fresh
-//!   start, by the runs of later hits). A hit whose run would start inside
-//!   the table's last run (between its start and where it stopped) carries
+//! - A run goes on past the hit until it is *idle*: every table in a
+//!   state whose transitions are its start state's, which nothing reports
+//!   from (so no match is under way, and what follows is read as from a
+//!   fresh start, by the runs of later hits), and no window of the window
+//!   scanner (`super::curated::Windows`) open. A hit whose run would start
+//!   inside the last run (between its start and where it stopped) carries
 //!   on from where that stopped; no byte is read twice by one run.
-//! - The two window words' tables run together, as one, with the window
-//!   scanner (`super::curated::Windows`), which is idle once no first word
-//!   can still meet its second.
 //! - A run that reaches the end of the text adds the matches that end
 //!   with it.
 //!
-//! The names every hint rule reads its text at are factors too (mask
-//! `CURATED_HINT_MASK`): a text without one has no hint, and the rules are
-//! not read (`HINT` among the bits found). A table whose labels are all
-//! found steps no more; once every table is done and a name was seen the
-//! search stops. Texts that are not valid UTF-8 take the plain scan
+//! The names every hint rule reads its text at are a guard's pattern, so
+//! factors too: a text without one has no hint, and the rules are not read
+//! (`HINT` among the bits found). Once the labels of every table are found
+//! the search stops. Texts that are not valid UTF-8 take the plain scan
 //! (`super::curated`).
 
 extern crate std;
 
 use std::sync::OnceLock;
 
-use super::curated::{Unpacked, Windows, ALL, TABLES, WORDS_AT};
-use super::dfa::{
-    CURATED_FACTORS, CURATED_FACTOR_MAX_LEN, CURATED_HINT_MASK, CURATED_WINDOWS,
-    CURATED_WORD_TABLES, HINT,
-};
+use super::curated::{TABLES, WORDS_AT};
+use super::curated_lazy::{Lazy, Run, LANES};
+use super::dfa::{CURATED_FACTORS, CURATED_FACTOR_MAX_LEN, CURATED_WINDOWS};
 use super::factors::{needed, Hits, LineStarts, Search, Text};
-use super::symbol::SYMBOLS;
-use super::utf8::{char_start, decode};
+use super::utf8::char_start;
 
-/// The runs: one per table before [`WORDS_AT`], and the window words'
-/// tables as one.
+/// `N` places to cut `bytes[from..to]` at for [`Lazy::lanes`], the first
+/// `from`, in increasing order: each about as far from the last as the
+/// part is long over `N`, moved back to a character boundary after a
+/// character that is not an ASCII word character (where a run may start);
+/// `None` where there are not so many.
+pub(super) fn cuts<const N: usize>(bytes: &[u8], from: usize, to: usize) -> Option<[usize; N]> {
+    let mut cuts = [from; N];
+    let part = to.checked_sub(from)? / N;
+    for i in 1..N {
+        let floor = *cuts.get(i - 1)?;
+        let mut s = char_start(bytes, from + part * i);
+        while s > floor && bytes.get(s - 1).is_some_and(|&b| is_word(b)) {
+            s -= 1;
+        }
+        if s <= floor {
+            return None;
+        }
+        *cuts.get_mut(i)? = s;
+    }
+    Some(cuts)
+}
+
+/// The tables as [`Runs::live`] counts them: one per table before
+/// [`WORDS_AT`], and the window words' tables as one.
 const UNITS: usize = WORDS_AT + 1;
 
-/// The run of the window words' tables.
+/// The window words' tables, in [`Runs::live`].
 const WORDS: usize = WORDS_AT;
+
+/// Texts from this many bytes on take the factor search; shorter ones,
+/// the tables over the whole text (a lazy automaton's one pass costs less
+/// than the searchers' start).
+const SEARCH_MIN_LEN: usize = 512;
 
 /// Bytes lower-cased and searched at a time.
 const CHUNK: usize = 4096;
@@ -66,17 +87,25 @@ const FIRST_CHUNK: usize = 256;
 
 /// The search for [`CURATED_FACTORS`], built at first use (on a thread
 /// of its own: `aho-corasick`'s builder needs more stack than a small host
-/// thread has in debug builds, and any thread may classify first); `None`
-/// where the target has no Teddy, or the thread could not be made.
-fn search() -> Option<&'static Search> {
-    static SEARCH: OnceLock<Option<Search>> = OnceLock::new();
+/// thread has in debug builds, and any thread may classify first), and
+/// the most bytes before a factor a match containing it may start where
+/// its factor bounds it (see [`Runs::step`]); `None` where the target has
+/// no Teddy, or the thread could not be made.
+fn search() -> Option<&'static (Search, usize)> {
+    static SEARCH: OnceLock<Option<(Search, usize)>> = OnceLock::new();
     SEARCH
         .get_or_init(|| {
-            on_own_thread(|| {
+            let search = on_own_thread(|| {
                 Search::new(CURATED_FACTORS.len(), |i| {
                     CURATED_FACTORS.get(i).map_or("", |f| f.0)
                 })
-            })
+            })?;
+            let reach = CURATED_FACTORS
+                .iter()
+                .filter_map(|f| f.1)
+                .max()
+                .map_or(0, usize::from);
+            Some((search, reach))
         })
         .as_ref()
 }
@@ -94,89 +123,141 @@ fn on_own_thread<T: Send>(build: impl FnOnce() -> Option<T> + Send) -> Option<T>
 }
 
 /// The bits of [`super::curated::scan_str`]'s findings that `text` has,
-/// on top of `found` (the literals'), with `HINT` where the name of a
-/// hint rule occurs; `None` where the factor search cannot run (no Teddy
-/// on the target, or the tables could not be unpacked).
+/// on top of `found` (the literals'), `HINT` among them where the name of
+/// a hint rule occurs; `None` where the tables could not be unpacked.
 pub(super) fn scan(text: &str, found: u8) -> Option<u8> {
-    let search = search()?;
-    let tables = Unpacked::get()?;
-    let mut runs = Runs::new(tables, found);
+    Lazy::with(|lazy| scan_in(lazy, text, found))
+}
+
+/// [`scan`] with the cache `lazy`.
+pub(super) fn scan_in(lazy: &mut Lazy, text: &str, found: u8) -> u8 {
     let bytes = text.as_bytes();
+    let search = if bytes.len() >= SEARCH_MIN_LEN {
+        search()
+    } else {
+        None
+    };
+    let Some((search, reach)) = search else {
+        // Short texts (and every text where the target has no Teddy): the
+        // tables step over the whole text.
+        let mut run = Run::at(0, found);
+        lazy.run(&mut run, bytes, 0, bytes.len());
+        return run.found;
+    };
+    let mut runs = Runs::new(lazy, found, *reach);
     let mut first = [0u8; FIRST_CHUNK + CURATED_FACTOR_MAX_LEN - 1];
     let mut at = 0;
     if !runs.chunk(search, bytes, &mut at, FIRST_CHUNK, &mut first) && at < bytes.len() {
         runs.rest(search, bytes, at);
     }
-    Some(runs.found)
+    runs.run.found
 }
 
-/// The state of every run.
-struct Runs {
-    tables: &'static Unpacked,
-    /// Labels found.
-    found: u8,
-    /// Runs still needed (bit `u`: run `u`).
+/// The run of the tables, as one automaton ([`Lazy`]).
+struct Runs<'a> {
+    lazy: &'a mut Lazy,
+    /// Where it is, and the labels found.
+    run: Run,
+    /// Tables still needed (bit `k`: table `k`; the window words' tables
+    /// as one, at bit [`WORDS_AT`]).
     live: u32,
-    /// Per run, where it started (`usize::MAX`: not yet) and where it
-    /// stopped (the next byte it would read).
-    start: [usize; UNITS],
-    stop: [usize; UNITS],
-    /// Per table, its state where its run stopped.
-    states: [u8; ALL],
-    /// The window scanner of the words' run, and the characters that run
-    /// has read.
-    windows: Windows,
-    chars: usize,
+    /// Where the run started (`usize::MAX`: not yet) and where it stopped
+    /// (the next byte it would read).
+    start: usize,
+    stop: usize,
+    /// The most bytes before a bounded factor that a match may start.
+    reach: usize,
+    /// Where the last hit was, how many hits in a row were crowded (each
+    /// within [`CROWDED`] bytes of the one before), and how far past a hit
+    /// the run reads at least (more, as hits crowd).
+    hit: usize,
+    crowd: usize,
+    ahead: usize,
+    /// Bytes the run read in the current chunk.
+    stepped: usize,
     /// The line starts asked.
     line: LineStarts,
 }
 
-impl Runs {
-    fn new(tables: &'static Unpacked, found: u8) -> Self {
+/// A hit this close to the one before (or to where the run stopped) is
+/// crowded.
+const CROWDED: usize = 64;
+
+/// From this many crowded hits in a row on, each is stepped (needed or
+/// not) and the run reads on past it, twice as far as past the last (at
+/// least a chunk).
+const CROWD: usize = 8;
+
+/// The most chunks stepped through without a search (see
+/// [`Runs::rest`]).
+const STRETCH_MAX: usize = 64;
+
+/// Parts from this many bytes on are stepped in [`LANES`] lanes.
+const LANES_MIN_LEN: usize = 1024;
+
+/// The farthest a run reads past a hit without an idle stop's search.
+const AHEAD_MAX: usize = 1 << 16;
+
+impl<'a> Runs<'a> {
+    fn new(lazy: &'a mut Lazy, found: u8, reach: usize) -> Self {
         let mut runs = Runs {
-            tables,
-            found,
+            lazy,
+            run: Run::at(0, found),
             live: (1 << UNITS) - 1,
-            start: [usize::MAX; UNITS],
-            stop: [usize::MAX; UNITS],
-            states: [0; ALL],
-            windows: Windows::default(),
-            chars: 0,
+            start: usize::MAX,
+            stop: usize::MAX,
+            reach,
+            hit: usize::MAX,
+            crowd: 0,
+            ahead: 0,
+            stepped: 0,
             line: LineStarts::default(),
         };
         runs.prune();
         runs
     }
 
-    /// Drops the runs whose labels are all found.
+    /// Drops the tables whose labels are all found.
     fn prune(&mut self) {
         for u in 0..UNITS {
-            if labels(u) & !self.found == 0 {
+            if labels(u) & !self.run.found == 0 {
                 self.live &= !(1 << u);
             }
         }
     }
 
-    /// Whether every run is done and a hint rule's name was seen: nothing
-    /// is left to look for.
-    fn done(&self) -> bool {
-        self.live == 0 && self.found & HINT != 0
-    }
-
     /// The text from `at` on, in chunks of the larger buffer.
     #[inline(never)]
+    ///
+    /// Where the runs read most of a chunk, searching costs more than it
+    /// saves: the next chunks are stepped through without, twice as many
+    /// after each such chunk (up to [`STRETCH_MAX`]); the chunk after them
+    /// is searched again, to tell.
     fn rest(&mut self, search: &Search, bytes: &[u8], mut at: usize) {
         let mut lower = [0u8; CHUNK + CURATED_FACTOR_MAX_LEN - 1];
+        let mut stretch = 0;
         while at < bytes.len() {
+            let from = at;
+            self.stepped = 0;
             if self.chunk(search, bytes, &mut at, CHUNK, &mut lower) {
                 return;
             }
+            if self.stepped * 2 < at - from {
+                stretch = 0;
+                continue;
+            }
+            stretch = (stretch * 2).clamp(1, STRETCH_MAX);
+            let past = at.saturating_add(CHUNK * stretch);
+            if at < bytes.len() && self.step(bytes, at, past) {
+                return;
+            }
+            at = at.max(self.stop);
         }
     }
 
     /// Searches the chunk of `size` bytes at `at` (lower-cased into
-    /// `buffer`) and steps the runs its hits ask for; `at` moves past it.
-    /// Whether every run is done.
+    /// `buffer`) and steps the run where its hits ask; `at` moves past it
+    /// (and past where the run stopped). Whether every table is done.
     #[inline(always)]
     fn chunk(
         &mut self,
@@ -192,7 +273,7 @@ impl Runs {
             .unwrap_or_default();
         let Some(lower) = buffer.get_mut(..chunk.len()) else {
             // Not reached (the buffers hold a chunk and its overlap).
-            self.every_run(bytes, *at);
+            self.step(bytes, *at, bytes.len());
             return true;
         };
         let rare = search.lower(chunk, lower);
@@ -207,204 +288,99 @@ impl Runs {
             if h >= end {
                 break;
             }
-            let Some(&(_, before, mask, needs)) = CURATED_FACTORS.get(factor) else {
-                continue;
+            // Hits crowd (needed or not): the run reads on further past
+            // each, twice as far each time, rather than wait for the next.
+            let last = if self.stop == usize::MAX {
+                self.hit
+            } else {
+                self.hit.max(self.stop)
             };
-            let units = units(mask) & self.live;
-            let hint = mask & CURATED_HINT_MASK != 0 && self.found & HINT == 0;
-            if units == 0 && !hint || !needed(text, h, needs) {
-                continue;
-            }
-            if hint {
-                self.found |= HINT;
-                if self.done() {
-                    return true;
+            let crowded = h <= last.saturating_add(CROWDED);
+            self.hit = h;
+            self.crowd = if crowded { self.crowd + 1 } else { 0 };
+            if self.crowd < CROWD {
+                self.ahead = 0;
+                let Some(&(_, _, mask, needs)) = CURATED_FACTORS.get(factor) else {
+                    continue;
+                };
+                if units(mask) & self.live == 0 || !needed(text, h, needs) {
+                    continue;
                 }
+            } else {
+                self.ahead = (self.ahead * 2).clamp(CHUNK, AHEAD_MAX);
             }
-            let from = match before {
-                Some(before) => char_start(bytes, h.saturating_sub(usize::from(before))),
-                None => self.line.of(bytes, h),
-            };
-            if self.step(bytes, units, from, *at + stop) {
+            if self.step(bytes, h, *at + stop) {
                 return true;
             }
+            // The run read past every hit before where it stopped.
+            hits.skip_to(self.stop.saturating_sub(*at));
         }
-        *at = end;
+        *at = if self.stop == usize::MAX {
+            end
+        } else {
+            end.max(self.stop)
+        };
         false
     }
 
-    /// Where no search runs: every run from the start of `at`'s line to
-    /// the end of the text.
-    fn every_run(&mut self, bytes: &[u8], at: usize) {
-        let from = self.line.of(bytes, at);
-        self.step(bytes, self.live, from, bytes.len());
-    }
-
-    /// Steps the runs of `units` so that each has read the text from
-    /// `from` (or earlier) past `past`, and is idle or at the end; whether
-    /// every run is done.
-    fn step(&mut self, bytes: &[u8], units: u32, from: usize, past: usize) -> bool {
-        let mut left = units;
-        while left != 0 {
-            let u = left.trailing_zeros() as usize;
-            left &= left - 1;
-            if self.live & (1 << u) == 0 {
-                continue;
-            }
-            let before = self.found;
-            self.run(u, bytes, from, past);
-            if self.found != before {
-                self.prune();
-                if self.done() {
-                    return true;
-                }
-            }
-        }
-        false
-    }
-
-    /// Steps run `u` (see [`Runs::step`]).
-    fn run(&mut self, u: usize, bytes: &[u8], from: usize, past: usize) {
-        let (start, stop) = (self.start[u], self.stop[u]);
-        if !(start..=stop).contains(&from) {
+    /// Steps the run so that it has read the text from where a match
+    /// containing the hit at `h` may start past `past`, and is idle or at
+    /// the end; whether every table is done.
+    ///
+    /// A match containing a factor starts no earlier than the factor's
+    /// bound before it, or else than its line: the run starts no later
+    /// than both the start of `h`'s line and [`Runs::reach`] bytes before
+    /// `h`. So the run of a later hit starts inside this one or after it,
+    /// and the hits before where it stops need no run of their own.
+    fn step(&mut self, bytes: &[u8], h: usize, past: usize) -> bool {
+        let from = self
+            .line
+            .of(bytes, h)
+            .min(char_start(bytes, h.saturating_sub(self.reach)));
+        if !(self.start..=self.stop).contains(&from) {
             // A run of its own: from after a character that is not an
             // ASCII word character, but not back past where the last run
             // stopped (idle there: it carries on).
-            let floor = if stop < from { stop } else { 0 };
+            let floor = if self.stop < from { self.stop } else { 0 };
             let mut s = from;
             while s > floor && bytes.get(s - 1).is_some_and(|&b| is_word(b)) {
                 s -= 1;
             }
-            if s != stop {
-                self.start[u] = s;
-                self.stop[u] = s;
-                if u == WORDS {
-                    for state in self.states.get_mut(WORDS_AT..).unwrap_or_default() {
-                        *state = 0;
+            if s != self.stop {
+                self.start = s;
+                self.stop = s;
+                self.run = Run::at(s, self.run.found);
+            }
+        }
+        if self.stop >= bytes.len() {
+            return false;
+        }
+        let (before, was) = (self.run.found, self.stop);
+        let mut past = past.saturating_add(self.ahead).min(bytes.len());
+        // A long way to go: in lanes, part after part of that length, as
+        // long as the run is not idle at the end of one.
+        loop {
+            let part = past.saturating_sub(self.stop);
+            match cuts::<LANES>(bytes, self.stop, past) {
+                Some(cuts) if part >= LANES_MIN_LEN => {
+                    let (stop, idle) = self.lazy.lanes(&mut self.run, bytes, &cuts, past);
+                    self.stop = stop;
+                    if idle {
+                        break;
                     }
-                    self.windows = Windows::default();
-                    self.chars = 0;
-                } else if let Some(state) = self.states.get_mut(u) {
-                    *state = 0;
+                    past = stop.saturating_add(part).min(bytes.len());
+                }
+                _ => {
+                    self.stop = self.lazy.run(&mut self.run, bytes, self.stop, past);
+                    break;
                 }
             }
         }
-        let pos = self.stop[u];
-        if pos >= bytes.len() {
-            return;
+        self.stepped += self.stop.saturating_sub(was);
+        if self.run.found != before {
+            self.prune();
         }
-        self.stop[u] = if u == WORDS {
-            self.run_words(bytes, pos, past)
-        } else {
-            self.run_table(u, bytes, pos, past)
-        };
-    }
-
-    /// Steps table `k` from `pos` until it is idle past `past`, or to the
-    /// end of the text; where it stopped.
-    #[inline(always)]
-    fn run_table(&mut self, k: usize, bytes: &[u8], mut pos: usize, past: usize) -> usize {
-        let Some(table) = TABLES.get(k) else {
-            return bytes.len();
-        };
-        let rows = self.tables.rows_of(k);
-        let idle = self.tables.idle_of(k);
-        let mut state = self.states.get(k).copied().unwrap_or(0);
-        let mut found = 0;
-        while pos < bytes.len() && !(pos >= past && is_idle(idle, state)) {
-            let (sym, n) = symbol(bytes, pos);
-            state = rows
-                .get(usize::from(state) * SYMBOLS + usize::from(sym))
-                .copied()
-                .unwrap_or(0);
-            if state >= table.special {
-                found |= table.output(state);
-            }
-            pos += n;
-        }
-        if pos >= bytes.len() {
-            found |= table.eoi(state);
-        }
-        if let Some(s) = self.states.get_mut(k) {
-            *s = state;
-        }
-        self.found |= found;
-        pos
-    }
-
-    /// Steps the window words' tables and the window scanner from `pos`
-    /// until they are idle past `past`, or to the end of the text; where
-    /// they stopped.
-    fn run_words(&mut self, bytes: &[u8], mut pos: usize, past: usize) -> usize {
-        let mut states = [0u8; CURATED_WORD_TABLES];
-        for (s, &state) in states
-            .iter_mut()
-            .zip(self.states.get(WORDS_AT..).unwrap_or_default())
-        {
-            *s = state;
-        }
-        let idle = |states: &[u8; CURATED_WORD_TABLES], windows: &Windows, chars| {
-            states
-                .iter()
-                .enumerate()
-                .all(|(w, &s)| is_idle(self.tables.idle_of(WORDS_AT + w), s))
-                && !windows.waiting(chars)
-        };
-        while pos < bytes.len() && !(pos >= past && idle(&states, &self.windows, self.chars)) {
-            let (sym, n) = symbol(bytes, pos);
-            let mut outs = [0u8; CURATED_WORD_TABLES];
-            let mut any = false;
-            for (w, (state, out)) in states.iter_mut().zip(&mut outs).enumerate() {
-                let k = WORDS_AT + w;
-                *state = self
-                    .tables
-                    .rows_of(k)
-                    .get(usize::from(*state) * SYMBOLS + usize::from(sym))
-                    .copied()
-                    .unwrap_or(0);
-                if let Some(table) = TABLES.get(k) {
-                    if *state >= table.special {
-                        *out = table.output(*state);
-                        any |= *out != 0;
-                    }
-                }
-            }
-            if any {
-                self.found |= self.windows.words(&outs, self.chars);
-            }
-            if sym == b'\n' {
-                self.windows.line_break();
-            }
-            self.chars = self.chars.saturating_add(1);
-            pos += n;
-        }
-        if pos >= bytes.len() {
-            let mut outs = [0u8; CURATED_WORD_TABLES];
-            for (w, (&state, out)) in states.iter().zip(&mut outs).enumerate() {
-                *out = TABLES.get(WORDS_AT + w).map_or(0, |t| t.eoi(state));
-            }
-            self.found |= self.windows.words(&outs, self.chars);
-        }
-        for (s, state) in self
-            .states
-            .get_mut(WORDS_AT..)
-            .unwrap_or_default()
-            .iter_mut()
-            .zip(states)
-        {
-            *s = state;
-        }
-        pos
-    }
-}
-
-/// The symbol at `pos` (a character boundary of valid UTF-8) and its
-/// length in bytes.
-#[inline(always)]
-fn symbol(bytes: &[u8], pos: usize) -> (u8, usize) {
-    match bytes.get(pos) {
-        Some(&b) if b < 0x80 => (b, 1),
-        _ => decode(bytes, pos),
+        self.live == 0
     }
 }
 
@@ -412,13 +388,6 @@ fn symbol(bytes: &[u8], pos: usize) -> (u8, usize) {
 #[inline(always)]
 fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
-}
-
-/// Whether `state` is one of the idle states `idle` (a bit per state).
-#[inline(always)]
-fn is_idle(idle: &[u64; 4], state: u8) -> bool {
-    idle.get(usize::from(state >> 6))
-        .is_some_and(|w| w >> (state & 63) & 1 != 0)
 }
 
 /// The runs of the tables in `mask` (bit `k`: table `k`).
@@ -452,7 +421,7 @@ mod tests {
     /// against a comparison at every place.
     #[test]
     fn the_hits_are_every_occurrence() {
-        let Some(search) = search() else {
+        let Some((search, _)) = search() else {
             #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
             panic!("no Teddy on x86_64 or aarch64");
             #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]

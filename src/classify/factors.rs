@@ -309,7 +309,7 @@ impl<'a> Hits<'a> {
     }
 
     /// Leaves out the occurrences that start before `from`.
-    fn skip_to(&mut self, from: usize) {
+    pub(super) fn skip_to(&mut self, from: usize) {
         for k in 0..self.next.len() {
             if self
                 .next

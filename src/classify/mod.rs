@@ -39,6 +39,8 @@ mod curated;
 #[cfg(all(feature = "curated", feature = "prefilter"))]
 mod curated_factors;
 mod curated_hint;
+#[cfg(all(feature = "curated", feature = "prefilter"))]
+mod curated_lazy;
 mod date;
 mod decimal;
 #[cfg(all(feature = "prefilter", feature = "extended"))]
@@ -578,7 +580,7 @@ mod tests {
             (
                 "guard",
                 &dfa::GUARDS,
-                dfa::NEVER | dfa::THROTTLE | dfa::TOO_MANY_TOKENS,
+                dfa::NEVER | dfa::THROTTLE | dfa::TOO_MANY_TOKENS | HINT,
             ),
             ("cwin", &dfa::CURATED_WORD_TABLE, u8::MAX),
         ];
@@ -590,12 +592,12 @@ mod tests {
             }
         }
         // Every label of the curated scan comes from some table (the
-        // guards' three bits too).
+        // guards' four bits too).
         let all = |t: &[&table::Delayed]| t.iter().fold(0, |a, d| a | d.labels);
         assert_eq!(all(&dfa::CURATED), RETRYABLE | USAGE_LIMIT | OVERFLOW);
         assert_eq!(
             all(&dfa::GUARDS),
-            dfa::NEVER | dfa::THROTTLE | dfa::TOO_MANY_TOKENS
+            dfa::NEVER | dfa::THROTTLE | dfa::TOO_MANY_TOKENS | HINT
         );
         // Each window word variant is reported by a table, by its own bit,
         // and each window names variants that exist.

@@ -13,9 +13,9 @@
 //! | [`Path::Factors`] | a vectorized search for the patterns' required factors, the set's scan only around each hit (`factors`) | valid UTF-8 of [`FACTORS_MIN_LEN`] bytes or more, where the target has Teddy (x86_64, aarch64) |
 //!
 //! The curated set (`super::curated`) is not a [`Set`]: its 25 tables step
-//! one by one around the hits of their own factors
-//! (`super::curated_factors`), on every valid text where the target has
-//! Teddy, and take the plain scan otherwise.
+//! as one lazily built automaton (`super::curated_lazy`), over the whole
+//! of a short valid text and around the hits of their factors in a long
+//! one (`super::curated_factors`), and take the plain scan otherwise.
 //!
 //! The factor search needs characters (a valid `&str`); a long text where
 //! the target has no Teddy takes the skipping scan (the factor search

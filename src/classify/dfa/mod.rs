@@ -25,8 +25,8 @@ pub(super) const RETRYABLE: u8 = 1;
 /// Output bit: the usage-limit pattern (spec 3.4, or the alternatives of 10.5
 /// without a window in `EXTENDED`) ends here.
 pub(super) const USAGE_LIMIT: u8 = 2;
-/// Output bit of `LABELS` and `EXTENDED`: the name of a retry hint (spec 3.5,
-/// or 10.4 in `EXTENDED`) ends here.
+/// Output bit of `LABELS`, `EXTENDED` and `GUARDS`: the name of a retry hint
+/// (spec 3.5, or 10.4 in `EXTENDED`, 13.4 in `GUARDS`) ends here.
 pub(super) const HINT: u8 = 8;
 /// Output bit: an overflow pattern (spec 3.3, or one that 10.5 adds in
 /// `EXTENDED`) without `.*` ends here.
@@ -95,8 +95,9 @@ pub(super) static CURATED: [&Delayed; CURATED_LEN] = [&CUR_0, &CUR_1, &CUR_2, &C
 pub(super) const GUARDS_LEN: usize = 5;
 
 /// The curated classifier's guards (spec 13.2): the never-retried
-/// pattern (`NEVER`), the throttle pattern (`THROTTLE`) and `/too many
-/// tokens/i` (`TOO_MANY_TOKENS`).
+/// pattern (`NEVER`), the throttle pattern (`THROTTLE`), `/too many
+/// tokens/i` (`TOO_MANY_TOKENS`) and the names every hint rule reads
+/// its text at (`HINT`: a text with none has no curated hint).
 #[cfg(feature = "curated")]
 pub(super) static GUARDS: [&Delayed; GUARDS_LEN] = [&GUARD_0, &GUARD_1, &GUARD_2, &GUARD_3, &GUARD_4];
 
@@ -193,8 +194,7 @@ pub(super) static CURATED_WINDOWS: [(&[u8], &[u8], u8, u8); CURATED_WINDOWS_LEN]
 /// earlier on its line), the mask of the tables whose patterns it was
 /// chosen for (bit `k`: table `k` of `CURATED`, then `GUARDS`, then
 /// `CURATED_WORD_TABLE`, counted on; a window alternative's: both window
-/// words' tables; `CURATED_HINT_MASK`: the names of the hint rules), and
-/// its needs (as a [`Factor`]'s).
+/// words' tables), and its needs (as a [`Factor`]'s).
 #[cfg(all(feature = "curated", feature = "prefilter"))]
 pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'static [Need]]);
 
@@ -203,8 +203,8 @@ pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'sta
 /// starts with another.
 #[cfg(all(feature = "curated", feature = "prefilter"))]
 pub(super) static CURATED_FACTORS: [CuratedFactor; 160] = [
-    ("\"resets_in_seconds\"", Some(0), 0x80000000, &[]),
-    ("\"retrydelay\":", Some(0), 0x80000000, &[]),
+    ("\"resets_in_seconds\"", Some(0), 0x400000, &[]),
+    ("\"retrydelay\":", Some(0), 0x400000, &[]),
     ("-hour limit", None, 0x40, &[]),
     ("400", Some(0), 0x20000, &[]),
     ("413", Some(0), 0x20000, &[]),
@@ -298,7 +298,7 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 160] = [
     ("overloaded", Some(0), 0x1, &[]),
     ("peak", Some(0), 0x1, &[&[(4, 5, true, "demand")], &[(4, 5, true, "load")]]),
     ("per", Some(0), 0x5000e0, &[&[(-18, -18, true, "not authorized to perform")], &[(-16, -16, true, "too many tokens per day")], &[(-16, -16, true, "too many tokens per minute")], &[(0, 0, true, "per day")], &[(0, 0, true, "per hour")], &[(0, 0, true, "per minute")], &[(0, 0, true, "perday")], &[(0, 0, true, "permission"), (10, 14, true, "denied")], &[(3, 4, true, "day")]]),
-    ("please retry in ", Some(0), 0x80000000, &[]),
+    ("please retry in ", Some(0), 0x400000, &[]),
     ("please wait before trying again", Some(0), 0x400020, &[]),
     ("premature close", Some(0), 0x8, &[]),
     ("premium request", Some(0), 0x40, &[]),
@@ -316,12 +316,12 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 160] = [
     ("requested token", Some(0), 0x4800, &[]),
     ("requires more credits", Some(0), 0x80000, &[]),
     ("requires more system memory", Some(0), 0x200000, &[]),
-    ("reset after ", Some(0), 0x80000000, &[]),
+    ("reset after ", Some(0), 0x400000, &[]),
     ("reset before headers", Some(0), 0x2, &[]),
-    ("retry after", Some(0), 0x80000000, &[]),
+    ("retry after", Some(0), 0x400000, &[]),
     ("retry delay", Some(0), 0x2, &[]),
     ("retry your request", Some(0), 0x1, &[]),
-    ("retry-after", Some(0), 0x80000000, &[]),
+    ("retry-after", Some(0), 0x400000, &[]),
     ("rpd", Some(1), 0x40, &[]),
     ("rpm", Some(0), 0x20, &[]),
     ("run out of credits", Some(0), 0x40000, &[]),
@@ -345,8 +345,8 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 160] = [
     ("too many tokens", Some(0), 0x400000, &[]),
     ("tpd", Some(1), 0x40, &[]),
     ("tpm", Some(0), 0x400020, &[]),
-    ("try again after", Some(0), 0x80000000, &[]),
-    ("try again in", Some(0), 0x80000000, &[]),
+    ("try again after", Some(0), 0x400000, &[]),
+    ("try again in", Some(0), 0x400000, &[]),
     ("try again later", Some(0), 0x20, &[]),
     ("unable to allocate", Some(0), 0x200000, &[]),
     ("unable to get local issuer certificate", Some(0), 0x100000, &[]),
@@ -358,17 +358,12 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 160] = [
     ("und_err_socket", Some(0), 0x8, &[]),
     ("unexpected_eof_while_reading", Some(0), 0x10, &[]),
     ("upstream", Some(0), 0x2, &[&[(8, 12, true, "connect")], &[(8, 12, true, "request"), (15, 23, true, "failed")]]),
-    ("usage", Some(0), 0x800000c0, &[&[(-23, -23, true, "exhausted your monthly usage limit")], &[(-22, -22, true, "exceeded your monthly usage limit")], &[(-22, -22, true, "exhausted its monthly usage limit")], &[(-22, -22, true, "exhausted the monthly usage limit")], &[(-21, -21, true, "exceeded its monthly usage limit")], &[(-21, -21, true, "exceeded the monthly usage limit")], &[(-21, -21, true, "reached your monthly usage limit")], &[(-20, -20, true, "reached its monthly usage limit")], &[(-20, -20, true, "reached the monthly usage limit")], &[(-18, -18, true, "exhausted monthly usage limit")], &[(-17, -17, true, "exceeded monthly usage limit")], &[(-16, -16, true, "reached monthly usage limit")], &[(-8, -8, true, "monthly usage limit exceeded")], &[(-8, -8, true, "monthly usage limit exhausted")], &[(-8, -8, true, "monthly usage limit has been exceeded")], &[(-8, -8, true, "monthly usage limit has been exhausted")], &[(-8, -8, true, "monthly usage limit has been reached")], &[(-8, -8, true, "monthly usage limit reached")], &[(-5, -5, true, "free usage")], &[(0, 0, true, "usage cap")], &[(0, 0, true, "usage limit reached|")], &[(0, 0, true, "usage_limit_reached")], &[(0, 0, true, "usage_not_included")], &[(5, 9, true, "limit")]]),
+    ("usage", Some(0), 0x4000c0, &[&[(-23, -23, true, "exhausted your monthly usage limit")], &[(-22, -22, true, "exceeded your monthly usage limit")], &[(-22, -22, true, "exhausted its monthly usage limit")], &[(-22, -22, true, "exhausted the monthly usage limit")], &[(-21, -21, true, "exceeded its monthly usage limit")], &[(-21, -21, true, "exceeded the monthly usage limit")], &[(-21, -21, true, "reached your monthly usage limit")], &[(-20, -20, true, "reached its monthly usage limit")], &[(-20, -20, true, "reached the monthly usage limit")], &[(-18, -18, true, "exhausted monthly usage limit")], &[(-17, -17, true, "exceeded monthly usage limit")], &[(-16, -16, true, "reached monthly usage limit")], &[(-8, -8, true, "monthly usage limit exceeded")], &[(-8, -8, true, "monthly usage limit exhausted")], &[(-8, -8, true, "monthly usage limit has been exceeded")], &[(-8, -8, true, "monthly usage limit has been exhausted")], &[(-8, -8, true, "monthly usage limit has been reached")], &[(-8, -8, true, "monthly usage limit reached")], &[(-5, -5, true, "free usage")], &[(0, 0, true, "usage cap")], &[(0, 0, true, "usage limit reached|")], &[(0, 0, true, "usage_limit_reached")], &[(0, 0, true, "usage_not_included")], &[(5, 9, true, "limit")]]),
     ("used all available credits", Some(0), 0x40000, &[]),
     ("weekly limit", Some(0), 0x40, &[]),
     ("within the last 24 hours", Some(0), 0x80, &[]),
-    ("x-ratelimit-reset", Some(0), 0x80000000, &[]),
+    ("x-ratelimit-reset", Some(0), 0x400000, &[]),
 ];
-
-/// The mask bit of the names every curated hint rule reads its text at:
-/// a text with none of them has no curated hint.
-#[cfg(all(feature = "curated", feature = "prefilter"))]
-pub(super) const CURATED_HINT_MASK: u32 = 0x80000000;
 
 /// The longest of `CURATED_FACTORS`, in bytes.
 #[cfg(all(feature = "curated", feature = "prefilter"))]
@@ -1886,19 +1881,20 @@ pub(super) static GUARD_3: Delayed = Delayed {
     labels: 16,
 };
 
-/// 98 states, 25 classes, 758 bytes, compressed, matches reported one character late:
+/// 228 states, 30 classes, 1879 bytes, compressed, matches reported one character late:
 /// - bit 32: `throttlingexception|please wait before trying again|too many tokens per (?:day|minute)|\bper (?:day|minute)\b|\btpm\b` as `throttlingexception|please wait before trying again|too many tokens per (?:day|minute)|(?-u:\b)per (?:day|minute)(?-u:\b)|(?-u:\b)tpm(?-u:\b)`
 /// - bit 64: `/too many tokens/i` as `too many tokens`
+/// - bit 8: `retry-after|x-ratelimit-reset|reset after |please retry in |"retryDelay":|try again in|retry after|try again after|"resets_in_seconds"|usage limit reached\|` as `retry-after|x-ratelimit-reset|reset after |please retry in |\x{22}retrydelay\x{22}\x{3A}|try again in|retry after|try again after|\x{22}resets_in_seconds\x{22}|usage limit reached\|`
 #[cfg(feature = "curated")]
 pub(super) static GUARD_4: Delayed = Delayed {
-    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 12, 13, 14, 15, 16, 17, 2, 18, 19, 20, 21, 2, 22, 23, 24, 2, 0, 0, 0, 0, 2, 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2, 12, 13, 14, 15, 16, 17, 2, 18, 19, 20, 21, 2, 22, 23, 24, 2, 0, 0, 0, 0, 0, 0, 0, 0,],
-    default: &[0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 1, 1, 5, 1, 1, 1, 1,],
-    base: &[35, 0, 89, 46, 40, 91, 76, 121, 111, 114, 92, 130, 131, 119, 135, 44, 118, 118, 37, 136, 129, 134, 59, 139, 119, 129, 144, 60, 131, 126, 60, 137, 125, 130, 148, 137, 152, 71, 143, 146, 91, 136, 150, 73, 83, 135, 97, 68, 154, 153, 154, 155, 148, 156, 148, 147, 151, 97, 150, 81, 162, 154, 105, 170, 157, 155, 99, 173, 49, 54, 151, 173, 166, 167, 155, 165, 166, 161, 174, 164, 184, 88, 83, 177, 184, 177, 114, 103, 0, 104, 105, 0, 176, 116, 25, 0, 177, 117,],
+    classes: &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 0, 0, 0, 0, 0, 0, 7, 8, 9, 10, 11, 12, 13, 14, 15, 4, 16, 17, 18, 19, 20, 21, 4, 22, 23, 24, 25, 4, 26, 27, 28, 4, 0, 0, 0, 0, 6, 0, 7, 8, 9, 10, 11, 12, 13, 14, 15, 4, 16, 17, 18, 19, 20, 21, 4, 22, 23, 24, 25, 4, 26, 27, 28, 4, 0, 29, 0, 0, 0, 0, 0, 0,],
+    default: &[0, 0, 1, 0, 2, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 9, 4, 2, 10, 6, 2, 7, 2, 0,],
+    base: &[197, 314, 0, 209, 223, 202, 244, 286, 314, 340, 308, 426, 447, 206, 442, 446, 369, 398, 460, 318, 388, 252, 461, 458, 323, 289, 469, 470, 459, 248, 463, 327, 207, 452, 452, 403, 453, 330, 337, 467, 455, 456, 405, 474, 467, 472, 218, 284, 223, 477, 472, 485, 230, 213, 349, 459, 469, 488, 339, 346, 348, 234, 471, 484, 225, 475, 487, 483, 470, 236, 484, 405, 485, 483, 471, 485, 486, 487, 488, 487, 397, 494, 499, 483, 484, 490, 509, 492, 494, 495, 495, 508, 250, 400, 501, 254, 255, 504, 404, 517, 504, 505, 515, 494, 342, 499, 502, 503, 515, 259, 271, 503, 504, 506, 528, 416, 282, 428, 504, 355, 513, 283, 268, 522, 286, 313, 357, 427, 523, 352, 358, 526, 291, 525, 526, 519, 528, 529, 521, 523, 531, 523, 522, 361, 411, 527, 546, 528, 366, 540, 539, 541, 530, 279, 539, 530, 532, 545, 537, 421, 547, 557, 365, 541, 539, 552, 416, 440, 534, 297, 303, 431, 557, 550, 442, 538, 548, 549, 544, 557, 422, 570, 309, 370, 559, 566, 559, 210, 426, 371, 0, 30, 428, 375, 0, 430, 558, 565, 384, 554, 575, 60, 444, 312, 90, 439, 441, 379, 0, 562, 569, 388, 558, 579, 120, 398, 561, 564, 445, 150, 180, 574, 0, 569, 576, 393, 565, 586,],
     slots: include_bytes!("guard_4.bin"),
-    special: 86,
-    out: &[0, 32, 0, 64, 64, 64, 64, 64, 0, 32, 32, 32,],
-    eoi: &[32, 0, 64, 0, 0, 0, 0, 0, 32, 0, 0, 0,],
-    labels: 96,
+    special: 187,
+    out: &[0, 32, 32, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 8, 0, 8, 8, 0, 64, 64, 64, 64, 64, 64, 64, 64, 64, 0, 8, 8, 8, 8, 0, 0, 8, 32, 32, 32, 32, 32, 32,],
+    eoi: &[32, 0, 0, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 8, 32, 0, 0, 0, 0, 0, 0, 0,],
+    labels: 104,
 };
 
 /// 60 states, 20 classes, 631 bytes, compressed, matches reported one character late:

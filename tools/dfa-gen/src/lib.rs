@@ -176,8 +176,9 @@ pub const BIT_RETRYABLE: u8 = 1;
 /// Output bit of the usage-limit pattern (3.4, or the alternatives of 10.5
 /// without a window).
 pub const BIT_USAGE_LIMIT: u8 = 2;
-/// Output bit (of `labels` and the extended tables) of the names of the
-/// retry hints: every rule needs one of them somewhere in the text.
+/// Output bit (of `labels`, the extended tables and a curated guard) of
+/// the names of the retry hints: every rule needs one of them somewhere in
+/// the text.
 pub const BIT_HINT: u8 = 8;
 /// The names of [`BIT_HINT`] for the hints of 3.5 (the `-ms` names
 /// contain them).
@@ -189,8 +190,6 @@ pub const HINT_NAMES_EXTENDED: &str =
 /// The names every hint rule of 13.2 reads its text at (10.4's, and
 /// those of rules 6a to 6c): a text with none of them has no curated hint.
 pub const HINT_NAMES_CURATED: &str = r#"retry-after|x-ratelimit-reset|reset after |please retry in |"retryDelay":|try again in|retry after|try again after|"resets_in_seconds"|usage limit reached\|"#;
-/// The mask bit of [`HINT_NAMES_CURATED`] among the curated factors'.
-pub const CURATED_HINT_MASK: u32 = 1 << 31;
 /// Output bit of an overflow pattern without `.*` (3.3, and the extended
 /// ones of 10.5).
 pub const BIT_OVERFLOW: u8 = 4;
@@ -421,8 +420,8 @@ pub struct Curated {
     /// 13.2; a `.*` pattern gets a table of its own).
     pub parts: Vec<Part>,
     /// The never-retried pattern ([`BIT_NEVER`]), the throttle pattern
-    /// ([`BIT_THROTTLE`]) and `/too many tokens/i`
-    /// ([`BIT_TOO_MANY_TOKENS`]).
+    /// ([`BIT_THROTTLE`]), `/too many tokens/i` ([`BIT_TOO_MANY_TOKENS`])
+    /// and the hint rules' names ([`BIT_HINT`]).
     pub guards: Vec<Part>,
     /// The alternatives written in other scripts than ASCII (Chinese and
     /// Japanese gateway wordings), matched as written: a literal string
@@ -824,6 +823,8 @@ fn curated() -> Result<Curated, String> {
         translate(literal_body(TOO_MANY_TOKENS)?, Letters::Lower)?,
         BIT_TOO_MANY_TOKENS,
     ));
+    // The hint rules' names: every path reports them as a table's match.
+    cur.guards.push(part(HINT_NAMES_CURATED, BIT_HINT)?);
     Ok(cur)
 }
 
@@ -1119,7 +1120,7 @@ pub fn render_mod(built: &[Built]) -> Result<String, String> {
     let _ = writeln!(s, "/// Number of tails (overflow patterns with `.*`).\npub(super) const TAILS_LEN: usize = {};", count("tail_"));
     let _ = writeln!(s, "/// Output bit: the retryable pattern (spec 3.2, or 10.5 in `EXTENDED`) ends\n/// here.\npub(super) const RETRYABLE: u8 = {BIT_RETRYABLE};");
     let _ = writeln!(s, "/// Output bit: the usage-limit pattern (spec 3.4, or the alternatives of 10.5\n/// without a window in `EXTENDED`) ends here.\npub(super) const USAGE_LIMIT: u8 = {BIT_USAGE_LIMIT};");
-    let _ = writeln!(s, "/// Output bit of `LABELS` and `EXTENDED`: the name of a retry hint (spec 3.5,\n/// or 10.4 in `EXTENDED`) ends here.\npub(super) const HINT: u8 = {BIT_HINT};");
+    let _ = writeln!(s, "/// Output bit of `LABELS`, `EXTENDED` and `GUARDS`: the name of a retry hint\n/// (spec 3.5, or 10.4 in `EXTENDED`, 13.4 in `GUARDS`) ends here.\npub(super) const HINT: u8 = {BIT_HINT};");
     let _ = writeln!(s, "/// Output bit: an overflow pattern (spec 3.3, or one that 10.5 adds in\n/// `EXTENDED`) without `.*` ends here.\npub(super) const OVERFLOW: u8 = {BIT_OVERFLOW};");
     let _ = writeln!(s, "/// Output bit of `WORDS`: the overflow pattern anchored at the start of the\n/// text (spec 3.3) ends here; the extended classifier leaves it out.\npub(super) const OVERFLOW_AT_START: u8 = {BIT_OVERFLOW_AT_START};");
     let _ = writeln!(s, "/// Output bit of `WORDS`: the head of `TAILS[0]` ends here; `TAILS[k]` has\n/// this bit shifted left by `k`.\npub(super) const HEAD: u8 = {BIT_HEAD};");
@@ -1235,8 +1236,9 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
     let _ = writeln!(
         s,
         "\n/// The curated classifier's guards (spec 13.2): the never-retried\n\
-         /// pattern (`NEVER`), the throttle pattern (`THROTTLE`) and `/too many\n\
-         /// tokens/i` (`TOO_MANY_TOKENS`).\n{cfg}\n\
+         /// pattern (`NEVER`), the throttle pattern (`THROTTLE`), `/too many\n\
+         /// tokens/i` (`TOO_MANY_TOKENS`) and the names every hint rule reads\n\
+         /// its text at (`HINT`: a text with none has no curated hint).\n{cfg}\n\
          pub(super) static GUARDS: [&Delayed; GUARDS_LEN] = [{}];",
         names("guard_")
     );
@@ -1322,7 +1324,6 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
         cur.windows.iter().map(|w| w.js.clone()).collect(),
         words_mask,
     ));
-    tables.push((vec![HINT_NAMES_CURATED.to_string()], CURATED_HINT_MASK));
     let factors = factors::curated(&tables)?;
     let _ = writeln!(
         s,
@@ -1331,8 +1332,7 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
          /// earlier on its line), the mask of the tables whose patterns it was\n\
          /// chosen for (bit `k`: table `k` of `CURATED`, then `GUARDS`, then\n\
          /// `CURATED_WORD_TABLE`, counted on; a window alternative's: both window\n\
-         /// words' tables; `CURATED_HINT_MASK`: the names of the hint rules), and\n\
-         /// its needs (as a [`Factor`]'s).\n\
+         /// words' tables), and its needs (as a [`Factor`]'s).\n\
          #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
          pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'static [Need]]);\n\
          \n\
@@ -1361,13 +1361,6 @@ fn render_curated(s: &mut String, built: &[Built], cur: &Curated) -> Result<(), 
         let _ = writeln!(s, "    ({text:?}, {before}, {:#x}, &[{needs}]),", f.labels);
     }
     s.push_str("];\n");
-    let _ = writeln!(
-        s,
-        "\n/// The mask bit of the names every curated hint rule reads its text at:\n\
-         /// a text with none of them has no curated hint.\n\
-         #[cfg(all(feature = \"curated\", feature = \"prefilter\"))]\n\
-         pub(super) const CURATED_HINT_MASK: u32 = {CURATED_HINT_MASK:#x};"
-    );
     let _ = writeln!(
         s,
         "\n/// The longest of `CURATED_FACTORS`, in bytes.\n\

@@ -1,0 +1,951 @@
+//! The curated tables as one automaton, built lazily (on std, feature
+//! `prefilter`): a state is the tuple of every table's state, and its
+//! transitions are computed the first time they are taken and kept in a
+//! cache of the thread's own, so that a run of the factor search
+//! (`super::curated_factors`) steps all the tables with one load a
+//! character instead of one per table. It is the lazy DFA that
+//! `regex-automata`'s hybrid engine builds for a pattern set, over the
+//! generated tables instead of the patterns.
+//!
+//! - A table's idle states (they step as its start state does and report
+//!   nothing, at the end of the text either) are read as its start state,
+//!   so that the automaton has one idle state, its start ([`START`]): no
+//!   match is under way in any table.
+//! - Symbols that every table steps alike share a class, and `\n` (where
+//!   the window scanner's windows close) has one of its own.
+//! - A transition into a state that reports (or on `\n`) is marked, so
+//!   that the loop looks at outputs only there.
+//! - The cache holds at most [`CAPACITY`] states. Its memory is taken once,
+//!   at a thread's first use, and never grows: when it is full it is
+//!   emptied and refilled from the state under way.
+
+extern crate std;
+
+use std::boxed::Box;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::vec::Vec;
+
+use super::curated::{reported, Unpacked, Windows, ALL, FIRSTS, TABLES, WORDS_AT};
+use super::dfa::CURATED_WORD_TABLES;
+use super::symbol::{OTHER, SYMBOLS};
+use super::utf8::decode;
+
+/// The most states the cache holds.
+pub(super) const CAPACITY: usize = 8192;
+
+/// The start state's row: every table idle.
+pub(super) const START: u32 = 1 << SHIFT;
+
+/// A row's length is `1 << SHIFT` transitions (the classes fit in it).
+const SHIFT: u32 = 6;
+
+/// A transition not computed yet.
+const UNKNOWN: u32 = 0;
+
+/// The mark of a transition into a state that reports, or on `\n`.
+const MARKED: u32 = 1 << 30;
+
+/// A state, by the state of every table of [`TABLES`].
+type Key = [u8; ALL];
+
+/// What a state reports: labels, and the window words that end (as
+/// [`reported`] gives them).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Reports {
+    found: u8,
+    words: u32,
+}
+
+/// A state of the cache.
+struct State {
+    key: Key,
+    /// What it reports when stepped into.
+    now: Reports,
+    /// What it reports where the text ends.
+    eoi: Reports,
+}
+
+/// The symbols' classes, shared by every thread's cache.
+struct Classes {
+    /// The class of each symbol (indexed by symbol, below [`SYMBOLS`]).
+    of: [u8; SYMBOLS],
+    /// The class the fast loops read each byte of valid UTF-8 as: an ASCII
+    /// byte's, [`Classes::cont`] for a continuation byte, the class of
+    /// `OTHER` for the first byte of a character that is `OTHER` for sure,
+    /// [`Classes::stop`] for the others (`0xE2` starts U+2028 and U+2029).
+    byte: [u8; 256],
+    /// A symbol of each class of a symbol.
+    symbol: Vec<u8>,
+    /// The class whose transitions go nowhere: a continuation byte's (its
+    /// character was read at its first byte).
+    cont: u8,
+}
+
+impl Classes {
+    fn get() -> Option<&'static Classes> {
+        static CLASSES: OnceLock<Option<Classes>> = OnceLock::new();
+        CLASSES.get_or_init(Classes::new).as_ref()
+    }
+
+    fn new() -> Option<Classes> {
+        // A symbol's signature: its class in every table.
+        let mut signatures: Vec<Vec<u8>> = Vec::new();
+        let mut of = [0u8; SYMBOLS];
+        let mut symbol = Vec::new();
+        for (sym, class) in (0..=u8::try_from(SYMBOLS - 1).ok()?).zip(&mut of) {
+            let signature = TABLES
+                .iter()
+                .map(|t| t.classes.get(usize::from(sym)).copied())
+                .collect::<Option<Vec<u8>>>()?;
+            *class = match signatures.iter().position(|s| *s == signature) {
+                Some(c) => u8::try_from(c).ok()?,
+                None => {
+                    signatures.push(signature);
+                    symbol.push(sym);
+                    u8::try_from(signatures.len() - 1).ok()?
+                }
+            };
+        }
+        let cont = u8::try_from(symbol.len()).ok()?;
+        let stop = cont.checked_add(1)?;
+        let other = *of.get(usize::from(OTHER))?;
+        let mut byte = [stop; 256];
+        for (b, class) in (0..=u8::MAX).zip(&mut byte) {
+            *class = match b {
+                0..=0x7F => *of.get(usize::from(b))?,
+                0x80..=0xBF => cont,
+                0xC2..=0xDF | 0xE0 | 0xE1 | 0xE3..=0xEF | 0xF0..=0xF4 => other,
+                _ => stop,
+            };
+        }
+        if u32::from(stop) >= 1 << SHIFT {
+            return None;
+        }
+        Some(Classes {
+            of,
+            byte,
+            symbol,
+            cont,
+        })
+    }
+}
+
+/// The cache of one thread.
+pub(super) struct Lazy {
+    tables: &'static Unpacked,
+    classes: &'static Classes,
+    /// The most states it holds.
+    capacity: usize,
+    /// Per state a row of transitions, one per class: the next state's row
+    /// (its index times the row's length), [`MARKED`] or not, or
+    /// [`UNKNOWN`].
+    trans: Box<[u32]>,
+    states: Vec<State>,
+    ids: HashMap<Key, u32>,
+    /// The rows of the other runs under way (the lanes'), the first
+    /// `pins`: emptying the cache keeps their states, at new rows.
+    pinned: [u32; LANES],
+    pins: usize,
+    /// How many times the cache was emptied: a row read before is stale.
+    generation: u32,
+}
+
+/// The most lanes [`Lazy::lanes`] steps at once.
+pub(super) const LANES: usize = 2;
+
+/// A lane records where it is as a checkpoint every so many bytes, ...
+const CHECK: usize = 128;
+
+/// ... this many times at most.
+const CHECKS: usize = 32;
+
+/// Where a run is: its state's row, the window scanner's state and the
+/// labels found; and how many bytes more than characters lie before
+/// `counted` (those before the run's start all count: [`Run::at`]), for
+/// the window scanner's positions, which count characters.
+pub(super) struct Run {
+    pub(super) row: u32,
+    pub(super) windows: Windows,
+    pub(super) found: u8,
+    lag: usize,
+    counted: usize,
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run::at(0, 0)
+    }
+}
+
+impl Run {
+    /// A run that starts at `pos` in the start state, `found` found.
+    pub(super) fn at(pos: usize, found: u8) -> Run {
+        Run {
+            row: START,
+            windows: Windows::default(),
+            found,
+            lag: pos,
+            counted: pos,
+        }
+    }
+
+    /// The characters the run has read at `pos` (a character boundary at
+    /// or after the last position asked).
+    #[inline(always)]
+    fn chars(&mut self, bytes: &[u8], pos: usize) -> usize {
+        if pos > self.counted {
+            let read = bytes.get(self.counted..pos).unwrap_or_default();
+            // Continuation bytes, 64 at a time (vectorized).
+            self.lag += read
+                .chunks(64)
+                .map(|c| {
+                    c.iter()
+                        .fold(0, |n, &b| n + usize::from(is_continuation(b)))
+                })
+                .sum::<usize>();
+            self.counted = pos;
+        }
+        pos - self.lag
+    }
+
+    /// Closes the windows that no second word can meet at `pos` (see
+    /// `Windows::expire`); whether one is still open.
+    fn expire(&mut self, bytes: &[u8], pos: usize) -> bool {
+        let chars = self.chars(bytes, pos);
+        self.windows.expire(chars)
+    }
+}
+
+impl Lazy {
+    /// Calls `f` with this thread's cache (made at its first use); `None`
+    /// where it cannot be made.
+    pub(super) fn with<T>(f: impl FnOnce(&mut Lazy) -> T) -> Option<T> {
+        std::thread_local! {
+            static LAZY: RefCell<Option<Lazy>> = const { RefCell::new(None) };
+        }
+        LAZY.try_with(|cell| {
+            let mut lazy = cell.try_borrow_mut().ok()?;
+            if lazy.is_none() {
+                *lazy = Some(Lazy::new(CAPACITY)?);
+            }
+            lazy.as_mut().map(f)
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// A cache of at most `capacity` states (`None` where the tables
+    /// could not be unpacked, or their classes do not fit in a row).
+    pub(super) fn new(capacity: usize) -> Option<Lazy> {
+        let classes = Classes::get()?;
+        let mut lazy = Lazy {
+            tables: Unpacked::get()?,
+            classes,
+            capacity,
+            trans: std::vec![UNKNOWN; capacity.checked_add(1)? << SHIFT].into_boxed_slice(),
+            states: Vec::with_capacity(capacity),
+            ids: HashMap::with_capacity(capacity),
+            pinned: [START; LANES],
+            pins: 0,
+            generation: 0,
+        };
+        lazy.add([0; ALL])?;
+        Some(lazy)
+    }
+
+    /// Steps `run` over `bytes` from `pos` (a character boundary) until it
+    /// is idle at or past `past` (in [`START`], no window open), or to the
+    /// end of the text (adding what ends with it); where it stopped.
+    #[inline(always)]
+    pub(super) fn run(&mut self, run: &mut Run, bytes: &[u8], pos: usize, past: usize) -> usize {
+        let (pos, _) = self.run_to(run, bytes, pos, past, bytes.len());
+        if pos >= bytes.len() {
+            self.end(run, bytes, pos);
+        }
+        pos
+    }
+
+    /// Steps `run` as [`Lazy::run`] does, but not past `end` (a character
+    /// boundary); where it stopped, and whether it is idle there.
+    #[inline(always)]
+    fn run_to(
+        &mut self,
+        run: &mut Run,
+        bytes: &[u8],
+        mut pos: usize,
+        past: usize,
+        end: usize,
+    ) -> (usize, bool) {
+        let end = end.min(bytes.len());
+        while pos < end {
+            if !self.open(run, bytes, pos) {
+                pos = self.fast(&mut run.row, bytes, pos, past, end);
+                if run.row == START && pos >= past {
+                    return (pos, true);
+                }
+                if pos >= end {
+                    break;
+                }
+            }
+            pos = self.slow(run, bytes, pos, end);
+        }
+        (pos, false)
+    }
+
+    /// Where the fast loops stop (a character other than ASCII, a
+    /// transition not computed yet or marked, a window open): steps `run`
+    /// on from `pos`, by one character or, a window open, until it closes
+    /// or `end`; where it stopped.
+    #[inline(never)]
+    fn slow(&mut self, run: &mut Run, bytes: &[u8], pos: usize, end: usize) -> usize {
+        if self.open(run, bytes, pos) {
+            let at = self.windowed(run, bytes, pos, end);
+            if at != pos {
+                return at;
+            }
+        }
+        self.one(run, bytes, pos)
+    }
+
+    /// Steps `run`, a window open, over ASCII and known transitions,
+    /// taking what each state reports, until the windows close or `end`;
+    /// where it stopped.
+    fn windowed(&self, run: &mut Run, bytes: &[u8], mut pos: usize, end: usize) -> usize {
+        let (trans, byte) = (&*self.trans, &self.classes.byte);
+        while pos < end {
+            let Some(&b) = bytes.get(pos) else {
+                break;
+            };
+            let next = trans
+                .get(run.row as usize | usize::from(byte[usize::from(b)]))
+                .copied()
+                .unwrap_or(UNKNOWN);
+            if next == UNKNOWN {
+                break;
+            }
+            run.row = next & !MARKED;
+            if (next >= MARKED || b == b'\n' || self.reports(run.row).now.words != 0)
+                && !is_continuation(b)
+            {
+                self.report(run, bytes, run.row, b == b'\n', pos);
+            }
+            pos += 1;
+            if run.row == START && !run.expire(bytes, pos) {
+                break;
+            }
+        }
+        pos
+    }
+
+    /// Whether a window of `run`, at `pos`, is open: it closes once no
+    /// second word can meet its first (with no word under way).
+    #[inline(always)]
+    fn open(&self, run: &mut Run, bytes: &[u8], pos: usize) -> bool {
+        run.windows.open() && (run.row != START || run.expire(bytes, pos))
+    }
+
+    /// Steps `run`, at `cuts[0]`, over the text to `to`, as `N` runs at
+    /// once (lanes): the text is cut
+    /// at `cuts` (increasing, each where a run may start: see
+    /// `super::curated_factors`), lane 0 is `run`, lane `i` starts at
+    /// `cuts[i]` in the start state. Each lane goes on past its part until
+    /// it is idle, or until it is where the next lane was when that
+    /// recorded a checkpoint, in the same state (from there on it would
+    /// read what that lane read); the last stops at `to`, and becomes
+    /// `run`, with every lane's labels. Where it stopped (`to`), and
+    /// whether it is idle there or at the end of the text (else the run
+    /// goes on from there).
+    ///
+    /// A run's step waits for its last (it reads the state that one
+    /// wrote), so one run steps a character per load's latency; the lanes'
+    /// loads do not wait for each other.
+    pub(super) fn lanes<const N: usize>(
+        &mut self,
+        run: &mut Run,
+        bytes: &[u8],
+        cuts: &[usize; N],
+        to: usize,
+    ) -> (usize, bool) {
+        let mut runs: [Run; N] =
+            core::array::from_fn(|i| Run::at(cuts.get(i).copied().unwrap_or(0), 0));
+        if let Some(first) = runs.first_mut() {
+            *first = core::mem::take(run);
+        }
+        let mut pos = *cuts;
+        let ends: [usize; N] = core::array::from_fn(|i| cuts.get(i + 1).copied().unwrap_or(to));
+        // Per lane, its checkpoints: where it was, in which state, and the
+        // cache's generation then (taken with no window open).
+        let mut checks = [[(usize::MAX, START, 0u32); CHECKS]; N];
+        let mut counts = [0usize; N];
+        let mut due: [usize; N] = core::array::from_fn(|i| pos.get(i).map_or(0, |p| p + CHECK));
+        loop {
+            for i in 1..N {
+                if let (Some(&p), Some(d), Some(c), Some(run), Some(checks)) = (
+                    pos.get(i),
+                    due.get_mut(i),
+                    counts.get_mut(i),
+                    runs.get(i),
+                    checks.get_mut(i),
+                ) {
+                    if p >= *d && !run.windows.open() {
+                        if let Some(check) = checks.get_mut(*c) {
+                            *check = (p, run.row, self.generation);
+                            *c += 1;
+                        }
+                        *d = p + CHECK;
+                    }
+                }
+            }
+            let steps = pos
+                .iter()
+                .zip(&ends)
+                .map(|(&p, &e)| e.saturating_sub(p))
+                .min()
+                .unwrap_or(0)
+                .min(CHECK);
+            if steps == 0 {
+                break;
+            }
+            let open = runs.iter().any(|r| r.windows.open());
+            let k = if open {
+                0
+            } else {
+                self.lockstep(&mut runs, bytes, &pos, steps)
+            };
+            for p in &mut pos {
+                *p += k;
+            }
+            if k < steps {
+                // A lane reads a character other than ASCII, takes a
+                // transition not computed yet or has a window open: each
+                // steps on by itself.
+                for i in 0..N {
+                    if let (Some(&p), Some(&e)) = (pos.get(i), ends.get(i)) {
+                        if p < e {
+                            let q =
+                                self.pinned(&mut runs, i, |lazy, run| lazy.slow(run, bytes, p, e));
+                            if let Some(p) = pos.get_mut(i) {
+                                *p = q;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Each lane but the last, on until idle or where it meets the next.
+        let mut found = 0;
+        for i in 0..N - 1 {
+            let (Some(&p), Some(&e), Some(checks), Some(&c)) = (
+                pos.get(i),
+                ends.get(i),
+                checks.get(i + 1),
+                counts.get(i + 1),
+            ) else {
+                continue;
+            };
+            let checks = checks.get(..c).unwrap_or_default();
+            found |= self.pinned(&mut runs, i, |lazy, run| {
+                lazy.tail(run, bytes, p, e, checks);
+                run.found
+            });
+        }
+        let last = N - 1;
+        let (Some(&p), Some(&e)) = (pos.get(last), ends.get(last)) else {
+            return (to, true);
+        };
+        let (stop, idle) = self.pinned(&mut runs, last, |lazy, run| {
+            let (stop, idle) = lazy.run_to(run, bytes, p, e, e);
+            if stop >= bytes.len() {
+                lazy.end(run, bytes, stop);
+            }
+            (stop, idle)
+        });
+        if let Some(r) = runs.get_mut(last) {
+            *run = core::mem::take(r);
+        }
+        run.found |= found;
+        (stop, idle || stop >= bytes.len())
+    }
+
+    /// Steps a lane but the last from `pos` on until it is idle past `past`,
+    /// or at a checkpoint of the next lane in its state (or at the end of
+    /// the text).
+    fn tail(
+        &mut self,
+        run: &mut Run,
+        bytes: &[u8],
+        mut pos: usize,
+        past: usize,
+        checks: &[(usize, u32, u32)],
+    ) {
+        for &(at, row, generation) in checks {
+            if at < pos {
+                continue;
+            }
+            let (p, idle) = self.run_to(run, bytes, pos, past, at);
+            pos = p;
+            if idle
+                || pos == at
+                    && run.row == row
+                    && generation == self.generation
+                    && !run.windows.open()
+            {
+                return;
+            }
+        }
+        self.run(run, bytes, pos, past);
+    }
+
+    /// Calls `f` with lane `i` of `runs`, the others' states kept through
+    /// an emptying of the cache ([`Lazy::pinned`]).
+    fn pinned<const N: usize, T>(
+        &mut self,
+        runs: &mut [Run; N],
+        i: usize,
+        f: impl FnOnce(&mut Self, &mut Run) -> T,
+    ) -> T {
+        let mut run = runs.get_mut(i).map(core::mem::take).unwrap_or_default();
+        self.pins = 0;
+        for (j, r) in runs.iter().enumerate() {
+            if j != i {
+                if let Some(p) = self.pinned.get_mut(self.pins) {
+                    *p = r.row;
+                    self.pins += 1;
+                }
+            }
+        }
+        let out = f(self, &mut run);
+        let mut pins = self.pinned.iter();
+        for (j, r) in runs.iter_mut().enumerate() {
+            if j != i {
+                if let Some(&p) = pins.next() {
+                    r.row = p;
+                }
+            }
+        }
+        self.pins = 0;
+        if let Some(r) = runs.get_mut(i) {
+            *r = run;
+        }
+        out
+    }
+
+    /// Steps every lane of `runs` (lane `i` at `pos[i]`) one ASCII byte at
+    /// a time, at most `steps` times, over known transitions (taking what
+    /// they report); how many steps each took.
+    #[inline(always)]
+    fn lockstep<const N: usize>(
+        &self,
+        runs: &mut [Run; N],
+        bytes: &[u8],
+        pos: &[usize; N],
+        steps: usize,
+    ) -> usize {
+        let (trans, byte) = (&*self.trans, &self.classes.byte);
+        let mut rows: [u32; N] = core::array::from_fn(|i| runs.get(i).map_or(START, |r| r.row));
+        let mut k = 0;
+        while k < steps {
+            let mut next = [0u32; N];
+            let mut marked = false;
+            for ((n, &row), &p) in next.iter_mut().zip(&rows).zip(pos) {
+                let b = bytes.get(p + k).copied().unwrap_or(0x80);
+                *n = trans
+                    .get(row as usize | usize::from(byte[usize::from(b)]))
+                    .copied()
+                    .unwrap_or(UNKNOWN);
+                marked |= *n >= MARKED;
+            }
+            if next.contains(&UNKNOWN) {
+                break;
+            }
+            if marked {
+                // Labels, or a first word (no window was open: a second
+                // word changes nothing; a `\n` closes the window a first
+                // word reported at it opens).
+                let mut open = false;
+                for ((n, run), &p) in next.iter_mut().zip(runs.iter_mut()).zip(pos) {
+                    if *n >= MARKED {
+                        *n &= !MARKED;
+                        let newline = bytes.get(p + k) == Some(&b'\n');
+                        self.report(run, bytes, *n, newline, p + k);
+                        open |= run.windows.open();
+                    }
+                }
+                if open {
+                    rows = next;
+                    k += 1;
+                    break;
+                }
+            }
+            rows = next;
+            k += 1;
+        }
+        for (run, row) in runs.iter_mut().zip(rows) {
+            run.row = row;
+        }
+        k
+    }
+
+    /// Takes into `run` what stepping into `row` at `pos` reports (on a
+    /// `newline`, the windows close after).
+    #[inline(never)]
+    fn report(&self, run: &mut Run, bytes: &[u8], row: u32, newline: bool, pos: usize) {
+        let now = self.reports(row).now;
+        run.found |= now.found;
+        if now.words != 0 {
+            let chars = run.chars(bytes, pos);
+            run.found |= run.windows.words(now.words, chars);
+        }
+        if newline {
+            run.windows.line_break();
+        }
+    }
+
+    /// Steps `row` over ASCII from `pos`, over known transitions that
+    /// report nothing, until idle at or past `past`, or `end`; where it
+    /// stopped.
+    #[inline(always)]
+    fn fast(&self, row: &mut u32, bytes: &[u8], mut pos: usize, past: usize, end: usize) -> usize {
+        let (trans, byte) = (&*self.trans, &self.classes.byte);
+        let mut r = *row;
+        // Before `past`, no idle stop to look for.
+        let ahead = bytes.get(..past.min(end)).unwrap_or_default();
+        while let Some(&b) = ahead.get(pos) {
+            let next = trans
+                .get(r as usize | usize::from(byte[usize::from(b)]))
+                .copied()
+                .unwrap_or(UNKNOWN);
+            // Not computed yet (0), or marked.
+            if next.wrapping_sub(1) >= MARKED - 1 {
+                *row = r;
+                return pos;
+            }
+            r = next;
+            pos += 1;
+        }
+        let bytes = bytes.get(..end).unwrap_or(bytes);
+        while let Some(&b) = bytes.get(pos) {
+            // Idle stops are at character boundaries.
+            if r == START && !is_continuation(b) {
+                break;
+            }
+            let next = trans
+                .get(r as usize | usize::from(byte[usize::from(b)]))
+                .copied()
+                .unwrap_or(UNKNOWN);
+            if next.wrapping_sub(1) >= MARKED - 1 {
+                break;
+            }
+            r = next;
+            pos += 1;
+        }
+        *row = r;
+        pos
+    }
+
+    /// Steps `run` over the character at `pos` (before the end of the
+    /// text), whatever it is; where the next one starts.
+    #[inline(never)]
+    fn one(&mut self, run: &mut Run, bytes: &[u8], pos: usize) -> usize {
+        let Some(&b) = bytes.get(pos) else {
+            return pos;
+        };
+        if is_continuation(b) {
+            // Inside a character a lane's lockstep left (the character was
+            // read at its first byte).
+            return pos + 1;
+        }
+        let (sym, n) = if b < 0x80 { (b, 1) } else { decode(bytes, pos) };
+        let class = self.classes.of[usize::from(sym)];
+        let mut next = self.next(run.row, class);
+        if next == UNKNOWN {
+            next = self.fill(&mut run.row, class);
+        }
+        // With a window open, a second word and a `\n` count too.
+        if next >= MARKED || run.windows.open() {
+            self.report(run, bytes, next & !MARKED, sym == b'\n', pos);
+        }
+        run.row = next & !MARKED;
+        pos + n
+    }
+
+    /// Adds to `run` what ends with the text, `pos` its length.
+    fn end(&self, run: &mut Run, bytes: &[u8], pos: usize) {
+        let eoi = self.reports(run.row).eoi;
+        let chars = run.chars(bytes, pos);
+        run.found |= eoi.found | run.windows.words(eoi.words, chars);
+    }
+
+    /// The transition of `row` on `class`.
+    #[inline(always)]
+    fn next(&self, row: u32, class: u8) -> u32 {
+        self.trans
+            .get(row as usize | usize::from(class))
+            .copied()
+            .unwrap_or(UNKNOWN)
+    }
+
+    /// The state of `row`'s reports.
+    #[inline(always)]
+    fn reports(&self, row: u32) -> &State {
+        const NONE: &State = &State {
+            key: [0; ALL],
+            now: Reports { found: 0, words: 0 },
+            eoi: Reports { found: 0, words: 0 },
+        };
+        self.states
+            .get(((row >> SHIFT) as usize).wrapping_sub(1))
+            .unwrap_or(NONE)
+    }
+
+    /// Computes the transition of `row` on `class` (emptying the cache if
+    /// it is full: `row` is then the same state's new row) and keeps it.
+    #[cold]
+    #[inline(never)]
+    fn fill(&mut self, row: &mut u32, class: u8) -> u32 {
+        let key = self.reports(*row).key;
+        let sym = self
+            .classes
+            .symbol
+            .get(usize::from(class))
+            .copied()
+            .unwrap_or(0);
+        let mut next = [0u8; ALL];
+        for (k, (to, &from)) in next.iter_mut().zip(&key).enumerate() {
+            *to = self.canonical(k, self.tables.next(k, from, sym));
+        }
+        let to = match self.ids.get(&next) {
+            Some(&to) => to,
+            None => {
+                if self.states.len() >= self.capacity {
+                    // The other runs' states (the lanes') are kept too.
+                    let pinned = self.pinned.map(|r| self.reports(r).key);
+                    self.clear();
+                    *row = self.row_of(key);
+                    for (i, key) in pinned.into_iter().enumerate().take(self.pins) {
+                        let r = self.row_of(key);
+                        if let Some(p) = self.pinned.get_mut(i) {
+                            *p = r;
+                        }
+                    }
+                }
+                match self.ids.get(&next) {
+                    Some(&to) => to,
+                    None => self.add(next).unwrap_or(START),
+                }
+            }
+        };
+        // Where no window is open, only labels and first words count.
+        let now = self.reports(to).now;
+        let marked = now.found != 0 || now.words & FIRSTS != 0;
+        let entry = if marked { to | MARKED } else { to };
+        if let Some(t) = self.trans.get_mut(*row as usize | usize::from(class)) {
+            *t = entry;
+        }
+        entry
+    }
+
+    /// Empties the cache but its start state.
+    fn clear(&mut self) {
+        self.trans.fill(UNKNOWN);
+        self.states.clear();
+        self.ids.clear();
+        self.generation = self.generation.wrapping_add(1);
+        let _ = self.add([0; ALL]);
+    }
+
+    /// The row of the state `key`, added if it is not there (there is
+    /// room: the cache was just emptied).
+    fn row_of(&mut self, key: Key) -> u32 {
+        match self.ids.get(&key) {
+            Some(&row) => row,
+            None => self.add(key).unwrap_or(START),
+        }
+    }
+
+    /// Adds the state `key` (there is room); its row.
+    fn add(&mut self, key: Key) -> Option<u32> {
+        let row = u32::try_from((self.states.len() + 1) << SHIFT).ok()?;
+        let mut now = Reports::default();
+        let mut eoi = Reports::default();
+        let (mut words_now, mut words_eoi) = ([0u8; CURATED_WORD_TABLES], [0; CURATED_WORD_TABLES]);
+        for (k, (&state, table)) in key.iter().zip(TABLES).enumerate() {
+            let out = if state >= table.special {
+                table.output(state)
+            } else {
+                0
+            };
+            let end = table.eoi(state);
+            if let Some(w) = k.checked_sub(WORDS_AT) {
+                if let (Some(n), Some(e)) = (words_now.get_mut(w), words_eoi.get_mut(w)) {
+                    *n = out;
+                    *e = end;
+                }
+            } else {
+                now.found |= out;
+                eoi.found |= end;
+            }
+        }
+        now.words = reported(&words_now);
+        eoi.words = reported(&words_eoi);
+        self.states.push(State { key, now, eoi });
+        if let Some(t) = self
+            .trans
+            .get_mut(row as usize | usize::from(self.classes.cont))
+        {
+            *t = row;
+        }
+        self.ids.insert(key, row);
+        Some(row)
+    }
+
+    /// Table `k`'s `state`, or its start state where `state` is idle.
+    fn canonical(&self, k: usize, state: u8) -> u8 {
+        let idle = self.tables.idle_of(k);
+        if idle
+            .get(usize::from(state >> 6))
+            .is_some_and(|w| w >> (state & 63) & 1 != 0)
+        {
+            0
+        } else {
+            state
+        }
+    }
+}
+
+/// Whether `b` is a continuation byte of UTF-8 (`0x80..=0xBF`).
+#[inline(always)]
+fn is_continuation(b: u8) -> bool {
+    (b as i8) < -64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::curated::plain;
+    use super::super::curated_factors::{cuts, scan_in};
+    use super::super::utf8::symbols;
+    use super::*;
+    use std::string::String;
+
+    /// Texts that strain the automaton: corpus lines cut anywhere, window
+    /// words near each other and across lines, characters of every UTF-8
+    /// length (U+2028 too), long words and runs of one factor; from 100
+    /// bytes to 30 KB.
+    fn texts(count: usize, seed: u64) -> Vec<String> {
+        let lines: Vec<&str> = include_str!("../../tests/corpus/curated/errors.jsonl")
+            .lines()
+            .chain(include_str!("../../tests/corpus/real/errors.jsonl").lines())
+            .collect();
+        let pieces = [
+            "account",
+            " rate limit",
+            "daily",
+            " quota",
+            "hit your",
+            " limit",
+            "\n",
+            " ",
+            "400",
+            "provider returned error",
+            "limit limit limit ",
+            "\u{e9}",
+            "\u{2192}",
+            "\u{2028}",
+            "\u{1f600}",
+            "\u{670d}\u{52a1}\u{7e41}\u{5fd9}",
+            "retry-after: 30",
+            "per minute",
+        ];
+        let mut seed = seed;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        (0..count)
+            .map(|i| {
+                let len = [100, 700, 3_000, 12_000, 30_000][i % 5];
+                let mut text = String::new();
+                while text.len() < len {
+                    if next() % 2 == 0 {
+                        let line = lines[(next() % lines.len() as u64) as usize];
+                        let a = (next() as usize) % (line.len() + 1);
+                        let b = (a + (next() as usize) % 120).min(line.len());
+                        if let Some(part) = line.get(a..b) {
+                            text.push_str(part);
+                        }
+                    } else {
+                        text.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+                    }
+                }
+                text
+            })
+            .collect()
+    }
+
+    /// The labels of `text` through `lanes` lanes cut by `cuts`, to `to`,
+    /// then one run to the end.
+    fn through_lanes<const N: usize>(lazy: &mut Lazy, text: &str, to: usize) -> Option<u8> {
+        let bytes = text.as_bytes();
+        let cuts = cuts::<N>(bytes, 0, to)?;
+        let mut run = Run::at(0, 0);
+        let (stop, _) = lazy.lanes(&mut run, bytes, &cuts, to);
+        if stop < bytes.len() {
+            lazy.run(&mut run, bytes, stop, bytes.len());
+        }
+        Some(run.found)
+    }
+
+    /// Lanes find what one run finds (the plain scan's labels), with two
+    /// lanes and three, to the end of the text or to a character boundary
+    /// inside it; with a cache that holds every state and with one so
+    /// small that it is emptied inside the lanes, again and again (their
+    /// states kept, their checkpoints not trusted after).
+    #[test]
+    fn lanes_read_as_one_run() {
+        let mut roomy = Lazy::new(CAPACITY).expect("a cache");
+        let mut small = Lazy::new(12).expect("a cache");
+        let mut laned = 0;
+        for text in texts(100, 0x9E37_79B9_7F4A_7C15) {
+            let want = plain(0, symbols(&text));
+            let mut to = text.len() / 2;
+            while !text.is_char_boundary(to) {
+                to -= 1;
+            }
+            for lazy in [&mut roomy, &mut small] {
+                for end in [text.len(), to] {
+                    for got in [
+                        through_lanes::<2>(lazy, &text, end),
+                        through_lanes::<3>(lazy, &text, end),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        assert_eq!(got, want, "{text:?}");
+                        laned += 1;
+                    }
+                }
+            }
+        }
+        assert!(laned > 700, "{laned}");
+        assert!(small.generation > 100, "{}", small.generation);
+    }
+
+    /// The whole search (factors, runs, lanes) gives the plain scan's
+    /// labels through a cache too small for the texts' states.
+    #[test]
+    fn a_full_cache_changes_no_answer() {
+        let mut small = Lazy::new(40).expect("a cache");
+        for text in texts(60, 0xD1B5_4A32_D192_ED03) {
+            assert_eq!(
+                scan_in(&mut small, &text, 0),
+                plain(0, symbols(&text)),
+                "{text:?}"
+            );
+        }
+        assert!(small.generation > 10, "{}", small.generation);
+    }
+}
