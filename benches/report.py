@@ -170,6 +170,12 @@ if curated_ours is not None or (crit / "curated_body").is_dir():
     if curated_ours is not None:
         crows.append([f"corpus (`tests/corpus/curated/`), median over the {n_curated} texts of the per-text median",
                       fmt_cell(curated_ours, curated_ours), fmt_cell(curated_set, curated_ours)])
+    mixed_ours, mixed_set = median_ns("curated_mixed", "ours"), median_ns("curated_mixed", "regexset")
+    if mixed_ours is not None:
+        per_ours = mixed_ours / max(n_curated, 1)
+        per_set = None if mixed_set is None else mixed_set / max(n_curated, 1)
+        crows.append([f"the same {n_curated} texts one after the other (per text, mean)",
+                      fmt_cell(per_ours, per_ours), fmt_cell(per_set, per_ours)])
     for b in BODIES:
         size = js["bytes"][b]
         ours_ns = median_ns("curated_body", "ours", b)

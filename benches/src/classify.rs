@@ -15,8 +15,9 @@
 //! - `curated_corpus/{ours,regexset}/NNNN`: text NNNN of the curated corpus
 //!   (`tests/corpus/curated/`) through `Classifier::Curated.classify`
 //!   (spec 13.2's labels and hint) and through a `RegexSet` of 13.2's
-//!   patterns (the labels); `curated_body/{ours,regexset}/{size}` the
-//!   same on the bodies above.
+//!   patterns (the labels); `curated_mixed/{ours,regexset}` the whole
+//!   curated corpus, text after text, per iteration;
+//!   `curated_body/{ours,regexset}/{size}` the same on the bodies above.
 //!
 //! Before measuring, every alternative that claims the spec's semantics is
 //! checked against ours on the corpus, the bodies and the edge cases
@@ -261,6 +262,30 @@ fn curated_benches(c: &mut Criterion) {
             b.iter(|| set.labels(black_box(t)))
         });
     }
+    g.finish();
+
+    // The corpus's texts one after the other, as an agent meets them: a
+    // lazy automaton's cache (ours, and the RegexSet's) must hold the
+    // states of them all, or fill again.
+    let mut g = c.benchmark_group("curated_mixed");
+    g.sample_size(10)
+        .measurement_time(Duration::from_millis(400));
+    let texts: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+    g.throughput(Throughput::Elements(texts.len() as u64));
+    g.bench_function("ours", |b| {
+        b.iter(|| {
+            for t in &texts {
+                black_box(Classifier::Curated.classify(black_box(t)));
+            }
+        })
+    });
+    g.bench_function("regexset", |b| {
+        b.iter(|| {
+            for t in &texts {
+                black_box(set.labels(black_box(t)));
+            }
+        })
+    });
     g.finish();
 
     let mut g = c.benchmark_group("curated_body");

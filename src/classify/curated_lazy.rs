@@ -207,7 +207,7 @@ impl Run {
                 .sum::<usize>();
             self.counted = pos;
         }
-        pos - self.lag
+        pos.saturating_sub(self.lag)
     }
 
     /// Closes the windows that no second word can meet at `pos` (see
@@ -658,7 +658,7 @@ impl Lazy {
             return pos + 1;
         }
         let (sym, n) = if b < 0x80 { (b, 1) } else { decode(bytes, pos) };
-        let class = self.classes.of[usize::from(sym)];
+        let class = self.classes.of.get(usize::from(sym)).copied().unwrap_or(0);
         let mut next = self.next(run.row, class);
         if next == UNKNOWN {
             next = self.fill(&mut run.row, class);
