@@ -3,7 +3,7 @@
 //!
 //! Pure functions of the text: no allocation, no panic, linear time, one
 //! pass (on std, feature `prefilter` allocates its speed tables once per
-//! process, at first use). The patterns of [`patterns`] are compiled ahead
+//! process, at first use, and the curated set a cache per thread). The patterns of [`patterns`] are compiled ahead
 //! of time into small DFAs that read one symbol per character (see
 //! `tools/dfa-gen/`), with the matching semantics of spec 3.1: only ASCII
 //! letters fold case, `.` is one Unicode scalar value other than `\n`, `\r`, U+2028
