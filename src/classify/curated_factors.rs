@@ -43,6 +43,7 @@ use super::curated_lazy::{Lazy, Run, LANES};
 use super::dfa::{CURATED_FACTORS, CURATED_FACTOR_MAX_LEN, CURATED_WINDOWS};
 use super::factors::{needed, Hits, LineStarts, Search, Text};
 use super::utf8::char_start;
+use super::wait_hint::is_word;
 
 /// `N` places to cut `bytes[from..to]` at for [`Lazy::lanes`], the first
 /// `from`, in increasing order: each about as far from the last as the
@@ -54,10 +55,7 @@ pub(super) fn cuts<const N: usize>(bytes: &[u8], from: usize, to: usize) -> Opti
     let part = to.checked_sub(from)? / N;
     for i in 1..N {
         let floor = *cuts.get(i - 1)?;
-        let mut s = char_start(bytes, from + part * i);
-        while s > floor && bytes.get(s - 1).is_some_and(|&b| is_word(b)) {
-            s -= 1;
-        }
+        let s = run_start(bytes, char_start(bytes, from + part * i), floor);
         if s <= floor {
             return None;
         }
@@ -342,10 +340,7 @@ impl<'a> Runs<'a> {
             // ASCII word character, but not back past where the last run
             // stopped (idle there: it carries on).
             let floor = if self.stop < from { self.stop } else { 0 };
-            let mut s = from;
-            while s > floor && bytes.get(s - 1).is_some_and(|&b| is_word(b)) {
-                s -= 1;
-            }
+            let s = run_start(bytes, from, floor);
             if s != self.stop {
                 self.start = s;
                 self.stop = s;
@@ -384,10 +379,15 @@ impl<'a> Runs<'a> {
     }
 }
 
-/// Whether `b` is an ASCII word character (`[A-Za-z0-9_]`).
-#[inline(always)]
-fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+/// Where a run may start at or before `at` (a character boundary), but
+/// not before `floor`: moved back over ASCII word characters, so that the
+/// character before it is not one (or it is `floor`).
+fn run_start(bytes: &[u8], at: usize, floor: usize) -> usize {
+    let mut s = at;
+    while s > floor && bytes.get(s - 1).is_some_and(|&b| is_word(b)) {
+        s -= 1;
+    }
+    s
 }
 
 /// The runs of the tables in `mask` (bit `k`: table `k`).
