@@ -197,12 +197,15 @@ impl Run {
     fn chars(&mut self, bytes: &[u8], pos: usize) -> usize {
         if pos > self.counted {
             let read = bytes.get(self.counted..pos).unwrap_or_default();
-            // Continuation bytes, 64 at a time (vectorized).
+            // Continuation bytes, 64 at a time in a byte's sum (at most
+            // 64: vectorized in bytes, not widened to 64-bit lanes).
             self.lag += read
                 .chunks(64)
                 .map(|c| {
-                    c.iter()
-                        .fold(0, |n, &b| n + usize::from(is_continuation(b)))
+                    usize::from(
+                        c.iter()
+                            .fold(0u8, |n, &b| n.wrapping_add(u8::from(is_continuation(b)))),
+                    )
                 })
                 .sum::<usize>();
             self.counted = pos;
