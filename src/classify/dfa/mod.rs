@@ -203,8 +203,6 @@ pub(super) type CuratedFactor = (&'static str, Option<u16>, u32, &'static [&'sta
 /// starts with another.
 #[cfg(all(feature = "curated", feature = "prefilter"))]
 pub(super) static CURATED_FACTORS: [CuratedFactor; 140] = [
-    ("\"resets_in_seconds\"", Some(0), 0x400000, &[]),
-    ("\"retrydelay\":", Some(0), 0x400000, &[]),
     ("400", Some(0), 0x20000, &[]),
     ("413", Some(0), 0x20000, &[]),
     ("429", Some(0), 0x1, &[]),
@@ -303,10 +301,12 @@ pub(super) static CURATED_FACTORS: [CuratedFactor; 140] = [
     ("requires more system memory", Some(0), 0x200000, &[]),
     ("reset after ", Some(0), 0x400000, &[]),
     ("reset before headers", Some(0), 0x2, &[]),
+    ("resets_in_seconds\"", Some(1), 0x400000, &[&[(-1, -1, true, "\"resets_in_seconds\"")]]),
     ("retry after", Some(0), 0x400000, &[]),
     ("retry delay", Some(0), 0x2, &[]),
     ("retry your request", Some(0), 0x1, &[]),
     ("retry-after", Some(0), 0x400000, &[]),
+    ("retrydelay\":", Some(1), 0x400000, &[&[(-1, -1, true, "\"retrydelay\":")]]),
     ("rpd", Some(1), 0x40, &[]),
     ("rpm", Some(0), 0x20, &[]),
     ("run out of credits", Some(0), 0x40000, &[]),

@@ -653,10 +653,37 @@ pub fn curated(tables: &[(Vec<String>, u32)]) -> Result<Vec<Factor>, String> {
             );
         }
     }
+    let all = all.into_iter().map(trim_punctuation).collect();
     let mut factors = reduce_where(all, |k, at| at == 0 || k.len() >= CURATED_MERGE_MIN);
     factors.sort_by(|a, b| a.text.cmp(&b.text));
     Ok(factors)
 }
+
+/// `factor` without the ASCII punctuation it starts with (`"retrydelay":`
+/// is searched as `retrydelay":`), its bound before as much further, where
+/// at least [`TRIMMED_MIN`] bytes are left.
+///
+/// The factors that start with neither a letter nor white space make a
+/// searcher of their own that searches only the chunks holding one of
+/// their first bytes (`factors::Search`): with the quotes gone those are
+/// the digits `4` and `5` (`429`, `503`, ...), and a text of quoted HTML
+/// attributes without them is searched by the letters' searchers alone.
+/// On `lorem_1MB` (no hit) that was 21 % faster (paired runs).
+fn trim_punctuation(mut factor: Factor) -> Factor {
+    let k = factor
+        .text
+        .iter()
+        .take_while(|b| b.is_ascii_punctuation())
+        .count();
+    if k > 0 && factor.text.len() >= k + TRIMMED_MIN {
+        factor.text.drain(..k);
+        factor.before = factor.before.map(|b| b + k);
+    }
+    factor
+}
+
+/// The fewest bytes [`trim_punctuation`] leaves of a factor.
+const TRIMMED_MIN: usize = 4;
 
 /// A curated factor that another holds further in than its start takes
 /// that one's matches only from this length on: longer factors are rare
@@ -688,6 +715,28 @@ mod tests {
         assert!(fs.iter().all(|f| f.before.is_none() && f.after.is_none()));
         let fs = of_pattern(r"maximum prompt length is \d+").unwrap();
         assert_eq!((fs[0].before, fs[0].after), (Some(0), None));
+    }
+
+    #[test]
+    fn leading_punctuation_is_left_to_the_bound() {
+        let f = |text: &str, before| Factor {
+            text: text.as_bytes().to_vec(),
+            before,
+            after: Some(0),
+            labels: 1,
+        };
+        let t = trim_punctuation(f("\"retrydelay\":", Some(0)));
+        assert_eq!(
+            (t.text.as_slice(), t.before),
+            (&b"retrydelay\":"[..], Some(1))
+        );
+        let t = trim_punctuation(f("--x", None));
+        assert_eq!((t.text.as_slice(), t.before), (&b"--x"[..], None));
+        let t = trim_punctuation(f("429", Some(2)));
+        assert_eq!((t.text.as_slice(), t.before), (&b"429"[..], Some(2)));
+        // No curated factor starts with punctuation.
+        let fs = curated(&[(vec![r#""retryDelay":\s*"\d+s"|429"#.to_string()], 1)]).unwrap();
+        assert!(fs.iter().all(|f| !f.text[0].is_ascii_punctuation()));
     }
 
     #[test]
