@@ -190,6 +190,17 @@ const CROWD: usize = 8;
 /// [`Runs::rest`]).
 const STRETCH_MAX: usize = 64;
 
+/// One over the share of a searched chunk its runs read from which the
+/// next chunks are stepped through without a search (see [`Runs::rest`]).
+/// A searched chunk costs the search and its runs, one lane each; a chunk
+/// stepped through, the lanes alone. On `benches/data/body.html` repeated
+/// to 1 MB, whose searched chunks' runs read 43 % of them (after the
+/// first labels are found), a quarter made the classification 13 %
+/// faster than a half (paired runs); a third, a fifth and an eighth gave
+/// the same as a quarter, and every other body of the report the same as
+/// before.
+const STRETCH_SHARE: usize = 4;
+
 /// Parts from this many bytes on are stepped in [`LANES`] lanes.
 const LANES_MIN_LEN: usize = 1024;
 
@@ -225,12 +236,12 @@ impl<'a> Runs<'a> {
     }
 
     /// The text from `at` on, in chunks of the larger buffer.
-    #[inline(never)]
     ///
-    /// Where the runs read most of a chunk, searching costs more than it
-    /// saves: the next chunks are stepped through without, twice as many
-    /// after each such chunk (up to [`STRETCH_MAX`]); the chunk after them
-    /// is searched again, to tell.
+    /// Where the runs read [`STRETCH_SHARE`] of a chunk or more, searching
+    /// costs more than it saves: the next chunks are stepped through
+    /// without, twice as many after each such chunk (up to
+    /// [`STRETCH_MAX`]); the chunk after them is searched again, to tell.
+    #[inline(never)]
     fn rest(&mut self, search: &Search, bytes: &[u8], mut at: usize) {
         let mut lower = [0u8; CHUNK + CURATED_FACTOR_MAX_LEN - 1];
         let mut stretch = 0;
@@ -240,7 +251,7 @@ impl<'a> Runs<'a> {
             if self.chunk(search, bytes, &mut at, CHUNK, &mut lower) {
                 return;
             }
-            if self.stepped * 2 < at - from {
+            if self.stepped * STRETCH_SHARE < at - from {
                 stretch = 0;
                 continue;
             }
