@@ -545,9 +545,9 @@ impl Lazy {
     /// mark go through [`Lazy::tight`].
     ///
     /// That loop alone, and the lanes taken in place rather than moved out
-    /// of `runs` around each slow step ([`Lazy::pinned`]), made four lanes
-    /// pay: with the step's checks in one loop they had cost as much as
-    /// they saved.
+    /// of `runs` around each slow step ([`Lazy::pinned`]), made more than
+    /// two lanes pay ([`LANES`]): with the step's checks in one loop they
+    /// had cost as much as they saved.
     #[inline(always)]
     fn lockstep<const N: usize>(
         &self,
