@@ -341,6 +341,25 @@ pub(super) const FIRSTS: u32 = any(&FIRST);
 /// The window words that are a second word of some alternative.
 const SECONDS: u32 = any(&SECOND);
 
+/// The most characters of a second word.
+#[cfg(feature = "prefilter")]
+const LONGEST_SECOND: usize = longest(SECONDS);
+
+/// The most characters of the words `ids`.
+#[cfg(feature = "prefilter")]
+const fn longest(ids: u32) -> usize {
+    let mut most = 0;
+    let mut id = 0;
+    while id < CURATED_WORDS.len() {
+        let len = CURATED_WORDS[id].2 as usize;
+        if ids >> id & 1 != 0 && len > most {
+            most = len;
+        }
+        id += 1;
+    }
+    most
+}
+
 /// The words (bit `id`) whose mask in `roles` is not empty.
 const fn any(roles: &[u32; CURATED_WORDS.len()]) -> u32 {
     let mut ids = 0;
@@ -438,12 +457,14 @@ impl Windows {
     }
 
     /// Closes the windows once no second word can meet its first any
-    /// more, `pos` characters read and no word under way; whether one is
-    /// still open.
+    /// more, `pos` characters read, with no word under way (`idle`) or
+    /// with one (it may have started up to the longest second word's
+    /// length before); whether one is still open.
     #[cfg(feature = "prefilter")]
     #[inline(always)]
-    pub(super) fn expire(&mut self, pos: usize) -> bool {
-        if pos > self.last {
+    pub(super) fn expire(&mut self, pos: usize, idle: bool) -> bool {
+        let under_way = if idle { 0 } else { LONGEST_SECOND };
+        if pos > self.last.saturating_add(under_way) {
             self.open = 0;
         }
         self.open != 0

@@ -13,8 +13,14 @@
 //!   match is under way in any table.
 //! - Symbols that every table steps alike share a class, and `\n` (where
 //!   the window scanner's windows close) has one of its own.
-//! - A transition into a state that reports (or on `\n`) is marked, so
-//!   that the loop looks at outputs only there.
+//! - A transition into a state that reports is marked, so that the loop
+//!   looks at outputs only there.
+//! - Each state has a twin ([`Lazy::twin`]) for a run with a window of the
+//!   window scanner open: the same tables' states, but its transitions
+//!   mark every window word and `\n` too, so that a run with a window open
+//!   steps in the same loops as the others. A run's row is its state's
+//!   twin while a window is open; it is checked for closing where the run
+//!   reports, at the lanes' checkpoints and where it is idle.
 //! - The cache holds at most [`CAPACITY`] states. Its memory is taken once,
 //!   at a thread's first use, and never grows: when it is full it is
 //!   emptied and refilled from the state under way.
@@ -32,8 +38,9 @@ use super::dfa::CURATED_WORD_TABLES;
 use super::symbol::{OTHER, SYMBOLS};
 use super::utf8::decode;
 
-/// The most states the cache holds.
-pub(super) const CAPACITY: usize = 8192;
+/// The most states the cache holds, each with its twin: their rows and
+/// their twins' fill `2 << 12` rows (2 MiB).
+pub(super) const CAPACITY: usize = (1 << 12) - 1;
 
 /// The start state's row: every table idle.
 pub(super) const START: u32 = 1 << SHIFT;
@@ -44,7 +51,8 @@ const SHIFT: u32 = 6;
 /// A transition not computed yet.
 const UNKNOWN: u32 = 0;
 
-/// The mark of a transition into a state that reports, or on `\n`.
+/// The mark of a transition into a state that reports, or on `\n` where a
+/// window is open.
 const MARKED: u32 = 1 << 30;
 
 /// A state, by the state of every table of [`TABLES`].
@@ -81,6 +89,8 @@ struct Classes {
     /// The class whose transitions go nowhere: a continuation byte's (its
     /// character was read at its first byte).
     cont: u8,
+    /// The class of `\n`.
+    newline: u8,
 }
 
 impl Classes {
@@ -123,11 +133,13 @@ impl Classes {
         if u32::from(stop) >= 1 << SHIFT {
             return None;
         }
+        let newline = *of.get(usize::from(b'\n'))?;
         Some(Classes {
             of,
             byte,
             symbol,
             cont,
+            newline,
         })
     }
 }
@@ -136,8 +148,14 @@ impl Classes {
 pub(super) struct Lazy {
     tables: &'static Unpacked,
     classes: &'static Classes,
-    /// The most states it holds.
+    /// The most states it holds (each with its twin).
     capacity: usize,
+    /// The bit of a row that makes it its state's twin's: twins' rows are
+    /// in the table's second half. (A state's row and its twin's side by
+    /// side put the states' rows two rows apart, and each column of the
+    /// table in half as many of the L1 cache's sets: `body.html` was 16 %
+    /// slower.)
+    twin: u32,
     /// Per state a row of transitions, one per class: the next state's row
     /// (its index times the row's length), [`MARKED`] or not, or
     /// [`UNKNOWN`].
@@ -217,13 +235,6 @@ impl Run {
         }
         pos.saturating_sub(self.lag)
     }
-
-    /// Closes the windows that no second word can meet at `pos` (see
-    /// `Windows::expire`); whether one is still open.
-    fn expire(&mut self, bytes: &[u8], pos: usize) -> bool {
-        let chars = self.chars(bytes, pos);
-        self.windows.expire(chars)
-    }
 }
 
 impl Lazy {
@@ -244,15 +255,18 @@ impl Lazy {
         .flatten()
     }
 
-    /// A cache of at most `capacity` states (`None` where the tables
-    /// could not be unpacked, or their classes do not fit in a row).
+    /// A cache of at most `capacity` states and their twins (`None` where
+    /// the tables could not be unpacked, or their classes do not fit in a
+    /// row).
     pub(super) fn new(capacity: usize) -> Option<Lazy> {
         let classes = Classes::get()?;
+        let half = capacity.checked_add(1)?.checked_next_power_of_two()?;
         let mut lazy = Lazy {
             tables: Unpacked::get()?,
             classes,
             capacity,
-            trans: std::vec![UNKNOWN; capacity.checked_add(1)? << SHIFT].into_boxed_slice(),
+            twin: u32::try_from(half << SHIFT).ok()?,
+            trans: std::vec![UNKNOWN; half.checked_mul(2)? << SHIFT].into_boxed_slice(),
             states: Vec::with_capacity(capacity),
             ids: HashMap::with_capacity(capacity),
             pinned: [START; LANES],
@@ -288,70 +302,19 @@ impl Lazy {
     ) -> (usize, bool) {
         let end = end.min(bytes.len());
         while pos < end {
-            if !self.open(run, bytes, pos) {
-                pos = self.fast(&mut run.row, bytes, pos, past, end);
-                if run.row == START && pos >= past {
-                    return (pos, true);
-                }
-                if pos >= end {
-                    break;
-                }
+            pos = self.fast(&mut run.row, bytes, pos, past, end);
+            if run.row & self.twin != 0 {
+                run.row = self.settled(run, bytes, run.row, pos);
             }
-            pos = self.slow(run, bytes, pos, end);
+            if run.row == START && pos >= past {
+                return (pos, true);
+            }
+            if pos >= end {
+                break;
+            }
+            pos = self.one(run, bytes, pos);
         }
         (pos, false)
-    }
-
-    /// Where the fast loops stop (a character other than ASCII, a
-    /// transition not computed yet or marked, a window open): steps `run`
-    /// on from `pos`, by one character or, a window open, until it closes
-    /// or `end`; where it stopped.
-    #[inline(never)]
-    fn slow(&mut self, run: &mut Run, bytes: &[u8], pos: usize, end: usize) -> usize {
-        if self.open(run, bytes, pos) {
-            let at = self.windowed(run, bytes, pos, end);
-            if at != pos {
-                return at;
-            }
-        }
-        self.one(run, bytes, pos)
-    }
-
-    /// Steps `run`, a window open, over ASCII and known transitions,
-    /// taking what each state reports, until the windows close or `end`;
-    /// where it stopped.
-    fn windowed(&self, run: &mut Run, bytes: &[u8], mut pos: usize, end: usize) -> usize {
-        let (trans, byte) = (&*self.trans, &self.classes.byte);
-        while pos < end {
-            let Some(&b) = bytes.get(pos) else {
-                break;
-            };
-            let next = trans
-                .get(run.row as usize | usize::from(byte[usize::from(b)]))
-                .copied()
-                .unwrap_or(UNKNOWN);
-            if next == UNKNOWN {
-                break;
-            }
-            run.row = next & !MARKED;
-            if (next >= MARKED || b == b'\n' || self.reports(run.row).now.words != 0)
-                && !is_continuation(b)
-            {
-                self.report(run, bytes, run.row, b == b'\n', pos);
-            }
-            pos += 1;
-            if run.row == START && !run.expire(bytes, pos) {
-                break;
-            }
-        }
-        pos
-    }
-
-    /// Whether a window of `run`, at `pos`, is open: it closes once no
-    /// second word can meet its first (with no word under way).
-    #[inline(always)]
-    fn open(&self, run: &mut Run, bytes: &[u8], pos: usize) -> bool {
-        run.windows.open() && (run.row != START || run.expire(bytes, pos))
     }
 
     /// Steps `run`, at `cuts[0]`, over the text to `to`, as `N` runs at
@@ -406,6 +369,12 @@ impl Lazy {
                     }
                 }
             }
+            // A window may have closed since the lane last reported.
+            for (run, &p) in runs.iter_mut().zip(&pos) {
+                if run.row & self.twin != 0 {
+                    run.row = self.settled(run, bytes, run.row, p);
+                }
+            }
             let steps = pos
                 .iter()
                 .zip(&ends)
@@ -416,24 +385,18 @@ impl Lazy {
             if steps == 0 {
                 break;
             }
-            let open = runs.iter().any(|r| r.windows.open());
-            let k = if open {
-                0
-            } else {
-                self.lockstep(&mut runs, bytes, &pos, steps)
-            };
+            let k = self.lockstep(&mut runs, bytes, &pos, steps);
             for p in &mut pos {
                 *p += k;
             }
             if k < steps {
-                // A lane reads a character other than ASCII, takes a
-                // transition not computed yet or has a window open: each
-                // steps on by itself.
+                // A lane reads a character other than ASCII or takes a
+                // transition not computed yet: each steps on by one
+                // character.
                 for i in 0..N {
                     if let (Some(&p), Some(&e)) = (pos.get(i), ends.get(i)) {
                         if p < e {
-                            let q =
-                                self.pinned(&mut runs, i, |lazy, run| lazy.slow(run, bytes, p, e));
+                            let q = self.pinned(&mut runs, i, |lazy, run| lazy.one(run, bytes, p));
                             if let Some(p) = pos.get_mut(i) {
                                 *p = q;
                             }
@@ -586,22 +549,11 @@ impl Lazy {
                 break;
             }
             if marked {
-                // Labels, or a first word (no window was open: a second
-                // word changes nothing; a `\n` closes the window a first
-                // word reported at it opens).
-                let mut open = false;
                 for ((n, run), &p) in next.iter_mut().zip(runs.iter_mut()).zip(pos) {
                     if *n >= MARKED {
-                        *n &= !MARKED;
                         let newline = bytes.get(p + k) == Some(&b'\n');
-                        self.report(run, bytes, *n, newline, p + k);
-                        open |= run.windows.open();
+                        *n = self.report(run, bytes, *n & !MARKED, newline, p + k);
                     }
-                }
-                if open {
-                    rows = next;
-                    k += 1;
-                    break;
                 }
             }
             rows = next;
@@ -644,9 +596,10 @@ impl Lazy {
     }
 
     /// Takes into `run` what stepping into `row` at `pos` reports (on a
-    /// `newline`, the windows close after).
+    /// `newline`, the windows close after); the row `run` goes on from:
+    /// `row`'s twin while a window is open, else `row`'s state's.
     #[inline(never)]
-    fn report(&self, run: &mut Run, bytes: &[u8], row: u32, newline: bool, pos: usize) {
+    fn report(&self, run: &mut Run, bytes: &[u8], row: u32, newline: bool, pos: usize) -> u32 {
         let now = self.reports(row).now;
         run.found |= now.found;
         if now.words != 0 {
@@ -655,6 +608,24 @@ impl Lazy {
         }
         if newline {
             run.windows.line_break();
+        }
+        self.settled(run, bytes, row, pos + 1)
+    }
+
+    /// The row `run`, in `row`'s state at `pos` (after a character), goes
+    /// on from: the state's twin while a window is open, else the state's.
+    /// A window closes once no second word can meet its first
+    /// (`Windows::expire`).
+    #[inline(always)]
+    fn settled(&self, run: &mut Run, bytes: &[u8], row: u32, pos: usize) -> u32 {
+        let row = row & !self.twin;
+        if run.windows.open() && {
+            let chars = run.chars(bytes, pos);
+            run.windows.expire(chars, row == START)
+        } {
+            row | self.twin
+        } else {
+            row
         }
     }
 
@@ -682,8 +653,9 @@ impl Lazy {
         }
         let bytes = bytes.get(..end).unwrap_or(bytes);
         while let Some(&b) = bytes.get(pos) {
-            // Idle stops are at character boundaries.
-            if r == START && !is_continuation(b) {
+            // Idle stops are at character boundaries (with a window open,
+            // where it may close).
+            if r | self.twin == START | self.twin && !is_continuation(b) {
                 break;
             }
             let next = trans
@@ -718,11 +690,11 @@ impl Lazy {
         if next == UNKNOWN {
             next = self.fill(&mut run.row, class);
         }
-        // With a window open, a second word and a `\n` count too.
-        if next >= MARKED || run.windows.open() {
-            self.report(run, bytes, next & !MARKED, sym == b'\n', pos);
-        }
-        run.row = next & !MARKED;
+        run.row = if next >= MARKED {
+            self.report(run, bytes, next & !MARKED, sym == b'\n', pos)
+        } else {
+            next
+        };
         pos + n
     }
 
@@ -751,16 +723,18 @@ impl Lazy {
             eoi: Reports { found: 0, words: 0 },
         };
         self.states
-            .get(((row >> SHIFT) as usize).wrapping_sub(1))
+            .get((((row & !self.twin) >> SHIFT) as usize).wrapping_sub(1))
             .unwrap_or(NONE)
     }
 
     /// Computes the transition of `row` on `class` (emptying the cache if
-    /// it is full: `row` is then the same state's new row) and keeps it.
+    /// it is full: `row` is then the same state's new row) and keeps it:
+    /// from a twin, into a twin.
     #[cold]
     #[inline(never)]
     fn fill(&mut self, row: &mut u32, class: u8) -> u32 {
         let key = self.reports(*row).key;
+        let twin = *row & self.twin;
         let sym = self
             .classes
             .symbol
@@ -776,11 +750,11 @@ impl Lazy {
             None => {
                 if self.states.len() >= self.capacity {
                     // The other runs' states (the lanes') are kept too.
-                    let pinned = self.pinned.map(|r| self.reports(r).key);
+                    let pinned = self.pinned.map(|r| (self.reports(r).key, r & self.twin));
                     self.clear();
-                    *row = self.row_of(key);
-                    for (i, key) in pinned.into_iter().enumerate().take(self.pins) {
-                        let r = self.row_of(key);
+                    *row = self.row_of(key) | twin;
+                    for (i, (key, twin)) in pinned.into_iter().enumerate().take(self.pins) {
+                        let r = self.row_of(key) | twin;
                         if let Some(p) = self.pinned.get_mut(i) {
                             *p = r;
                         }
@@ -792,9 +766,15 @@ impl Lazy {
                 }
             }
         };
-        // Where no window is open, only labels and first words count.
+        // Where no window is open, only labels and first words count;
+        // where one is, every word and `\n`.
         let now = self.reports(to).now;
-        let marked = now.found != 0 || now.words & FIRSTS != 0;
+        let marked = if twin == 0 {
+            now.found != 0 || now.words & FIRSTS != 0
+        } else {
+            now.found != 0 || now.words != 0 || class == self.classes.newline
+        };
+        let to = to | twin;
         let entry = if marked { to | MARKED } else { to };
         if let Some(t) = self.trans.get_mut(*row as usize | usize::from(class)) {
             *t = entry;
@@ -802,7 +782,7 @@ impl Lazy {
         entry
     }
 
-    /// Empties the cache but its start state.
+    /// Empties the cache but its start state (and its twin).
     fn clear(&mut self) {
         self.trans.fill(UNKNOWN);
         self.states.clear();
@@ -811,8 +791,8 @@ impl Lazy {
         let _ = self.add([0; ALL]);
     }
 
-    /// The row of the state `key`, added if it is not there (there is
-    /// room: the cache was just emptied).
+    /// The row of the state `key` (not its twin's), added if it is not
+    /// there (there is room: the cache was just emptied).
     fn row_of(&mut self, key: Key) -> u32 {
         match self.ids.get(&key) {
             Some(&row) => row,
@@ -820,9 +800,13 @@ impl Lazy {
         }
     }
 
-    /// Adds the state `key` (there is room); its row.
+    /// Adds the state `key` and its twin (there is room); its row (the
+    /// twin's is the next).
     fn add(&mut self, key: Key) -> Option<u32> {
         let row = u32::try_from((self.states.len() + 1) << SHIFT).ok()?;
+        if row >= self.twin {
+            return None;
+        }
         let mut now = Reports::default();
         let mut eoi = Reports::default();
         let (mut words_now, mut words_eoi) = ([0u8; CURATED_WORD_TABLES], [0; CURATED_WORD_TABLES]);
@@ -846,11 +830,13 @@ impl Lazy {
         now.words = reported(&words_now);
         eoi.words = reported(&words_eoi);
         self.states.push(State { key, now, eoi });
-        if let Some(t) = self
-            .trans
-            .get_mut(row as usize | usize::from(self.classes.cont))
-        {
-            *t = row;
+        for row in [row, row | self.twin] {
+            if let Some(t) = self
+                .trans
+                .get_mut(row as usize | usize::from(self.classes.cont))
+            {
+                *t = row;
+            }
         }
         self.ids.insert(key, row);
         Some(row)
@@ -987,6 +973,80 @@ mod tests {
         }
         assert!(laned > 700, "{laned}");
         assert!(small.generation > 100, "{}", small.generation);
+    }
+
+    /// A window's edges, read through twins: each alternative's first and
+    /// second words at the most characters apart its window allows, one
+    /// fewer and more, and as far again as the longest second word (a
+    /// window closes there with a word under way), over fillers of short
+    /// words (the start state between them), of one long word (a word
+    /// always under way) and of characters of two bytes; placed so that
+    /// the lanes' cuts and checkpoints fall around them. Lanes and the
+    /// whole search find what the plain scan finds.
+    #[test]
+    fn windows_close_where_the_plain_scan_closes_them() {
+        use super::super::dfa::CURATED_WINDOWS;
+        const WORDS: [&str; 15] = [
+            "account",
+            "account's",
+            "rate limit",
+            "ratelimit",
+            "hit a",
+            "hit your",
+            "limit",
+            "daily",
+            "allocation",
+            "quota",
+            "monthly",
+            "allowance",
+            "credits",
+            "400",
+            "provider returned error",
+        ];
+        let fillers = ["ab cd ", "x", "\u{e9}"];
+        let mut roomy = Lazy::new(CAPACITY).expect("a cache");
+        let mut small = Lazy::new(12).expect("a cache");
+        let mut found = 0;
+        for &(firsts, seconds, gap, _) in &CURATED_WINDOWS {
+            for (&f, &s) in firsts.iter().zip(seconds.iter().cycle()) {
+                let gap = usize::from(gap);
+                for apart in [1, gap - 1, gap, gap + 1, gap + 23, gap + 24] {
+                    for filler in fillers {
+                        for before in [0, 700, 1_400, 2_000] {
+                            let mut text = "lorem ipsum ".repeat(before / 12);
+                            text.push(' ');
+                            text.push_str(WORDS[usize::from(f)]);
+                            text.push(' ');
+                            let mut between: String = filler.repeat(apart);
+                            while between.chars().count() > apart - 1 {
+                                between.pop();
+                            }
+                            text.push_str(&between);
+                            text.push(' ');
+                            text.push_str(WORDS[usize::from(s)]);
+                            text.push_str(" and so on");
+                            text.push_str(&"lorem ipsum ".repeat(200));
+                            let want = plain(0, symbols(&text));
+                            found += usize::from(want != 0);
+                            for lazy in [&mut roomy, &mut small] {
+                                assert_eq!(scan_in(lazy, &text, 0), want, "{text:?}");
+                                for got in [
+                                    through_lanes::<2>(lazy, &text, text.len()),
+                                    through_lanes::<3>(lazy, &text, text.len()),
+                                ]
+                                .into_iter()
+                                .flatten()
+                                {
+                                    assert_eq!(got, want, "{text:?}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Both sides of every window's edge were read.
+        assert!(found > 100, "{found}");
     }
 
     /// The whole search (factors, runs, lanes) gives the plain scan's
