@@ -48,12 +48,14 @@ pub(super) const START: u32 = 1 << SHIFT;
 /// A row's length is `1 << SHIFT` transitions (the classes fit in it).
 const SHIFT: u32 = 6;
 
-/// A transition not computed yet.
-const UNKNOWN: u32 = 0;
-
 /// The mark of a transition into a state that reports, or on `\n` where a
 /// window is open.
 const MARKED: u32 = 1 << 30;
+
+/// A transition not computed yet: marked too (into row 0, no state's), so
+/// that the loops stop at both with one test (`next >= MARKED`), and at a
+/// step of all lanes with one test of their transitions' `|`.
+const UNKNOWN: u32 = MARKED;
 
 /// A state, by the state of every table of [`TABLES`].
 type Key = [u8; ALL];
@@ -575,17 +577,17 @@ impl Lazy {
         let mut k = 0;
         while k < len {
             let mut next = [0u32; N];
-            let mut worst = 0;
+            let mut any = 0;
             for ((n, &row), lane) in next.iter_mut().zip(&r).zip(lanes) {
                 let b = lane.get(k).copied().unwrap_or(0x80);
                 *n = trans
                     .get(row as usize | usize::from(byte[usize::from(b)]))
                     .copied()
                     .unwrap_or(UNKNOWN);
-                // Not computed yet (0), or marked.
-                worst = worst.max(n.wrapping_sub(1));
+                any |= *n;
             }
-            if worst >= MARKED - 1 {
+            // Not computed yet, or marked.
+            if any >= MARKED {
                 break;
             }
             r = next;
@@ -643,8 +645,8 @@ impl Lazy {
                 .get(r as usize | usize::from(byte[usize::from(b)]))
                 .copied()
                 .unwrap_or(UNKNOWN);
-            // Not computed yet (0), or marked.
-            if next.wrapping_sub(1) >= MARKED - 1 {
+            // Not computed yet, or marked.
+            if next >= MARKED {
                 *row = r;
                 return pos;
             }
@@ -662,7 +664,7 @@ impl Lazy {
                 .get(r as usize | usize::from(byte[usize::from(b)]))
                 .copied()
                 .unwrap_or(UNKNOWN);
-            if next.wrapping_sub(1) >= MARKED - 1 {
+            if next >= MARKED {
                 break;
             }
             r = next;
