@@ -180,6 +180,9 @@ pub(super) struct Lazy {
 /// faster than two, four 17 % (paired runs).
 pub(super) const LANES: usize = 3;
 
+/// The bytes [`Lazy::tight`] reads of each lane at a time.
+const BLOCK: usize = 8;
+
 /// A lane records where it is as a checkpoint every so many bytes, ...
 const CHECK: usize = 128;
 
@@ -570,31 +573,59 @@ impl Lazy {
     /// The lanes of [`Lazy::lockstep`], in `rows`, over `lanes` (each
     /// `len` bytes), until a transition of one is not computed yet or
     /// marked; how many steps all took.
+    ///
+    /// The lanes are read [`BLOCK`] bytes at a time as arrays, so that the
+    /// steps inside a block check no lane's length.
     #[inline(always)]
     fn tight<const N: usize>(&self, rows: &mut [u32; N], lanes: &[&[u8]; N], len: usize) -> usize {
-        let (trans, byte) = (&*self.trans, &self.classes.byte);
-        let mut r = *rows;
         let mut k = 0;
-        while k < len {
-            let mut next = [0u32; N];
-            let mut any = 0;
-            for ((n, &row), lane) in next.iter_mut().zip(&r).zip(lanes) {
-                let b = lane.get(k).copied().unwrap_or(0x80);
-                *n = trans
-                    .get(row as usize | usize::from(byte[usize::from(b)]))
-                    .copied()
-                    .unwrap_or(UNKNOWN);
-                any |= *n;
+        while k + BLOCK <= len {
+            let mut blocks = [&[0u8; BLOCK]; N];
+            for (block, lane) in blocks.iter_mut().zip(lanes) {
+                match lane.get(k..k + BLOCK).and_then(|b| b.try_into().ok()) {
+                    Some(b) => *block = b,
+                    None => return k,
+                }
             }
-            // Not computed yet, or marked.
-            if any >= MARKED {
+            for j in 0..BLOCK {
+                if !self.step(rows, |i| blocks.get(i).map_or(0x80, |b| b[j])) {
+                    return k + j;
+                }
+            }
+            k += BLOCK;
+        }
+        while k < len {
+            if !self.step(rows, |i| {
+                lanes.get(i).and_then(|l| l.get(k)).copied().unwrap_or(0x80)
+            }) {
                 break;
             }
-            r = next;
             k += 1;
         }
-        *rows = r;
         k
+    }
+
+    /// Steps every lane's row of `rows` over its byte (`byte(i)`, lane
+    /// `i`'s), unless a transition of one is not computed yet or marked;
+    /// whether they stepped.
+    #[inline(always)]
+    fn step<const N: usize>(&self, rows: &mut [u32; N], byte: impl Fn(usize) -> u8) -> bool {
+        let (trans, class) = (&*self.trans, &self.classes.byte);
+        let mut next = [0u32; N];
+        let mut any = 0;
+        for (i, (n, &row)) in next.iter_mut().zip(rows.iter()).enumerate() {
+            *n = trans
+                .get(row as usize | usize::from(class[usize::from(byte(i))]))
+                .copied()
+                .unwrap_or(UNKNOWN);
+            any |= *n;
+        }
+        // Not computed yet, or marked.
+        if any >= MARKED {
+            return false;
+        }
+        *rows = next;
+        true
     }
 
     /// Takes into `run` what stepping into `row` at `pos` reports (on a
@@ -943,7 +974,7 @@ mod tests {
     }
 
     /// Lanes find what one run finds (the plain scan's labels), with two
-    /// lanes and three, to the end of the text or to a character boundary
+    /// lanes to four, to the end of the text or to a character boundary
     /// inside it; with a cache that holds every state and with one so
     /// small that it is emptied inside the lanes, again and again (their
     /// states kept, their checkpoints not trusted after).
@@ -963,6 +994,7 @@ mod tests {
                     for got in [
                         through_lanes::<2>(lazy, &text, end),
                         through_lanes::<3>(lazy, &text, end),
+                        through_lanes::<4>(lazy, &text, end),
                     ]
                     .into_iter()
                     .flatten()
@@ -1035,6 +1067,7 @@ mod tests {
                                 for got in [
                                     through_lanes::<2>(lazy, &text, text.len()),
                                     through_lanes::<3>(lazy, &text, text.len()),
+                                    through_lanes::<4>(lazy, &text, text.len()),
                                 ]
                                 .into_iter()
                                 .flatten()
