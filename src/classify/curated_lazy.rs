@@ -174,11 +174,12 @@ pub(super) struct Lazy {
 
 /// The most lanes [`Lazy::lanes`] steps at once.
 ///
-/// A lane's step waits for its last load; with three, the loads of one
-/// step overlap and the loop is still short. On `body.html` repeated to
-/// 1 MB (after the tight loop of [`Lazy::tight`]), three lanes were 23 %
-/// faster than two, four 17 % (paired runs).
-pub(super) const LANES: usize = 3;
+/// A lane's step waits for its last load; with four, the loads of one
+/// step overlap and the loop still fits the registers. On `body.html`
+/// repeated to 1 MB (with [`Lazy::tight`] reading blocks), four lanes were
+/// 12 % faster than three (`dense_1MB` 29 %), five 6 % slower than three
+/// and six 11 % (paired runs).
+pub(super) const LANES: usize = 4;
 
 /// The bytes [`Lazy::tight`] reads of each lane at a time.
 const BLOCK: usize = 8;
