@@ -24,9 +24,18 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.alloc(layout) }
     }
 
+    /// Zeroed memory from the system's allocator, as a program without a
+    /// counting allocator gets it (the default would write the zeros, and
+    /// touch every page of a large table at once).
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's layout, handed on unchanged.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` with this layout.
+        // SAFETY: `ptr` came from `alloc` or `alloc_zeroed` with this layout.
         unsafe { System.dealloc(ptr, layout) }
     }
 }
