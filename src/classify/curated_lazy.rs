@@ -314,9 +314,7 @@ impl Lazy {
         let end = end.min(bytes.len());
         while pos < end {
             pos = self.fast(&mut run.row, bytes, pos, past, end);
-            if run.row & self.twin != 0 {
-                run.row = self.settled(run, bytes, run.row, pos);
-            }
+            run.row = self.settled(run, bytes, run.row, pos);
             if run.row == START && pos >= past {
                 return (pos, true);
             }
@@ -382,9 +380,7 @@ impl Lazy {
             }
             // A window may have closed since the lane last reported.
             for (run, &p) in runs.iter_mut().zip(&pos) {
-                if run.row & self.twin != 0 {
-                    run.row = self.settled(run, bytes, run.row, p);
-                }
+                run.row = self.settled(run, bytes, run.row, p);
             }
             let steps = pos
                 .iter()
@@ -844,7 +840,7 @@ impl Lazy {
     }
 
     /// Adds the state `key` and its twin (there is room); its row (the
-    /// twin's is the next).
+    /// twin's is `row | self.twin`).
     fn add(&mut self, key: Key) -> Option<u32> {
         let row = u32::try_from((self.states.len() + 1) << SHIFT).ok()?;
         if row >= self.twin {
